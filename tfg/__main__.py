@@ -1,0 +1,3 @@
+from tfg.cli import main
+
+main()

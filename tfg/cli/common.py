@@ -1,0 +1,31 @@
+"""Options and helpers shared by subcommands: the GRAPH argument and graph output."""
+import click
+
+from tfg.graphdef import io
+
+graph_argument = click.argument("graph", required=False, default="-", metavar="GRAPH")
+
+
+def output_options(f):
+    """`-o PATH` and `--format pb|pbtxt` for commands that write a graph."""
+    f = click.option("--format", "fmt", type=click.Choice(["pb", "pbtxt"]), default=None,
+                     help="Output format (default: pbtxt for *.pbtxt paths, else binary).")(f)
+    f = click.option("-o", "--output", default="-", metavar="PATH",
+                     help="Where to write the graph (default: stdout).")(f)
+    return f
+
+
+def read_graph(path):
+    return io.load(path)
+
+
+def write_graph(graph, output, fmt):
+    io.save(graph, output, fmt)
+
+
+def split_names(values):
+    """Flags given as repeated options and/or comma lists -> flat list of names."""
+    out = []
+    for v in values or ():
+        out.extend(s.strip() for s in v.split(",") if s.strip())
+    return out

@@ -1,0 +1,129 @@
+"""Tensor references (`node`, `node:1`, `^node`) and device names.
+
+    >>> parse_input("^a"), parse_input("b:2"), tensor_name("b", 0)
+    (TensorRef(node='a', port=-1), TensorRef(node='b', port=2), 'b:0')
+    >>> DeviceSpec.parse("/job:w/task:1/device:GPU:0").to_string()
+    '/job:w/task:1/device:GPU:0'
+    >>> DeviceSpec.parse("/cpu:0").to_string()
+    '/device:CPU:0'
+"""
+import re
+from typing import NamedTuple, Optional
+
+from tfg.errors import TfgInputError
+
+CONTROL = -1  # port of a control input
+
+
+class TensorRef(NamedTuple):
+    node: str
+    port: int  # CONTROL for `^node`
+
+    @property
+    def is_control(self):
+        return self.port == CONTROL
+
+    def __str__(self):
+        if self.port == CONTROL:
+            return "^" + self.node
+        return self.node if self.port == 0 else f"{self.node}:{self.port}"
+
+
+def parse_input(s):
+    """A NodeDef input string -> TensorRef; `n` means output 0, `^n` a control edge."""
+    if s.startswith("^"):
+        return TensorRef(s[1:], CONTROL)
+    name, sep, port = s.rpartition(":")
+    if sep and port.isdigit():
+        return TensorRef(name, int(port))
+    return TensorRef(s, 0)
+
+
+def parse_tensor(s):
+    """A user-given tensor name (`x` or `x:0`) -> TensorRef; control refs are refused."""
+    ref = parse_input(s.strip())
+    if ref.is_control or not ref.node:
+        raise TfgInputError(f"{s!r} is not a tensor name (expected node or node:port)")
+    return ref
+
+
+def tensor_name(node, port=0):
+    """The canonical `node:port` form, as used in feeds, fetches and npz keys."""
+    return f"{node}:{port}"
+
+
+def input_string(node, port=0):
+    """The NodeDef form: `node` for port 0, `node:port` otherwise, `^node` for control."""
+    if port == CONTROL:
+        return "^" + node
+    return node if port == 0 else f"{node}:{port}"
+
+
+_DEVICE_PART = re.compile(r"^(job|replica|task|device|cpu|gpu|CPU|GPU|[A-Za-z_]+)(?::(.*))?$")
+
+
+class DeviceSpec(NamedTuple):
+    """A full or partial device name; None fields are unconstrained ('*' ids are None)."""
+
+    job: Optional[str] = None
+    replica: Optional[int] = None
+    task: Optional[int] = None
+    device_type: Optional[str] = None
+    device_index: Optional[int] = None
+
+    @staticmethod
+    def parse(name):
+        """Parse `/job:x/replica:0/task:1/device:GPU:0`, partial specs, and legacy `/cpu:0`."""
+        fields = {}
+        if not name:
+            return DeviceSpec()
+        for part in name.strip().strip("/").split("/"):
+            if not part:
+                continue
+            key, _, rest = part.partition(":")
+            low = key.lower()
+            try:
+                if low in ("job", "replica", "task") and rest:
+                    fields[low] = rest if low == "job" else (None if rest == "*" else int(rest))
+                elif low == "device":
+                    dtype, _, idx = rest.partition(":")
+                    fields["device_type"] = dtype.upper() if dtype.lower() in ("cpu", "gpu") else dtype
+                    fields["device_index"] = None if idx in ("", "*") else int(idx)
+                elif rest or low in ("cpu", "gpu"):
+                    # Legacy `/cpu:0`, `/gpu:1`, or a bare `CPU:0`.
+                    fields["device_type"] = key.upper() if low in ("cpu", "gpu") else key
+                    fields["device_index"] = None if rest in ("", "*") else int(rest)
+                else:
+                    raise ValueError
+            except ValueError:
+                raise TfgInputError(f"malformed device name {name!r}") from None
+        return DeviceSpec(**fields)
+
+    def to_string(self):
+        parts = []
+        if self.job is not None:
+            parts.append(f"/job:{self.job}")
+        if self.replica is not None:
+            parts.append(f"/replica:{self.replica}")
+        if self.task is not None:
+            parts.append(f"/task:{self.task}")
+        if self.device_type is not None:
+            idx = "*" if self.device_index is None else self.device_index
+            parts.append(f"/device:{self.device_type}:{idx}")
+        return "".join(parts)
+
+    def is_full(self):
+        return None not in self
+
+    def matches(self, full):
+        """Whether the full device `full` satisfies this (partial) spec."""
+        return all(mine is None or mine == theirs for mine, theirs in zip(self, full))
+
+    def merged_with(self, other):
+        """Fields of `other` fill the unconstrained fields of self."""
+        return DeviceSpec(*(a if a is not None else b for a, b in zip(self, other)))
+
+
+def canonical_device(name):
+    """A device name in TensorFlow's canonical form (empty stays empty)."""
+    return DeviceSpec.parse(name).to_string() if name else ""

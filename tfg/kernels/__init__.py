@@ -1,0 +1,2 @@
+"""Op kernels per device type. Importing the package registers every kernel module."""
+from tfg.kernels.registry import CPU, GPU, KernelDef, get_kernel, has_kernel, kernel  # noqa: F401

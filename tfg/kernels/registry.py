@@ -1,0 +1,88 @@
+"""Kernels, registered by (op, device type). One registration block per op family.
+
+    @kernel("MatMul")                       # CPU, numpy
+    def matmul(ctx, a, b):
+        ta, tb = ctx.attrs["transpose_a"], ctx.attrs["transpose_b"]
+        return (a.T if ta else a) @ (b.T if tb else b)
+
+A kernel is called as `fn(ctx, *inputs)` and returns one array, or a tuple/list with one array
+per output. `ctx` is a `KernelContext` made once per node when the executor prepares a graph:
+`ctx.attrs` holds every attr decoded (signature defaults filled in), `ctx.node` the Node,
+`ctx.xp` the array module (numpy on CPU, cupy on GPU), `ctx.device` the device name.
+
+Kernels registered with `needs_step=True` are called as `fn(ctx, step, *inputs)`: `step` gives
+the per-step state (`step.resources` for step-scoped resources such as stacks,
+`step.session_resources` for variables/queues that live as long as the session, `step.rng`).
+`ref_inputs` lists input indices the kernel takes by reference (a `Ref` object, see
+tfg.kernels.resources); every other input reaching the kernel is a plain array.
+"""
+from dataclasses import dataclass
+from typing import Callable
+
+from tfg.errors import UnknownOpError
+
+CPU, GPU = "CPU", "GPU"
+
+
+@dataclass(frozen=True)
+class KernelDef:
+    op: str
+    device_type: str
+    fn: Callable
+    needs_step: bool = False
+    ref_inputs: tuple = ()
+    # The kernel may return one of its inputs itself (Identity-like): the executor must then
+    # not let a later in-place update of that input alias the output.
+    forwards_input: bool = False
+
+
+_KERNELS = {}
+
+
+def kernel(op, device_types=(CPU,), needs_step=False, ref_inputs=(), forwards_input=False):
+    """Decorator registering `fn` for `op` on each of `device_types` (an op name or a list)."""
+    ops = [op] if isinstance(op, str) else list(op)
+    types = [device_types] if isinstance(device_types, str) else list(device_types)
+
+    def register(fn):
+        for o in ops:
+            for t in types:
+                _KERNELS[(o, t)] = KernelDef(o, t, fn, needs_step, tuple(ref_inputs),
+                                             forwards_input)
+        return fn
+
+    return register
+
+
+def get_kernel(op, device_type=CPU, node=None):
+    """The KernelDef for (op, device_type); the error names the node and what exists."""
+    kd = _KERNELS.get((op, device_type))
+    if kd is None:
+        _ensure_loaded()
+        kd = _KERNELS.get((op, device_type))
+    if kd is None:
+        where = f" for node {node!r}" if node else ""
+        others = sorted(t for (o, t) in _KERNELS if o == op)
+        have = f"; it has kernels on {', '.join(others)}" if others else "; no device has one"
+        raise UnknownOpError(f"no {device_type} kernel for op {op!r}{where}{have}")
+    return kd
+
+
+def has_kernel(op, device_type=CPU):
+    _ensure_loaded()
+    return (op, device_type) in _KERNELS
+
+
+def registered_ops(device_type=CPU):
+    _ensure_loaded()
+    return sorted(o for (o, t) in _KERNELS if t == device_type)
+
+
+_loaded = False
+
+
+def _ensure_loaded():
+    global _loaded
+    if not _loaded:
+        _loaded = True
+        import tfg.kernels  # noqa: F401  (registers every kernel module)

@@ -1,0 +1,197 @@
+"""Op signatures: inputs/outputs with their type attrs, attrs with defaults, stateful flag, and a
+shape function, registered once per op in TensorFlow's REGISTER_OP notation.
+
+    >>> op("MatMul", inputs=["a: T", "b: T"], outputs=["product: T"],
+    ...    attrs=["transpose_a: bool = false", "transpose_b: bool = false",
+    ...           "T: {half, float, double, int32, int64, complex64, complex128}"],
+    ...    shape_fn=matmul_shape)
+    >>> get_op("MatMul").attrs["transpose_a"].default
+    False
+
+Argument forms: `x: T` (type from attr T), `x: float` (fixed type), `x: N * T` (N tensors of
+type T), `x: Tlist` where Tlist is a `list(type)` attr, `ref: Ref(T)` for reference inputs.
+"""
+import ast
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+from tfg.errors import UnknownOpError
+from tfg.schemas.dtypes import DType
+
+NO_DEFAULT = object()
+
+_TYPE_ALIASES = {
+    "float": DType.FLOAT, "double": DType.DOUBLE, "half": DType.HALF, "bfloat16": DType.BFLOAT16,
+    "int8": DType.INT8, "int16": DType.INT16, "int32": DType.INT32, "int64": DType.INT64,
+    "uint8": DType.UINT8, "uint16": DType.UINT16, "uint32": DType.UINT32, "uint64": DType.UINT64,
+    "bool": DType.BOOL, "string": DType.STRING, "complex64": DType.COMPLEX64,
+    "complex128": DType.COMPLEX128, "resource": DType.RESOURCE, "variant": DType.VARIANT,
+    "qint8": DType.QINT8, "quint8": DType.QUINT8, "qint32": DType.QINT32,
+}
+
+# Named type sets usable in attr constraints, as in TensorFlow's op registrations.
+TYPE_SETS = {
+    "numbertype": ["float", "double", "int32", "uint8", "int16", "int8", "complex64", "int64",
+                   "qint8", "quint8", "qint32", "bfloat16", "uint16", "complex128", "half",
+                   "uint32", "uint64"],
+    "realnumbertype": ["float", "double", "int32", "int64", "uint8", "int16", "int8", "uint16",
+                       "half", "uint32", "uint64", "bfloat16"],
+    "floattype": ["half", "bfloat16", "float", "double"],
+    "quantizedtype": ["qint8", "quint8", "qint32"],
+}
+
+
+@dataclass
+class ArgDef:
+    name: str
+    type_attr: Optional[str] = None  # dtype comes from this attr
+    dtype: Optional[DType] = None  # fixed dtype
+    number_attr: Optional[str] = None  # `N * T`: repeated N times
+    type_list_attr: Optional[str] = None  # a list(type) attr gives each dtype
+    is_ref: bool = False
+
+
+@dataclass
+class AttrDef:
+    name: str
+    type: str  # "type", "int", "float", "bool", "string", "shape", "tensor", "func", "list(type)", ...
+    default: object = NO_DEFAULT
+    allowed: Optional[list] = None  # allowed values (DTypes for type attrs, strings for string)
+    minimum: Optional[int] = None
+
+    @property
+    def has_default(self):
+        return self.default is not NO_DEFAULT
+
+
+@dataclass
+class OpSignature:
+    name: str
+    inputs: list
+    outputs: list
+    attrs: dict
+    stateful: bool = False
+    shape_fn: Optional[Callable] = None
+    is_commutative: bool = False
+    is_aggregate: bool = False
+    # Control-flow and communication ops the executor implements itself.
+    control_flow: bool = False
+    extra: dict = field(default_factory=dict)
+
+
+_OPS = {}
+
+
+def op(name, inputs=(), outputs=(), attrs=(), stateful=False, shape_fn=None,
+       is_commutative=False, is_aggregate=False, control_flow=False, **extra):
+    """Register an op signature (see module docstring for the notation)."""
+    sig = OpSignature(
+        name=name, inputs=[_parse_arg(a) for a in inputs], outputs=[_parse_arg(a) for a in outputs],
+        attrs={}, stateful=stateful, shape_fn=shape_fn, is_commutative=is_commutative,
+        is_aggregate=is_aggregate, control_flow=control_flow, extra=extra)
+    for a in attrs:
+        ad = _parse_attr(a)
+        sig.attrs[ad.name] = ad
+    _OPS[name] = sig
+    return sig
+
+
+def alias(new_name, existing, **changes):
+    """Register `new_name` with the signature of `existing` (e.g. Add for AddV2)."""
+    base = _OPS[existing]
+    sig = OpSignature(**{**base.__dict__, "name": new_name, **changes})
+    _OPS[new_name] = sig
+    return sig
+
+
+def get_op(name, node=None):
+    """The signature of op `name`; UnknownOpError names the node when one is given."""
+    sig = _OPS.get(name)
+    if sig is None:
+        where = f" (node {node!r})" if node else ""
+        raise UnknownOpError(f"unknown op {name!r}{where}; tfg knows {len(_OPS)} ops "
+                             f"(see `tfg info --ops`)")
+    return sig
+
+
+def has_op(name):
+    return name in _OPS
+
+
+def all_ops():
+    return dict(_OPS)
+
+
+def _parse_arg(spec):
+    name, _, rest = (s.strip() for s in spec.partition(":"))
+    is_ref = False
+    if rest.startswith("Ref(") and rest.endswith(")"):
+        is_ref, rest = True, rest[4:-1].strip()
+    if "*" in rest:
+        number, _, t = (s.strip() for s in rest.partition("*"))
+        if t in _TYPE_ALIASES:
+            return ArgDef(name, dtype=_TYPE_ALIASES[t], number_attr=number, is_ref=is_ref)
+        return ArgDef(name, type_attr=t, number_attr=number, is_ref=is_ref)
+    if rest in _TYPE_ALIASES:
+        return ArgDef(name, dtype=_TYPE_ALIASES[rest], is_ref=is_ref)
+    return ArgDef(name, type_attr=rest, is_ref=is_ref)
+
+
+def _parse_attr(spec):
+    name, _, rest = (s.strip() for s in spec.partition(":"))
+    default = NO_DEFAULT
+    if "=" in rest:
+        rest, _, dflt = (s.strip() for s in rest.partition("="))
+        default = dflt
+    minimum = None
+    if ">=" in rest:
+        rest, _, m = (s.strip() for s in rest.partition(">="))
+        minimum = int(m)
+    allowed = None
+    if rest.startswith("{"):
+        items = [s.strip() for s in rest.strip("{}").split(",") if s.strip()]
+        if all(i.startswith(("'", '"')) for i in items):
+            allowed, typ = [ast.literal_eval(i) for i in items], "string"
+        else:
+            allowed, typ = _expand_types(items), "type"
+    elif rest.startswith("list(") and "{" in rest:
+        inner = rest[rest.index("{") + 1: rest.rindex("}")]
+        allowed, typ = _expand_types([s.strip() for s in inner.split(",")]), "list(type)"
+    elif rest in TYPE_SETS:
+        allowed, typ = _expand_types([rest]), "type"
+    else:
+        typ = rest
+    if default is not NO_DEFAULT:
+        default = _parse_default(typ, default)
+    return AttrDef(name, typ, default, allowed, minimum)
+
+
+def _expand_types(items):
+    out = []
+    for item in items:
+        for t in TYPE_SETS.get(item, [item]):
+            out.append(_TYPE_ALIASES[t])
+    return out
+
+
+def _parse_default(typ, text):
+    if typ in ("type",):
+        return _TYPE_ALIASES[text.replace("DT_", "").lower()]
+    if typ == "bool":
+        return text.lower() == "true"
+    if typ == "int":
+        return int(text)
+    if typ == "float":
+        return float(text)
+    if typ == "string":
+        return ast.literal_eval(text).encode() if text[:1] in "'\"" else text.encode()
+    if typ == "shape":
+        return None if text in ("unknown", "None") else tuple(ast.literal_eval(text))
+    if typ.startswith("list"):
+        vals = ast.literal_eval(text)
+        if typ == "list(type)":
+            return [_TYPE_ALIASES[v] for v in vals]
+        if typ == "list(string)":
+            return [v.encode() for v in vals]
+        return list(vals)
+    return text

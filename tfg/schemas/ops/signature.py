@@ -1,0 +1,67 @@
+"""Per-node questions answered through the op signature: attr values with defaults, output
+dtypes, the number of outputs, and which inputs are references.
+
+    >>> output_dtypes(node)      # MatMul with T=float -> [DType.FLOAT]
+    >>> num_outputs(split_node)  # Split with num_split=3 -> 3
+"""
+from tfg.errors import TfgInputError
+from tfg.schemas.dtypes import DType
+from tfg.schemas.ops.registry import get_op
+
+
+def attr_or_default(node, name, sig=None):
+    """The node's attr decoded, or the signature's default."""
+    if node.has_attr(name):
+        return node.get_attr(name)
+    sig = sig or get_op(node.op, node.name)
+    ad = sig.attrs.get(name)
+    if ad is None or not ad.has_default:
+        raise TfgInputError(f"node {node.name!r} ({node.op}) is missing attr {name!r}")
+    return ad.default
+
+
+def _arg_dtypes(node, arg, sig):
+    if arg.type_list_attr:
+        types = list(attr_or_default(node, arg.type_list_attr, sig))
+    else:
+        t = arg.dtype if arg.dtype is not None else attr_or_default(node, arg.type_attr, sig)
+        if not isinstance(t, DType):
+            raise TfgInputError(f"node {node.name!r} ({node.op}): attr {arg.type_attr!r} "
+                                f"is not a type")
+        n = int(attr_or_default(node, arg.number_attr, sig)) if arg.number_attr else 1
+        types = [t] * n
+    return [t.as_ref if arg.is_ref else t for t in types]
+
+
+def output_dtypes(node):
+    """DTypes of every output of `node`, in order (ref types for ref outputs)."""
+    sig = get_op(node.op, node.name)
+    out = []
+    for arg in sig.outputs:
+        out.extend(_arg_dtypes(node, arg, sig))
+    return out
+
+
+def input_dtypes(node):
+    """DTypes the signature expects for the node's data inputs."""
+    sig = get_op(node.op, node.name)
+    out = []
+    for arg in sig.inputs:
+        out.extend(_arg_dtypes(node, arg, sig))
+    return out
+
+
+def num_outputs(node):
+    return len(output_dtypes(node))
+
+
+def ref_input_indices(node):
+    """Indices of the node's data inputs that the op takes by reference."""
+    sig = get_op(node.op, node.name)
+    idx, out = 0, []
+    for arg in sig.inputs:
+        n = len(_arg_dtypes(node, arg, sig))
+        if arg.is_ref:
+            out.extend(range(idx, idx + n))
+        idx += n
+    return out
