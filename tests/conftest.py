@@ -1,0 +1,23 @@
+"""Shared pytest fixtures: where the conformance cases and the project's fixtures are."""
+import os
+import pathlib
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "tests" / "fixtures"
+# The shared conformance cases sit beside a developer's checkout; a user's clone has none.
+CONFORMANCE = pathlib.Path(os.environ.get("TFG_CONFORMANCE", ROOT.parent / "shared" / "conformance"))
+
+
+def conformance_cases():
+    if not CONFORMANCE.is_dir():
+        return []
+    return sorted(p for p in CONFORMANCE.iterdir() if (p / "case.json").exists())
+
+
+@pytest.fixture
+def conformance_dir():
+    if not CONFORMANCE.is_dir():
+        pytest.skip("../shared/conformance is not present")
+    return CONFORMANCE
