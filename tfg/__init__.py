@@ -2,10 +2,43 @@
 
     >>> import tfg
     >>> g = tfg.load("model.pb")
+    >>> g = tfg.grad(g, ys=["loss"], xs=["w1", "w2"])
+    >>> g = tfg.optimize(g, keep=["loss", "grad/w1"])
+    >>> tfg.Session(g).run(["grad/w1"], feeds={"x": batch})
     >>> tfg.save(g, "model.pbtxt")
+
+The heavier parts (passes, executor, builder) are imported on first use.
 """
+import importlib
+
 __version__ = "0.1.0"
 
 from tfg.graphdef.graph import Graph, Node  # noqa: E402,F401
-from tfg.graphdef.io import load, loads, save, dumps  # noqa: E402,F401
+from tfg.graphdef.io import dumps, load, loads, save  # noqa: E402,F401
 from tfg.schemas.dtypes import DType  # noqa: E402,F401
+
+# public name -> (module, attribute); attribute None means the module itself.
+_LAZY = {
+    "Session": ("tfg.executor.session", "Session"),
+    "grad": ("tfg.passes.grad", "grad"),
+    "optimize": ("tfg.passes.manager", "optimize"),
+    "prune": ("tfg.passes.prune", "prune"),
+    "place": ("tfg.passes.place", "place"),
+    "partition": ("tfg.passes.partition", "partition"),
+    "builder": ("tfg.builder", None),
+}
+
+
+def __getattr__(name):
+    if name not in _LAZY:
+        raise AttributeError(f"module 'tfg' has no attribute {name!r}")
+    module, attr = _LAZY[name]
+    value = importlib.import_module(module)
+    if attr is not None:
+        value = getattr(value, attr)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(list(globals()) + list(_LAZY))
