@@ -12,6 +12,7 @@ Argument forms: `x: T` (type from attr T), `x: float` (fixed type), `x: N * T` (
 type T), `x: Tlist` where Tlist is a `list(type)` attr, `ref: Ref(T)` for reference inputs.
 """
 import ast
+import re
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
@@ -27,17 +28,18 @@ _TYPE_ALIASES = {
     "bool": DType.BOOL, "string": DType.STRING, "complex64": DType.COMPLEX64,
     "complex128": DType.COMPLEX128, "resource": DType.RESOURCE, "variant": DType.VARIANT,
     "qint8": DType.QINT8, "quint8": DType.QUINT8, "qint32": DType.QINT32,
+    "qint16": DType.QINT16, "quint16": DType.QUINT16,
 }
 
 # Named type sets usable in attr constraints, as in TensorFlow's op registrations.
 TYPE_SETS = {
     "numbertype": ["float", "double", "int32", "uint8", "int16", "int8", "complex64", "int64",
-                   "qint8", "quint8", "qint32", "bfloat16", "uint16", "complex128", "half",
-                   "uint32", "uint64"],
+                   "qint8", "quint8", "qint32", "bfloat16", "qint16", "quint16", "uint16",
+                   "complex128", "half", "uint32", "uint64"],
     "realnumbertype": ["float", "double", "int32", "int64", "uint8", "int16", "int8", "uint16",
                        "half", "uint32", "uint64", "bfloat16"],
     "floattype": ["half", "bfloat16", "float", "double"],
-    "quantizedtype": ["qint8", "quint8", "qint32"],
+    "quantizedtype": ["qint8", "quint8", "qint32", "qint16", "quint16"],
 }
 
 
@@ -78,6 +80,16 @@ class OpSignature:
     control_flow: bool = False
     extra: dict = field(default_factory=dict)
 
+    @property
+    def has_ref_inputs(self):
+        """Whether the op takes a reference input (and so may modify a variable in place)."""
+        return any(a.is_ref for a in self.inputs)
+
+    @property
+    def num_inputs_fixed(self):
+        """Whether every input argument is a single tensor (no `N * T` or type lists)."""
+        return all(not a.number_attr and not a.type_list_attr for a in self.inputs)
+
 
 _OPS = {}
 
@@ -92,6 +104,13 @@ def op(name, inputs=(), outputs=(), attrs=(), stateful=False, shape_fn=None,
     for a in attrs:
         ad = _parse_attr(a)
         sig.attrs[ad.name] = ad
+    for arg in sig.inputs + sig.outputs:
+        # `x: T` names a list(type) attr: each tensor of the list has its own dtype.
+        ad = sig.attrs.get(arg.type_attr)
+        if ad is not None and ad.type == "list(type)":
+            arg.type_list_attr, arg.type_attr = arg.type_attr, None
+        elif arg.type_attr is not None and ad is None:
+            raise ValueError(f"op {name}: argument {arg.name!r} names no attr {arg.type_attr!r}")
     _OPS[name] = sig
     return sig
 
@@ -140,9 +159,10 @@ def _parse_arg(spec):
 def _parse_attr(spec):
     name, _, rest = (s.strip() for s in spec.partition(":"))
     default = NO_DEFAULT
-    if "=" in rest:
-        rest, _, dflt = (s.strip() for s in rest.partition("="))
-        default = dflt
+    # `= default` (but not the `=` of a `>= minimum`).
+    m = re.search(r"(?<![<>])=", rest)
+    if m:
+        rest, default = rest[:m.start()].strip(), rest[m.end():].strip()
     minimum = None
     if ">=" in rest:
         rest, _, m = (s.strip() for s in rest.partition(">="))

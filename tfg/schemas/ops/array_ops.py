@@ -1,0 +1,299 @@
+"""Signatures of the array ops (TensorFlow's array_ops.cc and friends): constants, feeds,
+identities, reshaping, joining/splitting, slicing, gathering, padding and filling.
+
+    >>> get_op("ConcatV2").inputs[0].number_attr
+    'N'
+"""
+from tfg.schemas.ops.array_shapes import (
+    broadcast_args, broadcast_gradient_args, concat_offset, concat_v1, concat_v2, const_shape,
+    dynamic_stitch, ensure_shape, expand_dims, gather, gather_nd, gather_v2, list_diff, one_hot,
+    pack, pad, placeholder_with_default, range_shape, reshape, shape_n, shape_of, slice_shape,
+    split, split_v, squeeze, strided_slice, tile, transpose, unpack, unsorted_segment_sum, where)
+from tfg.schemas.ops.registry import op
+from tfg.schemas.ops.shape_fns import (
+    from_shape_attr, from_shape_input, scalar, unchanged, unchanged_all)
+
+# --- constants and feeds
+op("Const",
+   outputs=["output: dtype"],
+   attrs=["value: tensor", "dtype: type"],
+   shape_fn=const_shape)
+op("Placeholder",
+   outputs=["output: dtype"],
+   attrs=["dtype: type", "shape: shape = unknown"],
+   shape_fn=from_shape_attr())
+op("PlaceholderWithDefault",
+   inputs=["input: dtype"],
+   outputs=["output: dtype"],
+   attrs=["dtype: type", "shape: shape"],
+   shape_fn=placeholder_with_default)
+
+# --- identities
+op("Identity",
+   inputs=["input: T"],
+   outputs=["output: T"],
+   attrs=["T: type"],
+   shape_fn=unchanged)
+op("IdentityN",
+   inputs=["input: T"],
+   outputs=["output: T"],
+   attrs=["T: list(type) >= 1"],
+   shape_fn=unchanged_all)
+op("Snapshot",
+   inputs=["input: T"],
+   outputs=["output: T"],
+   attrs=["T: type"],
+   shape_fn=unchanged)
+op("StopGradient",
+   inputs=["input: T"],
+   outputs=["output: T"],
+   attrs=["T: type"],
+   shape_fn=unchanged)
+op("PreventGradient",
+   inputs=["input: T"],
+   outputs=["output: T"],
+   attrs=["T: type", "message: string = ''"],
+   shape_fn=unchanged)
+op("CheckNumerics",
+   inputs=["tensor: T"],
+   outputs=["output: T"],
+   attrs=["T: floattype", "message: string"],
+   stateful=True, shape_fn=unchanged)
+op("EnsureShape",
+   inputs=["input: T"],
+   outputs=["output: T"],
+   attrs=["shape: shape", "T: type"],
+   shape_fn=ensure_shape)
+
+# --- shapes of tensors
+op("Shape",
+   inputs=["input: T"],
+   outputs=["output: out_type"],
+   attrs=["T: type", "out_type: {int32, int64} = DT_INT32"],
+   shape_fn=shape_of)
+op("ShapeN",
+   inputs=["input: N * T"],
+   outputs=["output: N * out_type"],
+   attrs=["N: int >= 1", "T: type", "out_type: {int32, int64} = DT_INT32"],
+   shape_fn=shape_n)
+op("Size",
+   inputs=["input: T"],
+   outputs=["output: out_type"],
+   attrs=["T: type", "out_type: {int32, int64} = DT_INT32"],
+   shape_fn=scalar)
+op("Rank",
+   inputs=["input: T"],
+   outputs=["output: int32"],
+   attrs=["T: type"],
+   shape_fn=scalar)
+
+# --- reshaping
+op("Reshape",
+   inputs=["tensor: T", "shape: Tshape"],
+   outputs=["output: T"],
+   attrs=["T: type", "Tshape: {int32, int64} = DT_INT32"],
+   shape_fn=reshape)
+op("Squeeze",
+   inputs=["input: T"],
+   outputs=["output: T"],
+   attrs=["T: type", "squeeze_dims: list(int) >= 0 = []"],
+   shape_fn=squeeze)
+op("ExpandDims",
+   inputs=["input: T", "dim: Tdim"],
+   outputs=["output: T"],
+   attrs=["T: type", "Tdim: {int32, int64} = DT_INT32"],
+   shape_fn=expand_dims)
+op("Transpose",
+   inputs=["x: T", "perm: Tperm"],
+   outputs=["y: T"],
+   attrs=["T: type", "Tperm: {int32, int64} = DT_INT32"],
+   shape_fn=transpose)
+op("InvertPermutation",
+   inputs=["x: T"],
+   outputs=["y: T"],
+   attrs=["T: {int32, int64} = DT_INT32"],
+   shape_fn=unchanged)
+op("BroadcastTo",
+   inputs=["input: T", "shape: Tidx"],
+   outputs=["output: T"],
+   attrs=["T: type", "Tidx: {int32, int64} = DT_INT32"],
+   shape_fn=from_shape_input(1))
+op("BroadcastArgs",
+   inputs=["s0: T", "s1: T"],
+   outputs=["r0: T"],
+   attrs=["T: {int32, int64} = DT_INT32"],
+   shape_fn=broadcast_args)
+op("BroadcastGradientArgs",
+   inputs=["s0: T", "s1: T"],
+   outputs=["r0: T", "r1: T"],
+   attrs=["T: {int32, int64} = DT_INT32"],
+   shape_fn=broadcast_gradient_args)
+
+# --- joining and splitting
+op("ConcatV2",
+   inputs=["values: N * T", "axis: Tidx"],
+   outputs=["output: T"],
+   attrs=["N: int >= 2", "T: type", "Tidx: {int32, int64} = DT_INT32"],
+   shape_fn=concat_v2)
+op("Concat",
+   inputs=["concat_dim: int32", "values: N * T"],
+   outputs=["output: T"],
+   attrs=["N: int >= 2", "T: type"],
+   shape_fn=concat_v1)
+op("ConcatOffset",
+   inputs=["concat_dim: int32", "shape: N * shape_type"],
+   outputs=["offset: N * shape_type"],
+   attrs=["N: int >= 2", "shape_type: {int32, int64} = DT_INT32"],
+   shape_fn=concat_offset)
+op("Pack",
+   inputs=["values: N * T"],
+   outputs=["output: T"],
+   attrs=["N: int >= 1", "T: type", "axis: int = 0"],
+   shape_fn=pack)
+op("Unpack",
+   inputs=["value: T"],
+   outputs=["output: num * T"],
+   attrs=["num: int >= 0", "T: type", "axis: int = 0"],
+   shape_fn=unpack)
+op("Split",
+   inputs=["split_dim: int32", "value: T"],
+   outputs=["output: num_split * T"],
+   attrs=["num_split: int >= 1", "T: type"],
+   shape_fn=split)
+op("SplitV",
+   inputs=["value: T", "size_splits: Tlen", "split_dim: int32"],
+   outputs=["output: num_split * T"],
+   attrs=["num_split: int >= 1", "T: type", "Tlen: {int8, int32, int64} = DT_INT64"],
+   shape_fn=split_v)
+op("Tile",
+   inputs=["input: T", "multiples: Tmultiples"],
+   outputs=["output: T"],
+   attrs=["T: type", "Tmultiples: {int32, int64} = DT_INT32"],
+   shape_fn=tile)
+
+# --- slicing and gathering
+op("Slice",
+   inputs=["input: T", "begin: Index", "size: Index"],
+   outputs=["output: T"],
+   attrs=["T: type", "Index: {int32, int64}"],
+   shape_fn=slice_shape)
+op("StridedSlice",
+   inputs=["input: T", "begin: Index", "end: Index", "strides: Index"],
+   outputs=["output: T"],
+   attrs=["T: type", "Index: {int16, int32, int64}", "begin_mask: int = 0", "end_mask: int = 0",
+          "ellipsis_mask: int = 0", "new_axis_mask: int = 0", "shrink_axis_mask: int = 0"],
+   shape_fn=strided_slice)
+op("StridedSliceGrad",
+   inputs=["shape: Index", "begin: Index", "end: Index", "strides: Index", "dy: T"],
+   outputs=["output: T"],
+   attrs=["T: type", "Index: {int32, int64}", "begin_mask: int = 0", "end_mask: int = 0",
+          "ellipsis_mask: int = 0", "new_axis_mask: int = 0", "shrink_axis_mask: int = 0"],
+   shape_fn=from_shape_input(0))
+op("GatherV2",
+   inputs=["params: Tparams", "indices: Tindices", "axis: Taxis"],
+   outputs=["output: Tparams"],
+   attrs=["batch_dims: int = 0", "Tparams: type", "Tindices: {int16, int32, int64}",
+          "Taxis: {int32, int64}"],
+   shape_fn=gather_v2)
+op("Gather",
+   inputs=["params: Tparams", "indices: Tindices"],
+   outputs=["output: Tparams"],
+   attrs=["validate_indices: bool = true", "Tparams: type", "Tindices: {int32, int64}"],
+   shape_fn=gather)
+op("GatherNd",
+   inputs=["params: Tparams", "indices: Tindices"],
+   outputs=["output: Tparams"],
+   attrs=["Tparams: type", "Tindices: {int16, int32, int64}", "bad_indices_policy: string = ''"],
+   shape_fn=gather_nd)
+op("ScatterNd",
+   inputs=["indices: Tindices", "updates: T", "shape: Tindices"],
+   outputs=["output: T"],
+   attrs=["T: type", "Tindices: {int16, int32, int64}", "bad_indices_policy: string = ''"],
+   shape_fn=from_shape_input(2))
+op("UnsortedSegmentSum",
+   inputs=["data: T", "segment_ids: Tindices", "num_segments: Tnumsegments"],
+   outputs=["output: T"],
+   attrs=["T: numbertype", "Tindices: {int16, int32, int64}",
+          "Tnumsegments: {int32, int64} = DT_INT32"],
+   shape_fn=unsorted_segment_sum)
+op("DynamicStitch",
+   inputs=["indices: N * int32", "data: N * T"],
+   outputs=["merged: T"],
+   attrs=["N: int >= 1", "T: type"],
+   shape_fn=dynamic_stitch)
+op("ReverseV2",
+   inputs=["tensor: T", "axis: Tidx"],
+   outputs=["output: T"],
+   attrs=["Tidx: {int32, int64} = DT_INT32",
+          "T: {uint8, int8, uint16, int16, int32, uint32, int64, uint64, bool, bfloat16, half, "
+          "float, double, complex64, complex128, string}"],
+   shape_fn=unchanged)
+op("Pad",
+   inputs=["input: T", "paddings: Tpaddings"],
+   outputs=["output: T"],
+   attrs=["T: type", "Tpaddings: {int32, int64} = DT_INT32"],
+   shape_fn=pad)
+op("PadV2",
+   inputs=["input: T", "paddings: Tpaddings", "constant_values: T"],
+   outputs=["output: T"],
+   attrs=["T: type", "Tpaddings: {int32, int64} = DT_INT32"],
+   shape_fn=pad)
+op("MirrorPad",
+   inputs=["input: T", "paddings: Tpaddings"],
+   outputs=["output: T"],
+   attrs=["T: type", "Tpaddings: {int32, int64} = DT_INT32", "mode: {'REFLECT', 'SYMMETRIC'}"],
+   shape_fn=pad)
+
+# --- filling
+op("Fill",
+   inputs=["dims: index_type", "value: T"],
+   outputs=["output: T"],
+   attrs=["T: type", "index_type: {int32, int64} = DT_INT32"],
+   shape_fn=from_shape_input(0))
+op("ZerosLike",
+   inputs=["x: T"],
+   outputs=["y: T"],
+   attrs=["T: type"],
+   shape_fn=unchanged)
+op("OnesLike",
+   inputs=["x: T"],
+   outputs=["y: T"],
+   attrs=["T: {bfloat16, half, float, double, int8, uint8, int16, uint16, int32, uint32, int64, "
+          "uint64, complex64, complex128, bool}"],
+   shape_fn=unchanged)
+op("Range",
+   inputs=["start: Tidx", "limit: Tidx", "delta: Tidx"],
+   outputs=["output: Tidx"],
+   attrs=["Tidx: {bfloat16, half, float, double, int8, int16, int32, int64, uint16, uint32, "
+          "uint64} = DT_INT32"],
+   shape_fn=range_shape)
+op("OneHot",
+   inputs=["indices: TI", "depth: int32", "on_value: T", "off_value: T"],
+   outputs=["output: T"],
+   attrs=["axis: int = -1", "T: type", "TI: {uint8, int8, int32, int64} = DT_INT64"],
+   shape_fn=one_hot)
+
+# --- index computations
+op("ListDiff",
+   inputs=["x: T", "y: T"],
+   outputs=["out: T", "idx: out_idx"],
+   attrs=["T: type", "out_idx: {int32, int64} = DT_INT32"],
+   shape_fn=list_diff)
+op("Where",
+   inputs=["input: T"],
+   outputs=["index: int64"],
+   attrs=["T: {float, double, int32, uint8, int16, int8, complex64, int64, qint8, quint8, qint32, "
+          "bfloat16, qint16, quint16, uint16, complex128, half, uint32, uint64, bool} = DT_BOOL"],
+   shape_fn=where)
+op("DataFormatVecPermute",
+   inputs=["x: T"],
+   outputs=["y: T"],
+   attrs=["T: {int32, int64} = DT_INT32", "src_format: string = 'NHWC'",
+          "dst_format: string = 'NCHW'"],
+   shape_fn=unchanged)
+op("DataFormatDimMap",
+   inputs=["x: T"],
+   outputs=["y: T"],
+   attrs=["T: {int32, int64} = DT_INT32", "src_format: string = 'NHWC'",
+          "dst_format: string = 'NCHW'"],
+   shape_fn=unchanged)

@@ -1,0 +1,411 @@
+"""Shape functions of the array ops: reshaping, joining, splitting, slicing, gathering, padding.
+
+    >>> reshape(ctx)        # x: [2, 3, 4], shape = [-1, 4]     -> [(6, 4)]
+    >>> strided_slice(ctx)  # x: [5, ?, 3], x[1:, :, 0]          -> [(4, None)]
+"""
+import numpy as np
+
+from tfg.graphdef.tensors import shape_from_proto
+from tfg.schemas.ops.shape_fns import (
+    ShapeError, broadcast, canonical_axis, fmt, merge, merge_dim, num_elements, rank,
+    with_rank, with_rank_at_least)
+
+
+def const_shape(ctx):
+    # Read the shape from the TensorProto header: decoding a large constant is not needed.
+    attr = ctx.node.attr
+    if "value" not in attr or not attr["value"].HasField("tensor"):
+        raise ShapeError("Const has no tensor value")
+    return [shape_from_proto(attr["value"].tensor.tensor_shape)]
+
+
+def placeholder_with_default(ctx):
+    declared = ctx.attr("shape")
+    merge(ctx.shape(0), declared)  # the default value must fit the declared shape
+    return [declared]
+
+
+def ensure_shape(ctx):
+    return [merge(ctx.shape(0), ctx.attr("shape"))]
+
+
+def shape_of(ctx):
+    return [(ctx.rank(0),)]
+
+
+def shape_n(ctx):
+    return [(rank(s),) for s in ctx.input_shapes]
+
+
+def reshape(ctx):
+    target = ctx.shape_tensor(1)
+    if target is None:
+        return [None]
+    elems = ctx.elems(1)
+    minus = [i for i, e in enumerate(elems or ()) if e == -1]
+    if len(minus) > 1:
+        raise ShapeError("Reshape's shape has more than one -1")
+    n_in = num_elements(ctx.shape(0))
+    if not minus:
+        n_out = num_elements(target)
+        if n_in is not None and n_out is not None and n_in != n_out:
+            raise ShapeError(f"cannot reshape {n_in} values to {fmt(target)}")
+        return [target]
+    known = [d for i, d in enumerate(target) if i != minus[0]]
+    if n_in is None or any(d is None for d in known):
+        return [target]
+    k = 1
+    for d in known:
+        k *= d
+    if k == 0 or n_in % k:
+        if k == 0 and n_in == 0:
+            return [target]
+        raise ShapeError(f"cannot reshape {n_in} values to {fmt(target)} (with -1)")
+    return [target[:minus[0]] + (n_in // k,) + target[minus[0] + 1:]]
+
+
+def squeeze(ctx):
+    s = ctx.shape(0)
+    dims = list(ctx.attr("squeeze_dims"))
+    if s is None:
+        return [None]
+    r = len(s)
+    wanted = {canonical_axis(d, r, "squeeze dim") for d in dims}
+    out = []
+    for i, d in enumerate(s):
+        if wanted:
+            if i in wanted:
+                if d is not None and d != 1:
+                    raise ShapeError(f"cannot squeeze dim {i} of size {d}")
+                continue
+            out.append(d)
+        elif d is None:
+            return [None]  # without explicit dims an unknown dim may or may not go
+        elif d != 1:
+            out.append(d)
+    return [tuple(out)]
+
+
+def expand_dims(ctx):
+    s, axis = ctx.shape(0), ctx.scalar(1)
+    if s is None or axis is None:
+        return [None]
+    axis = canonical_axis(axis, len(s) + 1)
+    return [s[:axis] + (1,) + s[axis:]]
+
+
+def transpose(ctx):
+    s, perm = ctx.shape(0), ctx.elems(1)
+    if perm is None or any(p is None for p in perm):
+        r = ctx.rank(0)
+        if r is None:
+            ps = ctx.shape(1)
+            r = ps[0] if ps is not None and len(ps) == 1 else None
+        return [None if r is None else (None,) * r]
+    s = with_rank(s, len(perm))
+    if sorted(perm) != list(range(len(perm))):
+        raise ShapeError(f"{list(perm)} is not a permutation")
+    return [tuple(s[p] for p in perm)]
+
+
+def broadcast_args(ctx):
+    a, b = ctx.shape(0), ctx.shape(1)
+    if a is None or b is None or a[0] is None or b[0] is None:
+        return [(None,)]
+    return [(max(a[0], b[0]),)]
+
+
+def broadcast_gradient_args(ctx):
+    return [(None,), (None,)]
+
+
+def _concat(shapes, axis):
+    r = None
+    for s in shapes:
+        if s is not None:
+            r = len(s)
+            break
+    if r is None or axis is None:
+        return None if r is None else (None,) * r
+    axis = canonical_axis(axis, r, "concat axis")
+    out = [None] * r
+    total = 0
+    for s in shapes:
+        s = with_rank(s, r, "concat input")
+        for i, d in enumerate(s):
+            if i == axis:
+                total = None if total is None or d is None else total + d
+            else:
+                out[i] = merge_dim(out[i], d)
+    out[axis] = total
+    return tuple(out)
+
+
+def concat_v2(ctx):
+    n = ctx.num_inputs - 1
+    return [_concat(ctx.input_shapes[:n], ctx.scalar(n))]
+
+
+def concat_v1(ctx):
+    return [_concat(ctx.input_shapes[1:], ctx.scalar(0))]
+
+
+def concat_offset(ctx):
+    return [ctx.shape(1)] * (ctx.num_inputs - 1)
+
+
+def pack(ctx):
+    s = None
+    for x in ctx.input_shapes:
+        s = merge(s, x)
+    if s is None:
+        return [None]
+    axis = canonical_axis(ctx.attr("axis"), len(s) + 1, "pack axis")
+    return [s[:axis] + (ctx.num_inputs,) + s[axis:]]
+
+
+def unpack(ctx):
+    s, num = ctx.shape(0), ctx.attr("num")
+    if s is None:
+        return [None] * num
+    axis = canonical_axis(ctx.attr("axis"), len(s), "unpack axis")
+    merge_dim(s[axis], num)
+    return [s[:axis] + s[axis + 1:]] * num
+
+
+def split(ctx):
+    s, n, axis = ctx.shape(1), ctx.attr("num_split"), ctx.scalar(0)
+    if s is None:
+        return [None] * n
+    if axis is None:
+        return [(None,) * len(s)] * n
+    axis = canonical_axis(axis, len(s), "split dim")
+    d = s[axis]
+    if d is not None and d % n:
+        raise ShapeError(f"dimension {axis} of size {d} does not split into {n} parts")
+    out = s[:axis] + (None if d is None else d // n,) + s[axis + 1:]
+    return [out] * n
+
+
+def split_v(ctx):
+    s, n, axis = ctx.shape(0), ctx.attr("num_split"), ctx.scalar(2)
+    sizes = ctx.elems(1)
+    if s is None:
+        return [None] * n
+    if axis is None:
+        return [(None,) * len(s)] * n
+    axis = canonical_axis(axis, len(s), "split dim")
+    if sizes is None or len(sizes) != n:
+        return [s[:axis] + (None,) + s[axis + 1:]] * n
+    sizes = list(sizes)
+    if sizes.count(-1) == 1 and s[axis] is not None and None not in sizes:
+        sizes[sizes.index(-1)] = s[axis] - (sum(sizes) + 1)
+    return [s[:axis] + (None if z is None or z < 0 else z,) + s[axis + 1:] for z in sizes]
+
+
+def tile(ctx):
+    s, mult = ctx.shape(0), ctx.elems(1)
+    if mult is None:
+        ms = ctx.shape(1)
+        r = ctx.rank(0) if ctx.rank(0) is not None else (ms[0] if ms else None)
+        return [None if r is None else (None,) * r]
+    s = with_rank(s, len(mult), "Tile input")
+    return [tuple(None if d is None or m is None else d * m for d, m in zip(s, mult))]
+
+
+def slice_shape(ctx):
+    s, begin, size = ctx.shape(0), ctx.elems(1), ctx.elems(2)
+    n = len(size) if size is not None else (len(begin) if begin is not None else None)
+    if n is None:
+        return [None if s is None else (None,) * len(s)]
+    s = with_rank(s, n, "Slice input")
+    out = []
+    for i in range(n):
+        z = size[i] if size is not None else None
+        b = begin[i] if begin is not None else None
+        if z is not None and z >= 0:
+            out.append(z)
+        elif z == -1 and b is not None and s[i] is not None:
+            out.append(s[i] - b)
+        else:
+            out.append(None)
+    return [tuple(out)]
+
+
+def strided_slice_index(begin, end, strides, attrs):
+    """The numpy index equal to TensorFlow's strided slice spec (masks included)."""
+    idx = []
+    for i in range(len(begin)):
+        bit = 1 << i
+        if attrs["ellipsis_mask"] & bit:
+            idx.append(Ellipsis)
+        elif attrs["new_axis_mask"] & bit:
+            idx.append(np.newaxis)
+        elif attrs["shrink_axis_mask"] & bit:
+            idx.append(int(begin[i]))
+        else:
+            if strides[i] == 0:
+                raise ShapeError("strided slice stride is 0")
+            b = None if attrs["begin_mask"] & bit else int(begin[i])
+            e = None if attrs["end_mask"] & bit else int(end[i])
+            idx.append(slice(b, e, int(strides[i])))
+    if idx.count(Ellipsis) > 1:
+        raise ShapeError("strided slice has more than one ellipsis")
+    return tuple(idx)
+
+
+def strided_slice(ctx):
+    s = ctx.shape(0)
+    begin, end, strides = ctx.elems(1), ctx.elems(2), ctx.elems(3)
+    attrs = {k: ctx.attr(k) for k in ("begin_mask", "end_mask", "ellipsis_mask",
+                                      "new_axis_mask", "shrink_axis_mask")}
+    n = None
+    for i in (1, 2, 3):
+        ss = ctx.shape(i)
+        if ss is not None and len(ss) == 1 and ss[0] is not None:
+            n = ss[0]
+    if n is None or s is None:
+        return [None]
+    if strides is not None and any(x == 0 for x in strides):
+        raise ShapeError("strided slice stride is 0")
+    # Expand the spec to one entry per input dimension (ellipsis and the implicit trailing
+    # ellipsis fill the rest), then size each kept dimension.
+    ell = [i for i in range(n) if attrs["ellipsis_mask"] >> i & 1]
+    if len(ell) > 1:
+        raise ShapeError("strided slice has more than one ellipsis")
+    consuming = sum(1 for i in range(n) if not (attrs["new_axis_mask"] >> i & 1)
+                    and not (attrs["ellipsis_mask"] >> i & 1))
+    if consuming > len(s):
+        raise ShapeError(f"strided slice of {n} dims on a tensor of shape {fmt(s)}")
+    fill = len(s) - consuming
+    spec = list(range(n)) if ell else list(range(n)) + ["..."]
+    out, dim = [], 0
+    for i in spec:
+        if i == "..." or attrs["ellipsis_mask"] >> i & 1:
+            out.extend(s[dim:dim + fill])
+            dim += fill
+            continue
+        if attrs["new_axis_mask"] >> i & 1:
+            out.append(1)
+            continue
+        d = s[dim]
+        dim += 1
+        if attrs["shrink_axis_mask"] >> i & 1:
+            b = begin[i] if begin is not None else None
+            if d is not None and b is not None and not -d <= b < d:
+                raise ShapeError(f"strided slice index {b} out of range for dim of size {d}")
+            continue
+        b = None if attrs["begin_mask"] >> i & 1 else (begin[i] if begin else None)
+        e = None if attrs["end_mask"] >> i & 1 else (end[i] if end else None)
+        st = strides[i] if strides else None
+        unknown_b = b is None and not attrs["begin_mask"] >> i & 1
+        unknown_e = e is None and not attrs["end_mask"] >> i & 1
+        if d is None or st is None or unknown_b or unknown_e:
+            out.append(None)
+        else:
+            out.append(len(range(*slice(b, e, st).indices(d))))
+    return [tuple(out)]
+
+
+def gather_v2(ctx):
+    params, indices = ctx.shape(0), ctx.shape(1)
+    axis, batch_dims = ctx.scalar(2), ctx.attr("batch_dims")
+    if params is None or indices is None or axis is None:
+        return [None]
+    axis = canonical_axis(axis, len(params), "gather axis")
+    if batch_dims < 0:
+        batch_dims += len(indices)
+    return [params[:axis] + indices[batch_dims:] + params[axis + 1:]]
+
+
+def gather(ctx):
+    params, indices = ctx.shape(0), ctx.shape(1)
+    if params is None or indices is None:
+        return [None]
+    with_rank_at_least(params, 1, "Gather params")
+    return [indices + params[1:]]
+
+
+def gather_nd(ctx):
+    params, indices = ctx.shape(0), ctx.shape(1)
+    if params is None or indices is None or indices[-1] is None:
+        return [None]
+    return [indices[:-1] + params[indices[-1]:]]
+
+
+def unsorted_segment_sum(ctx):
+    data, ids, n = ctx.shape(0), ctx.shape(1), ctx.scalar(2)
+    if data is None or ids is None:
+        return [None]
+    return [(n,) + data[len(ids):]]
+
+
+def dynamic_stitch(ctx):
+    n = ctx.num_inputs // 2
+    size = None
+    vals = [ctx.value(i) for i in range(n)]
+    if all(v is not None for v in vals):
+        size = max((int(v.max()) for v in vals if v.size), default=-1) + 1
+    rest = None
+    for i in range(n):
+        ind, dat = ctx.shape(i), ctx.shape(n + i)
+        if ind is not None and dat is not None:
+            rest = merge(rest, dat[len(ind):])
+    return [None if rest is None else (size,) + rest]
+
+
+def pad(ctx):
+    s, paddings = ctx.shape(0), ctx.elems(1)
+    if paddings is None:
+        ps = ctx.shape(1)
+        r = ctx.rank(0) if ctx.rank(0) is not None else (ps[0] if ps else None)
+        return [None if r is None else (None,) * r]
+    s = with_rank(s, len(paddings) // 2, "Pad input")
+    return [tuple(None if d is None or paddings[2 * i] is None or paddings[2 * i + 1] is None
+                  else d + paddings[2 * i] + paddings[2 * i + 1] for i, d in enumerate(s))]
+
+
+def range_shape(ctx):
+    start, limit, delta = (ctx.value(i) for i in range(3))
+    if start is None or limit is None or delta is None:
+        return [(None,)]
+    start, limit, delta = (np.asarray(v).reshape(-1)[0] for v in (start, limit, delta))
+    if delta == 0:
+        raise ShapeError("Range delta is 0")
+    n = int(np.ceil((limit - start) / delta)) if (limit - start) * delta > 0 else 0
+    return [(n,)]
+
+
+def one_hot(ctx):
+    s, depth = ctx.shape(0), ctx.scalar(1)
+    if s is None:
+        return [None]
+    axis = ctx.attr("axis")
+    axis = len(s) if axis == -1 else canonical_axis(axis, len(s) + 1, "one_hot axis")
+    return [s[:axis] + (depth,) + s[axis:]]
+
+
+def list_diff(ctx):
+    return [(None,), (None,)]
+
+
+def where(ctx):
+    r = ctx.rank(0)
+    return [(None, r)]
+
+
+def select(ctx):
+    cond, t, e = ctx.shape(0), ctx.shape(1), ctx.shape(2)
+    out = merge(t, e)
+    if cond is not None and out is not None and len(cond) != len(out):
+        if len(cond) != 1 or not out:
+            raise ShapeError(f"Select condition {fmt(cond)} fits neither {fmt(out)} nor its "
+                             f"first dimension")
+        out = (merge_dim(cond[0], out[0]),) + out[1:]
+    elif cond is not None and out is not None:
+        out = merge(cond, out)
+    return [out]
+
+
+def select_v2(ctx):
+    return [broadcast(ctx.shape(0), broadcast(ctx.shape(1), ctx.shape(2)))]

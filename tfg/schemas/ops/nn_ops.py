@@ -1,0 +1,231 @@
+"""Signatures of the neural-network ops (TensorFlow's nn_ops.cc): bias, convolution, pooling,
+batch normalization, activations with their gradients, and losses.
+
+    >>> get_op("Conv2D").attrs["data_format"].default
+    b'NHWC'
+"""
+from tfg.schemas.ops.nn_shapes import (
+    bias_add, bias_add_grad, conv2d, conv2d_backprop_input, depthwise_conv2d, fused_batch_norm,
+    fused_batch_norm_grad, pool, softmax, softmax_xent, sparse_softmax_xent)
+from tfg.schemas.ops.registry import op
+from tfg.schemas.ops.shape_fns import from_shape_input, merge_inputs, scalar, unchanged
+
+# --- bias
+op("BiasAdd",
+   inputs=["value: T", "bias: T"],
+   outputs=["output: T"],
+   attrs=["T: numbertype", "data_format: {'NHWC', 'NCHW'} = 'NHWC'"],
+   shape_fn=bias_add)
+op("BiasAddV1",
+   inputs=["value: T", "bias: T"],
+   outputs=["output: T"],
+   attrs=["T: numbertype"],
+   shape_fn=bias_add)
+op("BiasAddGrad",
+   inputs=["out_backprop: T"],
+   outputs=["output: T"],
+   attrs=["T: numbertype", "data_format: {'NHWC', 'NCHW'} = 'NHWC'"],
+   shape_fn=bias_add_grad)
+
+# --- convolution
+op("Conv2D",
+   inputs=["input: T", "filter: T"],
+   outputs=["output: T"],
+   attrs=["T: {half, bfloat16, float, double, int32}", "strides: list(int)",
+          "use_cudnn_on_gpu: bool = true", "padding: {'SAME', 'VALID', 'EXPLICIT'}",
+          "explicit_paddings: list(int) = []", "data_format: {'NHWC', 'NCHW'} = 'NHWC'",
+          "dilations: list(int) = [1, 1, 1, 1]"],
+   shape_fn=conv2d)
+op("Conv2DBackpropInput",
+   inputs=["input_sizes: int32", "filter: T", "out_backprop: T"],
+   outputs=["output: T"],
+   attrs=["T: {half, bfloat16, float, double, int32}", "strides: list(int)",
+          "use_cudnn_on_gpu: bool = true", "padding: {'SAME', 'VALID', 'EXPLICIT'}",
+          "explicit_paddings: list(int) = []", "data_format: {'NHWC', 'NCHW'} = 'NHWC'",
+          "dilations: list(int) = [1, 1, 1, 1]"],
+   shape_fn=conv2d_backprop_input)
+op("Conv2DBackpropFilter",
+   inputs=["input: T", "filter_sizes: int32", "out_backprop: T"],
+   outputs=["output: T"],
+   attrs=["T: floattype", "strides: list(int)", "use_cudnn_on_gpu: bool = true",
+          "padding: {'SAME', 'VALID', 'EXPLICIT'}", "explicit_paddings: list(int) = []",
+          "data_format: {'NHWC', 'NCHW'} = 'NHWC'", "dilations: list(int) = [1, 1, 1, 1]"],
+   shape_fn=from_shape_input(1))
+op("DepthwiseConv2dNative",
+   inputs=["input: T", "filter: T"],
+   outputs=["output: T"],
+   attrs=["T: floattype", "strides: list(int)", "padding: {'SAME', 'VALID', 'EXPLICIT'}",
+          "explicit_paddings: list(int) = []", "data_format: {'NHWC', 'NCHW'} = 'NHWC'",
+          "dilations: list(int) = [1, 1, 1, 1]"],
+   shape_fn=depthwise_conv2d)
+
+# --- pooling
+op("MaxPool",
+   inputs=["input: T"],
+   outputs=["output: T"],
+   attrs=["T: {half, bfloat16, float, double, int32, int64, uint8, int16, int8, uint16, qint8} = "
+          "DT_FLOAT", "ksize: list(int) >= 4", "strides: list(int) >= 4",
+          "padding: {'SAME', 'VALID', 'EXPLICIT'}", "explicit_paddings: list(int) = []",
+          "data_format: {'NHWC', 'NCHW', 'NCHW_VECT_C'} = 'NHWC'"],
+   shape_fn=pool)
+op("MaxPoolV2",
+   inputs=["input: T", "ksize: int32", "strides: int32"],
+   outputs=["output: T"],
+   attrs=["T: {half, bfloat16, float, double, int32, int64, uint8, int16, int8, uint16, qint8} = "
+          "DT_FLOAT", "padding: {'SAME', 'VALID'}",
+          "data_format: {'NHWC', 'NCHW', 'NCHW_VECT_C'} = 'NHWC'"],
+   shape_fn=pool)
+op("MaxPoolGrad",
+   inputs=["orig_input: T", "orig_output: T", "grad: T"],
+   outputs=["output: T"],
+   attrs=["ksize: list(int) >= 4", "strides: list(int) >= 4",
+          "padding: {'SAME', 'VALID', 'EXPLICIT'}", "explicit_paddings: list(int) = []",
+          "data_format: {'NHWC', 'NCHW'} = 'NHWC'", "T: realnumbertype = DT_FLOAT"],
+   shape_fn=unchanged)
+op("AvgPool",
+   inputs=["value: T"],
+   outputs=["output: T"],
+   attrs=["ksize: list(int) >= 4", "strides: list(int) >= 4", "padding: {'SAME', 'VALID'}",
+          "data_format: {'NHWC', 'NCHW'} = 'NHWC'", "T: floattype"],
+   shape_fn=pool)
+op("AvgPoolGrad",
+   inputs=["orig_input_shape: int32", "grad: T"],
+   outputs=["output: T"],
+   attrs=["ksize: list(int) >= 4", "strides: list(int) >= 4", "padding: {'SAME', 'VALID'}",
+          "data_format: {'NHWC', 'NCHW'} = 'NHWC'", "T: floattype"],
+   shape_fn=from_shape_input(0))
+
+# --- batch normalization
+op("FusedBatchNorm",
+   inputs=["x: T", "scale: T", "offset: T", "mean: T", "variance: T"],
+   outputs=["y: T", "batch_mean: T", "batch_variance: T", "reserve_space_1: T",
+            "reserve_space_2: T"],
+   attrs=["T: {float}", "epsilon: float = 0.0001", "exponential_avg_factor: float = 1.0",
+          "data_format: {'NHWC', 'NCHW'} = 'NHWC'", "is_training: bool = true"],
+   shape_fn=fused_batch_norm)
+op("FusedBatchNormV2",
+   inputs=["x: T", "scale: U", "offset: U", "mean: U", "variance: U"],
+   outputs=["y: T", "batch_mean: U", "batch_variance: U", "reserve_space_1: U",
+            "reserve_space_2: U"],
+   attrs=["T: {half, bfloat16, float}", "U: {float}", "epsilon: float = 0.0001",
+          "exponential_avg_factor: float = 1.0", "data_format: {'NHWC', 'NCHW'} = 'NHWC'",
+          "is_training: bool = true"],
+   shape_fn=fused_batch_norm)
+op("FusedBatchNormV3",
+   inputs=["x: T", "scale: U", "offset: U", "mean: U", "variance: U"],
+   outputs=["y: T", "batch_mean: U", "batch_variance: U", "reserve_space_1: U",
+            "reserve_space_2: U", "reserve_space_3: U"],
+   attrs=["T: {half, bfloat16, float}", "U: {bfloat16, float}", "epsilon: float = 0.0001",
+          "exponential_avg_factor: float = 1.0",
+          "data_format: {'NHWC', 'NCHW', 'NDHWC', 'NCDHW'} = 'NHWC'", "is_training: bool = true"],
+   shape_fn=fused_batch_norm)
+op("FusedBatchNormGrad",
+   inputs=["y_backprop: T", "x: T", "scale: T", "reserve_space_1: T", "reserve_space_2: T"],
+   outputs=["x_backprop: T", "scale_backprop: T", "offset_backprop: T", "reserve_space_3: T",
+            "reserve_space_4: T"],
+   attrs=["T: {float}", "epsilon: float = 0.0001", "data_format: {'NHWC', 'NCHW'} = 'NHWC'",
+          "is_training: bool = true"],
+   shape_fn=fused_batch_norm_grad)
+op("FusedBatchNormGradV3",
+   inputs=["y_backprop: T", "x: T", "scale: float", "reserve_space_1: U", "reserve_space_2: U",
+           "reserve_space_3: U"],
+   outputs=["x_backprop: T", "scale_backprop: U", "offset_backprop: U", "reserve_space_4: U",
+            "reserve_space_5: U"],
+   attrs=["T: {half, bfloat16, float}", "U: {float}", "epsilon: float = 0.0001",
+          "data_format: {'NHWC', 'NCHW', 'NDHWC', 'NCDHW'} = 'NHWC'", "is_training: bool = true"],
+   shape_fn=fused_batch_norm_grad)
+
+# --- activations and their gradients (gradients, features) -> backprops
+op("Relu",
+   inputs=["features: T"],
+   outputs=["activations: T"],
+   attrs=["T: {float, double, int32, uint8, int16, int8, int64, bfloat16, uint16, half, uint32, "
+          "uint64, qint8}"],
+   shape_fn=unchanged)
+op("ReluGrad",
+   inputs=["gradients: T", "features: T"],
+   outputs=["backprops: T"],
+   attrs=["T: realnumbertype"],
+   shape_fn=merge_inputs)
+op("Relu6",
+   inputs=["features: T"],
+   outputs=["activations: T"],
+   attrs=["T: realnumbertype"],
+   shape_fn=unchanged)
+op("Relu6Grad",
+   inputs=["gradients: T", "features: T"],
+   outputs=["backprops: T"],
+   attrs=["T: realnumbertype"],
+   shape_fn=merge_inputs)
+op("Elu",
+   inputs=["features: T"],
+   outputs=["activations: T"],
+   attrs=["T: floattype"],
+   shape_fn=unchanged)
+op("EluGrad",
+   inputs=["gradients: T", "outputs: T"],
+   outputs=["backprops: T"],
+   attrs=["T: floattype"],
+   shape_fn=merge_inputs)
+op("Selu",
+   inputs=["features: T"],
+   outputs=["activations: T"],
+   attrs=["T: floattype"],
+   shape_fn=unchanged)
+op("SeluGrad",
+   inputs=["gradients: T", "outputs: T"],
+   outputs=["backprops: T"],
+   attrs=["T: floattype"],
+   shape_fn=merge_inputs)
+op("LeakyRelu",
+   inputs=["features: T"],
+   outputs=["activations: T"],
+   attrs=["alpha: float = 0.2", "T: floattype = DT_FLOAT"],
+   shape_fn=unchanged)
+op("LeakyReluGrad",
+   inputs=["gradients: T", "features: T"],
+   outputs=["backprops: T"],
+   attrs=["alpha: float = 0.2", "T: floattype = DT_FLOAT"],
+   shape_fn=merge_inputs)
+op("Softplus",
+   inputs=["features: T"],
+   outputs=["activations: T"],
+   attrs=["T: floattype"],
+   shape_fn=unchanged)
+op("SoftplusGrad",
+   inputs=["gradients: T", "features: T"],
+   outputs=["backprops: T"],
+   attrs=["T: floattype"],
+   shape_fn=merge_inputs)
+op("Softsign",
+   inputs=["features: T"],
+   outputs=["activations: T"],
+   attrs=["T: floattype"],
+   shape_fn=unchanged)
+op("Softmax",
+   inputs=["logits: T"],
+   outputs=["softmax: T"],
+   attrs=["T: floattype"],
+   shape_fn=softmax)
+op("LogSoftmax",
+   inputs=["logits: T"],
+   outputs=["logsoftmax: T"],
+   attrs=["T: floattype"],
+   shape_fn=softmax)
+
+# --- losses
+op("SoftmaxCrossEntropyWithLogits",
+   inputs=["features: T", "labels: T"],
+   outputs=["loss: T", "backprop: T"],
+   attrs=["T: floattype"],
+   shape_fn=softmax_xent)
+op("SparseSoftmaxCrossEntropyWithLogits",
+   inputs=["features: T", "labels: Tlabels"],
+   outputs=["loss: T", "backprop: T"],
+   attrs=["T: floattype", "Tlabels: {int32, int64} = DT_INT64"],
+   shape_fn=sparse_softmax_xent)
+op("L2Loss",
+   inputs=["t: T"],
+   outputs=["output: T"],
+   attrs=["T: floattype"],
+   shape_fn=scalar)

@@ -1,0 +1,194 @@
+"""Shape functions of the neural-network ops: convolution, pooling, bias, batch norm, losses.
+
+    >>> conv2d(ctx)  # input [8, 32, 32, 3], filter [5, 5, 3, 16], strides 2, SAME
+    [(8, 16, 16, 16)]
+    >>> pool(ctx)    # input [8, 32, 32, 16], ksize 3, stride 2, VALID
+    [(8, 15, 15, 16)]
+"""
+from tfg.schemas.ops.shape_fns import (
+    ShapeError, broadcast, merge, merge_dim, with_rank, with_rank_at_least)
+
+
+def _format(ctx):
+    fmt = ctx.attr("data_format")
+    return fmt.decode() if isinstance(fmt, bytes) else fmt
+
+
+def _spatial_axes(fmt, r):
+    """(batch axis, spatial axes, channel axis) for NHWC/NCHW-style formats of rank r."""
+    if fmt.startswith("NC"):
+        return 0, list(range(2, r)), 1
+    return 0, list(range(1, r - 1)), r - 1
+
+
+def _to_nhwc(shape, fmt):
+    """(batch, [spatial...], channels) of a shape in `fmt`."""
+    b, sp, c = _spatial_axes(fmt, len(shape))
+    return shape[b], [shape[i] for i in sp], shape[c]
+
+
+def _from_nhwc(batch, spatial, channels, fmt):
+    if fmt.startswith("NC"):
+        return (batch, channels, *spatial)
+    return (batch, *spatial, channels)
+
+
+def window_out(size, k, stride, padding, dilation=1, pad=(0, 0)):
+    """Output length of a sliding window of size k over `size` (TensorFlow's formulas)."""
+    if size is None or k is None:
+        return None
+    eff = (k - 1) * dilation + 1
+    if padding == "VALID":
+        out = (size - eff + stride) // stride
+    elif padding == "SAME":
+        out = -(-size // stride)
+    elif padding == "EXPLICIT":
+        out = (size + pad[0] + pad[1] - eff) // stride + 1
+    else:
+        raise ShapeError(f"unknown padding {padding!r}")
+    if out < 0:
+        raise ShapeError(f"window of size {eff} does not fit input of size {size}")
+    return out
+
+
+def _padding(ctx):
+    p = ctx.attr("padding")
+    return p.decode() if isinstance(p, bytes) else p
+
+
+def _explicit_pads(ctx, fmt, r):
+    pads = list(ctx.attrs.get("explicit_paddings", []) or [])
+    if not pads:
+        return [(0, 0)] * (r - 2)
+    _, sp, _ = _spatial_axes(fmt, r)
+    return [(pads[2 * i], pads[2 * i + 1]) for i in sp]
+
+
+def _conv(ctx, out_channels_fn):
+    fmt = _format(ctx)
+    x = with_rank(ctx.shape(0), 4, "convolution input")
+    f = with_rank(ctx.shape(1), 4, "convolution filter")
+    strides, dil = list(ctx.attr("strides")), list(ctx.attrs.get("dilations", [1, 1, 1, 1]))
+    if len(strides) != 4 or len(dil) != 4:
+        raise ShapeError("strides and dilations must have 4 entries")
+    batch, spatial, cin = _to_nhwc(x, fmt)
+    _, s_str, _ = _to_nhwc(tuple(strides), fmt)
+    _, s_dil, _ = _to_nhwc(tuple(dil), fmt)
+    padding = _padding(ctx)
+    pads = _explicit_pads(ctx, fmt, 4)
+    out = [window_out(spatial[i], f[i], s_str[i], padding, s_dil[i], pads[i]) for i in range(2)]
+    return [_from_nhwc(batch, out, out_channels_fn(cin, f), fmt)]
+
+
+def conv2d(ctx):
+    def channels(cin, f):
+        if cin is not None and f[2] is not None and f[2] and cin % f[2]:
+            raise ShapeError(f"input depth {cin} is not a multiple of filter depth {f[2]}")
+        return f[3]
+    return _conv(ctx, channels)
+
+
+def depthwise_conv2d(ctx):
+    def channels(cin, f):
+        merge_dim(cin, f[2])
+        return None if f[2] is None or f[3] is None else f[2] * f[3]
+    return _conv(ctx, channels)
+
+
+def conv2d_backprop_input(ctx):
+    sizes = ctx.shape_tensor(0)
+    if sizes is not None and len(sizes) == 2:
+        # Spatial sizes only: batch from out_backprop, channels from the filter.
+        fmt = _format(ctx)
+        dy, f = ctx.shape(2), ctx.shape(1)
+        batch = dy[0] if dy is not None else None
+        cin = f[2] if f is not None else None
+        return [_from_nhwc(batch, list(sizes), cin, fmt)]
+    return [sizes]
+
+
+def pool(ctx):
+    fmt = _format(ctx)
+    x = with_rank(ctx.shape(0), 4, "pooling input")
+    if ctx.num_inputs >= 3:  # MaxPoolV2: ksize and strides are tensors
+        ksize, strides = ctx.elems(1), ctx.elems(2)
+        if ksize is None or strides is None:
+            return [(None,) * 4]
+    else:
+        ksize, strides = ctx.attr("ksize"), ctx.attr("strides")
+    if len(ksize) != 4 or len(strides) != 4:
+        raise ShapeError("ksize and strides must have 4 entries")
+    batch, spatial, c = _to_nhwc(x, fmt)
+    kb, ks, kc = _to_nhwc(tuple(ksize), fmt)
+    _, ss, _ = _to_nhwc(tuple(strides), fmt)
+    if kb != 1 or kc != 1:
+        raise ShapeError("pooling over the batch or channel dimension is not supported")
+    padding = _padding(ctx)
+    pads = _explicit_pads(ctx, fmt, 4) if padding == "EXPLICIT" else [(0, 0)] * 2
+    out = [window_out(spatial[i], ks[i], ss[i], padding, 1, pads[i]) for i in range(2)]
+    return [_from_nhwc(batch, out, c, fmt)]
+
+
+def _channel_axis(ctx, r):
+    fmt = _format(ctx) if "data_format" in ctx.sig.attrs else "NHWC"
+    return 1 if fmt.startswith("NC") and r >= 3 else r - 1
+
+
+def bias_add(ctx):
+    x, b = ctx.shape(0), with_rank(ctx.shape(1), 1, "bias")
+    if x is None:
+        return [None]
+    with_rank_at_least(x, 2, "BiasAdd input")
+    axis = _channel_axis(ctx, len(x))
+    c = merge_dim(x[axis], b[0])
+    return [x[:axis] + (c,) + x[axis + 1:]]
+
+
+def bias_add_grad(ctx):
+    x = ctx.shape(0)
+    if x is None:
+        return [(None,)]
+    with_rank_at_least(x, 2, "BiasAddGrad input")
+    return [(x[_channel_axis(ctx, len(x))],)]
+
+
+def fused_batch_norm(ctx):
+    x = ctx.shape(0)
+    fmt = _format(ctx)
+    r = 5 if fmt in ("NDHWC", "NCDHW") else 4
+    x = with_rank(x, r, "batch norm input")
+    c = x[1 if fmt.startswith("NC") else r - 1]
+    for i in range(1, 5):
+        c = merge_dim(c, with_rank(ctx.shape(i), 1, "batch norm parameter")[0])
+    out = [x, (c,), (c,), (c,), (c,)]
+    if ctx.num_outputs == 6:
+        out.append(None)  # reserve_space_3: opaque scratch
+    return out
+
+
+def fused_batch_norm_grad(ctx):
+    fmt = _format(ctx)
+    r = 5 if fmt in ("NDHWC", "NCDHW") else 4
+    x = merge(with_rank(ctx.shape(0), r, "y_backprop"), with_rank(ctx.shape(1), r, "x"))
+    c = x[1 if fmt.startswith("NC") else r - 1]
+    for i in (2, 3, 4):
+        c = merge_dim(c, with_rank(ctx.shape(i), 1, "batch norm parameter")[0])
+    return [x, (c,), (c,), (0,), (0,)]
+
+
+def softmax(ctx):
+    with_rank_at_least(ctx.shape(0), 1, "logits")
+    return [ctx.shape(0)]
+
+
+def softmax_xent(ctx):
+    s = broadcast(ctx.shape(0), ctx.shape(1))
+    s = with_rank(s, 2, "logits and labels") if s is not None else (None, None)
+    return [(s[0],), s]
+
+
+def sparse_softmax_xent(ctx):
+    logits = with_rank(ctx.shape(0), 2, "logits")
+    labels = with_rank(ctx.shape(1), 1, "labels")
+    batch = merge_dim(logits[0], labels[0])
+    return [(batch,), (batch, logits[1])]

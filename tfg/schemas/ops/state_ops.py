@@ -1,0 +1,175 @@
+"""Signatures of stateful resources (TensorFlow's state_ops.cc, resource_variable_ops.cc,
+data_flow_ops.cc, io_ops.cc): reference and resource variables, stacks, queues, checkpoints.
+
+    >>> get_op("Assign").inputs[0].is_ref, get_op("VariableV2").stateful
+    (True, True)
+"""
+from tfg.schemas.ops.registry import op
+from tfg.schemas.ops.shape_fns import (
+    from_shape_attr, merge, no_outputs, scalar, unchanged, unknown)
+
+
+def assign(ctx):
+    if ctx.attr("validate_shape"):
+        return [merge(ctx.shape(0), ctx.shape(1))]
+    return [ctx.shape(1)]
+
+
+def read_variable(ctx):
+    """The variable's declared shape, when the handle traces back to its VarHandleOp."""
+    handle = ctx.input_handles[0]
+    return [handle[1] if handle is not None else None]
+
+
+def stack_push(ctx):
+    return [ctx.shape(1)]
+
+
+def _queue_shapes(ctx):
+    handle = ctx.input_handles[0]
+    shapes = list(handle[1]) if handle is not None and handle[1] is not None else []
+    n = ctx.num_outputs
+    return shapes if len(shapes) == n else [None] * n
+
+
+def queue_dequeue(ctx):
+    return _queue_shapes(ctx)
+
+
+def queue_dequeue_many(ctx):
+    n = ctx.scalar(1)
+    return [None if s is None else (n,) + tuple(s) for s in _queue_shapes(ctx)]
+
+
+# --- reference variables
+op("VariableV2",
+   outputs=["ref: Ref(dtype)"],
+   attrs=["shape: shape", "dtype: type", "container: string = ''", "shared_name: string = ''"],
+   stateful=True, shape_fn=from_shape_attr())
+op("Variable",
+   outputs=["ref: Ref(dtype)"],
+   attrs=["shape: shape", "dtype: type", "container: string = ''", "shared_name: string = ''"],
+   stateful=True, shape_fn=from_shape_attr())
+op("Assign",
+   inputs=["ref: Ref(T)", "value: T"],
+   outputs=["output_ref: Ref(T)"],
+   attrs=["T: type", "validate_shape: bool = true", "use_locking: bool = true"],
+   shape_fn=assign)
+op("AssignAdd",
+   inputs=["ref: Ref(T)", "value: T"],
+   outputs=["output_ref: Ref(T)"],
+   attrs=["T: numbertype", "use_locking: bool = false"],
+   shape_fn=unchanged)
+op("AssignSub",
+   inputs=["ref: Ref(T)", "value: T"],
+   outputs=["output_ref: Ref(T)"],
+   attrs=["T: numbertype", "use_locking: bool = false"],
+   shape_fn=unchanged)
+op("IsVariableInitialized",
+   inputs=["ref: Ref(dtype)"],
+   outputs=["is_initialized: bool"],
+   attrs=["dtype: type"],
+   shape_fn=scalar)
+
+# --- resource variables
+op("VarHandleOp",
+   outputs=["resource: resource"],
+   attrs=["container: string = ''", "shared_name: string = ''", "debug_name: string = ''",
+          "dtype: type", "shape: shape", "allowed_devices: list(string) = []"],
+   stateful=True, shape_fn=scalar)
+op("ReadVariableOp",
+   inputs=["resource: resource"],
+   outputs=["value: dtype"],
+   attrs=["dtype: type"],
+   stateful=True, shape_fn=read_variable)
+op("AssignVariableOp",
+   inputs=["resource: resource", "value: dtype"],
+   attrs=["dtype: type", "validate_shape: bool = false"],
+   stateful=True, shape_fn=no_outputs)
+op("AssignAddVariableOp",
+   inputs=["resource: resource", "value: dtype"],
+   attrs=["dtype: type"],
+   stateful=True, shape_fn=no_outputs)
+op("AssignSubVariableOp",
+   inputs=["resource: resource", "value: dtype"],
+   attrs=["dtype: type"],
+   stateful=True, shape_fn=no_outputs)
+op("VarIsInitializedOp",
+   inputs=["resource: resource"],
+   outputs=["is_initialized: bool"],
+   stateful=True, shape_fn=scalar)
+op("DestroyResourceOp",
+   inputs=["resource: resource"],
+   attrs=["ignore_lookup_error: bool = true"],
+   stateful=True, shape_fn=no_outputs)
+
+# --- stacks (while-loop gradients keep forward values here)
+op("StackV2",
+   inputs=["max_size: int32"],
+   outputs=["handle: resource"],
+   attrs=["elem_type: type", "stack_name: string = ''"],
+   stateful=True, shape_fn=scalar)
+op("StackPushV2",
+   inputs=["handle: resource", "elem: T"],
+   outputs=["output: T"],
+   attrs=["T: type", "swap_memory: bool = false"],
+   stateful=True, shape_fn=stack_push)
+op("StackPopV2",
+   inputs=["handle: resource"],
+   outputs=["elem: elem_type"],
+   attrs=["elem_type: type"],
+   stateful=True, shape_fn=unknown)
+op("StackCloseV2",
+   inputs=["handle: resource"],
+   stateful=True, shape_fn=no_outputs)
+
+# --- queues
+op("FIFOQueueV2",
+   outputs=["handle: resource"],
+   attrs=["component_types: list(type) >= 1", "shapes: list(shape) >= 0 = []",
+          "capacity: int = -1", "container: string = ''", "shared_name: string = ''"],
+   stateful=True, shape_fn=scalar)
+op("RandomShuffleQueueV2",
+   outputs=["handle: resource"],
+   attrs=["component_types: list(type) >= 1", "shapes: list(shape) >= 0 = []",
+          "capacity: int = -1", "min_after_dequeue: int = 0", "seed: int = 0", "seed2: int = 0",
+          "container: string = ''", "shared_name: string = ''"],
+   stateful=True, shape_fn=scalar)
+op("QueueEnqueueV2",
+   inputs=["handle: resource", "components: Tcomponents"],
+   attrs=["Tcomponents: list(type) >= 1", "timeout_ms: int = -1"],
+   stateful=True, shape_fn=no_outputs)
+op("QueueEnqueueManyV2",
+   inputs=["handle: resource", "components: Tcomponents"],
+   attrs=["Tcomponents: list(type) >= 1", "timeout_ms: int = -1"],
+   stateful=True, shape_fn=no_outputs)
+op("QueueDequeueV2",
+   inputs=["handle: resource"],
+   outputs=["components: component_types"],
+   attrs=["component_types: list(type) >= 1", "timeout_ms: int = -1"],
+   stateful=True, shape_fn=queue_dequeue)
+op("QueueDequeueManyV2",
+   inputs=["handle: resource", "n: int32"],
+   outputs=["components: component_types"],
+   attrs=["component_types: list(type) >= 1", "timeout_ms: int = -1"],
+   stateful=True, shape_fn=queue_dequeue_many)
+op("QueueCloseV2",
+   inputs=["handle: resource"],
+   attrs=["cancel_pending_enqueues: bool = false"],
+   stateful=True, shape_fn=no_outputs)
+op("QueueSizeV2",
+   inputs=["handle: resource"],
+   outputs=["size: int32"],
+   stateful=True, shape_fn=scalar)
+
+# --- checkpoints
+op("SaveV2",
+   inputs=["prefix: string", "tensor_names: string", "shape_and_slices: string",
+           "tensors: dtypes"],
+   attrs=["dtypes: list(type) >= 1"],
+   stateful=True, shape_fn=no_outputs)
+op("RestoreV2",
+   inputs=["prefix: string", "tensor_names: string", "shape_and_slices: string"],
+   outputs=["tensors: dtypes"],
+   attrs=["dtypes: list(type) >= 1"],
+   stateful=True, shape_fn=unknown)
