@@ -1,0 +1,261 @@
+"""What `tfg info` reports about a graph, as plain data (like TensorFlow's summarize_graph).
+
+    >>> s = summarize(load("mlp.pb"), source="mlp.pb")
+    >>> s["nodes"], s["inputs"][0]
+    (18, {'name': 'x', 'op': 'Placeholder', 'dtype': 'float32', 'shape': [None, 4]})
+    >>> s["run_command"]
+    "tfg run mlp.pb --feed 'x=[[0,0,0,0]]' --fetch probs --fetch pred"
+    >>> print(format_text(s))
+
+Everything here works on graphs with unknown or custom ops and on malformed control flow (the
+problem is reported in the summary instead of raised), so `tfg info` can describe any GraphDef.
+"""
+import json
+import math
+import re
+import shlex
+from collections import Counter
+
+from tfg.errors import TfgError
+from tfg.schemas.dtypes import DType
+
+PLACEHOLDER_OPS = ("Placeholder", "PlaceholderV2", "PlaceholderWithDefault")
+VARIABLE_OPS = ("VariableV2", "Variable", "VarHandleOp", "TemporaryVariable")
+# Consumer-less nodes of these ops are bookkeeping (init, save/restore), not outputs.
+_NOT_OUTPUT_OPS = frozenset(PLACEHOLDER_OPS + VARIABLE_OPS + (
+    "Const", "NoOp", "Assign", "AssignAdd", "AssignSub", "AssignVariableOp",
+    "AssignAddVariableOp", "AssignSubVariableOp", "SaveV2", "RestoreV2", "Save", "Restore",
+    "SaveSlices", "RestoreSlice", "MergeV2Checkpoints", "ShardedFilename", "StringJoin",
+    "ControlTrigger", "VarIsInitializedOp", "IsVariableInitialized"))
+_INIT_NAME = re.compile(r"(^|/)(init(_\d+)?|init_all_tables|.*_?initializer|save(_\d+)?/.*)$")
+_EXIT_OPS = ("Exit", "RefExit")
+LITERAL_MAX_ELEMENTS = 16
+
+
+def summarize(graph, source=None):
+    """A JSON-ready dict describing `graph` (see the module docstring for the keys).
+
+    Before: a Graph loaded from `model.pb`.
+    After:  {'nodes': 18, 'ops': {'Const': 6, ...}, 'inputs': [...], 'outputs': [...],
+             'variables': [...], 'parameters': 1234, 'devices': {...}, 'while_loops': [...],
+             'conds': 0, 'unknown_ops': {...}, 'run_command': 'tfg run ...', ...}
+    """
+    from tfg.schemas.ops import has_op
+
+    ops = Counter(node.op for node in graph)
+    inputs = [_placeholder(n) for n in graph if n.op in PLACEHOLDER_OPS]
+    variables = [_variable(n) for n in graph if n.op in VARIABLE_OPS]
+    known = [v["params"] for v in variables if v["params"] is not None]
+    devices = Counter(node.device or "" for node in graph)
+    info, loops, conds, cf_error = _control_flow(graph)
+    outputs = _outputs(graph, info)
+    summary = {
+        "graph": source,
+        "nodes": len(graph),
+        "ops": dict(sorted(ops.items(), key=lambda kv: (-kv[1], kv[0]))),
+        "inputs": inputs,
+        "outputs": outputs,
+        "variables": variables,
+        "parameters": sum(known),
+        "parameters_unknown": len(variables) - len(known),
+        "devices": dict(sorted(devices.items())),
+        "while_loops": loops,
+        "conds": conds,
+        "control_flow_error": cf_error,
+        "unknown_ops": {op: n for op, n in sorted(ops.items()) if not has_op(op)},
+        "functions": len(graph.library.function) if graph.library is not None else 0,
+        "versions": {"producer": graph.versions.producer,
+                     "min_consumer": graph.versions.min_consumer},
+        "dangling_inputs": _dangling(graph),
+    }
+    summary["run_command"] = run_command(graph, summary, source)
+    return summary
+
+
+def _placeholder(node):
+    dtype = node.get_attr("dtype", None) if node.has_attr("dtype") else None
+    shape = node.get_attr("shape", None) if node.has_attr("shape") else None
+    return {"name": node.name, "op": node.op, "dtype": _dtype_name(dtype),
+            "shape": None if shape is None or not isinstance(shape, tuple) else list(shape)}
+
+
+def _variable(node):
+    dtype = node.get_attr("dtype", None) if node.has_attr("dtype") else None
+    shape = node.get_attr("shape", None) if node.has_attr("shape") else None
+    if not isinstance(shape, tuple):
+        shape = None
+    params = None
+    if shape is not None and all(d is not None and d >= 0 for d in shape):
+        params = math.prod(shape)
+    return {"name": node.name, "op": node.op, "dtype": _dtype_name(dtype),
+            "shape": None if shape is None else list(shape), "params": params}
+
+
+def _dtype_name(dtype):
+    if isinstance(dtype, DType):
+        try:
+            return dtype.tf_name
+        except Exception:  # an out-of-range enum value in a hand-made file
+            return str(int(dtype))
+    return None
+
+
+def _outputs(graph, info):
+    consumed = set()
+    for node in graph:
+        consumed.update(ref.node for ref in node.input_refs)
+    # An unused Exit of a loop whose other results are used is an unused loop variable
+    # (a counter, say), not a result the user wants.
+    used_loops = {info.frame_of(n.name) for n in graph
+                  if info is not None and n.op in _EXIT_OPS and n.name in consumed}
+    return [{"name": n.name, "op": n.op} for n in graph
+            if n.name not in consumed and n.op not in _NOT_OUTPUT_OPS
+            and not _INIT_NAME.search(n.name)
+            and not (n.op in _EXIT_OPS and info is not None
+                     and info.frame_of(n.name) in used_loops)]
+
+
+def _dangling(graph):
+    out = []
+    for node in graph:
+        for ref in node.input_refs:
+            if ref.node not in graph:
+                out.append({"node": node.name, "input": str(ref)})
+    return out
+
+
+def _control_flow(graph):
+    """(ControlFlowInfo or None, while-loop frames, number of conds, error text or None)."""
+    from tfg.graphdef import frames
+
+    try:
+        info = frames.analyze(graph)
+    except TfgError as e:
+        return None, [], 0, " ".join(str(e).split())
+    return info, frames.frame_summary(info), len(info.conds), None
+
+
+def run_command(graph, summary, source=None):
+    """A ready-to-paste `tfg run` line feeding every placeholder and fetching every output.
+
+    Before: placeholders x: float32 [None, 2], outputs [probs].
+    After:  "tfg run model.pb --feed 'x=[[0,0]]' --fetch probs"
+    Small known shapes get a zeros literal (unknown dims taken as 1), others `@NAME.npy`.
+    """
+    parts = ["tfg", "run", shlex.quote(source) if source and source != "-" else "GRAPH"]
+    for ph in summary["inputs"]:
+        if ph["op"] == "PlaceholderWithDefault":
+            continue  # has a value already; feeding it is optional
+        parts += ["--feed", shlex.quote(f"{ph['name']}={_sample_value(ph)}")]
+    if summary["variables"]:
+        init = graph.get("init")
+        if init is not None and init.op == "NoOp":
+            parts += ["--init", "init"]
+    for out in summary["outputs"]:
+        parts += ["--fetch", shlex.quote(out["name"])]
+    return " ".join(parts)
+
+
+def _sample_value(ph):
+    shape = ph["shape"]
+    if shape is None or ph["dtype"] in (None, "string", "resource", "variant"):
+        return "@" + ph["name"].replace("/", "_") + ".npy"
+    dims = [1 if d is None or d < 0 else d for d in shape]
+    if math.prod(dims) > LITERAL_MAX_ELEMENTS:
+        return "@" + ph["name"].replace("/", "_") + ".npy"
+    value = "0"
+    for d in reversed(dims):
+        value = "[" + ",".join([value] * d) + "]"
+    return value
+
+
+def format_text(summary):
+    """The human-readable form `tfg info` prints."""
+    lines = []
+    add = lines.append
+    if summary.get("graph"):
+        add(f"graph: {summary['graph']}")
+    add(f"nodes: {summary['nodes']}  (producer {summary['versions']['producer']}, "
+        f"{summary['functions']} library functions)")
+    add("ops:")
+    for op, n in summary["ops"].items():
+        add(f"  {n:6d}  {op}")
+    add(f"inputs ({len(summary['inputs'])}):")
+    for ph in summary["inputs"]:
+        shape = "unknown" if ph["shape"] is None else "[" + ", ".join(
+            "?" if d is None else str(d) for d in ph["shape"]) + "]"
+        add(f"  {ph['name']}: {ph['dtype'] or '?'} {shape}"
+            + ("  (has a default)" if ph["op"] == "PlaceholderWithDefault" else ""))
+    add(f"outputs ({len(summary['outputs'])}):")
+    for out in summary["outputs"]:
+        add(f"  {out['name']} ({out['op']})")
+    if summary["variables"]:
+        extra = (f", {summary['parameters_unknown']} of unknown shape"
+                 if summary["parameters_unknown"] else "")
+        add(f"variables ({len(summary['variables'])}, {summary['parameters']:,} "
+            f"parameters{extra}):")
+        for v in summary["variables"]:
+            shape = "unknown" if v["shape"] is None else str(v["shape"])
+            add(f"  {v['name']}: {v['dtype'] or '?'} {shape}")
+    add("devices:")
+    for dev, n in summary["devices"].items():
+        add(f"  {n:6d}  {dev or '(unplaced)'}")
+    if summary["control_flow_error"]:
+        add(f"control flow: malformed: {summary['control_flow_error']}")
+    if summary["while_loops"]:
+        add(f"while loops ({len(summary['while_loops'])}):")
+        for f in summary["while_loops"]:
+            add(f"  {'  ' * (f['depth'] - 1)}{f['name']}: {f['loop_vars']} loop vars, "
+                f"parallel_iterations={f['parallel_iterations']}, {f['nodes']} nodes")
+    if summary["conds"]:
+        add(f"conds: {summary['conds']}")
+    if summary["unknown_ops"]:
+        add("ops tfg has no signature for: " + ", ".join(
+            f"{op} ({n})" for op, n in summary["unknown_ops"].items()))
+    if summary["dangling_inputs"]:
+        d = summary["dangling_inputs"]
+        add(f"dangling inputs ({len(d)}): " + ", ".join(
+            f"{x['node']} <- {x['input']}" for x in d[:5]) + (" ..." if len(d) > 5 else ""))
+    add("run it with:")
+    add("  " + summary["run_command"])
+    return "\n".join(lines)
+
+
+def supported_ops():
+    """{op: {'signature': bool, 'kernels': [device types]}} for every op tfg knows of.
+
+    Before: nothing.  After: {'MatMul': {'signature': True, 'kernels': ['CPU', 'GPU']}, ...}
+    """
+    from tfg.kernels import registry as kernels
+    from tfg.schemas.ops import all_ops
+
+    out = {op: {"signature": True, "kernels": []} for op in all_ops()}
+    for device in (kernels.CPU, kernels.GPU):
+        try:
+            names = kernels.registered_ops(device)
+        except Exception:  # a kernel module that fails to import must not hide the rest
+            names = []
+        for op in names:
+            out.setdefault(op, {"signature": False, "kernels": []})["kernels"].append(device)
+    return dict(sorted(out.items()))
+
+
+def local_devices():
+    """Full names of the devices `tfg run` would use by default."""
+    try:
+        from tfg.executor.devices import DeviceSet
+
+        return [d.name for d in DeviceSet.from_spec(None)]
+    except ImportError:
+        names = ["/job:localhost/replica:0/task:0/device:CPU:0"]
+        try:
+            import cupy
+
+            n = cupy.cuda.runtime.getDeviceCount()
+        except Exception:  # no CuPy, or no usable CUDA runtime
+            n = 0
+        return names + [f"/job:localhost/replica:0/task:0/device:GPU:{i}" for i in range(n)]
+
+
+def to_json(data):
+    return json.dumps(data, indent=2, sort_keys=False, default=str)
