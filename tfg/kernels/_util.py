@@ -1,0 +1,122 @@
+"""Helpers shared by the numpy kernels: errors, attr decoding, axes, data formats, padding.
+
+    >>> norm_axes(np.array([0, -1]), 3)
+    (0, 2)
+    >>> conv_out_and_pads(7, 3, 2, 1, b"SAME")
+    (4, 1, 1)
+"""
+import numpy as np
+
+from tfg.errors import TfgInputError, TfgRuntimeError
+from tfg.schemas.dtypes import DType
+
+
+def fail(msg):
+    """Raise the error a kernel reports for bad values at run time (TensorFlow's
+    InvalidArgument): one line, the executor prefixes the node name and op."""
+    raise TfgRuntimeError(msg)
+
+
+def s(value):
+    """A string attr (bytes) as str."""
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def np_dtype(dt):
+    """numpy dtype of a DType attr value (accepts a DType or anything DType.parse takes)."""
+    if not isinstance(dt, DType):
+        dt = DType.parse(dt)
+    return dt.np
+
+
+def tf_name(arr_or_dtype):
+    dt = getattr(arr_or_dtype, "dtype", arr_or_dtype)
+    try:
+        return DType.from_numpy(dt).tf_name
+    except TfgInputError:
+        return str(dt)
+
+
+def unsupported_dtype(op, x):
+    fail(f"{op} does not support dtype {tf_name(x)}")
+
+
+def require_float(op, x):
+    if x.dtype.kind not in "fc" and x.dtype.name != "bfloat16":
+        unsupported_dtype(op, x)
+
+
+def norm_axis(axis, ndim, what="axis"):
+    a = int(axis)
+    if not -ndim <= a < ndim:
+        fail(f"{what} {a} is out of range for a tensor of rank {ndim} (expected [{-ndim}, {ndim}))")
+    return a + ndim if a < 0 else a
+
+
+def norm_axes(axes, ndim, what="reduction dimension"):
+    """Axes tensor (scalar or vector, may be negative) -> sorted tuple of unique axes."""
+    flat = np.asarray(axes).reshape(-1)
+    if flat.dtype.kind not in "iu":
+        fail(f"{what}s must be int32 or int64, got {tf_name(flat)}")
+    return tuple(sorted({norm_axis(a, ndim, what) for a in flat.tolist()}))
+
+
+def shape_vector(value, what="shape"):
+    """A 1-D int tensor holding a shape -> tuple of ints."""
+    v = np.asarray(value)
+    if v.ndim > 1 or v.dtype.kind not in "iu":
+        fail(f"{what} must be a vector of int32/int64, got {tf_name(v)} of shape {v.shape}")
+    return tuple(int(d) for d in v.reshape(-1).tolist())
+
+
+def is_nchw(fmt):
+    return s(fmt).startswith("NC")
+
+
+def conv_out_and_pads(size, k, stride, dilation, padding, explicit=(0, 0)):
+    """Output size and (before, after) padding of one spatial dim, as TensorFlow computes them.
+
+    VALID: ceil((in - eff_k + 1) / stride); SAME: ceil(in / stride), padding split with the
+    extra row after; EXPLICIT: the given pads.
+    """
+    eff = (k - 1) * dilation + 1
+    padding = s(padding)
+    if padding == "VALID":
+        out = (size - eff) // stride + 1 if size >= eff else 0
+        return max(out, 0), 0, 0
+    if padding == "SAME":
+        out = -(-size // stride)
+        total = max((out - 1) * stride + eff - size, 0)
+        return out, total // 2, total - total // 2
+    if padding == "EXPLICIT":
+        before, after = explicit
+        padded = size + before + after
+        out = (padded - eff) // stride + 1 if padded >= eff else 0
+        return out, before, after
+    fail(f"unknown padding {padding!r}")
+
+
+def spatial_attr(values, fmt, what):
+    """Pick the H and W entries of a 4-element attr (strides, dilations, ksize) by format."""
+    v = list(values)
+    if len(v) != 4:
+        fail(f"{what} must have 4 elements, got {len(v)}")
+    if is_nchw(fmt):
+        n, c, h, w = v
+    else:
+        n, h, w, c = v
+    return n, h, w, c
+
+
+def to_nhwc(x, fmt):
+    return x.transpose(0, 2, 3, 1) if is_nchw(fmt) else x
+
+
+def from_nhwc(x, fmt):
+    return x.transpose(0, 3, 1, 2) if is_nchw(fmt) else x
+
+
+def as_result(x, dtype):
+    """Cast to `dtype` only when needed (numpy may widen, e.g. bincount -> float64)."""
+    x = np.asarray(x)
+    return x if x.dtype == dtype else x.astype(dtype)

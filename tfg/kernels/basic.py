@@ -1,0 +1,119 @@
+"""Constants, placeholders and the identity family, plus the checking ops (EnsureShape,
+CheckNumerics, Assert).
+
+    Const(value=[1, 2])          -> array([1, 2])   (the same read-only array every step)
+    Placeholder (not fed)        -> error "You must feed a value for placeholder tensor 'x' ..."
+    CheckNumerics([1, nan], "m") -> error "m : Tensor had NaN values"
+"""
+import numpy as np
+
+from tfg.errors import TfgInputError, TfgRuntimeError
+from tfg.kernels._util import fail, tf_name
+from tfg.kernels.registry import kernel
+from tfg.schemas.dtypes import DType
+
+
+@kernel("Const")
+def const(ctx):
+    value = ctx.cache.get("value")
+    if value is None:
+        value = np.asarray(ctx.attrs["value"])
+        want = ctx.attrs.get("dtype")
+        if isinstance(want, DType) and want != DType.STRING and value.dtype != want.np:
+            value = value.astype(want.np)
+        # Every step shares this array: a kernel writing into its input would corrupt the
+        # constant, so make that fail loudly instead.
+        value.setflags(write=False)
+        ctx.cache["value"] = value
+    return value
+
+
+def _shape_str(shape):
+    if shape is None:
+        return "<unknown>"
+    return "[" + ",".join("?" if d is None or d < 0 else str(d) for d in shape) + "]"
+
+
+@kernel("Placeholder")
+def placeholder(ctx):
+    dtype = ctx.attrs.get("dtype")
+    dt = dtype.tf_name if isinstance(dtype, DType) else "?"
+    raise TfgInputError(
+        f"You must feed a value for placeholder tensor '{ctx.name}' with dtype {dt} and shape "
+        f"{_shape_str(ctx.attrs.get('shape'))}")
+
+
+@kernel(["Identity", "PlaceholderWithDefault", "StopGradient", "PreventGradient",
+         "RefIdentity"], forwards_input=True)
+def identity(ctx, x):
+    return x
+
+
+@kernel("IdentityN", forwards_input=True)
+def identity_n(ctx, *xs):
+    return list(xs)
+
+
+@kernel("Snapshot")
+def snapshot(ctx, x):
+    return np.array(x, copy=True)
+
+
+@kernel("NoOp")
+def no_op(ctx, *inputs):
+    return ()
+
+
+def shape_compatible(actual, expected):
+    """Whether `actual` (a concrete shape) matches `expected` (None/-1 dims or rank unknown)."""
+    if expected is None:
+        return True
+    if len(actual) != len(expected):
+        return False
+    return all(e is None or e < 0 or e == a for a, e in zip(actual, expected))
+
+
+@kernel("EnsureShape", forwards_input=True)
+def ensure_shape(ctx, x):
+    want = ctx.attrs.get("shape")
+    if not shape_compatible(np.shape(x), want):
+        fail(f"Shape of tensor {ctx.name} {_shape_str(np.shape(x))} is not compatible with "
+             f"expected shape {_shape_str(want)}.")
+    return x
+
+
+@kernel("CheckNumerics", forwards_input=True)
+def check_numerics(ctx, x):
+    x = np.asarray(x)
+    if x.dtype.kind not in "fc":
+        fail(f"CheckNumerics does not support dtype {tf_name(x)}")
+    if not np.isfinite(x).all():
+        msg = ctx.attrs.get("message", b"")
+        msg = msg.decode(errors="replace") if isinstance(msg, bytes) else str(msg)
+        nan, inf = bool(np.isnan(x).any()), bool(np.isinf(x).any())
+        what = "Inf and NaN" if nan and inf else ("NaN" if nan else "Inf")
+        raise TfgRuntimeError(f"{msg} : Tensor had {what} values")
+    return x
+
+
+def _summarize(x, n):
+    x = np.asarray(x)
+    flat = x.reshape(-1)
+    items = [v.decode(errors="replace") if isinstance(v, bytes) else str(v)
+             for v in flat[:n].tolist()]
+    more = "..." if flat.size > n else ""
+    if x.ndim == 0:
+        return items[0] if items else ""
+    return "[" + " ".join(items) + more + "]"
+
+
+@kernel("Assert")
+def assert_(ctx, condition, *data):
+    cond = np.asarray(condition)
+    if cond.dtype != np.bool_ or cond.size != 1:
+        fail(f"Assert condition should be a bool scalar, got {tf_name(cond)} of shape "
+             f"{cond.shape}")
+    if not bool(cond.reshape(())):
+        n = int(ctx.attrs.get("summarize", 3))
+        raise TfgRuntimeError("assertion failed: " + " ".join(_summarize(d, n) for d in data))
+    return ()
