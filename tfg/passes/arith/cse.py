@@ -1,0 +1,82 @@
+"""Common-subgraph elimination: nodes with equal op, device, inputs (sorted for commutative
+ops), control inputs and attrs compute the same value, so one of them is enough.
+
+    before: a = Mul(x, y); b = Mul(y, x); out = Add(a, b)
+    after:  a = Mul(x, y); out = Add(a, a)
+
+Never merged: preserved nodes, Enter/Exit/NextIteration (frame plumbing), stateful ops (random
+ops, variables, queues; Assert is the exception: two identical asserts check the same thing),
+CheckNumerics (each reports its own message), nodes with reference inputs or outputs, and
+nodes whose op tfg has no signature for.
+"""
+from tfg.errors import TfgError
+from tfg.graphdef.names import TensorRef
+from tfg.passes.rewrite import RewriteContext
+
+_NEVER = frozenset({"Enter", "RefEnter", "Exit", "RefExit", "NextIteration", "RefNextIteration",
+                    "CheckNumerics", "_Send", "_Recv", "_HostSend", "_HostRecv",
+                    "ControlTrigger", "LoopCond"})
+_ALLOWED_STATEFUL = frozenset({"Assert"})
+_INPLACE = frozenset({"InplaceUpdate", "InplaceAdd", "InplaceSub"})
+
+
+def _candidate(ctx, node):
+    from tfg.schemas.ops import get_op, has_op
+    from tfg.schemas.ops.signature import output_dtypes
+    if node.op in _NEVER or ctx.preserved(node.name) or not has_op(node.op):
+        return None
+    sig = get_op(node.op)
+    if sig.stateful and node.op not in _ALLOWED_STATEFUL:
+        return None
+    if any(a.is_ref for a in sig.inputs):
+        return None
+    try:
+        if any(dt.is_ref for dt in output_dtypes(node)):
+            return None
+    except TfgError:
+        return None
+    if any(c.op in _INPLACE for c, _ in ctx.consumers(node.name)):
+        return None
+    return sig
+
+
+def _key(node, sig):
+    data = [str(r) for r in node.data_inputs]
+    if sig.is_commutative or sig.is_aggregate:
+        data = sorted(data)
+    ctrls = tuple(sorted(node.control_inputs))
+    attrs = tuple(sorted((k, v.SerializeToString(deterministic=True))
+                         for k, v in node.attr.items()))
+    return (node.op, node.device, tuple(data), ctrls, attrs)
+
+
+def common_subgraph_elimination(graph, opts):
+    """Merge duplicate nodes (in topological order, so whole duplicate chains collapse)."""
+    ctx = RewriteContext(graph, opts, stage="CSE")
+    seen = {}
+    changed = False
+    for node in ctx.ordered_nodes():
+        sig = _candidate(ctx, node)
+        if sig is None:
+            continue
+        key = _key(node, sig)
+        rep = seen.get(key)
+        if rep is None or graph.get(rep.name) is not rep:
+            seen[key] = node
+            continue
+        _merge_into(ctx, node, rep)
+        changed = True
+    return changed
+
+
+def _merge_into(ctx, dup, rep):
+    ports = {ctx.graph[c.name].input_refs[i].port for c, i in ctx.consumers(dup.name)}
+    for port in ports:
+        ctx.reroute(TensorRef(dup.name, port), TensorRef(rep.name, port))
+    for consumer in ctx.control_consumers(dup.name):
+        ins = [s for s in consumer.inputs if s != "^" + dup.name]
+        ctx.set_inputs(consumer, ins + ["^" + rep.name])
+    producers = [r.node for r in dup.input_refs]
+    ctx.remove(dup)
+    for p in producers:
+        ctx.remove_if_dead(p)

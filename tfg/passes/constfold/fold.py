@@ -1,0 +1,162 @@
+"""Constant folding proper: materialize shape queries of statically known shapes, and evaluate
+nodes whose inputs are all constants with the CPU kernels.
+
+    before: a = Const 1, b = Const 2, c = AddN(a, b), d = AddN(b, c)      (fetch d)
+    after:  d = Const 5
+
+A folded single-output node becomes a Const with the same name; outputs of a multi-output node
+become `ConstantFolding/<node>-<port>`. The Const inherits the node's control inputs and those
+of its constant inputs, so it runs in the same frame and after the same things.
+"""
+import numpy as np
+
+from tfg.errors import TfgError
+from tfg.graphdef.names import TensorRef
+from tfg.passes.rewrite import CONST_OPS, FRAME_OPS, PLACEHOLDERS
+from tfg.schemas.dtypes import DType
+
+# Output larger than the inputs and above this: folding would bloat the graph file.
+MAX_CONSTANT_BYTES = 100 * 1024
+
+NEVER_FOLD = frozenset({
+    "_Send", "_Recv", "_HostSend", "_HostRecv", "Assert", "Print", "PrintV2", "CheckNumerics",
+    "ControlTrigger", "NoOp", "Save", "SaveV2", "Restore", "RestoreV2", "RestoreSlice",
+    "ReaderReadV2", "Stack", "StackV2", "StackPushV2", "StackPopV2", "VariableV2", "Variable",
+    "TensorArrayV3", "IdentityN",
+} | FRAME_OPS | PLACEHOLDERS | CONST_OPS)
+_SHAPE_OPS = frozenset({"Shape", "Size", "Rank", "ShapeN"})
+
+
+def materialize_shapes(ctx):
+    """Shape/Size/Rank/ShapeN of statically known shapes -> Consts (`^input` keeps order)."""
+    changed = False
+    for node in list(ctx.graph):
+        if node.op not in _SHAPE_OPS or ctx.graph.get(node.name) is not node:
+            continue
+        if node.name in ctx.opts.feeds:
+            continue
+        if node.op == "ShapeN":
+            changed |= _materialize_shape_n(ctx, node)
+            continue
+        ref = node.data_inputs[0]
+        shape = ctx.shape(ref)
+        if shape is None or (node.op != "Rank" and any(d is None for d in shape)):
+            continue
+        if node.op == "Rank":
+            value, dtype = np.int32(len(shape)), DType.INT32
+        else:
+            dtype = node.get_attr("out_type", DType.INT32)
+            value = (np.array(shape, dtype=dtype.np) if node.op == "Shape"
+                     else np.asarray(int(np.prod(shape, dtype=np.int64)), dtype=dtype.np))
+        ctrls = ["^" + c for c in node.control_inputs] + [ctx.control_dep_for(ref)]
+        ctx.morph(node, "Const", ctrls, {"dtype": dtype, "value": np.asarray(value)})
+        ctx.remove_if_dead(ref.node)
+        changed = True
+    return changed
+
+
+def _materialize_shape_n(ctx, node):
+    dtype = node.get_attr("out_type", DType.INT32)
+    changed = False
+    for port, ref in enumerate(node.data_inputs):
+        shape = ctx.full_shape(ref)
+        if shape is None or not ctx.consumers(node.name, port):
+            continue
+        name = ctx.new_name(f"ConstantFolding/{node.name}-matshapes-{port}")
+        ctrls = ["^" + c for c in node.control_inputs] + [ctx.control_dep_for(ref)]
+        ctx.add_node(name, "Const", ctrls, {"dtype": dtype,
+                                            "value": np.array(shape, dtype=dtype.np)},
+                     node.device)
+        ctx.reroute(TensorRef(node.name, port), TensorRef(name, 0))
+        changed = True
+    return changed
+
+
+def foldable(ctx, node):
+    """Whether `node` may be evaluated now: all data inputs constant, stateless, not fed."""
+    if node.op in NEVER_FOLD or node.name in ctx.opts.feeds:
+        return False
+    refs = node.data_inputs
+    if not refs:
+        return False
+    from tfg.schemas.ops import get_op, has_op
+    if not has_op(node.op) or get_op(node.op).stateful:
+        return False
+    if not ctx.has_consumers(node.name) and not ctx.preserved(node.name):
+        return False
+    return all(ctx.const_value(r) is not None for r in refs)
+
+
+def evaluate(node, inputs):
+    """Run the node's CPU kernel on numpy inputs -> list of arrays (cast to output dtypes)."""
+    from tfg.kernels.context import KernelContext
+    from tfg.kernels.registry import get_kernel
+    kd = get_kernel(node.op, "CPU", node.name)
+    if kd.needs_step or kd.ref_inputs:
+        raise _NotFoldable
+    kctx = KernelContext.for_node(node)
+    out = kd.fn(kctx, *inputs)
+    outs = list(out) if isinstance(out, (tuple, list)) else [out]
+    dtypes = kctx.output_dtypes
+    if len(dtypes) != len(outs):
+        raise _NotFoldable
+    result = []
+    for value, dt in zip(outs, dtypes):
+        if dt.is_ref or dt.base in (DType.RESOURCE, DType.VARIANT):
+            raise _NotFoldable
+        value = np.asarray(value)
+        if dt.base != DType.STRING and value.dtype != dt.np:
+            value = value.astype(dt.np)
+        result.append(value)
+    return result
+
+
+class _NotFoldable(Exception):
+    pass
+
+
+def fold_constants(ctx):
+    """Evaluate every foldable node (topological order, so chains fold in one sweep)."""
+    changed = False
+    for node in ctx.ordered_nodes():
+        if ctx.graph.get(node.name) is not node or not foldable(ctx, node):
+            continue
+        refs = node.data_inputs
+        inputs = [ctx.const_value(r) for r in refs]
+        try:
+            outs = evaluate(node, inputs)
+        except (_NotFoldable, TfgError, ArithmeticError, ValueError, TypeError, IndexError,
+                KeyError, NotImplementedError, MemoryError):
+            continue  # a kernel error here is the run's error to report, not the optimizer's
+        in_bytes = sum(np.asarray(v).nbytes for v in inputs)
+        out_bytes = sum(v.nbytes for v in outs)
+        if out_bytes > in_bytes and out_bytes > MAX_CONSTANT_BYTES:
+            continue
+        ctrls = ["^" + c for c in node.control_inputs]
+        for r in refs:
+            ctrls += ["^" + c for c in ctx.graph[r.node].control_inputs]
+        producers = {r.node for r in refs}
+        if len(outs) == 1:
+            dtype = DType.from_numpy(outs[0].dtype) if outs[0].dtype != object else DType.STRING
+            ctx.morph(node, "Const", ctrls, {"dtype": dtype, "value": outs[0]})
+            changed = True
+        else:
+            changed |= _fold_multi(ctx, node, outs, ctrls)
+        for p in producers:
+            ctx.remove_if_dead(p)
+    return changed
+
+
+def _fold_multi(ctx, node, outs, ctrls):
+    changed = False
+    for port, value in enumerate(outs):
+        if not ctx.consumers(node.name, port):
+            continue
+        dtype = DType.from_numpy(value.dtype) if value.dtype != object else DType.STRING
+        name = ctx.new_name(f"ConstantFolding/{node.name}-{port}")
+        ctx.add_node(name, "Const", ctrls, {"dtype": dtype, "value": value}, node.device)
+        ctx.reroute(TensorRef(node.name, port), TensorRef(name, 0))
+        changed = True
+    if changed:
+        ctx.remove_if_dead(node.name)
+    return changed
