@@ -1,0 +1,123 @@
+"""Device lists for the placement and partitioning passes: a local SPEC, full names, or a
+cluster spec, turned into full device names without touching any hardware.
+
+    >>> device_names("cpu:2,gpu:1")
+    ['/job:localhost/replica:0/task:0/device:CPU:0', '/job:localhost/replica:0/task:0/device:CPU:1',
+     '/job:localhost/replica:0/task:0/device:GPU:0']
+    >>> parse_cluster("worker=127.0.0.1:2222,127.0.0.1:2223")
+    {'worker': ['127.0.0.1:2222', '127.0.0.1:2223']}
+    >>> cluster_devices({"worker": ["a:1", "b:2"]})
+    ['/job:worker/replica:0/task:0/device:CPU:0', '/job:worker/replica:0/task:1/device:CPU:0']
+
+Placement only names devices, so `gpu:1` is accepted here on a machine without a GPU (the
+executor is the one that needs CuPy). A cluster SPEC is a JSON file in TensorFlow's ClusterSpec
+shape (`{"worker": ["host:port", ...]}`), the same JSON inline, or `job=host:port,host:port`
+with several jobs separated by `;` or spaces.
+"""
+import json
+import os
+
+from tfg.errors import TfgInputError
+from tfg.graphdef.names import DeviceSpec
+
+LOCAL_JOB = "localhost"
+
+
+def parse_cluster(spec):
+    """A cluster SPEC (dict, JSON file path, inline JSON or `job=a,b`) -> {job: [address]}."""
+    if isinstance(spec, dict):
+        jobs = spec
+    else:
+        text = str(spec).strip()
+        if not text:
+            raise TfgInputError("empty cluster spec")
+        if os.path.isfile(text):
+            try:
+                with open(text) as f:
+                    jobs = json.load(f)
+            except (OSError, ValueError) as e:
+                raise TfgInputError(f"cluster spec {text!r}: not a JSON file ({e})") from None
+        elif text.startswith("{"):
+            try:
+                jobs = json.loads(text)
+            except ValueError as e:
+                raise TfgInputError(f"cluster spec: bad JSON ({e})") from None
+        else:
+            jobs = _parse_inline(text)
+    if "cluster" in jobs and isinstance(jobs["cluster"], dict):  # a TF_CONFIG-like wrapper
+        jobs = jobs["cluster"]
+    out = {}
+    for job, addrs in jobs.items():
+        if isinstance(addrs, dict):  # {"0": "host:port", ...} (sparse task ids)
+            addrs = [addrs[k] for k in sorted(addrs, key=int)]
+        if isinstance(addrs, str) or not all(isinstance(a, str) for a in addrs) or not addrs:
+            raise TfgInputError(f"cluster spec: job {job!r} must list host:port strings")
+        out[str(job)] = list(addrs)
+    if not out:
+        raise TfgInputError("cluster spec names no job")
+    return out
+
+
+def _parse_inline(text):
+    jobs = {}
+    for part in text.replace(";", " ").split():
+        job, sep, addrs = part.partition("=")
+        if not sep or not job or not addrs:
+            raise TfgInputError(f"cluster spec {text!r}: expected job=host:port,host:port "
+                                "or a JSON file")
+        jobs[job] = [a for a in addrs.split(",") if a]
+    return jobs
+
+
+def cluster_devices(cluster):
+    """One CPU device per task of every job, in job then task order."""
+    jobs = parse_cluster(cluster)
+    return [DeviceSpec(job, 0, task, "CPU", 0).to_string()
+            for job, addrs in jobs.items() for task in range(len(addrs))]
+
+
+def device_names(devices=None, cluster=None):
+    """Full device names from a SPEC (`cpu:3`, `cpu:2,gpu:1`, names), a list, a DeviceSet,
+    or a cluster spec. With neither, the local CPU (plus visible GPUs) as the executor sees it.
+    """
+    if cluster is not None:
+        names = cluster_devices(cluster)
+        if devices is not None:  # a device list narrows the cluster's devices
+            wanted = [DeviceSpec.parse(d) for d in _split(devices)]
+            names = [n for n in names if any(w.matches(DeviceSpec.parse(n)) for w in wanted)]
+            if not names:
+                raise TfgInputError(f"no device of the cluster matches {devices!r}")
+        return names
+    if devices is None:
+        from tfg.executor.devices import DeviceSet  # the executor knows the local GPUs
+        return DeviceSet.from_spec(None).names
+    if hasattr(devices, "names"):
+        return list(devices.names)
+    out = []
+    for part in _split(devices):
+        kind, sep, count = part.partition(":")
+        if "/" not in part and kind.lower() in ("cpu", "gpu") and (not sep or count.isdigit()):
+            n = int(count) if sep else 1
+            if n < 1:
+                raise TfgInputError(f"device spec {part!r}: the count must be at least 1")
+            dtype = kind.upper()
+            start = sum(1 for s in out if DeviceSpec.parse(s).device_type == dtype)
+            out.extend(DeviceSpec(LOCAL_JOB, 0, 0, dtype, start + i).to_string()
+                       for i in range(n))
+            continue
+        spec = DeviceSpec.parse(part)
+        if spec.device_type is None or spec.device_index is None:
+            raise TfgInputError(f"device {part!r} is not a device name (expected cpu:N, "
+                                "gpu:N or a full name such as /device:CPU:0)")
+        out.append(spec.merged_with(DeviceSpec(LOCAL_JOB, 0, 0)).to_string())
+    if not out:
+        raise TfgInputError(f"device spec {devices!r} names no device")
+    if len(set(out)) != len(out):
+        raise TfgInputError(f"device spec {devices!r} names a device twice")
+    return out
+
+
+def _split(devices):
+    if isinstance(devices, str):
+        return [p.strip() for p in devices.split(",") if p.strip()]
+    return [str(d).strip() for d in devices if str(d).strip()]

@@ -1,0 +1,159 @@
+"""The white paper's greedy placement: simulate the graph's execution in topological order with
+the cost model, and put each colocation group on the device where it would finish first.
+
+A node's finish time on device d is max(d free, every input ready on d) + its compute time on
+d, where an input from another device is ready after its producer finished plus the copy time
+(bytes / bandwidth + latency). Devices run one op at a time in the simulation, so independent
+work spreads over devices while a chain stays where its data is.
+
+    >>> where = simulate(graph, groups, devices, CostModel(), shapes)
+    >>> where["big_matmul"]                  # 4096x4096 MatMul, CPU:0 and GPU:0 available
+    '/job:localhost/replica:0/task:0/device:GPU:0'
+
+Heuristics for nodes that placement may move freely (one node, no request), as in TensorFlow:
+a generator (no inputs, one output) goes with its consumers when they share one device; Shape,
+Size and Rank go with their input; Switch and Exit with their data input; Enter and
+NextIteration with their first consumer (so one loop frame's skeleton stays on one device).
+"""
+from tfg.graphdef.names import CONTROL
+
+SHAPE_OPS = frozenset({"Shape", "Size", "Rank", "ShapeN"})
+FOLLOW_INPUT_OPS = frozenset({"Switch", "RefSwitch", "Exit", "RefExit"})
+FOLLOW_CONSUMER_OPS = frozenset({"Enter", "RefEnter", "NextIteration", "RefNextIteration"})
+
+
+def _num_outputs(node):
+    try:
+        from tfg.schemas.ops import signature
+
+        return signature.num_outputs(node)
+    except Exception:  # an op without a signature: treat as one output
+        return 1
+
+
+def _is_generator(node):
+    return not node.inputs and _num_outputs(node) == 1 and not _ref_output(node)
+
+
+def _ref_output(node):
+    try:
+        from tfg.schemas.ops import signature
+
+        return any(dt.is_ref for dt in signature.output_dtypes(node))
+    except Exception:
+        return False
+
+
+class _Sim:
+    def __init__(self, graph, groups, cost_model, shapes):
+        self.graph = graph
+        self.groups = groups
+        self.cm = cost_model
+        self.shapes = shapes
+        self.finish = {}  # node -> simulated finish time (us)
+        self.where = {}  # node -> device
+        self.free = {}  # device -> time it is next idle
+        self.deferred = {}  # node -> "generator" | "consumer"
+
+    def device_type(self, device):
+        return device.rsplit("/device:", 1)[-1].split(":")[0]
+
+    def cost(self, node, device):
+        return self.cm.compute_us(node, self.device_type(device), self.shapes)
+
+    def source(self, ref, seen=()):
+        """(ready time, device or None) of the producer of `ref`; None when not simulated yet
+        (a back edge). Deferred producers are looked through: they will move to a consumer."""
+        kind = self.deferred.get(ref.node)
+        if kind == "generator":
+            return 0.0, None
+        if kind == "consumer":
+            src = self.graph[ref.node]
+            data = src.data_inputs
+            if not data or ref.node in seen:
+                return 0.0, None
+            return self.source(data[0], seen + (ref.node,))
+        if ref.node not in self.finish:
+            return None
+        return self.finish[ref.node], self.where[ref.node]
+
+    def ready_on(self, node, device):
+        ready = 0.0
+        for ref in node.input_refs:
+            src = self.source(ref)
+            if src is None:
+                continue
+            t, dev = src
+            if dev is not None and dev != device:
+                nbytes = 0 if ref.port == CONTROL else self.cm.output_bytes(
+                    self.graph[ref.node], ref.port, self.shapes)
+                t += self.cm.transfer_us(nbytes, dev, device)
+            ready = max(ready, t)
+        return ready
+
+    def choose(self, node, group):
+        """The candidate where the group would finish first (ties: the earlier device)."""
+        best, best_t = None, None
+        for device in group.candidates:
+            start = max(self.ready_on(node, device), self.free.get(device, 0.0))
+            t = start + sum(self.cost(self.graph[m], device) for m in group.members)
+            if best_t is None or t < best_t - 1e-9:
+                best, best_t = device, t
+        return best
+
+    def heuristic(self, node, group):
+        """A device forced by the heuristics in the module docstring, or None."""
+        if node.op in SHAPE_OPS or node.op in FOLLOW_INPUT_OPS:
+            data = node.data_inputs
+            src = self.source(data[0]) if data else None
+            if src is not None and src[1] in group.candidates:
+                return src[1]
+        return None
+
+    def run(self, order):
+        for node in order:
+            group = self.groups.of(node.name)
+            free_node = not group.constrained and len(group.candidates) > 1
+            if free_node and node.op in FOLLOW_CONSUMER_OPS:
+                self.deferred[node.name] = "consumer"
+                continue
+            if free_node and _is_generator(node):
+                self.deferred[node.name] = "generator"
+                continue
+            if group.device is None:
+                if len(group.candidates) == 1:
+                    group.device = group.candidates[0]
+                else:
+                    group.device = (self.heuristic(node, group) if free_node else None) \
+                        or self.choose(node, group)
+            device = group.device
+            start = max(self.ready_on(node, device), self.free.get(device, 0.0))
+            self.finish[node.name] = start + self.cost(node, device)
+            self.free[device] = self.finish[node.name]
+            self.where[node.name] = device
+        # Deferred nodes follow their consumers, the last consumers first.
+        for node in reversed(order):
+            if node.name in self.deferred:
+                self.where[node.name] = self.resolve(node)
+                self.groups.of(node.name).device = self.where[node.name]
+        return self.where
+
+    def resolve(self, node):
+        candidates = self.groups.of(node.name).candidates
+        consumers = [c for c, _ in self.graph.consumers(node.name)]
+        devices = [self.where[c.name] for c in consumers if c.name in self.where]
+        if self.deferred[node.name] == "generator" and devices and len(set(devices)) == 1 \
+                and devices[0] in candidates:
+            return devices[0]
+        for d in devices:  # Enter/NextIteration: the first consumer; generators: likewise
+            if d in candidates:
+                return d
+        src = self.source(node.data_inputs[0]) if node.data_inputs else None
+        if src is not None and src[1] in candidates:
+            return src[1]
+        return candidates[0]
+
+
+def simulate(graph, groups, cost_model, shapes):
+    """Device of every node: {name: full device name} (see module docstring)."""
+    return _Sim(graph, groups, cost_model, shapes).run(graph.topo_order())
