@@ -1,0 +1,175 @@
+"""`tfg run`: feed placeholders, run fetches and targets, print or save the results."""
+import ast
+import io as _io
+import json
+import sys
+import time
+
+import click
+import numpy as np
+
+from tfg.cli.common import graph_argument, read_graph, split_names
+from tfg.errors import TfgInputError
+from tfg.graphdef.io import write_bytes_atomic
+
+
+@click.command("run")
+@graph_argument
+@click.option("--feed", "feed_args", multiple=True, metavar="NAME=VALUE",
+              help="Feed a tensor: a JSON/Python literal, or @file.npy. Repeatable.")
+@click.option("--feeds", "feeds_file", metavar="FILE.npz",
+              help="Feed every array of an .npz (keys are tensor names).")
+@click.option("--fetch", "fetches", multiple=True, metavar="NAME",
+              help="Tensor to compute (`node` means `node:0`). Repeatable or comma list.")
+@click.option("--target", "targets", multiple=True, metavar="NODE",
+              help="Node to run for its effect. Repeatable or comma list.")
+@click.option("--init", "inits", multiple=True, metavar="NODE",
+              help="Node to run once before the steps (e.g. init). Repeatable.")
+@click.option("--steps", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Run fetches and targets together this many times; print the last.")
+@click.option("--devices", default=None, metavar="SPEC",
+              help="cpu:4, cpu:2,gpu:1 or full device names (default: every local device).")
+@click.option("--cluster", default=None, metavar="SPEC", help="Run on a cluster of workers.")
+@click.option("-o", "--output", default=None, metavar="OUT.npz",
+              help="Save each fetch under the name as given (instead of printing).")
+@click.option("--trace", "trace_path", default=None, metavar="OUT.json",
+              help="Chrome trace of the last step (per-node timings, peak memory).")
+@click.option("--save", "save_dir", default=None, metavar="DIR",
+              help="Save every variable to DIR after the steps.")
+@click.option("--restore", "restore_dir", default=None, metavar="DIR",
+              help="Restore variables from DIR before the steps.")
+def command(graph, feed_args, feeds_file, fetches, targets, inits, steps, devices, cluster,
+            output, trace_path, save_dir, restore_dir):
+    """Run GRAPH: feed placeholders, compute fetches, run targets.
+
+    \b
+    Examples:
+      tfg run model.pb --feed x=[[1,2]] --fetch y
+      tfg run train.pb --feeds batch.npz --init init --target train --fetch loss --steps 100
+      tfg partition model.pb --devices cpu:2 | tfg run - --devices cpu:2 --fetch y -o out.npz
+    """
+    from tfg.executor.session import Session
+
+    fetch_names = split_names(fetches)
+    target_names = [t.lstrip("^") for t in split_names(targets)]
+    init_names = [t.lstrip("^") for t in split_names(inits)]
+    if not fetch_names and not target_names and not init_names:
+        raise TfgInputError("nothing to run: give --fetch, --target or --init")
+    if output is not None and not fetch_names:
+        raise TfgInputError("-o needs at least one --fetch")
+    feeds = _read_feeds(feeds_file, feed_args)
+    g = read_graph(graph)
+    sess = Session(g, devices=devices, cluster=cluster)
+    if init_names:
+        sess.run(None, feeds=feeds, targets=init_names)  # unused feeds are harmless
+    if restore_dir:
+        sess.restore(restore_dir)
+    values = None
+    if fetch_names or target_names:
+        progress = _Progress(steps) if steps > 1 and sys.stderr.isatty() else None
+        for i in range(steps):
+            last = i == steps - 1
+            values = sess.run(fetch_names or None, feeds=feeds, targets=target_names,
+                              trace=bool(trace_path) and last)
+            if progress is not None:
+                progress.update(i + 1)
+        if progress is not None:
+            progress.close()
+    if save_dir:
+        sess.save(save_dir)
+    if trace_path and sess.last_trace is not None:
+        from tfg.executor.trace import write_chrome_trace
+
+        write_chrome_trace(sess.last_trace, trace_path)
+    if fetch_names:
+        if output is not None:
+            _write_npz(output, dict(zip(fetch_names, values)))
+        else:
+            _print_values(fetch_names, values)
+
+
+def _read_feeds(feeds_file, feed_args):
+    feeds = {}
+    if feeds_file:
+        try:
+            with np.load(feeds_file, allow_pickle=False) as data:
+                for key in data.files:
+                    feeds[key] = data[key]
+        except FileNotFoundError:
+            raise TfgInputError(f"--feeds {feeds_file}: no such file") from None
+        except (OSError, ValueError) as e:
+            raise TfgInputError(f"--feeds {feeds_file}: not a readable .npz file "
+                                f"({' '.join(str(e).split())})") from None
+    for arg in feed_args:
+        name, sep, text = arg.partition("=")
+        name = name.strip()
+        if not sep or not name:
+            raise TfgInputError(f"--feed {arg!r}: expected NAME=VALUE")
+        feeds[name] = _parse_value(name, text.strip())
+    return feeds
+
+
+def _parse_value(name, text):
+    if text.startswith("@"):
+        path = text[1:]
+        try:
+            return np.load(path, allow_pickle=False)
+        except FileNotFoundError:
+            raise TfgInputError(f"--feed {name}: no such file {path!r}") from None
+        except (OSError, ValueError) as e:
+            raise TfgInputError(f"--feed {name}: cannot read {path!r} as .npy "
+                                f"({' '.join(str(e).split())})") from None
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        raise TfgInputError(f"--feed {name}: {text!r} is not a JSON or Python literal "
+                            "(or @file.npy)") from None
+
+
+def _write_npz(path, values):
+    arrays = {}
+    for name, v in values.items():
+        arr = np.asarray(v)
+        if arr.dtype == object:  # strings: store as bytes, never as pickled objects
+            try:
+                arr = arr.astype(bytes)
+            except (TypeError, ValueError):
+                raise TfgInputError(f"fetch {name!r} holds values that cannot be saved to "
+                                    ".npz") from None
+        arrays[name] = arr
+    buf = _io.BytesIO()
+    np.savez(buf, **arrays)
+    write_bytes_atomic(path, buf.getvalue())
+
+
+def _print_values(names, values):
+    with np.printoptions(precision=8, threshold=2000, linewidth=100):
+        for name, v in zip(names, values):
+            click.echo(f"{name} = {v!r}")
+
+
+class _Progress:
+    """A one-line step counter on stderr (only when it is a terminal)."""
+
+    def __init__(self, total):
+        self.total = total
+        self.start = self.last = time.monotonic()
+        self.width = len(str(total))
+
+    def update(self, n):
+        now = time.monotonic()
+        if now - self.last < 0.1 and n < self.total:
+            return
+        self.last = now
+        rate = n / max(now - self.start, 1e-9)
+        sys.stderr.write(f"\rstep {n:>{self.width}}/{self.total}  {rate:8.1f} steps/s")
+        sys.stderr.flush()
+
+    def close(self):
+        sys.stderr.write("\n")
+        sys.stderr.flush()
+

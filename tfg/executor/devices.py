@@ -1,0 +1,174 @@
+"""Local devices: a `DeviceSet` built from a SPEC, and the array module each device type uses.
+
+    >>> [d.name for d in DeviceSet.from_spec("cpu:2")]
+    ['/job:localhost/replica:0/task:0/device:CPU:0', '/job:localhost/replica:0/task:0/device:CPU:1']
+    >>> DeviceSet.from_spec("cpu:1").find("/device:CPU:0").short
+    'CPU:0'
+
+SPEC forms: `cpu:4` (four CPU devices), `cpu:2,gpu:1`, full or partial names separated by commas
+(`/job:localhost/replica:0/task:0/device:CPU:1`, `/device:CPU:1`), or None/"" for every local
+device (CPU:0, plus each GPU that CuPy sees). GPU kernels are looked up under device type "GPU"
+and get `cupy` as their array module; asking for a GPU without CuPy is an input error.
+"""
+import numpy as np
+
+from tfg.errors import TfgInputError
+from tfg.graphdef.names import DeviceSpec
+
+LOCAL_JOB = "localhost"
+
+
+def array_module(device_type):
+    """The array module kernels of `device_type` compute with (the hook for GPU support)."""
+    if device_type == "CPU":
+        return np
+    if device_type == "GPU":
+        cupy = _cupy()
+        if cupy is None:
+            raise TfgInputError("a GPU device was requested but CuPy is not installed "
+                                "(pip install 'tfg[gpu]')")
+        return cupy
+    raise TfgInputError(f"unknown device type {device_type!r} (expected CPU or GPU)")
+
+
+def _cupy():
+    try:
+        import cupy
+    except Exception:  # ImportError, or a CUDA runtime that fails to load
+        return None
+    return cupy
+
+
+def local_gpu_count():
+    cupy = _cupy()
+    if cupy is None:
+        return 0
+    try:
+        return int(cupy.cuda.runtime.getDeviceCount())
+    except Exception:
+        return 0
+
+
+class Device:
+    """One device: its full name, type, index and array module."""
+
+    __slots__ = ("name", "spec", "device_type", "index", "_xp")
+
+    def __init__(self, spec):
+        self.spec = spec
+        self.name = spec.to_string()
+        self.device_type = spec.device_type
+        self.index = spec.device_index
+        self._xp = None
+
+    @property
+    def xp(self):
+        if self._xp is None:
+            self._xp = array_module(self.device_type)
+        return self._xp
+
+    @property
+    def short(self):
+        return f"{self.device_type}:{self.index}"
+
+    def __repr__(self):
+        return f"<Device {self.name}>"
+
+
+def full_spec(job, task, device_type, index, replica=0):
+    return DeviceSpec(job, replica, task, device_type, index)
+
+
+class DeviceSet:
+    """An ordered set of devices; the first is the default for nodes without a device."""
+
+    def __init__(self, devices):
+        self.devices = list(devices)
+        if not self.devices:
+            raise TfgInputError("the device set is empty")
+        self._by_name = {d.name: d for d in self.devices}
+
+    def __iter__(self):
+        return iter(self.devices)
+
+    def __len__(self):
+        return len(self.devices)
+
+    @property
+    def default(self):
+        return self.devices[0]
+
+    @property
+    def names(self):
+        return [d.name for d in self.devices]
+
+    @staticmethod
+    def from_spec(spec=None, job=LOCAL_JOB, task=0):
+        """Parse a devices SPEC (see module docstring); None means every local device."""
+        if isinstance(spec, DeviceSet):
+            return spec
+        if isinstance(spec, (list, tuple)):
+            spec = ",".join(spec)
+        if spec is None or not str(spec).strip():
+            devs = [full_spec(job, task, "CPU", 0)]
+            devs += [full_spec(job, task, "GPU", i) for i in range(local_gpu_count())]
+            return DeviceSet(Device(s) for s in devs)
+        out = []
+        for part in (p.strip() for p in str(spec).split(",")):
+            if not part:
+                continue
+            kind, sep, count = part.partition(":")
+            if "/" not in part and kind.lower() in ("cpu", "gpu") and (not sep or count.isdigit()):
+                n = int(count) if sep else 1
+                if n < 1:
+                    raise TfgInputError(f"device spec {part!r}: the count must be at least 1")
+                dtype = kind.upper()
+                start = sum(1 for s in out if s.device_type == dtype)
+                out.extend(full_spec(job, task, dtype, start + i) for i in range(n))
+                continue
+            parsed = DeviceSpec.parse(part)
+            if parsed.device_type not in ("CPU", "GPU") or parsed.device_index is None:
+                raise TfgInputError(f"unknown device {part!r} in device spec {spec!r} "
+                                    "(expected cpu:N, gpu:N or a full device name)")
+            full = parsed.merged_with(full_spec(job, task, None, None))
+            if full.job != job or full.task != task:
+                raise TfgInputError(f"device {part!r} is not a local device "
+                                    f"(/job:{job}/task:{task}); use --cluster for remote tasks")
+            out.append(full)
+        if not out:
+            raise TfgInputError(f"device spec {spec!r} names no device")
+        names = [s.to_string() for s in out]
+        if len(set(names)) != len(names):
+            raise TfgInputError(f"device spec {spec!r} names a device twice")
+        devices = DeviceSet(Device(s) for s in out)
+        for d in devices:
+            if d.device_type == "GPU":
+                d.xp  # noqa: B018  (fail now, clearly, when CuPy is missing)
+                if d.index >= local_gpu_count():
+                    raise TfgInputError(f"device {d.name} does not exist: CuPy sees "
+                                        f"{local_gpu_count()} GPU(s)")
+        return devices
+
+    def find(self, name):
+        """The device a (full or partial) device name denotes, or None when none matches.
+
+        A partial name matching several devices gives the first of them.
+        """
+        if not name:
+            return None
+        d = self._by_name.get(name)
+        if d is not None:
+            return d
+        spec = DeviceSpec.parse(name)
+        for d in self.devices:
+            if spec.matches(d.spec):
+                return d
+        return None
+
+    def get(self, name):
+        """Like find, but an unknown device is an input error naming the set."""
+        d = self.find(name)
+        if d is None:
+            raise TfgInputError(f"unknown device {name!r}; the devices are "
+                                f"{', '.join(x.short for x in self.devices)}")
+        return d

@@ -1,0 +1,242 @@
+"""Prepare one partition for execution: every node becomes an `Item` with its kernel bound, its
+out edges as integer triples, and its initial pending count; done once per (feeds, fetches,
+targets), then reused by every step.
+
+    >>> plan = build_plan(graph, device, feeds=[TensorRef("x", 0)], fetches=[TensorRef("y", 0)])
+    >>> [(it.name, it.kind, it.pending_init) for it in plan.items][:2]
+    [('x:0 (feed)', 'feed', 0), ('y', 'kernel', 1)]
+
+Ops the executor runs itself (no kernel): Switch, Merge, Enter, Exit, NextIteration (and their
+Ref forms), LoopCond, ControlTrigger, NoOp, `_Send`/`_Recv` (and `_HostSend`/`_HostRecv`).
+A fed tensor becomes a synthetic `feed` item whose edges replace those of the tensor it feeds.
+"""
+from tfg.errors import GraphValidationError, UnknownOpError
+from tfg.graphdef.names import CONTROL
+from tfg.kernels.context import KernelContext
+from tfg.kernels.registry import get_kernel
+from tfg.schemas.ops import has_op
+from tfg.schemas.ops import signature
+
+KERNEL, FEED, SWITCH, MERGE, ENTER, EXIT, NEXT, IDENT, TRIGGER, NOOP, SEND, RECV = (
+    "kernel", "feed", "switch", "merge", "enter", "exit", "next", "ident", "trigger", "noop",
+    "send", "recv")
+
+BUILTIN_KINDS = {
+    "Switch": SWITCH, "RefSwitch": SWITCH, "Merge": MERGE, "RefMerge": MERGE,
+    "Enter": ENTER, "RefEnter": ENTER, "Exit": EXIT, "RefExit": EXIT,
+    "NextIteration": NEXT, "RefNextIteration": NEXT, "LoopCond": IDENT,
+    "ControlTrigger": TRIGGER, "NoOp": NOOP,
+    "_Send": SEND, "_HostSend": SEND, "_Recv": RECV, "_HostRecv": RECV,
+}
+_BUILTIN_OUTPUTS = {SWITCH: 2, MERGE: 2, ENTER: 1, EXIT: 1, NEXT: 1, IDENT: 1, TRIGGER: 0,
+                    NOOP: 0, SEND: 0, RECV: 1}
+CONTROL_FLOW_KINDS = frozenset({SWITCH, MERGE, ENTER, EXIT, NEXT, IDENT, TRIGGER})
+
+# Ops worth a thread-pool hand-off (tens of µs) when another node could run meanwhile: their
+# kernels spend long in BLAS/numpy with the GIL released.
+EXPENSIVE_OPS = frozenset({
+    "MatMul", "BatchMatMul", "BatchMatMulV2", "BatchMatMulV3", "_FusedMatMul",
+    "Conv2D", "_FusedConv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter", "Conv3D",
+    "DepthwiseConv2dNative", "DepthwiseConv2dNativeBackpropInput",
+    "DepthwiseConv2dNativeBackpropFilter", "MaxPool", "MaxPoolGrad", "AvgPool", "AvgPoolGrad",
+    "FusedBatchNorm", "FusedBatchNormV3", "FusedBatchNormGrad", "FusedBatchNormGradV3",
+    "Einsum", "MatrixInverse", "Cholesky", "Qr", "Svd", "SelfAdjointEigV2", "MatrixSolve",
+})
+# Ops whose kernels may wait for another step or thread (queues): never on the scheduler thread.
+BLOCKING_OPS = frozenset({
+    "QueueDequeue", "QueueDequeueV2", "QueueDequeueMany", "QueueDequeueManyV2",
+    "QueueDequeueUpTo", "QueueDequeueUpToV2", "QueueEnqueue", "QueueEnqueueV2",
+    "QueueEnqueueMany", "QueueEnqueueManyV2", "Barrier", "BarrierTakeMany",
+})
+
+
+class Item:
+    """One node of a prepared partition (or a synthetic feed)."""
+
+    __slots__ = ("id", "node", "name", "op", "kind", "fn", "ctx", "needs_step", "ref_inputs",
+                 "num_inputs", "num_outputs", "out_edges", "pending_init", "is_merge",
+                 "frame_name", "is_constant", "parallel_iterations", "expensive", "blocking",
+                 "key_prefix", "fetch_ports", "feed_index", "keeps_ref", "forwards_input")
+
+    def __init__(self, id_, name, op, kind, node=None):
+        self.id = id_
+        self.node = node
+        self.name = name
+        self.op = op
+        self.kind = kind
+        self.fn = None
+        self.ctx = None
+        self.needs_step = False
+        self.ref_inputs = ()
+        self.num_inputs = 0
+        self.num_outputs = 0
+        self.out_edges = []  # (dst item id, src port or CONTROL, dst input index or CONTROL)
+        self.pending_init = 0
+        self.is_merge = kind == MERGE
+        self.frame_name = None
+        self.is_constant = False
+        self.parallel_iterations = 10
+        self.expensive = False
+        self.blocking = False
+        self.key_prefix = None
+        self.fetch_ports = ()  # ((port, fetch index), ...)
+        self.feed_index = -1
+        self.keeps_ref = False
+        self.forwards_input = False
+
+    def __repr__(self):
+        return f"<Item {self.id} {self.name} {self.kind}>"
+
+
+class Plan:
+    """A prepared partition: items, roots, frame Enter counts, and the fetch/feed wiring."""
+
+    def __init__(self, device, items, feeds, fetches, frame_inputs):
+        self.device = device
+        self.items = items
+        self.roots = [it.id for it in items if it.pending_init == 0]
+        self.feeds = feeds  # tensor refs, in feed index order
+        self.fetches = fetches  # tensor refs, in fetch index order
+        self.frame_inputs = frame_inputs  # frame_name -> number of Enter items
+        self.has_control_flow = any(it.kind in CONTROL_FLOW_KINDS for it in items)
+        self.has_recv = any(it.kind == RECV for it in items)
+        self.has_send = any(it.kind == SEND for it in items)
+        self.schedule = None  # the fast path's precomputed schedule, built on demand
+
+
+def build_plan(graph, device, feeds=(), fetches=(), targets=()):
+    """Prepare the nodes of `graph` (already pruned) to run on `device`.
+
+    Feeds cut their tensor's edges off the producer; fetches name the (node, port) outputs to
+    record. Raises UnknownOpError naming the node when an op has no kernel on the device.
+    """
+    feeds = list(feeds)
+    items, index = [], {}
+    for node in graph:
+        kind = BUILTIN_KINDS.get(node.op, KERNEL)
+        item = Item(len(items), node.name, node.op, kind, node)
+        index[node.name] = item
+        items.append(item)
+        _bind(item, node, device)
+    feed_items = {}
+    for fi, ref in enumerate(feeds):
+        item = Item(len(items), f"{ref.node}:{ref.port} (feed)", "_Feed", FEED)
+        item.num_outputs = 1
+        item.feed_index = fi
+        items.append(item)
+        feed_items[(ref.node, ref.port)] = item
+    for item in items:
+        if item.kind == FEED:
+            continue
+        node = item.node
+        n_data = 0
+        for ref in node.input_refs:
+            feed = feed_items.get((ref.node, ref.port))
+            src = feed if feed is not None else index.get(ref.node)
+            if src is None:
+                raise GraphValidationError(f"node {node.name!r} ({node.op}) has input "
+                                           f"{str(ref)!r} from a node not in the graph")
+            if ref.port == CONTROL:
+                src.out_edges.append((item.id, CONTROL, CONTROL))
+                item.pending_init += 2 if item.is_merge else 1
+                continue
+            if feed is None and ref.port >= src.num_outputs:
+                raise GraphValidationError(
+                    f"node {node.name!r} ({node.op}) reads {str(ref)!r} but {src.name!r} "
+                    f"({src.op}) has {src.num_outputs} output(s)")
+            src.out_edges.append((item.id, ref.port if feed is None else 0, n_data))
+            n_data += 1
+            if not item.is_merge:
+                item.pending_init += 1
+        item.num_inputs = n_data
+        if item.is_merge:
+            item.pending_init += 1  # bit 0: still waiting for a live data input
+    fetch_ports = {}
+    for fi, ref in enumerate(fetches):
+        item = feed_items.get((ref.node, ref.port))
+        port = 0 if item is not None else ref.port
+        if item is None:
+            item = index.get(ref.node)
+            if item is None:
+                raise GraphValidationError(f"fetch {ref.node}:{ref.port}: no such node")
+            if ref.port >= item.num_outputs:
+                raise GraphValidationError(f"fetch {ref.node}:{ref.port}: {ref.node!r} "
+                                           f"({item.op}) has {item.num_outputs} output(s)")
+        fetch_ports.setdefault(item.id, []).append((port, fi))
+    for iid, ports in fetch_ports.items():
+        items[iid].fetch_ports = tuple(ports)
+    frame_inputs = {}
+    for item in items:
+        if item.kind == ENTER:
+            frame_inputs[item.frame_name] = frame_inputs.get(item.frame_name, 0) + 1
+    return Plan(device, items, feeds, list(fetches), frame_inputs)
+
+
+def _bind(item, node, device):
+    """Attach the kernel (or the builtin's attrs) and the output count to an item."""
+    kind = item.kind
+    if kind != KERNEL:
+        item.num_outputs = _BUILTIN_OUTPUTS[kind]
+        if kind == ENTER:
+            item.frame_name = node.get_attr("frame_name", b"")
+            item.is_constant = bool(node.get_attr("is_constant", False))
+            item.parallel_iterations = max(1, int(node.get_attr("parallel_iterations", 10)))
+        elif kind in (SEND, RECV):
+            item.key_prefix = _key_prefix(node)
+        if kind in (SWITCH, MERGE, ENTER, EXIT, NEXT, IDENT):
+            item.keeps_ref = _output_is_ref(node)
+        return
+    kd = get_kernel(node.op, device.device_type, node.name)
+    item.fn = kd.fn
+    item.needs_step = kd.needs_step
+    item.forwards_input = kd.forwards_input
+    refs = set(kd.ref_inputs)
+    if has_op(node.op):
+        try:
+            refs.update(signature.ref_input_indices(node))
+        except Exception:  # a malformed attr: the kernel will say what is wrong
+            pass
+    item.ref_inputs = tuple(sorted(refs))
+    item.ctx = _context(node, device)
+    item.num_outputs = _num_outputs(node, item.ctx)
+    item.expensive = node.op in EXPENSIVE_OPS
+    item.blocking = node.op in BLOCKING_OPS
+
+
+def _context(node, device):
+    try:
+        return KernelContext.for_node(node, device=device.name, xp=device.xp)
+    except UnknownOpError:
+        # A kernel without a signature (a private op): it still sees the node's own attrs.
+        attrs = {name: node.get_attr(name) for name in node.attr}
+        return KernelContext(node, attrs, device.xp, device.name, ())
+
+
+def _num_outputs(node, ctx):
+    if ctx.output_dtypes:
+        return len(ctx.output_dtypes)
+    if has_op(node.op):
+        try:
+            return signature.num_outputs(node)
+        except Exception:
+            pass
+    graph = node._graph
+    ports = [r.port for c, i in graph.consumers(node.name) for r in [c.input_refs[i]]]
+    return max(ports) + 1 if ports else 1
+
+
+def _output_is_ref(node):
+    try:
+        return signature.output_dtypes(node)[0].is_ref
+    except Exception:
+        return node.op.startswith("Ref")
+
+
+def _key_prefix(node):
+    """`send_device;incarnation;recv_device;tensor_name;` of a _Send/_Recv node."""
+    def s(name):
+        v = node.get_attr(name, b"")
+        return v.decode() if isinstance(v, bytes) else str(v)
+
+    inc = int(node.get_attr("send_device_incarnation", 1)) & 0xFFFFFFFFFFFFFFFF
+    return f"{s('send_device')};{inc:016x};{s('recv_device')};{s('tensor_name')};"

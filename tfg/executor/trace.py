@@ -1,0 +1,48 @@
+"""A step's trace as a Chrome trace (chrome://tracing, Perfetto): one complete event per node.
+
+    >>> doc = chrome_trace(session.last_trace)
+    >>> doc["traceEvents"][0]
+    {'name': 'MatMul', 'cat': 'MatMul', 'ph': 'X', 'ts': 0.0, 'dur': 41.2, 'pid': 0, 'tid': 0,
+     'args': {'op': 'MatMul', 'device': '/job:localhost/replica:0/task:0/device:CPU:0'}}
+    >>> doc["metadata"]["peak_memory_bytes"]
+    3211264
+
+pid is the device (named by a process_name event), tid the thread that ran the node.
+"""
+import json
+
+from tfg.graphdef.io import write_bytes_atomic
+
+
+def chrome_trace(step_trace):
+    """The trace document (a dict) of a `StepTrace`."""
+    events = sorted(step_trace.events, key=lambda e: e[3])
+    t0 = events[0][3] if events else 0
+    devices = list(step_trace.devices)
+    for e in events:
+        if e[2] not in devices:
+            devices.append(e[2])
+    pid = {d: i for i, d in enumerate(devices)}
+    tids = {}
+    out = []
+    for name, op, device, start, dur, thread in events:
+        tid = tids.setdefault((device, thread), len(tids))
+        out.append({"name": name, "cat": op, "ph": "X", "ts": (start - t0) / 1000.0,
+                    "dur": dur / 1000.0, "pid": pid[device], "tid": tid,
+                    "args": {"op": op, "device": device}})
+    for d, i in pid.items():
+        out.append({"name": "process_name", "ph": "M", "pid": i, "args": {"name": d}})
+    for (device, _), tid in tids.items():
+        out.append({"name": "thread_name", "ph": "M", "pid": pid[device], "tid": tid,
+                    "args": {"name": f"thread {tid}"}})
+    total = sum(e[4] for e in events)
+    return {"traceEvents": out, "displayTimeUnit": "ms",
+            "metadata": {"peak_memory_bytes": int(step_trace.peak_bytes),
+                         "devices": devices, "nodes": len(events),
+                         "kernel_time_us": total / 1000.0}}
+
+
+def write_chrome_trace(step_trace, path):
+    """Write the trace as JSON to `path`, atomically."""
+    data = json.dumps(chrome_trace(step_trace), indent=None).encode()
+    write_bytes_atomic(path, data)
