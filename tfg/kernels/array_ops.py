@@ -1,0 +1,395 @@
+"""Shape-manipulating ops: Shape/Size/Rank, Reshape, Squeeze/ExpandDims, Transpose, Concat,
+Pack/Unpack, Split, Slice, Tile, Pad, Reverse, Fill, Range, OneHot, broadcasting helpers,
+ListDiff, Where, and the data-format helpers.
+
+    Reshape(x[2,6], [3,-1])            -> shape [3,4]
+    ConcatV2([a[2,3], b[2,1]], -1)     -> shape [2,4]
+    SplitV(x[2,7], [2,-1,3], axis=1)   -> shapes [2,2], [2,2], [2,3]
+    BroadcastGradientArgs([2,1,4], [3,1]) -> ([1], [0,2])
+    DataFormatDimMap([0,1,2,3])        -> [0,2,3,1]  (NHWC axis -> NCHW axis)
+"""
+import numpy as np
+
+from tfg.kernels._util import fail, norm_axes, norm_axis, np_dtype, s, shape_vector, tf_name
+from tfg.kernels.registry import kernel
+
+
+def _out_type(ctx, default="int32"):
+    return np_dtype(ctx.attrs.get("out_type", default))
+
+
+@kernel("Shape")
+def shape(ctx, x):
+    return np.array(np.shape(x), dtype=_out_type(ctx))
+
+
+@kernel("ShapeN")
+def shape_n(ctx, *xs):
+    t = _out_type(ctx)
+    return [np.array(np.shape(x), dtype=t) for x in xs]
+
+
+@kernel("Size")
+def size(ctx, x):
+    return np.array(np.size(x), dtype=_out_type(ctx))
+
+
+@kernel("Rank")
+def rank(ctx, x):
+    return np.array(np.ndim(x), dtype=np.int32)
+
+
+@kernel("Reshape")
+def reshape(ctx, x, new_shape):
+    x = np.asarray(x)
+    dims = shape_vector(new_shape)
+    if sum(d == -1 for d in dims) > 1 or any(d < -1 for d in dims):
+        fail(f"only one input size may be -1, and none below: {list(dims)}")
+    try:
+        return x.reshape(dims)
+    except ValueError:
+        fail(f"Input to reshape is a tensor with {x.size} values, but the requested shape "
+             f"{list(dims)} does not fit")
+
+
+@kernel("Squeeze")
+def squeeze(ctx, x):
+    x = np.asarray(x)
+    dims = ctx.attrs.get("squeeze_dims", ctx.attrs.get("axis", [])) or []
+    if not dims:
+        return x.reshape(tuple(d for d in x.shape if d != 1))
+    axes = norm_axes(np.array(dims, np.int64), x.ndim, "squeeze dimension")
+    for a in axes:
+        if x.shape[a] != 1:
+            fail(f"Can not squeeze dim[{a}], expected a dimension of 1, got {x.shape[a]}")
+    return x.reshape(tuple(d for i, d in enumerate(x.shape) if i not in axes))
+
+
+@kernel("ExpandDims")
+def expand_dims(ctx, x, dim):
+    x = np.asarray(x)
+    d = int(np.asarray(dim).reshape(-1)[0]) if np.size(dim) == 1 else fail(
+        "'dim' must be a tensor with a single value")
+    d = norm_axis(d, x.ndim + 1, "dim")
+    return x.reshape(x.shape[:d] + (1,) + x.shape[d:])
+
+
+@kernel("Transpose")
+def transpose(ctx, x, perm):
+    x = np.asarray(x)
+    p = shape_vector(perm, "perm")
+    if sorted(p) != list(range(x.ndim)):
+        fail(f"transpose expects a permutation of [0..{x.ndim}), got {list(p)}")
+    return np.transpose(x, p)
+
+
+@kernel("InvertPermutation")
+def invert_permutation(ctx, x):
+    x = np.asarray(x)
+    if x.ndim != 1 or sorted(x.tolist()) != list(range(x.size)):
+        fail(f"{x.tolist()} is not a permutation of 0..{x.size - 1}")
+    out = np.empty_like(x)
+    out[x] = np.arange(x.size, dtype=x.dtype)
+    return out
+
+
+def _concat(values, axis):
+    values = [np.asarray(v) for v in values]
+    ndim = values[0].ndim
+    if ndim == 0:
+        fail("Can't concatenate scalars (use tf.stack instead)")
+    ax = norm_axis(np.asarray(axis).reshape(()), ndim, "concat axis")
+    if len(values) == 1:
+        return values[0]
+    try:
+        return np.concatenate(values, axis=ax)
+    except ValueError:
+        fail("ConcatOp: dimensions of inputs should match: "
+             + ", ".join(str(list(v.shape)) for v in values) + f" along axis {ax}")
+
+
+@kernel("ConcatV2")
+def concat_v2(ctx, *inputs):
+    return _concat(inputs[:-1], inputs[-1])
+
+
+@kernel("Concat")
+def concat(ctx, concat_dim, *values):
+    return _concat(values, concat_dim)
+
+
+@kernel("ConcatOffset")
+def concat_offset(ctx, concat_dim, *shapes):
+    shapes = [np.asarray(sh) for sh in shapes]
+    ax = norm_axis(np.asarray(concat_dim).reshape(()), shapes[0].size, "concat_dim")
+    out, offset = [], 0
+    for sh in shapes:
+        o = np.zeros_like(sh)
+        o[ax] = offset
+        offset += int(sh[ax])
+        out.append(o)
+    return out
+
+
+@kernel("Pack")
+def pack(ctx, *values):
+    values = [np.asarray(v) for v in values]
+    ax = norm_axis(ctx.attrs.get("axis", 0), values[0].ndim + 1)
+    try:
+        return np.stack(values, axis=ax)
+    except ValueError:
+        fail("Shapes of all inputs must match: " + ", ".join(str(list(v.shape)) for v in values))
+
+
+@kernel("Unpack")
+def unpack(ctx, value):
+    x = np.asarray(value)
+    ax = norm_axis(ctx.attrs.get("axis", 0), x.ndim)
+    num = ctx.attrs.get("num", x.shape[ax])
+    if x.shape[ax] != num:
+        fail(f"Input shape axis {ax} must equal {num}, got shape {list(x.shape)}")
+    return [np.take(x, i, axis=ax) for i in range(num)]
+
+
+def _split_at(x, ax, sizes):
+    edges = np.cumsum(sizes)[:-1]
+    return np.split(x, edges, axis=ax)
+
+
+@kernel("Split")
+def split(ctx, axis, value):
+    x = np.asarray(value)
+    ax = norm_axis(np.asarray(axis).reshape(()), x.ndim)
+    n = int(ctx.attrs["num_split"])
+    if x.shape[ax] % n:
+        fail(f"Number of ways to split should evenly divide the split dimension, but got "
+             f"split_dim {ax} (size = {x.shape[ax]}) and num_split {n}")
+    return np.split(x, n, axis=ax)
+
+
+@kernel("SplitV")
+def split_v(ctx, value, size_splits, axis):
+    x = np.asarray(value)
+    ax = norm_axis(np.asarray(axis).reshape(()), x.ndim)
+    sizes = list(shape_vector(size_splits, "size_splits"))
+    if sizes.count(-1) > 1:
+        fail("There can only be one -1 in size_splits")
+    if -1 in sizes:
+        sizes[sizes.index(-1)] = x.shape[ax] - (sum(sizes) + 1)
+    if sum(sizes) != x.shape[ax] or any(v < 0 for v in sizes):
+        fail(f"Determined shape must either match input shape along split_dim exactly if fully "
+             f"specified, or be less than the size of the input along split_dim if not fully "
+             f"specified: size_splits {list(shape_vector(size_splits))}, dim {x.shape[ax]}")
+    return _split_at(x, ax, sizes)
+
+
+@kernel("Slice")
+def slice_(ctx, x, begin, size_):
+    x = np.asarray(x)
+    b, sz = shape_vector(begin, "begin"), shape_vector(size_, "size")
+    if len(b) != x.ndim or len(sz) != x.ndim:
+        fail(f"Expected begin and size of length {x.ndim}, got {len(b)} and {len(sz)}")
+    idx = []
+    for d, (bb, ss) in enumerate(zip(b, sz)):
+        ss = x.shape[d] - bb if ss == -1 else ss
+        if bb < 0 or ss < 0 or bb + ss > x.shape[d]:
+            fail(f"Expected begin[{d}] in [0, {x.shape[d]}] and size[{d}] in [0, "
+                 f"{x.shape[d] - bb}], got {bb} and {ss}")
+        idx.append(slice(bb, bb + ss))
+    return x[tuple(idx)]
+
+
+@kernel("Tile")
+def tile(ctx, x, multiples):
+    x = np.asarray(x)
+    m = shape_vector(multiples, "multiples")
+    if len(m) != x.ndim or any(v < 0 for v in m):
+        fail(f"Expected multiples of length {x.ndim} and >= 0, got {list(m)}")
+    return np.tile(x, m)
+
+
+def _paddings(x, paddings):
+    p = np.asarray(paddings)
+    if p.shape != (x.ndim, 2) or (p < 0).any():
+        fail(f"paddings must be a non-negative matrix of shape [{x.ndim}, 2], got "
+             f"{p.tolist()}")
+    return [(int(a), int(b)) for a, b in p.tolist()]
+
+
+@kernel("Pad")
+def pad(ctx, x, paddings):
+    x = np.asarray(x)
+    return np.pad(x, _paddings(x, paddings))
+
+
+@kernel("PadV2")
+def pad_v2(ctx, x, paddings, constant_values):
+    x = np.asarray(x)
+    return np.pad(x, _paddings(x, paddings), constant_values=np.asarray(constant_values).item())
+
+
+@kernel("MirrorPad")
+def mirror_pad(ctx, x, paddings):
+    x = np.asarray(x)
+    mode = s(ctx.attrs.get("mode", b"REFLECT")).upper()
+    pads = _paddings(x, paddings)
+    limit = 0 if mode == "REFLECT" else 1
+    for d, (a, b) in enumerate(pads):
+        if max(a, b) > x.shape[d] - 1 + limit:
+            fail(f"paddings must be less than{' or equal to' if limit else ''} the dimension "
+                 f"size: {a}, {b} for dimension {d} of size {x.shape[d]}")
+    return np.pad(x, pads, mode="reflect" if mode == "REFLECT" else "symmetric")
+
+
+@kernel("ReverseV2")
+def reverse_v2(ctx, x, axis):
+    x = np.asarray(x)
+    axes = norm_axes(axis, x.ndim, "axis")
+    return np.flip(x, axes) if axes else x
+
+
+@kernel("Fill")
+def fill(ctx, dims, value):
+    value = np.asarray(value)
+    if value.ndim != 0:
+        fail(f"value must be a scalar, got shape {list(value.shape)}")
+    d = shape_vector(dims, "dims")
+    if any(v < 0 for v in d):
+        fail(f"dims must be non-negative, got {list(d)}")
+    return np.full(d, value, dtype=value.dtype)
+
+
+@kernel("ZerosLike")
+def zeros_like(ctx, x):
+    return np.zeros_like(x)
+
+
+@kernel("OnesLike")
+def ones_like(ctx, x):
+    return np.ones_like(x)
+
+
+@kernel("Range")
+def range_(ctx, start, limit, delta):
+    dtype = np.asarray(start).dtype
+    st, li, de = (np.asarray(v).item() for v in (start, limit, delta))
+    if de == 0:
+        fail("Requires delta != 0")
+    if (de > 0 and st > li) or (de < 0 and st < li):
+        fail(f"Requires start <= limit when delta > 0 (or >= when delta < 0): {st}/{li}")
+    if dtype.kind in "iu":
+        n = (abs(li - st) + abs(de) - 1) // abs(de)
+    else:
+        n = int(np.ceil(abs((li - st) / de)))
+    return (st + np.arange(n, dtype=np.float64 if dtype.kind == "f" else dtype) * de).astype(dtype)
+
+
+@kernel("OneHot")
+def one_hot(ctx, indices, depth, on_value, off_value):
+    idx = np.asarray(indices)
+    depth = int(np.asarray(depth))
+    if depth < 0:
+        fail(f"depth must be non-negative, got {depth}")
+    axis = int(ctx.attrs.get("axis", -1))
+    if axis < -1 or axis > idx.ndim:
+        fail(f"Expected axis to be -1 or between [0, {idx.ndim}], got {axis}")
+    on, off = np.asarray(on_value), np.asarray(off_value)
+    hot = idx[..., None] == np.arange(depth, dtype=idx.dtype)
+    out = np.where(hot, on, off).astype(on.dtype, copy=False)
+    return out if axis == -1 else np.moveaxis(out, -1, axis)
+
+
+@kernel("BroadcastTo")
+def broadcast_to(ctx, x, shape_):
+    x = np.asarray(x)
+    target = shape_vector(shape_)
+    try:
+        return np.broadcast_to(x, target)
+    except ValueError:
+        fail(f"Unable to broadcast tensor of shape {list(x.shape)} to tensor of shape "
+             f"{list(target)}")
+
+
+def _bcast_shape(s0, s1):
+    try:
+        return np.broadcast_shapes(tuple(s0), tuple(s1))
+    except ValueError:
+        fail(f"Incompatible shapes: {list(s0)} vs. {list(s1)}")
+
+
+@kernel("BroadcastArgs")
+def broadcast_args(ctx, s0, s1):
+    out = _bcast_shape(shape_vector(s0), shape_vector(s1))
+    return np.array(out, dtype=np.asarray(s0).dtype)
+
+
+@kernel("BroadcastGradientArgs")
+def broadcast_gradient_args(ctx, s0, s1):
+    a, b = shape_vector(s0), shape_vector(s1)
+    _bcast_shape(a, b)
+    n = max(len(a), len(b))
+    a = (1,) * (n - len(a)) + tuple(a)
+    b = (1,) * (n - len(b)) + tuple(b)
+    r0, r1 = [], []
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x == 1 and y == 1:  # all-ones dims are reduced for every input
+            r0.append(i)
+            r1.append(i)
+        elif x == 1:
+            r0.append(i)
+        elif y == 1:
+            r1.append(i)
+    dtype = np.asarray(s0).dtype
+    return np.array(r0, dtype=dtype), np.array(r1, dtype=dtype)
+
+
+@kernel("ListDiff")
+def list_diff(ctx, x, y):
+    x, y = np.asarray(x), np.asarray(y)
+    if x.ndim != 1 or y.ndim != 1:
+        fail("x and y must be 1-D")
+    keep = ~np.isin(x, y)
+    return x[keep], np.nonzero(keep)[0].astype(np_dtype(ctx.attrs.get("out_idx", "int32")))
+
+
+@kernel("Where")
+def where(ctx, x):
+    return np.argwhere(np.asarray(x)).astype(np.int64)
+
+
+def _format(ctx):
+    return s(ctx.attrs.get("src_format", b"NHWC")), s(ctx.attrs.get("dst_format", b"NCHW"))
+
+
+@kernel("DataFormatVecPermute")
+def data_format_vec_permute(ctx, x):
+    x = np.asarray(x)
+    src, dst = _format(ctx)
+    if x.shape[0] == 2 and len(src) == 4:  # only the spatial dims are given
+        src = "".join(c for c in src if c not in "NC")
+        dst = "".join(c for c in dst if c not in "NC")
+    if x.shape[0] != len(src) or x.ndim not in (1, 2):
+        fail(f"input must be a vector or 2-D tensor of size {len(src)} (or 2), got shape "
+             f"{list(x.shape)}")
+    return x[[src.index(c) for c in dst]]
+
+
+@kernel("DataFormatDimMap")
+def data_format_dim_map(ctx, x):
+    x = np.asarray(x)
+    src, dst = _format(ctx)
+    table = np.array([dst.index(c) for c in src], dtype=x.dtype)
+    return table[np.mod(x, len(src))]
+
+
+@kernel("Bitcast")
+def bitcast(ctx, x):
+    x = np.asarray(x)
+    dst = np_dtype(ctx.attrs["type"])
+    if dst.itemsize == x.dtype.itemsize:
+        return x.view(dst)
+    if dst.itemsize < x.dtype.itemsize:
+        return x.view(dst).reshape(x.shape + (x.dtype.itemsize // dst.itemsize,))
+    if x.shape[-1] * x.dtype.itemsize != dst.itemsize:
+        fail(f"Cannot bitcast from {tf_name(x)} to {tf_name(dst)}: shape {list(x.shape)}")
+    return np.ascontiguousarray(x).view(dst).reshape(x.shape[:-1])

@@ -1,0 +1,214 @@
+"""Indexing: StridedSlice (every mask) and its gradient, the Gather family, ScatterNd,
+UnsortedSegmentSum, DynamicStitch.
+
+    StridedSlice(x[5,6], begin=[2,1], end=[3,5], strides=[1,1], shrink_axis_mask=1) -> x[2, 1:5]
+    GatherV2(p[2,4,3], [[0,3],[2,1]], axis=1, batch_dims=1) -> shape [2,2,3]
+    UnsortedSegmentSum(d[5,3], ids=[0,2,0,3,2], 4) -> row i sums the rows with id i
+
+Out-of-range indices are errors naming the index, as TensorFlow's CPU kernels do (numpy would
+wrap negative indices silently).
+"""
+import numpy as np
+
+from tfg.kernels._util import fail, norm_axis, shape_vector
+from tfg.kernels.registry import kernel
+
+
+def strided_slice_index(shape, begin, end, strides, attrs):
+    """The numpy index tuple equal to a StridedSlice spec on a tensor of `shape`.
+
+        >>> strided_slice_index((5, 6), [1, 0], [4, 6], [1, 2], {})
+        (slice(1, 4, 1), slice(0, 6, 2))
+    """
+    begin, end, strides = (shape_vector(v, w) for v, w in
+                           ((begin, "begin"), (end, "end"), (strides, "strides")))
+    if not len(begin) == len(end) == len(strides):
+        fail(f"begin, end and strides must have the same length, got {len(begin)}, "
+             f"{len(end)}, {len(strides)}")
+    bm, em = int(attrs.get("begin_mask", 0)), int(attrs.get("end_mask", 0))
+    ellipsis, new_axis = int(attrs.get("ellipsis_mask", 0)), int(attrs.get("new_axis_mask", 0))
+    shrink = int(attrs.get("shrink_axis_mask", 0))
+    idx, seen_ellipsis = [], False
+    for i, (b, e, st) in enumerate(zip(begin, end, strides)):
+        bit = 1 << i
+        if ellipsis & bit:
+            if not seen_ellipsis:
+                idx.append(Ellipsis)
+                seen_ellipsis = True
+            continue
+        if new_axis & bit:
+            idx.append(None)
+            continue
+        if st == 0:
+            fail(f"strides[{i}] must be non-zero")
+        if shrink & bit:
+            idx.append(("shrink", b))
+            continue
+        idx.append(slice(None if bm & bit else b, None if em & bit else e, st))
+    # Resolve shrink indices against the dimension they land on, checking bounds.
+    ndim = len(shape)
+    dims_before = 0
+    out = []
+    n_real = sum(1 for v in idx if v is not None and v is not Ellipsis)
+    for k, v in enumerate(idx):
+        if v is Ellipsis:
+            dims_before += ndim - n_real
+            out.append(v)
+            continue
+        if v is None:
+            out.append(v)
+            continue
+        if isinstance(v, tuple):
+            if dims_before >= ndim:
+                fail(f"Index out of range using input dim {dims_before}")
+            size = shape[dims_before]
+            b = v[1]
+            if not -size <= b < size:
+                fail(f"slice index {b} of dimension {dims_before} out of bounds.")
+            out.append(b if b >= 0 else b + size)
+        else:
+            out.append(v)
+        dims_before += 1
+    if dims_before > ndim:
+        fail(f"Index out of range using input dim {ndim}; input has only {ndim} dims")
+    return tuple(out)
+
+
+def _slice(x, begin, end, strides, attrs):
+    return strided_slice_index(x.shape, begin, end, strides, attrs)
+
+
+@kernel("StridedSlice")
+def strided_slice(ctx, x, begin, end, strides):
+    x = np.asarray(x)
+    return x[_slice(x, begin, end, strides, ctx.attrs)]
+
+
+@kernel("StridedSliceGrad")
+def strided_slice_grad(ctx, shape, begin, end, strides, dy):
+    dy = np.asarray(dy)
+    out = np.zeros(shape_vector(shape), dtype=dy.dtype)
+    view_idx = _slice(out, begin, end, strides, ctx.attrs)
+    target = out[view_idx]
+    if target.size != dy.size:
+        fail(f"dy has {dy.size} elements, the slice has {target.size}")
+    out[view_idx] = dy.reshape(target.shape)
+    return out
+
+
+def _check_indices(indices, limit, what="indices"):
+    idx = np.asarray(indices)
+    if idx.dtype.kind not in "iu":
+        fail(f"{what} must be int32 or int64")
+    if idx.size:
+        lo, hi = int(idx.min()), int(idx.max())
+        if lo < 0 or hi >= limit:
+            bad = lo if lo < 0 else hi
+            pos = np.argwhere(idx == bad)[0].tolist()
+            fail(f"{what}[{','.join(map(str, pos))}] = {bad} is not in [0, {limit})")
+    return idx
+
+
+def _gather(params, indices, axis, batch_dims):
+    params = np.asarray(params)
+    idx = np.asarray(indices)
+    if batch_dims < 0:
+        batch_dims += idx.ndim
+    axis = norm_axis(axis, params.ndim)
+    if batch_dims > axis or batch_dims > idx.ndim:
+        fail(f"batch_dims ({batch_dims}) must be <= axis ({axis}) and <= rank(indices)")
+    _check_indices(idx, params.shape[axis])
+    if batch_dims == 0:
+        return np.take(params, idx, axis=axis)
+    if params.shape[:batch_dims] != idx.shape[:batch_dims]:
+        fail(f"params.shape[:{batch_dims}] {list(params.shape[:batch_dims])} must equal "
+             f"indices.shape[:{batch_dims}] {list(idx.shape[:batch_dims])}")
+    bshape = params.shape[:batch_dims]
+    nb = int(np.prod(bshape))
+    p = params.reshape((nb,) + params.shape[batch_dims:])
+    ix = idx.reshape((nb,) + idx.shape[batch_dims:])
+    parts = [np.take(p[i], ix[i], axis=axis - batch_dims) for i in range(nb)]
+    inner = parts[0].shape if parts else (
+        params.shape[batch_dims:axis] + idx.shape[batch_dims:] + params.shape[axis + 1:])
+    out = np.stack(parts) if parts else np.zeros((0,) + inner, params.dtype)
+    return out.reshape(bshape + inner)
+
+
+@kernel("GatherV2")
+def gather_v2(ctx, params, indices, axis):
+    return _gather(params, indices, int(np.asarray(axis).reshape(())),
+                   int(ctx.attrs.get("batch_dims", 0)))
+
+
+@kernel("Gather")
+def gather(ctx, params, indices):
+    return _gather(params, indices, 0, 0)
+
+
+def _nd_index(indices, shape, what):
+    idx = np.asarray(indices)
+    k = idx.shape[-1] if idx.ndim else 0
+    if idx.ndim == 0 or k > len(shape):
+        fail(f"{what}: index innermost dimension {k} must be <= rank {len(shape)}")
+    for d in range(k):
+        col = idx[..., d]
+        if col.size and (col.min() < 0 or col.max() >= shape[d]):
+            bad = np.argwhere((col < 0) | (col >= shape[d]))[0].tolist()
+            fail(f"{what}: indices{bad} = {idx[tuple(bad)].tolist()} does not index into "
+                 f"shape {list(shape)}")
+    return tuple(np.moveaxis(idx, -1, 0)) if k else None
+
+
+@kernel("GatherNd")
+def gather_nd(ctx, params, indices):
+    params = np.asarray(params)
+    idx = np.asarray(indices)
+    key = _nd_index(idx, params.shape, "GatherNd")
+    if key is None:  # k == 0: every index selects the whole of params
+        return np.broadcast_to(params, idx.shape[:-1] + params.shape).copy()
+    return params[key]
+
+
+@kernel("ScatterNd")
+def scatter_nd(ctx, indices, updates, shape):
+    updates = np.asarray(updates)
+    out = np.zeros(shape_vector(shape), dtype=updates.dtype)
+    key = _nd_index(indices, out.shape, "ScatterNd")
+    np.add.at(out, key if key is not None else Ellipsis, updates)
+    return out
+
+
+@kernel("UnsortedSegmentSum")
+def unsorted_segment_sum(ctx, data, segment_ids, num_segments):
+    data, ids = np.asarray(data), np.asarray(segment_ids)
+    n = int(np.asarray(num_segments).reshape(()))
+    if data.shape[:ids.ndim] != ids.shape:
+        fail(f"segment_ids.shape {list(ids.shape)} must be a prefix of data.shape "
+             f"{list(data.shape)}")
+    rest = data.shape[ids.ndim:]
+    out = np.zeros((n,) + rest, dtype=data.dtype)
+    flat_ids = ids.reshape(-1)
+    if flat_ids.size and flat_ids.max() >= n:
+        fail(f"segment_ids[{int(np.argmax(flat_ids >= n))}] = {int(flat_ids.max())} is out of "
+             f"range [0, {n})")
+    keep = flat_ids >= 0  # negative ids are dropped, as TensorFlow does
+    np.add.at(out, flat_ids[keep], data.reshape((-1,) + rest)[keep])
+    return out
+
+
+@kernel("DynamicStitch")
+def dynamic_stitch(ctx, *args):
+    n = len(args) // 2
+    indices, data = [np.asarray(a) for a in args[:n]], [np.asarray(a) for a in args[n:]]
+    rest = data[0].shape[indices[0].ndim:]
+    size = max((int(i.max()) + 1 for i in indices if i.size), default=0)
+    out = np.zeros((size,) + rest, dtype=data[0].dtype)
+    for idx, d in zip(indices, data):
+        if d.shape != idx.shape + rest:
+            fail(f"data shape {list(d.shape)} must be indices shape {list(idx.shape)} + "
+                 f"{list(rest)}")
+        if idx.size and idx.min() < 0:
+            fail(f"DynamicStitch: index {int(idx.min())} is negative")
+        flat = idx.reshape(-1)
+        out[flat] = d.reshape((-1,) + rest)
+    return out
