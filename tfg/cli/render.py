@@ -1,0 +1,39 @@
+"""`tfg render`: draw a graph with Graphviz."""
+import click
+
+from tfg.cli.common import graph_argument, read_graph
+
+
+@click.command("render")
+@graph_argument
+@click.option("-o", "--output", required=True, metavar="OUT",
+              help="OUT.svg, .png, .pdf or .dot (format from the extension); - for dot on stdout.")
+@click.option("--max-nodes", default=200, show_default=True, type=int,
+              help="Collapse name scopes into boxes until at most this many are drawn.")
+@click.option("--scope", metavar="PREFIX", help="Draw only this name scope, expanded.")
+@click.option("--around", metavar="NODE", help="Draw only the neighbourhood of NODE.")
+@click.option("--depth", default=2, show_default=True, type=int,
+              help="How many edges away from --around to draw.")
+@click.option("--no-labels", is_flag=True, help="No dtypes and shapes on edges.")
+def command(graph, output, max_nodes, scope, around, depth, no_labels):
+    """Draw GRAPH: name scopes and while loops as clusters, control edges dashed, loop back
+    edges red, dtypes and shapes on edges, nodes coloured by device when placed.
+
+    \b
+    Example:
+      tfg render model.pb -o model.svg
+      tfg render model.pb -o loop.svg --scope while
+      tfg render model.pb -o - --around loss --depth 3 | dot -Tpng > near.png
+    """
+    from tfg.errors import TfgInputError
+    from tfg.render import format_for, render
+
+    if scope and around:
+        raise TfgInputError("--scope and --around cannot be used together")
+    if depth < 0:
+        raise TfgInputError("--depth must be 0 or more")
+    if output != "-":
+        format_for(output)  # a bad extension fails before any work
+    g = read_graph(graph)
+    render(g, output, max_nodes=max_nodes, scope=scope, around=around, depth=depth,
+           labels=not no_labels, title=None if graph in (None, "-") else graph)

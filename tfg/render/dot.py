@@ -1,0 +1,228 @@
+"""Graphviz dot source for a graph `View`: while-loop frames and name scopes as clusters,
+control edges dashed, loop back edges (NextIteration -> Merge) red and not constraining the
+layout, dtypes and shapes on data edges, nodes coloured by device with a legend.
+
+    >>> text = dot_source(graph, select(graph))
+    >>> text.splitlines()[0]
+    'digraph tfg {'
+
+The text is written by hand (not through the graphviz package) so `.dot` output needs neither
+the package nor the `dot` binary.
+"""
+import html
+from collections import defaultdict
+
+from tfg.graphdef.graph import BACK_EDGE_OPS
+from tfg.graphdef.names import CONTROL
+from tfg.render.view import BOX_PREFIX, scope_of
+
+# Fill colours by op family (when the graph is not placed) and shapes that mark control flow.
+_STYLE = {
+    "Placeholder": ("ellipse", "#cfe8ff"), "PlaceholderWithDefault": ("ellipse", "#cfe8ff"),
+    "Const": ("box", "#eeeeee"),
+    "VariableV2": ("cylinder", "#fff2b3"), "Variable": ("cylinder", "#fff2b3"),
+    "VarHandleOp": ("cylinder", "#fff2b3"),
+    "Enter": ("trapezium", "#ffd6e0"), "RefEnter": ("trapezium", "#ffd6e0"),
+    "Exit": ("invtrapezium", "#ffd6e0"), "RefExit": ("invtrapezium", "#ffd6e0"),
+    "Merge": ("invtriangle", "#ffd6e0"), "RefMerge": ("invtriangle", "#ffd6e0"),
+    "Switch": ("triangle", "#ffd6e0"), "RefSwitch": ("triangle", "#ffd6e0"),
+    "NextIteration": ("rarrow", "#ffd6e0"), "RefNextIteration": ("rarrow", "#ffd6e0"),
+    "LoopCond": ("diamond", "#ffd6e0"),
+    "_Send": ("parallelogram", "#d9f2d9"), "_Recv": ("parallelogram", "#d9f2d9"),
+    "_HostSend": ("parallelogram", "#d9f2d9"), "_HostRecv": ("parallelogram", "#d9f2d9"),
+}
+_DEFAULT_STYLE = ("box", "#ffffff")
+# Colour-blind-safe qualitative palette (Okabe-Ito, lightened) for devices.
+_DEVICE_COLOURS = ["#9ecae1", "#fdae6b", "#a1d99b", "#fdd0a2", "#bcbddc", "#f4a6c6",
+                   "#c7e9c0", "#fee391", "#d9d9d9", "#c6dbef"]
+BACK_EDGE_COLOUR = "#d62728"
+FRAME_COLOUR = "#c2185b"
+
+
+def quote(text):
+    """A dot double-quoted string; newlines become dot's centred line breaks."""
+    return '"' + str(text).replace("\\", "\\\\").replace('"', '\\"').replace(
+        "\n", "\\n") + '"'
+
+
+class _Html(str):
+    """An HTML-like label, emitted as `<...>` instead of a quoted string."""
+
+
+def _attrs(**kw):
+    parts = []
+    for k, v in kw.items():
+        if v is None:
+            continue
+        if isinstance(v, _Html):
+            parts.append(f"{k}=<{v}>")
+        else:
+            parts.append(f"{k}={quote(v)}")
+    return "[" + ", ".join(parts) + "]" if parts else ""
+
+
+def dot_source(graph, view, info=None, edge_labels=None, title=None):
+    """The dot text of `view` (see tfg.render.view.select).
+
+    Before: a Graph and its View.  After: 'digraph tfg { ... }' with `subgraph cluster_...`
+    blocks for frames and scopes. `info` is tfg.graphdef.frames.analyze's result (or None);
+    `edge_labels` maps (node, port) to a label such as 'float32 [?,20]'.
+    """
+    edge_labels = edge_labels or {}
+    devices = sorted({graph[n].device for n in view.nodes if graph[n].device})
+    device_colour = {d: _DEVICE_COLOURS[i % len(_DEVICE_COLOURS)] for i, d in enumerate(devices)}
+    lines = ["digraph tfg {",
+             "  graph " + _attrs(rankdir="TB", compound="true", newrank="true",
+                                 fontname="Helvetica", fontsize="11", label=title,
+                                 labelloc="t"),
+             "  node " + _attrs(fontname="Helvetica", fontsize="10", style="filled",
+                                penwidth="1"),
+             "  edge " + _attrs(fontname="Helvetica", fontsize="8", color="#555555",
+                                arrowsize="0.7")]
+    # Cluster tree: a unit sits under its frame chain, then its scopes below the frame's own.
+    tree = _Cluster("", None)
+    units = {}
+    for name in view.nodes:
+        units[name] = _node_decl(graph[name], name in view.stubs, device_colour)
+        _place(tree, name, _frame_chain(info, [name]), scope_of(name), view.base)
+    for box, (prefix, members) in view.boxes.items():
+        units[box] = _box_decl(graph, prefix, members)
+        _place(tree, box, _frame_chain(info, members), scope_of(prefix[:-1]), view.base)
+    _emit(tree, units, lines, "  ")
+    _emit_edges(graph, view, edge_labels, lines)
+    if device_colour:
+        rows = "".join(f'<TR><TD BGCOLOR="{c}"> </TD><TD ALIGN="LEFT">{html.escape(d)}</TD></TR>'
+                       for d, c in device_colour.items())
+        legend = _Html('<TABLE BORDER="0" CELLBORDER="1" CELLSPACING="0" CELLPADDING="3">'
+                       f'<TR><TD COLSPAN="2"><B>devices</B></TD></TR>{rows}</TABLE>')
+        lines.append("  " + quote("__legend__") + " " + _attrs(shape="plaintext", style="",
+                                                               label=legend))
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+class _Cluster:
+    def __init__(self, key, frame):
+        self.key = key
+        self.frame = frame  # a Frame for frame clusters, None for scope clusters
+        self.children = {}
+        self.units = []
+
+
+def _frame_chain(info, names):
+    """Frames (outermost first) holding all of `names`: the deepest they have in common."""
+    if info is None:
+        return []
+    chains = []
+    for name in names:
+        f = info.frame_of(name)
+        chains.append(([*reversed(f.ancestors()), f] if f else []))
+    common = chains[0]
+    for c in chains[1:]:
+        n = 0
+        while n < min(len(common), len(c)) and common[n] is c[n]:
+            n += 1
+        common = common[:n]
+    return common
+
+
+def _place(tree, unit, frames, scope, base):
+    node = tree
+    scope_start = len(base) if scope.startswith(base) else 0
+    for f in frames:
+        key = "frame:" + f.name
+        node = node.children.setdefault(key, _Cluster(key, f))
+        # Scopes inside a frame start below the frame's own scope (`while/` for
+        # `while/while_context`), so a loop is not boxed twice.
+        own = scope_of(f.name)
+        if scope.startswith(own) and len(own) > scope_start:
+            scope_start = len(own)
+    i = scope.find("/", scope_start)
+    while i >= 0:
+        key = "scope:" + scope[: i + 1]
+        node = node.children.setdefault(key, _Cluster(key, None))
+        i = scope.find("/", i + 1)
+    node.units.append(unit)
+
+
+def _emit(cluster, units, lines, indent):
+    for unit in cluster.units:
+        lines.append(indent + units[unit])
+    for key, child in cluster.children.items():
+        if child.frame is None and len(child.units) + len(child.children) < 2:
+            _emit(child, units, lines, indent)  # a scope of one unit is not worth a box
+            continue
+        lines.append(f"{indent}subgraph {quote('cluster_' + key)} {{")
+        if child.frame is not None:
+            f = child.frame
+            label = (f"while {f.name}\n{len(f.loop_vars)} loop vars, "
+                     f"parallel_iterations={f.parallel_iterations}")
+            lines.append(f"{indent}  graph " + _attrs(label=label, color=FRAME_COLOUR,
+                                                      fontcolor=FRAME_COLOUR, style="rounded,bold"))
+        else:
+            lines.append(f"{indent}  graph " + _attrs(label=key[len("scope:"):], color="#999999",
+                                                      style="rounded", fontcolor="#555555"))
+        _emit(child, units, lines, indent + "  ")
+        lines.append(f"{indent}}}")
+
+
+def _node_decl(node, stub, device_colour):
+    shape, fill = _STYLE.get(node.op, _DEFAULT_STYLE)
+    if device_colour:
+        # A placed graph: fill says the device; unplaced nodes stay white.
+        fill = device_colour.get(node.device, "#ffffff")
+    short = node.name.rsplit("/", 1)[-1]
+    label = short if short == node.op else f"{short}\n{node.op}"
+    tooltip = f"{node.name} ({node.op})" + (f" on {node.device}" if node.device else "")
+    style = "filled,rounded" if shape == "box" else "filled"
+    if stub:
+        return quote(node.name) + " " + _attrs(shape=shape, label=label, tooltip=tooltip,
+                                               style="dashed", color="#aaaaaa",
+                                               fontcolor="#888888")
+    return quote(node.name) + " " + _attrs(shape=shape, label=label, tooltip=tooltip,
+                                           fillcolor=fill, style=style)
+
+
+def _box_decl(graph, prefix, members):
+    ops = defaultdict(int)
+    for m in members:
+        ops[graph[m].op] += 1
+    top = ", ".join(f"{op} {n}" for op, n in sorted(ops.items(), key=lambda kv: -kv[1])[:3])
+    label = f"{prefix}\n{len(members)} nodes\n{top}"
+    return quote(BOX_PREFIX + prefix) + " " + _attrs(shape="box3d", label=label,
+                                                     fillcolor="#fff8dc", tooltip=prefix)
+
+
+def _emit_edges(graph, view, edge_labels, lines):
+    unit_of = view.unit_of
+    aggregated = defaultdict(int)  # (src unit, dst unit, kind) -> count, for box edges
+    for dst_name, dst_unit in unit_of.items():
+        for ref in graph[dst_name].input_refs:
+            src_unit = unit_of.get(ref.node)
+            if src_unit is None or (src_unit == dst_unit and ref.node != dst_name):
+                continue
+            if dst_name in view.stubs and ref.node in view.stubs:
+                continue  # stubs show only their edges to the selection
+            src = graph[ref.node]
+            kind = ("control" if ref.port == CONTROL
+                    else "back" if src.op in BACK_EDGE_OPS else "data")
+            if src_unit.startswith(BOX_PREFIX) or dst_unit.startswith(BOX_PREFIX):
+                aggregated[(src_unit, dst_unit, kind)] += 1
+                continue
+            label = edge_labels.get((ref.node, ref.port)) if kind != "control" else None
+            if ref.port > 0:
+                label = f":{ref.port} {label}" if label else f":{ref.port}"
+            lines.append(f"  {quote(src_unit)} -> {quote(dst_unit)} " + _edge_attrs(kind, label))
+    for (src_unit, dst_unit, kind), n in aggregated.items():
+        lines.append(f"  {quote(src_unit)} -> {quote(dst_unit)} "
+                     + _edge_attrs(kind, f"x{n}" if n > 1 else None, penwidth=min(1 + n / 4, 4)))
+
+
+def _edge_attrs(kind, label, penwidth=None):
+    if kind == "control":
+        return _attrs(style="dashed", color="#888888", label=label,
+                      penwidth=None if penwidth is None else f"{penwidth:.1f}")
+    if kind == "back":
+        return _attrs(color=BACK_EDGE_COLOUR, fontcolor=BACK_EDGE_COLOUR, constraint="false",
+                      penwidth="1.6", label=label or "next iteration")
+    return _attrs(label=label, penwidth=None if penwidth is None else f"{penwidth:.1f}")
