@@ -116,6 +116,14 @@ def broadcast_args(ctx):
 
 
 def broadcast_gradient_args(ctx):
+    vals = [ctx.value(0), ctx.value(1)]
+    if all(v is not None for v in vals):
+        a, b = (tuple(int(x) for x in v.reshape(-1)) for v in vals)
+        if a == b:
+            return [(0,), (0,)]
+        n = max(len(a), len(b))
+        pa, pb = (1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b
+        return [(pa.count(1),), (pb.count(1),)]
     return [(None,), (None,)]
 
 
@@ -397,6 +405,8 @@ def where(ctx):
 def select(ctx):
     cond, t, e = ctx.shape(0), ctx.shape(1), ctx.shape(2)
     out = merge(t, e)
+    if cond == ():
+        return [out]  # a scalar condition picks one of the two tensors whole
     if cond is not None and out is not None and len(cond) != len(out):
         if len(cond) != 1 or not out:
             raise ShapeError(f"Select condition {fmt(cond)} fits neither {fmt(out)} nor its "

@@ -158,7 +158,9 @@ def fused_batch_norm(ctx):
     r = 5 if fmt in ("NDHWC", "NCDHW") else 4
     x = with_rank(x, r, "batch norm input")
     c = x[1 if fmt.startswith("NC") else r - 1]
-    for i in range(1, 5):
+    # Training without a running average ignores (and often feeds empty) mean and variance.
+    training = ctx.attr("is_training") and ctx.attrs.get("exponential_avg_factor", 1.0) == 1.0
+    for i in range(1, 3 if training else 5):
         c = merge_dim(c, with_rank(ctx.shape(i), 1, "batch norm parameter")[0])
     out = [x, (c,), (c,), (c,), (c,)]
     if ctx.num_outputs == 6:

@@ -12,6 +12,7 @@ import operator
 
 import numpy as np
 
+from tfg.schemas.dtypes import DType
 from tfg.schemas.ops.array_shapes import strided_slice_index
 from tfg.schemas.ops.shape_fns import is_fully_defined, num_elements
 
@@ -106,6 +107,8 @@ def _slice(ctx, vals):
 
 
 def _gather_v2(ctx, vals):
+    if ctx.attr("batch_dims"):
+        return [None]
     return [np.take(vals[0], np.asarray(vals[1], dtype=np.int64), axis=int(vals[2]))]
 
 
@@ -148,6 +151,18 @@ def _broadcast_args(ctx, vals):
     return [np.array(np.broadcast_shapes(tuple(_ints(vals[0])), tuple(_ints(vals[1]))))]
 
 
+def _broadcast_gradient_args(ctx, vals):
+    """Axes along which each operand was broadcast (its gradient is summed over them)."""
+    a, b = _ints(vals[0]), _ints(vals[1])
+    if a == b:
+        return [np.zeros(0, np.int64), np.zeros(0, np.int64)]
+    np.broadcast_shapes(tuple(a), tuple(b))  # raises if incompatible
+    n = max(len(a), len(b))
+    pa, pb = [1] * (n - len(a)) + a, [1] * (n - len(b)) + b
+    return [np.array([i for i in range(n) if pa[i] == 1], np.int64),
+            np.array([i for i in range(n) if pb[i] == 1], np.int64)]
+
+
 def _reduction(fn):
     def run(ctx, vals):
         axes = tuple(_ints(vals[1]))
@@ -174,7 +189,7 @@ _STRUCTURAL = {
     "Pack": _pack, "ConcatV2": _concat_v2, "Concat": _concat, "StridedSlice": _strided_slice,
     "Slice": _slice, "GatherV2": _gather_v2, "Reshape": _reshape, "ExpandDims": _expand_dims,
     "Squeeze": _squeeze, "Fill": _fill, "Range": _range, "Cast": _cast, "Transpose": _transpose,
-    "BroadcastArgs": _broadcast_args,
+    "BroadcastArgs": _broadcast_args, "BroadcastGradientArgs": _broadcast_gradient_args,
     "Add": _elementwise(operator.add, np.add, 2), "AddV2": _elementwise(operator.add, np.add, 2),
     "Sub": _elementwise(operator.sub, np.subtract, 2),
     "Mul": _elementwise(operator.mul, np.multiply, 2),
@@ -200,7 +215,7 @@ def _partial_ok(op, n):
         return range(n - 1)
     if op == "Concat":
         return range(1, n)
-    if op in ("Sum", "Prod", "Max", "Min", "Range", "BroadcastArgs"):
+    if op in ("Sum", "Prod", "Max", "Min", "Range", "BroadcastArgs", "BroadcastGradientArgs"):
         return ()
     if op == "Fill":
         return (1,)
@@ -228,6 +243,11 @@ def evaluate(ctx):
             return None
         ok = _partial_ok(op, len(vals))
         if any(v.dtype == object and i not in ok for i, v in enumerate(vals)):
+            return None
+        # Computed values are shape material: integers only, so no float rounding can differ
+        # from what a kernel would give.
+        if not all(t is not None and (t.is_integer or t.base == DType.BOOL)
+                   for t in ctx.output_dtypes):
             return None
         outs = fn(ctx, vals)
     return [_finish(v, ctx.output_dtypes[i] if i < len(ctx.output_dtypes) else None)

@@ -1,0 +1,174 @@
+"""Structural validation of a graph against the op signatures, as TensorFlow checks a GraphDef
+on import.
+
+    >>> validate(graph)                            # returns [] or raises
+    GraphValidationError: node 'y' (MatMul): missing required attr 'T'
+    >>> validate(graph, require_known_ops=False)   # unknown ops listed, not raised
+    ['MyCustomOp']
+    >>> unknown_ops(graph)
+    ['MyCustomOp']
+
+Checked, in this order per node (file order), the first problem raising with a one-line message
+that names the node: input syntax (a data input after a control input), dangling inputs, unknown
+ops, attrs (missing required ones, attrs the op does not define, an AttrValue field that does not
+match the attr's type, values outside the allowed set or under the minimum), the number of data
+inputs, Merge/Switch/Enter specifics, input ports beyond the producer's outputs, and input dtypes
+against the producer's output dtypes. Then the graph must have no cycle that a NextIteration does
+not break.
+"""
+from tfg.errors import GraphValidationError, TfgInputError, UnknownOpError
+from tfg.graphdef import attrs as attrcodec
+from tfg.graphdef.names import CONTROL
+from tfg.schemas.ops import registry
+from tfg.schemas.ops.signature import _arg_dtypes
+
+# AttrDef type -> the AttrValue field holding it.
+_FIELD = {"string": "s", "int": "i", "float": "f", "bool": "b", "type": "type", "shape": "shape",
+          "tensor": "tensor", "func": "func"}
+
+
+def unknown_ops(graph):
+    """Sorted names of the ops in `graph` that tfg has no signature for."""
+    return sorted({n.op for n in graph if not registry.has_op(n.op)})
+
+
+def validate(graph, require_known_ops=True):
+    """Raise GraphValidationError / UnknownOpError on the first problem; return the sorted list
+    of unknown ops (always empty when `require_known_ops`)."""
+    unknown = set()
+    nodes = graph._nodes if hasattr(graph, "_nodes") else {n.name: n for n in graph}
+    for node in graph:
+        _check_inputs(node, nodes)
+        sig = registry._OPS.get(node.op)
+        if sig is None:
+            if require_known_ops:
+                raise UnknownOpError(f"node {node.name!r}: unknown op {node.op!r}")
+            unknown.add(node.op)
+            continue
+        _check_attrs(node, sig)
+        _check_arity(node, sig)
+        _check_edges(node, sig, nodes)
+    graph.topo_order()  # raises on a cycle that no NextIteration breaks
+    return sorted(unknown)
+
+
+def _where(node):
+    return f"node {node.name!r} ({node.op})"
+
+
+def _check_inputs(node, nodes):
+    seen_control = None
+    for s, ref in zip(node.inputs, node.input_refs):
+        if not ref.node:
+            raise GraphValidationError(f"{_where(node)}: malformed input {s!r}")
+        if ref.port == CONTROL:
+            seen_control = s
+        elif seen_control is not None:
+            raise GraphValidationError(
+                f"{_where(node)}: data input {s!r} comes after control input {seen_control!r}")
+        if ref.node not in nodes:
+            raise GraphValidationError(f"{_where(node)}: input {s!r} names no node in the graph")
+
+
+def _check_attrs(node, sig):
+    attr = node.attr
+    for name, ad in sig.attrs.items():
+        if name not in attr:
+            if not ad.has_default:
+                raise GraphValidationError(f"{_where(node)}: missing required attr {name!r}")
+            continue
+        _check_attr_value(node, ad, attr[name])
+    for name in attr.keys():
+        if name not in sig.attrs and not name.startswith("_"):
+            raise GraphValidationError(
+                f"{_where(node)}: attr {name!r} is not an attr of {node.op} "
+                f"(it has {', '.join(sorted(sig.attrs)) or 'none'})")
+
+
+def _check_attr_value(node, ad, av):
+    kind = attrcodec.kind_of(av)
+    if ad.type.startswith("list("):
+        want = "list(" + _FIELD.get(ad.type[5:-1], ad.type[5:-1]) + ")"
+        ok = kind in (want, "list") or kind is None
+    else:
+        want = _FIELD.get(ad.type, ad.type)
+        ok = kind == want
+    if not ok:
+        raise GraphValidationError(
+            f"{_where(node)}: attr {ad.name!r} must be {ad.type}, but the AttrValue holds "
+            f"{kind or 'nothing'}")
+    value = attrcodec.decode(av)
+    if ad.allowed is not None:
+        values = value if ad.type.startswith("list(") else [value]
+        allowed = [a.encode() if isinstance(a, str) else a for a in ad.allowed]
+        for v in values:
+            if v not in allowed:
+                shown = v.tf_name if hasattr(v, "tf_name") else (
+                    v.decode(errors="replace") if isinstance(v, bytes) else v)
+                names = [a.tf_name if hasattr(a, "tf_name") else (
+                    a.decode() if isinstance(a, bytes) else a) for a in allowed]
+                raise GraphValidationError(
+                    f"{_where(node)}: attr {ad.name!r} is {shown!s}, not one of "
+                    f"{{{', '.join(map(str, names))}}}")
+    if ad.minimum is not None:
+        n = len(value) if ad.type.startswith("list(") else value
+        if n < ad.minimum:
+            what = "length" if ad.type.startswith("list(") else "value"
+            raise GraphValidationError(
+                f"{_where(node)}: attr {ad.name!r} has {what} {n}, below the minimum "
+                f"{ad.minimum}")
+
+
+def _expected_inputs(node, sig):
+    out = []
+    for arg in sig.inputs:
+        out.extend(_arg_dtypes(node, arg, sig))
+    return out
+
+
+def _check_arity(node, sig):
+    n = sum(1 for r in node.input_refs if r.port != CONTROL)
+    if node.op in ("Merge", "RefMerge") and n < 1:
+        raise GraphValidationError(f"{_where(node)}: a Merge needs at least 1 data input")
+    if node.op in ("Switch", "RefSwitch") and n != 2:
+        raise GraphValidationError(
+            f"{_where(node)}: a Switch needs 2 data inputs (data, pred), got {n}")
+    if node.op in ("Enter", "RefEnter") and not node.get_attr("frame_name"):
+        raise GraphValidationError(f"{_where(node)}: an Enter needs a non-empty frame_name")
+    try:
+        expected = len(_expected_inputs(node, sig))
+    except TfgInputError as e:
+        raise GraphValidationError(str(e)) from None
+    if n != expected:
+        names = ", ".join(a.name for a in sig.inputs) or "none"
+        raise GraphValidationError(
+            f"{_where(node)}: has {n} data inputs, the op takes {expected} ({names})")
+
+
+def _check_edges(node, sig, nodes):
+    expected = _expected_inputs(node, sig)
+    data = [(s, r) for s, r in zip(node.inputs, node.input_refs) if r.port != CONTROL]
+    for i, (s, ref) in enumerate(data):
+        src = nodes[ref.node]
+        src_sig = registry._OPS.get(src.op)
+        if src_sig is None:
+            continue
+        try:
+            outs = []
+            for arg in src_sig.outputs:
+                outs.extend(_arg_dtypes(src, arg, src_sig))
+        except TfgInputError:
+            continue  # reported when the producer itself is checked
+        if ref.port >= len(outs):
+            raise GraphValidationError(
+                f"{_where(node)}: input {s!r} reads output {ref.port} of {ref.node!r}, which "
+                f"has {len(outs)} output{'s' if len(outs) != 1 else ''}")
+        have, want = outs[ref.port], expected[i]
+        if have == want or have.base == want:  # a ref output feeds a value input as is
+            continue
+        if want.is_ref and not have.is_ref:
+            raise GraphValidationError(
+                f"{_where(node)}: input {i} ({s!r}) must be a reference to {want.base.tf_name}, "
+                f"got a {have.tf_name} value")
+        raise GraphValidationError(
+            f"{_where(node)}: input {i} ({s!r}) is {have.tf_name}, expected {want.tf_name}")
