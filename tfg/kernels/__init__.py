@@ -1,3 +1,3 @@
 """Op kernels per device type. Importing the package registers every kernel module."""
 from tfg.kernels.registry import CPU, GPU, KernelDef, get_kernel, has_kernel, kernel  # noqa: F401
-from tfg.kernels import basic, math_ops, nn_ops, reduce_ops, array_ops, indexing_ops  # noqa: F401,E402
+from tfg.kernels import basic, math_ops, nn_ops, reduce_ops, array_ops, indexing_ops, conv_ops, batchnorm  # noqa: F401,E402

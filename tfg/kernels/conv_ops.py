@@ -1,0 +1,288 @@
+"""Convolutions and pooling, NHWC or NCHW, with VALID/SAME/EXPLICIT padding, strides and
+dilations.
+
+    Conv2D(x[N,H,W,C], w[KH,KW,C,O], strides=[1,s,s,1], padding="SAME") -> [N,ceil(H/s),..,O]
+    Conv2DBackpropInput(input_sizes, w, dy) -> dx;  Conv2DBackpropFilter(x, filter_sizes, dy) -> dw
+    MaxPool / AvgPool (+ grads), DepthwiseConv2dNative (+ backprops)
+
+Conv2D is im2col (a strided view of the padded input, copied once into a patch matrix) and one
+matmul; the backward ops and the pools loop over the KH*KW filter taps only, each tap a whole-
+tensor numpy operation, never over pixels. NCHW inputs are transposed to NHWC and back.
+"""
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from tfg.kernels._util import (conv_out_and_pads, fail, from_nhwc, is_nchw, s, shape_vector,
+                               spatial_attr, to_nhwc)
+from tfg.kernels.registry import kernel
+
+
+class _Geom:
+    """Output size, padding, strides and dilations of one conv/pool call (NHWC terms)."""
+
+    __slots__ = ("oh", "ow", "pt", "pb", "pl", "pr", "sh", "sw", "dh", "dw", "kh", "kw")
+
+    def __init__(self, ctx, h, w, kh, kw, strides=None, dilations=None):
+        fmt = ctx.attrs.get("data_format", b"NHWC")
+        sn, self.sh, self.sw, sc = spatial_attr(
+            strides if strides is not None else ctx.attrs["strides"], fmt, "strides")
+        if sn != 1 or sc != 1:
+            fail("strides in the batch and depth dimensions must be 1")
+        dil = dilations if dilations is not None else ctx.attrs.get("dilations", [1, 1, 1, 1])
+        _, self.dh, self.dw, _ = spatial_attr(dil, fmt, "dilations")
+        if min(self.sh, self.sw, self.dh, self.dw) < 1:
+            fail("strides and dilations must be >= 1")
+        padding = s(ctx.attrs["padding"])
+        eh = ew = (0, 0)
+        if padding == "EXPLICIT":
+            p = list(ctx.attrs.get("explicit_paddings", []))
+            if len(p) != 8:
+                fail(f"explicit_paddings must have 8 entries, got {len(p)}")
+            pairs = [tuple(p[i:i + 2]) for i in range(0, 8, 2)]
+            eh, ew = (pairs[2], pairs[3]) if is_nchw(fmt) else (pairs[1], pairs[2])
+        self.kh, self.kw = kh, kw
+        self.oh, self.pt, self.pb = conv_out_and_pads(h, kh, self.sh, self.dh, padding, eh)
+        self.ow, self.pl, self.pr = conv_out_and_pads(w, kw, self.sw, self.dw, padding, ew)
+
+    def pad(self, x, value=0):
+        if not (self.pt or self.pb or self.pl or self.pr):
+            return x
+        return np.pad(x, ((0, 0), (self.pt, self.pb), (self.pl, self.pr), (0, 0)),
+                      constant_values=value)
+
+    def tap(self, i, j):
+        """Index of filter tap (i, j) in the padded input, for every output position."""
+        h0, w0 = i * self.dh, j * self.dw
+        return (slice(None), slice(h0, h0 + (self.oh - 1) * self.sh + 1, self.sh),
+                slice(w0, w0 + (self.ow - 1) * self.sw + 1, self.sw), slice(None))
+
+    def padded_shape(self, n, h, w, c):
+        return (n, h + self.pt + self.pb, w + self.pl + self.pr, c)
+
+    def crop(self, xp, h, w):
+        return xp[:, self.pt:self.pt + h, self.pl:self.pl + w, :]
+
+
+def _im2col(xp, g):
+    n, _, _, c = xp.shape
+    sn, sh, sw, sc = xp.strides
+    win = as_strided(xp, (n, g.oh, g.ow, g.kh, g.kw, c),
+                     (sn, sh * g.sh, sw * g.sw, sh * g.dh, sw * g.dw, sc), writeable=False)
+    return win.reshape(n * g.oh * g.ow, g.kh * g.kw * c)
+
+
+def _check_conv(x, w, op):
+    if x.ndim != 4 or w.ndim != 4:
+        fail(f"{op} needs a 4-D input and filter, got {list(x.shape)} and {list(w.shape)}")
+    if x.shape[3] % w.shape[2]:
+        fail(f"input depth {x.shape[3]} must be a multiple of the filter's {w.shape[2]}")
+    if x.shape[3] != w.shape[2]:
+        fail(f"grouped convolutions are not supported: input depth {x.shape[3]} != filter "
+             f"in_channels {w.shape[2]}")
+
+
+@kernel("Conv2D")
+def conv2d(ctx, x, w):
+    fmt = ctx.attrs.get("data_format", b"NHWC")
+    x, w = to_nhwc(np.asarray(x), fmt), np.asarray(w)
+    _check_conv(x, w, "Conv2D")
+    n, h, wd, c = x.shape
+    kh, kw, _, oc = w.shape
+    g = _Geom(ctx, h, wd, kh, kw)
+    if kh == kw == 1 and g.sh == g.sw == 1 and not (g.pt or g.pl):
+        y = x.reshape(-1, c) @ w.reshape(c, oc)
+    else:
+        y = _im2col(np.ascontiguousarray(g.pad(x)), g) @ w.reshape(-1, oc)
+    return from_nhwc(y.reshape(n, g.oh, g.ow, oc), fmt)
+
+
+def _input_sizes(sizes, fmt, channels):
+    dims = shape_vector(sizes, "input_sizes")
+    if len(dims) != 4:
+        fail(f"input_sizes must have 4 elements, got {list(dims)}")
+    return (dims[0], dims[2], dims[3], dims[1]) if is_nchw(fmt) else dims
+
+
+@kernel("Conv2DBackpropInput")
+def conv2d_backprop_input(ctx, input_sizes, w, dy):
+    fmt = ctx.attrs.get("data_format", b"NHWC")
+    w, dy = np.asarray(w), to_nhwc(np.asarray(dy), fmt)
+    n, h, wd, c = _input_sizes(input_sizes, fmt, w.shape[2])
+    kh, kw, _, oc = w.shape
+    g = _Geom(ctx, h, wd, kh, kw)
+    if dy.shape != (n, g.oh, g.ow, oc):
+        fail(f"out_backprop shape {list(dy.shape)} does not match the computed output shape "
+             f"{[n, g.oh, g.ow, oc]}")
+    dcols = (dy.reshape(-1, oc) @ w.reshape(-1, oc).T).reshape(n, g.oh, g.ow, kh, kw, c)
+    dxp = np.zeros(g.padded_shape(n, h, wd, c), dtype=dy.dtype)
+    for i in range(kh):
+        for j in range(kw):
+            dxp[g.tap(i, j)] += dcols[:, :, :, i, j, :]
+    return from_nhwc(g.crop(dxp, h, wd), fmt)
+
+
+@kernel("Conv2DBackpropFilter")
+def conv2d_backprop_filter(ctx, x, filter_sizes, dy):
+    fmt = ctx.attrs.get("data_format", b"NHWC")
+    x, dy = to_nhwc(np.asarray(x), fmt), to_nhwc(np.asarray(dy), fmt)
+    kh, kw, c, oc = shape_vector(filter_sizes, "filter_sizes")
+    n, h, wd, _ = x.shape
+    g = _Geom(ctx, h, wd, kh, kw)
+    if dy.shape != (n, g.oh, g.ow, oc):
+        fail(f"out_backprop shape {list(dy.shape)} does not match the computed output shape "
+             f"{[n, g.oh, g.ow, oc]}")
+    cols = _im2col(np.ascontiguousarray(g.pad(x)), g)
+    return (cols.T @ dy.reshape(-1, oc)).reshape(kh, kw, c, oc)
+
+
+@kernel("DepthwiseConv2dNative")
+def depthwise_conv2d(ctx, x, w):
+    fmt = ctx.attrs.get("data_format", b"NHWC")
+    x, w = to_nhwc(np.asarray(x), fmt), np.asarray(w)
+    n, h, wd, c = x.shape
+    kh, kw, wc, m = w.shape
+    if wc != c:
+        fail(f"input depth {c} must equal the filter's in_channels {wc}")
+    g = _Geom(ctx, h, wd, kh, kw)
+    xp = g.pad(x)
+    out = np.zeros((n, g.oh, g.ow, c, m), dtype=x.dtype)
+    for i in range(kh):
+        for j in range(kw):
+            out += xp[g.tap(i, j)][..., None] * w[i, j]
+    return from_nhwc(out.reshape(n, g.oh, g.ow, c * m), fmt)
+
+
+@kernel("DepthwiseConv2dNativeBackpropInput")
+def depthwise_backprop_input(ctx, input_sizes, w, dy):
+    fmt = ctx.attrs.get("data_format", b"NHWC")
+    w, dy = np.asarray(w), to_nhwc(np.asarray(dy), fmt)
+    n, h, wd, c = _input_sizes(input_sizes, fmt, w.shape[2])
+    kh, kw, _, m = w.shape
+    g = _Geom(ctx, h, wd, kh, kw)
+    dyr = dy.reshape(n, g.oh, g.ow, c, m)
+    dxp = np.zeros(g.padded_shape(n, h, wd, c), dtype=dy.dtype)
+    for i in range(kh):
+        for j in range(kw):
+            dxp[g.tap(i, j)] += np.einsum("nhwcm,cm->nhwc", dyr, w[i, j])
+    return from_nhwc(g.crop(dxp, h, wd), fmt)
+
+
+@kernel("DepthwiseConv2dNativeBackpropFilter")
+def depthwise_backprop_filter(ctx, x, filter_sizes, dy):
+    fmt = ctx.attrs.get("data_format", b"NHWC")
+    x, dy = to_nhwc(np.asarray(x), fmt), to_nhwc(np.asarray(dy), fmt)
+    kh, kw, c, m = shape_vector(filter_sizes, "filter_sizes")
+    n, h, wd, _ = x.shape
+    g = _Geom(ctx, h, wd, kh, kw)
+    xp = g.pad(x)
+    dyr = dy.reshape(n, g.oh, g.ow, c, m)
+    dw = np.empty((kh, kw, c, m), dtype=dy.dtype)
+    for i in range(kh):
+        for j in range(kw):
+            dw[i, j] = np.einsum("nhwc,nhwcm->cm", xp[g.tap(i, j)], dyr)
+    return dw
+
+
+# --------------------------------------------------------------------------- pooling
+def _pool_geom(ctx, nhwc_shape, ksize=None, strides=None):
+    fmt = ctx.attrs.get("data_format", b"NHWC")
+    kn, kh, kw, kc = spatial_attr(ksize if ksize is not None else ctx.attrs["ksize"], fmt,
+                                  "ksize")
+    if kn != 1 or kc != 1:
+        fail("pooling over the batch or depth dimension is not supported")
+    return _Geom(ctx, nhwc_shape[1], nhwc_shape[2], kh, kw, strides=strides,
+                 dilations=[1, 1, 1, 1])
+
+
+def _lowest(dtype):
+    return -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
+
+
+def _max_pool(ctx, x, ksize=None, strides=None):
+    fmt = ctx.attrs.get("data_format", b"NHWC")
+    x = to_nhwc(np.asarray(x), fmt)
+    if x.ndim != 4:
+        fail(f"MaxPool needs a 4-D input, got {list(x.shape)}")
+    g = _pool_geom(ctx, x.shape, ksize, strides)
+    xp = g.pad(x, _lowest(x.dtype))
+    out = xp[g.tap(0, 0)].copy()
+    for i in range(g.kh):
+        for j in range(g.kw):
+            if i or j:
+                np.maximum(out, xp[g.tap(i, j)], out=out)
+    return from_nhwc(out, fmt)
+
+
+@kernel("MaxPool")
+def max_pool(ctx, x):
+    return _max_pool(ctx, x)
+
+
+@kernel("MaxPoolV2")
+def max_pool_v2(ctx, x, ksize, strides):
+    return _max_pool(ctx, x, shape_vector(ksize, "ksize"), shape_vector(strides, "strides"))
+
+
+@kernel(["MaxPoolGrad", "MaxPoolGradV2"])
+def max_pool_grad(ctx, x, y, dy, *ksize_strides):
+    fmt = ctx.attrs.get("data_format", b"NHWC")
+    x, dy = to_nhwc(np.asarray(x), fmt), to_nhwc(np.asarray(dy), fmt)
+    ks = [shape_vector(v) for v in ksize_strides] if ksize_strides else [None, None]
+    g = _pool_geom(ctx, x.shape, *ks)
+    n, h, wd, c = x.shape
+    xp = g.pad(x, _lowest(x.dtype))
+    # The first maximum of each window (row-major taps, strict >) gets the gradient.
+    best = xp[g.tap(0, 0)].copy()
+    arg = np.zeros(best.shape, np.int32)
+    for i in range(g.kh):
+        for j in range(g.kw):
+            if i or j:
+                t = xp[g.tap(i, j)]
+                better = t > best
+                np.copyto(best, t, where=better)
+                arg[better] = i * g.kw + j
+    dxp = np.zeros(g.padded_shape(n, h, wd, c), dtype=dy.dtype)
+    zero = np.zeros((), dy.dtype)
+    for i in range(g.kh):
+        for j in range(g.kw):
+            dxp[g.tap(i, j)] += np.where(arg == i * g.kw + j, dy, zero)
+    return from_nhwc(g.crop(dxp, h, wd), fmt)
+
+
+def _window_counts(g, h, w):
+    """How many real (unpadded) inputs each output window covers: [OH, OW]."""
+    def counts(out, stride, pad, k, size):
+        start = np.arange(out) * stride - pad
+        return np.minimum(start + k, size) - np.maximum(start, 0)
+    return np.outer(counts(g.oh, g.sh, g.pt, g.kh, h), counts(g.ow, g.sw, g.pl, g.kw, w))
+
+
+@kernel("AvgPool")
+def avg_pool(ctx, x):
+    fmt = ctx.attrs.get("data_format", b"NHWC")
+    x = to_nhwc(np.asarray(x), fmt)
+    if x.ndim != 4 or x.dtype.kind != "f":
+        fail(f"AvgPool needs a 4-D floating input, got {x.dtype} {list(x.shape)}")
+    g = _pool_geom(ctx, x.shape)
+    xp = g.pad(x)
+    out = xp[g.tap(0, 0)].copy()
+    for i in range(g.kh):
+        for j in range(g.kw):
+            if i or j:
+                out += xp[g.tap(i, j)]
+    out /= _window_counts(g, x.shape[1], x.shape[2])[None, :, :, None].astype(x.dtype)
+    return from_nhwc(out, fmt)
+
+
+@kernel("AvgPoolGrad")
+def avg_pool_grad(ctx, orig_input_shape, dy):
+    fmt = ctx.attrs.get("data_format", b"NHWC")
+    dy = to_nhwc(np.asarray(dy), fmt)
+    n, h, wd, c = _input_sizes(orig_input_shape, fmt, None)
+    g = _pool_geom(ctx, (n, h, wd, c))
+    share = dy / _window_counts(g, h, wd)[None, :, :, None].astype(dy.dtype)
+    dxp = np.zeros(g.padded_shape(n, h, wd, c), dtype=dy.dtype)
+    for i in range(g.kh):
+        for j in range(g.kw):
+            dxp[g.tap(i, j)] += share
+    return from_nhwc(g.crop(dxp, h, wd), fmt)
