@@ -1,0 +1,527 @@
+"""The graph builder: `GraphBuilder` (a Graph plus TensorFlow's construction-time state),
+`Tensor` and `Operation` handles, name scopes, control dependencies and device scopes.
+
+    >>> b = GraphBuilder()
+    >>> with b.as_default():
+    ...     x = placeholder(DType.FLOAT, [None, 3], name="x")
+    ...     with name_scope("dense"):
+    ...         y = constant(2.0)          # node "dense/Const"
+    >>> b.graph["dense/Const"].op
+    'Const'
+
+Names follow TensorFlow's rules (`dense`, `dense_1`, and a scope name blocks the same op name),
+so a graph built here has the node names TensorFlow would give it. Ops created inside `cond`
+branches and `while_loop` bodies go through the current control-flow context (see
+control_flow.py), which captures outside tensors with Switch / Enter nodes as TensorFlow does.
+"""
+import contextlib
+import threading
+
+import numpy as np
+
+from tfg.errors import TfgInputError
+from tfg.graphdef.attrs import Shape
+from tfg.graphdef.graph import Graph
+from tfg.graphdef.names import DeviceSpec, input_string
+from tfg.schemas.dtypes import DType
+
+_state = threading.local()
+
+
+def _stack():
+    if not hasattr(_state, "stack"):
+        _state.stack = []
+    return _state.stack
+
+
+def get_default_builder():
+    """The builder ops are added to: the innermost `as_default()`, else a global one."""
+    stack = _stack()
+    if stack:
+        return stack[-1]
+    if getattr(_state, "default", None) is None:
+        _state.default = GraphBuilder()
+    return _state.default
+
+
+def reset_default_graph():
+    """Forget the global default builder (like tf.compat.v1.reset_default_graph)."""
+    if _stack():
+        raise TfgInputError("reset_default_graph() inside a `with builder.as_default()` block")
+    _state.default = None
+
+
+class Operation:
+    """A node made by the builder: `.name`, `.type`, `.outputs` (Tensors), `.node` (the Node)."""
+
+    __slots__ = ("builder", "name", "type", "outputs", "ctx")
+
+    def __init__(self, builder, name, op_type, ctx):
+        self.builder, self.name, self.type, self.ctx = builder, name, op_type, ctx
+        self.outputs = []
+
+    @property
+    def node(self):
+        return self.builder.graph[self.name]
+
+    def __repr__(self):
+        return f"<tb.Operation {self.name!r} type={self.type}>"
+
+
+class Tensor:
+    """One output of an Operation; supports Python operators (see math_ops) and slicing."""
+
+    __slots__ = ("op", "port", "dtype", "shape")
+    # numpy must defer to our reflected operators (np.float32(2) * t -> Mul node).
+    __array_priority__ = 100
+
+    def __init__(self, op, port, dtype, shape=None):
+        self.op, self.port, self.dtype = op, port, DType(dtype)
+        self.shape = None if shape is None else tuple(shape)
+
+    @property
+    def name(self):
+        """The tensor name `node:port` used in feeds and fetches."""
+        return f"{self.op.name}:{self.port}"
+
+    @property
+    def builder(self):
+        return self.op.builder
+
+    @property
+    def graph(self):
+        return self.op.builder
+
+    @property
+    def ctx(self):
+        # Exit outputs live in the parent frame even though the op belongs to the loop.
+        return self.op.ctx
+
+    @property
+    def input_string(self):
+        return input_string(self.op.name, self.port)
+
+    @property
+    def ndim(self):
+        return None if self.shape is None else len(self.shape)
+
+    def get_shape(self):
+        return self.shape
+
+    def __repr__(self):
+        return f"<tb.Tensor {self.name!r} dtype={self.dtype.tf_name} shape={self.shape}>"
+
+    def __bool__(self):
+        raise TypeError(f"using tensor {self.name!r} as a Python bool; use tb.cond for "
+                        "graph-level conditionals")
+
+    def __iter__(self):
+        raise TypeError(f"tensor {self.name!r} is not iterable; use tb.unstack")
+
+    def __len__(self):
+        raise TypeError(f"len() of tensor {self.name!r}; use tb.shape")
+
+
+class _Controller:
+    """One `control_dependencies(...)` block: its control inputs and the ops made inside."""
+
+    def __init__(self, names):
+        self.names = list(names)
+        self.seen = set()
+
+
+class GraphBuilder:
+    """Builds a tfg Graph with TensorFlow's naming, scoping and control-flow rules.
+
+        >>> b = GraphBuilder()
+        >>> with b.as_default():
+        ...     a = constant([1.0, 2.0], name="a")
+        ...     c = a * 3.0                   # nodes mul/y (Const) and mul (Mul)
+        >>> b.save("g.pb")
+    """
+
+    def __init__(self, graph=None, seed=None):
+        self.graph = graph if graph is not None else Graph()
+        if graph is None:
+            self.graph.versions.producer = 1994  # a TF 2.x producer that import_graph_def accepts
+        self._names_in_use = {}
+        for name in self.graph.node_names():
+            self._names_in_use[name.lower()] = 1
+        self._scope = ""
+        self._controllers = []
+        self._device = ""
+        self._colocate = None
+        self.ctx = None  # the current control-flow context (cond branch or while body)
+        self._ops = {}
+        self.variables = []
+        self.seed = seed
+        self._last_op_seed = 0
+
+    # --- default-builder protocol --------------------------------------------------------
+    @contextlib.contextmanager
+    def as_default(self):
+        """Make module-level functions (tb.constant, tb.matmul, ...) add to this builder."""
+        _stack().append(self)
+        try:
+            yield self
+        finally:
+            _stack().pop()
+
+    def __enter__(self):
+        _stack().append(self)
+        return self
+
+    def __exit__(self, *exc):
+        _stack().pop()
+        return False
+
+    def save(self, path, fmt=None):
+        """Write the GraphDef (binary, or text for *.pbtxt) atomically."""
+        from tfg.graphdef import io
+
+        io.save(self.graph, path, fmt)
+
+    def as_graph_def(self):
+        return self.graph.to_proto()
+
+    # --- names ---------------------------------------------------------------------------
+    def unique_name(self, name, mark_as_used=True):
+        """`scope/name` made unique the way TensorFlow's Graph.unique_name does."""
+        if self._scope:
+            name = f"{self._scope}/{name}"
+        key = name.lower()
+        i = self._names_in_use.get(key, 0)
+        if mark_as_used:
+            self._names_in_use[key] = i + 1
+        if i > 0:
+            base = key
+            while key in self._names_in_use:
+                key = f"{base}_{i}"
+                i += 1
+            if mark_as_used:
+                self._names_in_use[key] = 1
+            name = f"{name}_{i - 1}"
+        return name
+
+    @contextlib.contextmanager
+    def name_scope(self, name):
+        """Open a name scope; yields the scope string with a trailing '/'.
+
+        `"dense"` twice gives `dense/` then `dense_1/`; a name ending in '/' re-enters that
+        exact scope; None or "" returns to the root.
+        """
+        old = self._scope
+        if not name:
+            new = ""
+        elif name.endswith("/"):
+            new = name[:-1]
+        else:
+            new = self.unique_name(name)
+        self._scope = new
+        try:
+            yield (new + "/") if new else ""
+        finally:
+            self._scope = old
+
+    def get_name_scope(self):
+        return self._scope
+
+    def get_operation(self, name):
+        try:
+            return self._ops[name]
+        except KeyError:
+            raise TfgInputError(f"the builder made no operation named {name!r}") from None
+
+    def get_tensor(self, name):
+        node, _, port = name.partition(":")
+        op = self.get_operation(node)
+        return op.outputs[int(port or 0)]
+
+    # --- control dependencies and devices ------------------------------------------------
+    @contextlib.contextmanager
+    def control_dependencies(self, deps):
+        """Ops made inside run after `deps` (Tensors, Operations or names); None clears."""
+        if deps is None:
+            saved, self._controllers = self._controllers, []
+            try:
+                yield
+            finally:
+                self._controllers = saved
+            return
+        names = []
+        for d in deps:
+            names.append(_op_name(d))
+        ctl = _Controller(names)
+        self._controllers.append(ctl)
+        try:
+            yield
+        finally:
+            self._controllers.remove(ctl)
+
+    @contextlib.contextmanager
+    def device(self, spec):
+        """Device scope; nested partial specs merge (inner fields win). None clears."""
+        old = self._device
+        if spec is None or spec == "":
+            self._device = ""
+        else:
+            inner = DeviceSpec.parse(str(spec))
+            self._device = inner.merged_with(DeviceSpec.parse(old)).to_string()
+        try:
+            yield
+        finally:
+            self._device = old
+
+    @contextlib.contextmanager
+    def colocate_with(self, target):
+        """Ops made inside get `_class: loc:@target` (TensorFlow's colocation attr)."""
+        old = self._colocate
+        self._colocate = _op_name(target)
+        try:
+            yield
+        finally:
+            self._colocate = old
+
+    def op_seeds(self, seed=None):
+        """(seed, seed2) for a random op, TensorFlow's rule: graph seed + op seed/counter."""
+        if self.seed is not None:
+            if seed is None:
+                self._last_op_seed = len(self._ops)
+                seed = self._last_op_seed
+            return int(self.seed), int(seed)
+        if seed is not None:
+            return 87654321, int(seed)  # TensorFlow's DEFAULT_GRAPH_SEED
+        return 0, 0
+
+    # --- making ops ----------------------------------------------------------------------
+    def make_op(self, op_type, inputs=(), attrs=None, name=None, out_dtypes=(),
+                out_shapes=None, ctx=..., capture=True, control=True, exact_name=False):
+        """Add a node; returns its Operation (outputs typed by `out_dtypes`).
+
+        `inputs` are Tensors (or input strings for control-flow internals); inside a
+        control-flow context outside tensors are captured first (Switch/Enter named
+        `<node>/Switch`, `<node>/Enter`). Control inputs of enclosing
+        `control_dependencies` blocks are added unless an input already carries them.
+        """
+        if exact_name:
+            full = name
+            self._names_in_use.setdefault(full.lower(), 1)
+        elif name and name.endswith("/"):
+            full = name[:-1]
+        else:
+            full = self.unique_name(name or op_type)
+        if full in self.graph:
+            raise TfgInputError(f"node name {full!r} is already in the graph")
+        op_ctx = self.ctx if ctx is ... else ctx
+        tensors = [t for t in inputs if isinstance(t, Tensor)]
+        for t in tensors:
+            if t.builder is not self:
+                raise TfgInputError(f"tensor {t.name!r} belongs to another graph builder")
+        if capture and op_ctx is not None:
+            with self.name_scope(full + "/"):
+                inputs = [op_ctx.add_value(t) if isinstance(t, Tensor) else t for t in inputs]
+        in_strings = [t.input_string if isinstance(t, Tensor) else str(t) for t in inputs]
+        input_ops = {t.op.name for t in inputs if isinstance(t, Tensor)}
+        controls = []
+        if control:
+            for ctl in self._controllers:
+                if any(n in ctl.seen for n in input_ops):
+                    continue  # an input already runs after these control inputs
+                controls.extend(n for n in ctl.names if n not in input_ops)
+        if op_ctx is not None and capture:
+            controls = op_ctx.fix_control_inputs(self, full, in_strings, controls)
+        for ctl in self._controllers:
+            ctl.seen.add(full)
+        controls = sorted(set(controls))  # TensorFlow writes control inputs sorted
+        all_attrs = dict(attrs or {})
+        if self._colocate is not None and "_class" not in all_attrs:
+            all_attrs["_class"] = [f"loc:@{self._colocate}".encode()]
+        dev = self._device
+        if self._colocate is not None and self._colocate in self.graph:
+            dev = self.graph[self._colocate].device  # colocation beats device scopes, as in TF
+        node = self.graph.add_node(full, op_type, in_strings + ["^" + c for c in controls],
+                                   device=dev)
+        for key, value in all_attrs.items():
+            if isinstance(value, A):
+                node.set_attr(key, value.value, value.kind)
+                if value.kind == "shape":
+                    # A scalar shape has no dims; mark the field set so `shape {}` is written.
+                    node.attr[key].shape.SetInParent()
+            else:
+                node.set_attr(key, value)
+        _fill_default_attrs(node)
+        op = Operation(self, full, op_type, op_ctx)
+        shapes = list(out_shapes) if out_shapes is not None else [None] * len(out_dtypes)
+        op.outputs = [Tensor(op, i, dt, sh) for i, (dt, sh) in enumerate(zip(out_dtypes, shapes))]
+        self._ops[full] = op
+        return op
+
+
+class A:
+    """An attr value with an explicit AttrValue kind (e.g. A([], "list(int)"))."""
+
+    __slots__ = ("value", "kind")
+
+    def __init__(self, value, kind):
+        self.value, self.kind = value, kind
+
+
+def _fill_default_attrs(node):
+    """Write the signature's defaulted attrs too, as TensorFlow's graph construction does."""
+    try:
+        from tfg.schemas.ops import get_op, has_op
+    except ImportError:  # pragma: no cover
+        return
+    if not has_op(node.op):
+        return
+    for name, ad in get_op(node.op).attrs.items():
+        if ad.has_default and not node.has_attr(name) and ad.default is not None:
+            kind = {"list(type)": "list(type)", "list(int)": "list(i)", "list(string)": "list(s)",
+                    "list(float)": "list(f)", "list(bool)": "list(b)", "list(shape)": "list(shape)",
+                    "type": "type", "int": "i", "float": "f", "bool": "b", "string": "s",
+                    "shape": "shape"}.get(ad.type)
+            if kind is None:
+                continue
+            node.set_attr(name, ad.default, kind)
+
+
+def _op_name(x):
+    if isinstance(x, Tensor):
+        return x.op.name
+    if isinstance(x, Operation):
+        return x.name
+    if hasattr(x, "op") and isinstance(getattr(x, "op"), Operation):  # Variable
+        return x.op.name
+    if isinstance(x, str):
+        return x.lstrip("^").split(":")[0]
+    raise TfgInputError(f"not an op or tensor: {x!r}")
+
+
+# --- module-level helpers over the default builder -------------------------------------------
+def name_scope(name):
+    return get_default_builder().name_scope(name)
+
+
+def control_dependencies(deps):
+    return get_default_builder().control_dependencies(deps)
+
+
+def device(spec):
+    return get_default_builder().device(spec)
+
+
+def colocate_with(target):
+    return get_default_builder().colocate_with(target)
+
+
+def default_dtype_of(value):
+    """TensorFlow's dtype for a Python/numpy value: float32, int32 (int64 if too big), ..."""
+    if isinstance(value, np.ndarray) or isinstance(value, np.generic):
+        return DType.from_numpy(value.dtype)
+    arr = np.asarray(value)
+    if arr.dtype == np.bool_:
+        return DType.BOOL
+    if arr.dtype.kind in "iu":
+        info = np.iinfo(np.int32)
+        if arr.size and (arr.min() < info.min or arr.max() > info.max):
+            return DType.INT64
+        return DType.INT32
+    if arr.dtype.kind == "f":
+        return DType.FLOAT
+    if arr.dtype.kind == "c":
+        return DType.COMPLEX64
+    if arr.dtype.kind in "SUO":
+        return DType.STRING
+    raise TfgInputError(f"cannot make a constant from {type(value).__name__}")
+
+
+def constant(value, dtype=None, shape=None, name="Const"):
+    """A Const node.  constant([1, 2]) -> int32 [2];  constant(0.5, shape=[2, 2]) -> splat."""
+    b = get_default_builder()
+    dt = DType.parse(dtype) if dtype is not None and not isinstance(dtype, DType) else dtype
+    if dt is None:
+        dt = default_dtype_of(value)
+    if dt == DType.STRING:
+        arr = np.asarray(value, dtype=object)
+    else:
+        src = np.asarray(value)
+        if dt.is_integer and src.dtype.kind in "fc" and np.any(src != np.round(src.real)):
+            raise TfgInputError(f"constant {value!r} is not an integer for dtype {dt.tf_name}")
+        arr = src.astype(dt.np)
+    if shape is not None:
+        shape = tuple(int(s) for s in shape)
+        if arr.size == 1:
+            arr = np.full(shape, arr.reshape(()), dtype=arr.dtype)
+        elif arr.size == int(np.prod(shape)):
+            arr = arr.reshape(shape)
+        else:
+            raise TfgInputError(f"constant with {arr.size} values does not fit shape {shape}")
+    op = b.make_op("Const", [], {"value": A(arr, "tensor"), "dtype": dt}, name=name,
+                   out_dtypes=[dt], out_shapes=[arr.shape])
+    return op.outputs[0]
+
+
+def placeholder(dtype, shape=None, name="Placeholder"):
+    """A Placeholder; `shape` None = unknown rank, dims may be None."""
+    dt = DType.parse(dtype) if not isinstance(dtype, DType) else dtype
+    shp = None if shape is None else tuple(None if d is None else int(d) for d in shape)
+    op = get_default_builder().make_op(
+        "Placeholder", [], {"dtype": dt, "shape": A(shp, "shape")}, name=name,
+        out_dtypes=[dt], out_shapes=[shp])
+    return op.outputs[0]
+
+
+def placeholder_with_default(value, shape, name="PlaceholderWithDefault"):
+    """Passes `value` through unless it is fed."""
+    x = convert_to_tensor(value)
+    shp = None if shape is None else tuple(None if d is None else int(d) for d in shape)
+    op = get_default_builder().make_op(
+        "PlaceholderWithDefault", [x], {"dtype": x.dtype, "shape": A(shp, "shape")},
+        name=name, out_dtypes=[x.dtype], out_shapes=[shp])
+    return op.outputs[0]
+
+
+def convert_to_tensor(value, dtype=None, name="Const"):
+    """A Tensor for `value`: Tensors pass (dtype checked), Variables read, else a Const."""
+    if hasattr(value, "_as_tensor"):
+        value = value._as_tensor()
+    if isinstance(value, Tensor):
+        if dtype is not None:
+            want = DType.parse(dtype) if not isinstance(dtype, DType) else dtype
+            if value.dtype.base != want.base:
+                raise TfgInputError(f"tensor {value.name!r} has dtype {value.dtype.tf_name}, "
+                                    f"expected {want.tf_name}")
+        return value
+    if isinstance(value, Operation):
+        raise TfgInputError(f"operation {value.name!r} has no value; use it as a control "
+                            "dependency or target")
+    if isinstance(value, (list, tuple)) and any(hasattr(v, "_as_tensor") or
+                                                isinstance(v, Tensor) for v in value):
+        from tfg.graphdef.builder.array_ops import stack
+        return stack(list(value), name="packed")
+    return constant(value, dtype=dtype, name=name)
+
+
+def broadcast_shape(a, b):
+    """Static broadcast of two shapes (None where unknown)."""
+    if a is None or b is None:
+        return None
+    n = max(len(a), len(b))
+    a, b = (1,) * (n - len(a)) + tuple(a), (1,) * (n - len(b)) + tuple(b)
+    out = []
+    for x, y in zip(a, b):
+        if x == 1:
+            out.append(y)
+        elif y == 1 or x == y:
+            out.append(x)
+        elif x is None or y is None:
+            out.append(x if y is None else y)
+        else:
+            raise TfgInputError(f"shapes {a} and {b} cannot broadcast")
+    return tuple(out)
+
+
+__all__ = ["GraphBuilder", "Tensor", "Operation", "A", "Shape", "get_default_builder",
+           "reset_default_graph", "name_scope", "control_dependencies", "device",
+           "colocate_with", "constant", "placeholder", "placeholder_with_default",
+           "convert_to_tensor", "broadcast_shape"]
