@@ -1,0 +1,164 @@
+"""The remapper: fuse common op chains into one of Grappler's fused ops.
+
+    Conv2D + BiasAdd (+ Relu|Relu6|Elu|LeakyRelu)       -> _FusedConv2D(x, W, b)
+    MatMul + BiasAdd (+ act), DepthwiseConv2dNative + BiasAdd (+ act)   likewise
+    Conv2D + FusedBatchNorm (is_training=False) (+ act) -> _FusedConv2D(x, W, scale, offset,
+                                                          mean, variance), num_args=4
+    FusedBatchNorm + Relu (GPU, as in TensorFlow)       -> _FusedBatchNormEx
+
+    before: c = Conv2D(x, W); b = BiasAdd(c, bias); r = Relu(b)
+    after:  r = _FusedConv2D(x, W, bias, fused_ops=[BiasAdd, Relu], num_args=1)
+
+The fused node takes the last node's name, so fetches keep working. Matched nodes have no
+control edges; the intermediates have one consumer, are not preserved, and every matched node
+has the same dtype and device. Fused ops have no gradient: run `tfg grad` before optimizing.
+"""
+from tfg.graphdef.names import input_string
+from tfg.passes.manager import register_pass
+from tfg.passes.rewrite import Pat, RewriteContext, graph_rewrite
+from tfg.schemas.dtypes import DType
+
+_FUSED = {"Conv2D": "_FusedConv2D", "MatMul": "_FusedMatMul",
+          "DepthwiseConv2dNative": "_FusedDepthwiseConv2dNative"}
+_FUSED_DTYPES = {"_FusedConv2D": {DType.FLOAT, DType.DOUBLE, DType.HALF},
+                 "_FusedMatMul": {DType.FLOAT, DType.HALF, DType.BFLOAT16},
+                 "_FusedDepthwiseConv2dNative": {DType.FLOAT, DType.DOUBLE, DType.HALF}}
+_ACTS = ("Relu", "Relu6", "Elu", "LeakyRelu")
+_BN = ("FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3")
+_BASE_ATTRS = ("strides", "padding", "explicit_paddings", "data_format", "dilations",
+               "use_cudnn_on_gpu", "transpose_a", "transpose_b")
+
+
+def _s(ref):
+    return input_string(ref.node, ref.port)
+
+
+def _on_gpu(ctx, node):
+    dev = node.device.lower()
+    return "gpu" in dev or (not dev and ctx.opts.gpu_targeted)
+
+
+def _compatible(ctx, *nodes):
+    if any(n.control_inputs for n in nodes):
+        return False
+    if len({n.device for n in nodes}) != 1:
+        return False
+    return len({n.get_attr("T", None) for n in nodes}) == 1
+
+
+def _format_ok(ctx, base):
+    fmt = base.get_attr("data_format", b"NHWC")
+    return base.op == "MatMul" or fmt == b"NHWC" or _on_gpu(ctx, base)
+
+
+def _base_attrs(base):
+    return {k: base.get_attr(k) for k in _BASE_ATTRS if base.has_attr(k)}
+
+
+def _make_fused(ctx, last, base, args, fused_ops, epsilon=None, alpha=None):
+    op = _FUSED[base.op]
+    t = base.get_attr("T")
+    if t not in _FUSED_DTYPES[op] or not ctx.op_available(op):
+        return False
+    attrs = _base_attrs(base)
+    attrs.update({"T": t, "num_args": len(args), "fused_ops": [o.encode() for o in fused_ops]})
+    if op == "_FusedConv2D":
+        attrs["TArgs"] = [t] * len(args)
+    if epsilon is not None:
+        attrs["epsilon"] = float(epsilon)
+    if alpha is not None:
+        attrs["leakyrelu_alpha"] = float(alpha)
+    x, w = base.data_inputs
+    ctx.morph(last, op, [_s(x), _s(w)] + [_s(a) for a in args], attrs)
+    return True
+
+
+def bias_add(ctx, node, base, bias):
+    if not _compatible(ctx, node, base) or not _format_ok(ctx, base):
+        return False
+    if node.get_attr("data_format", b"NHWC") != base.get_attr("data_format", b"NHWC"):
+        return False
+    if not _make_fused(ctx, node, base, [bias], ["BiasAdd"]):
+        return False
+    ctx.remove_if_dead(base.name)
+    return True
+
+
+def conv_bn(ctx, node, base, scale, offset, mean, var):
+    if node.get_attr("is_training", True) or base.op != "Conv2D":
+        return False
+    if any(ctx.consumers(node.name, p) for p in range(1, 6)):
+        return False
+    if node.get_attr("data_format", b"NHWC") != base.get_attr("data_format", b"NHWC"):
+        return False
+    if node.get_attr("U", DType.FLOAT) != base.get_attr("T") and node.op != "FusedBatchNorm":
+        return False
+    if not _compatible(ctx, node, base) or not _format_ok(ctx, base):
+        return False
+    if not _make_fused(ctx, node, base, [scale, offset, mean, var], ["FusedBatchNorm"],
+                       epsilon=node.get_attr("epsilon", 1e-4)):
+        return False
+    ctx.remove_if_dead(base.name)
+    return True
+
+
+def activation(ctx, node, fused):
+    """act(_Fused*(... fused_ops=[BiasAdd|FusedBatchNorm])) -> one fused node with the act."""
+    ops = [o.decode() for o in fused.get_attr("fused_ops", [])]
+    if len(ops) != 1 or ops[0] not in ("BiasAdd", "FusedBatchNorm"):
+        return False
+    if fused.op == "_FusedMatMul" and ops[0] != "BiasAdd":
+        return False
+    if not _compatible(ctx, node, fused):
+        return False
+    alpha = node.get_attr("alpha", 0.2) if node.op == "LeakyRelu" else None
+    attrs = {k: fused.get_attr(k) for k in fused.attr if not k.startswith("_")}
+    attrs["fused_ops"] = [o.encode() for o in ops + [node.op]]
+    if alpha is not None:
+        attrs["leakyrelu_alpha"] = float(alpha)
+    ctx.morph(node, fused.op, list(fused.inputs), attrs)
+    ctx.remove_if_dead(fused.name)
+    return True
+
+
+def bn_relu(ctx, node, bn):
+    """FusedBatchNorm + Relu -> _FusedBatchNormEx (only where TensorFlow has the kernel: GPU)."""
+    if not _on_gpu(ctx, bn) or not _compatible(ctx, node, bn):
+        return False
+    if any(ctx.consumers(bn.name, p) for p in range(1, 6)):
+        return False
+    if not ctx.op_available("_FusedBatchNormEx") or bn.get_attr("T") not in (
+            DType.FLOAT, DType.HALF, DType.BFLOAT16):
+        return False
+    attrs = {"T": bn.get_attr("T"), "U": bn.get_attr("U", DType.FLOAT),
+             "epsilon": float(bn.get_attr("epsilon", 1e-4)),
+             "exponential_avg_factor": float(bn.get_attr("exponential_avg_factor", 1.0)),
+             "data_format": bn.get_attr("data_format", b"NHWC"),
+             "is_training": bool(bn.get_attr("is_training", True)),
+             "num_side_inputs": 0, "activation_mode": b"Relu"}
+    ctx.morph(node, "_FusedBatchNormEx", list(bn.inputs), attrs)
+    ctx.remove_if_dead(bn.name)
+    return True
+
+
+def rules():
+    v = Pat.var
+    base = Pat(tuple(_FUSED), name="base", one_consumer=True)
+    fused = Pat(tuple(_FUSED.values()), name="fused", one_consumer=True)
+    return [
+        (Pat(("BiasAdd",), [base, v("bias")]), bias_add),
+        (Pat(_BN, [base, v("scale"), v("offset"), v("mean"), v("var")]), conv_bn),
+        (Pat(_ACTS, [fused]), activation),
+        (Pat("Relu", [Pat(_BN, name="bn", one_consumer=True)]), bn_relu),
+    ]
+
+
+@register_pass("remap", "Remapper: fuse Conv2D/MatMul/DepthwiseConv2dNative + BiasAdd (+act), "
+               "Conv2D + inference FusedBatchNorm (+act), FusedBatchNorm + Relu (GPU) into "
+               "_FusedConv2D/_FusedMatMul/_FusedBatchNormEx.")
+def remap(graph, opts):
+    """Fuse the patterns above; returns whether anything changed."""
+    import tfg.kernels.fused  # noqa: F401  (the fused ops' kernels)
+    import tfg.schemas.ops.fused  # noqa: F401
+    ctx = RewriteContext(graph, opts, stage="Remapper")
+    return graph_rewrite(ctx, rules())
