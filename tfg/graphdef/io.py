@@ -49,6 +49,10 @@ def _looks_like_text(data):
     head = data[:4096].lstrip()
     if not head:
         return True
+    # A binary GraphDef starts with tag 0x0a (a newline) and a length byte that may be a
+    # letter; text never holds control characters other than whitespace.
+    if any(b < 0x20 and b not in b"\t\n\r" for b in data[:4096]):
+        return False
     try:
         text = head.decode("utf-8")
     except UnicodeDecodeError:
