@@ -1,0 +1,144 @@
+"""Variables: reference variables (VariableV2 and the Assign family) and resource variables
+(VarHandleOp, ReadVariableOp, AssignVariableOp, ...).
+
+    w = VariableV2(shape=[3], dtype=float)   -> a Ref kept in step.session_resources
+    Assign(w, [1, 2, 3])                     -> the Ref, now holding a copy of the value
+    Identity(w) before any Assign            -> error "attempting to use uninitialized value w"
+
+A VariableV2 lives as long as the session, keyed by (container, shared_name or node name);
+a resource variable is keyed the same way and reached through a ResourceHandle. Assignments
+store a fresh array and updates build new arrays (no writes into an array another op or a
+fetch may still hold).
+"""
+import numpy as np
+
+from tfg.kernels._util import fail, s, tf_name
+from tfg.kernels.basic import shape_compatible
+from tfg.kernels.registry import kernel
+from tfg.kernels.resources import Ref, ResourceHandle
+
+
+def _var_key(ctx):
+    return s(ctx.attrs.get("container", b"")), s(ctx.attrs.get("shared_name", b"")) or ctx.name
+
+
+@kernel(["VariableV2", "Variable"], needs_step=True)
+def variable(ctx, step):
+    container, name = _var_key(ctx)
+    return step.session_resources.get_or_create(
+        container, name, lambda: Ref(name, ctx.attrs.get("dtype"), ctx.attrs.get("shape")))
+
+
+def _check_same_shape(op, var, value):
+    old = var.get()
+    if np.shape(old) != np.shape(value):
+        fail(f"{op} requires shapes of both tensors to match. lhs shape= "
+             f"{list(np.shape(old))} rhs shape= {list(np.shape(value))}")
+    return old
+
+
+@kernel("Assign", ref_inputs=(0,))
+def assign(ctx, ref, value):
+    value = np.asarray(value)
+    with ref.lock:
+        if ctx.attrs.get("validate_shape", True):
+            if ref.initialized:
+                _check_same_shape("Assign", ref, value)
+            elif ref.shape is not None and not shape_compatible(value.shape, ref.shape):
+                fail(f"Assign requires shapes of both tensors to match. lhs shape= "
+                     f"{list(ref.shape)} rhs shape= {list(value.shape)}")
+        ref.assign(np.array(value, copy=True))
+    return ref
+
+
+def _update_ref(op, fn):
+    @kernel(op, ref_inputs=(0,))
+    def run(ctx, ref, value):
+        with ref.lock:
+            old = _check_same_shape(op, ref, value)
+            ref.assign(fn(old, value))
+        return ref
+    return run
+
+
+_update_ref("AssignAdd", np.add)
+_update_ref("AssignSub", np.subtract)
+
+
+@kernel("IsVariableInitialized", ref_inputs=(0,))
+def is_variable_initialized(ctx, ref):
+    return np.bool_(ref.initialized)
+
+
+# --------------------------------------------------------------------------- resource variables
+@kernel("VarHandleOp", needs_step=True)
+def var_handle(ctx, step):
+    container, name = _var_key(ctx)
+    return ResourceHandle(container, name, step.session_resources, ctx.attrs.get("dtype"),
+                          ctx.attrs.get("shape"))
+
+
+def resolve(handle):
+    """The Ref behind a resource handle (error if the variable does not exist)."""
+    if isinstance(handle, Ref):
+        return handle
+    if not isinstance(handle, ResourceHandle):
+        fail(f"expected a resource handle, got {type(handle).__name__}")
+    return handle.lookup()
+
+
+def _check_dtype(ctx, var, value=None):
+    want = ctx.attrs.get("dtype")
+    have = value.dtype if value is not None else np.asarray(var.get()).dtype
+    if want is not None and want.np != have:
+        fail(f"Trying to {'assign' if value is not None else 'read'} variable with wrong dtype."
+             f" Expected {want.tf_name} got {tf_name(have)}")
+
+
+@kernel("ReadVariableOp")
+def read_variable(ctx, handle):
+    var = resolve(handle)
+    value = var.get()
+    _check_dtype(ctx, var)
+    return value
+
+
+@kernel("AssignVariableOp")
+def assign_variable(ctx, handle, value):
+    value = np.asarray(value)
+    var = handle.lookup_or_create(lambda: Ref(handle.name, handle.dtype, handle.shape))
+    _check_dtype(ctx, var, value)
+    with var.lock:
+        if ctx.attrs.get("validate_shape", False) and var.initialized:
+            _check_same_shape("AssignVariableOp", var, value)
+        var.assign(np.array(value, copy=True))
+    return ()
+
+
+def _update_resource(op, fn):
+    @kernel(op)
+    def run(ctx, handle, value):
+        var = resolve(handle)
+        with var.lock:
+            old = _check_same_shape(op, var, value)
+            var.assign(fn(old, value))
+        return ()
+    return run
+
+
+_update_resource("AssignAddVariableOp", np.add)
+_update_resource("AssignSubVariableOp", np.subtract)
+
+
+@kernel("VarIsInitializedOp")
+def var_is_initialized(ctx, handle):
+    var = handle.mgr.lookup(handle.container, handle.name)
+    return np.bool_(var is not None and var.initialized)
+
+
+@kernel("DestroyResourceOp")
+def destroy_resource(ctx, handle):
+    if handle.mgr.delete(handle.container, handle.name) is None and \
+            not ctx.attrs.get("ignore_lookup_error", True):
+        fail(f"resource {handle.container}/{handle.name} does not exist")
+    return ()

@@ -1,0 +1,92 @@
+"""Optimizer updates: ApplyGradientDescent, ApplyMomentum, ApplyAdam, ApplyRMSProp,
+ApplyAdagrad on reference variables, and their ResourceApply* forms on resource handles.
+
+    ApplyGradientDescent(var, alpha, delta)   var <- var - alpha * delta, outputs var
+    ApplyAdam(var, m, v, b1p, b2p, lr, b1, b2, eps, g):
+        lr_t = lr * sqrt(1 - b2p) / (1 - b1p); m <- m + (g - m)(1 - b1);
+        v <- v + (g^2 - v)(1 - b2); var <- var - lr_t m / (sqrt(v) + eps)
+
+Each update writes new arrays into the variable and its slots under the variable's lock.
+"""
+import numpy as np
+
+from tfg.kernels._util import fail
+from tfg.kernels.registry import kernel
+from tfg.kernels.state_ops import resolve
+
+
+def _gradient_descent(attrs, var, alpha, delta):
+    return (var - alpha * delta,)
+
+
+def _momentum(attrs, var, accum, lr, grad, momentum):
+    accum = accum * momentum + grad
+    if attrs.get("use_nesterov", False):
+        return var - (grad * lr + accum * (momentum * lr)), accum
+    return var - lr * accum, accum
+
+
+def _adam(attrs, var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad):
+    lr_t = lr * np.sqrt(1 - beta2_power) / (1 - beta1_power)
+    m = m + (grad - m) * (1 - beta1)
+    v = v + (grad * grad - v) * (1 - beta2)
+    if attrs.get("use_nesterov", False):
+        step = (m * beta1 + grad * (1 - beta1)) * lr_t / (np.sqrt(v) + epsilon)
+    else:
+        step = m * lr_t / (np.sqrt(v) + epsilon)
+    return var - step, m, v
+
+
+def _rmsprop(attrs, var, ms, mom, lr, rho, momentum, epsilon, grad):
+    ms = ms + (grad * grad - ms) * (1 - rho)
+    mom = mom * momentum + lr * grad / np.sqrt(ms + epsilon)
+    return var - mom, ms, mom
+
+
+def _adagrad(attrs, var, accum, lr, grad):
+    if attrs.get("update_slots", True):
+        accum = accum + grad * grad
+    return var - lr * grad / np.sqrt(accum), accum
+
+
+# op -> (update rule, number of variable/slot inputs, index of the gradient among the rest)
+RULES = {
+    "GradientDescent": (_gradient_descent, 1, 1),
+    "Momentum": (_momentum, 2, 1),
+    "Adam": (_adam, 3, 7),
+    "RMSProp": (_rmsprop, 3, 4),
+    "Adagrad": (_adagrad, 2, 1),
+}
+
+
+def _apply(ctx, refs, args, rule, grad_index):
+    var = refs[0]
+    with var.lock:
+        values = [r.get() for r in refs]
+        grad = np.asarray(args[grad_index])
+        if np.shape(values[0]) != grad.shape:
+            fail(f"var and grad do not have the same shape: {list(np.shape(values[0]))} "
+                 f"{list(grad.shape)}")
+        for r, v in zip(refs[1:], values[1:]):
+            if np.shape(v) != np.shape(values[0]):
+                fail(f"var and {r.name} do not have the same shape: "
+                     f"{list(np.shape(values[0]))} {list(np.shape(v))}")
+        new = rule(ctx.attrs, *values, *args)
+        for r, old, value in zip(refs, values, new):
+            r.assign(np.asarray(value).astype(np.asarray(old).dtype, copy=False))
+
+
+def _register(name, rule, nvars, grad_index):
+    @kernel("Apply" + name, ref_inputs=tuple(range(nvars)))
+    def apply_ref(ctx, *inputs):
+        _apply(ctx, inputs[:nvars], inputs[nvars:], rule, grad_index)
+        return inputs[0]
+
+    @kernel("ResourceApply" + name)
+    def apply_resource(ctx, *inputs):
+        _apply(ctx, [resolve(h) for h in inputs[:nvars]], inputs[nvars:], rule, grad_index)
+        return ()
+
+
+for _name, (_rule, _n, _g) in RULES.items():
+    _register(_name, _rule, _n, _g)
