@@ -26,17 +26,23 @@ def apply_gradient_descent(var, alpha, delta, use_locking=False, name=None):
                         scope, [r.dtype], [r.shape]).outputs[0]
 
 
-def gradient_descent(learning_rate, grads_and_vars, name="GradientDescent"):
-    """One SGD step for each (gradient, variable); returns the NoOp that runs them all."""
+def gradient_descent(learning_rate, grads_and_vars, name="GradientDescent", gate=True):
+    """One SGD step for each (gradient, variable); returns the NoOp that runs them all.
+
+    With `gate` (the default) every update waits for every gradient: an update is in place,
+    and a gradient that reads a variable (d_h = d_logits @ w2^T) must not see it half-trained.
+    TensorFlow's optimizer leaves that race open; gate=False builds exactly its layout.
+    """
     b = get_default_builder()
+    pairs = [(convert_to_tensor(g), v) for g, v in grads_and_vars]
     with b.name_scope(name) as scope:
-        pairs = list(grads_and_vars)
         dt = _ref_of(pairs[0][1]).dtype.base if pairs else None
         lr = convert_to_tensor(learning_rate, dt, name="learning_rate")
         updates = []
-        for g, v in pairs:
-            with b.name_scope("update_" + _ref_of(v).op.name):
-                updates.append(apply_gradient_descent(v, lr, g))
+        with b.control_dependencies([g for g, _ in pairs] if gate else []):
+            for g, v in pairs:
+                with b.name_scope("update_" + _ref_of(v).op.name):
+                    updates.append(apply_gradient_descent(v, lr, g))
         return group(*updates, name=scope)
 
 
