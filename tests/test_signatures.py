@@ -17,7 +17,6 @@ TF_OPS = sorted(k for k in OPDEFS if not k.startswith("_tensorflow"))
 CONTROL_FLOW = {"Switch", "RefSwitch", "Merge", "RefMerge", "Enter", "RefEnter", "Exit", "RefExit",
                 "NextIteration", "RefNextIteration", "LoopCond", "ControlTrigger",
                 "_Send", "_Recv", "_HostSend", "_HostRecv"}
-FUSED = {"_FusedConv2D", "_FusedMatMul", "_FusedBatchNormEx"}
 
 
 def _dt(name):
@@ -57,7 +56,8 @@ def test_every_tensorflow_op_is_registered():
 
 
 def test_no_registered_op_lacks_a_tensorflow_reference():
-    extra = sorted(set(all_ops()) - set(TF_OPS) - FUSED)
+    # Grappler's fused ops (`_Fused*`, tfg/schemas/ops/fused.py) have no public OpDef to compare.
+    extra = sorted(n for n in set(all_ops()) - set(TF_OPS) if not n.startswith("_Fused"))
     assert not extra
 
 
