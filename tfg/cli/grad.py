@@ -1,0 +1,34 @@
+"""`tfg grad`: add the gradient of sum(ys) w.r.t. each x to a graph."""
+import click
+
+from tfg.cli.common import graph_argument, output_options, read_graph, split_names, write_graph
+
+
+@click.command("grad")
+@graph_argument
+@click.option("--ys", multiple=True, required=True, metavar="NAMES",
+              help="Tensors to differentiate (summed), comma-separated or repeated.")
+@click.option("--xs", multiple=True, required=True, metavar="NAMES",
+              help="Tensors to differentiate with respect to.")
+@click.option("--grad-ys", "grad_ys", multiple=True, metavar="NAMES",
+              help="Tensors holding the initial gradient of each y (default: ones).")
+@click.option("--prefix", default="grad", show_default=True,
+              help="Name scope of the Identity nodes exposing the gradients.")
+@output_options
+def command(graph, ys, xs, grad_ys, prefix, output, fmt):
+    """Add gradient nodes of sum(YS) w.r.t. each of XS to GRAPH.
+
+    The gradient of x = `node:0` is the Identity `<prefix>/node` (port p > 0:
+    `<prefix>/node_p`); new nodes go under `gradients/`. Works through v1 control flow
+    (cond, while loops, nested).
+
+    \b
+    Example:
+      tfg grad model.pb --ys loss --xs w1,b1 | tfg run - --feeds batch.npz --fetch grad/w1
+    """
+    from tfg.passes.grad import grad
+
+    g = read_graph(graph)
+    out = grad(g, split_names(ys), split_names(xs), split_names(grad_ys) or None, prefix,
+               warn=lambda msg: click.echo(msg, err=True))
+    write_graph(out, output, fmt)

@@ -1,0 +1,223 @@
+"""Gradients of shape and indexing ops: reshapes, transposes, concat/split, pack/unpack,
+slices, gathers, tiles, pads, reverses, broadcasts (TensorFlow's array_grad.py rules; gathers
+give dense gradients through UnsortedSegmentSum instead of IndexedSlices).
+
+    Before: y = Transpose(x, perm)      After: Transpose(g, InvertPermutation(perm))
+    Before: y = ConcatV2(a, b, axis)    After: Slice(g, ConcatOffset(axis, ShapeN(a, b)), ...)
+"""
+from tfg.passes.grad.registry import gradient, no_gradient
+from tfg.schemas.dtypes import DType
+
+I32 = DType.INT32
+
+
+def _reshape_like(b, g, x):
+    return b.op("Reshape", [g, b.shape(x)])
+
+
+@gradient("Reshape", "Squeeze", "ExpandDims")
+def _reshape(b, op, grads):
+    return [_reshape_like(b, grads[0], op.inputs[0])] + [None] * (len(op.inputs) - 1)
+
+
+@gradient("Transpose")
+def _transpose(b, op, grads):
+    return [b.op("Transpose", [grads[0], b.op("InvertPermutation", [op.inputs[1]])]), None]
+
+
+@gradient("IdentityN")
+def _identity_n(b, op, grads):
+    return list(grads)
+
+
+@gradient("ReverseV2")
+def _reverse(b, op, grads):
+    return [b.op("ReverseV2", [grads[0], op.inputs[1]]), None]
+
+
+def _concat_grads(b, values, axis, g):
+    """Slices of g, one per concatenated value (ConcatOffset + ShapeN, as TensorFlow)."""
+    if b.dtype(axis) != I32:
+        axis = b.op("Cast", [axis], {"DstT": I32})
+    rank = b.op("Rank", [values[0]])
+    axis = b.op("FloorMod", [axis, rank])
+    shapes = b.op("ShapeN", values, {"out_type": I32})
+    offsets = b.op("ConcatOffset", [axis] + [b.out(shapes, i) for i in range(len(values))])
+    return [b.op("Slice", [g, b.out(offsets, i), b.out(shapes, i)]) for i in range(len(values))]
+
+
+@gradient("ConcatV2")
+def _concat_v2(b, op, grads):
+    values, axis = op.inputs[:-1], op.inputs[-1]
+    return _concat_grads(b, values, axis, grads[0]) + [None]
+
+
+@gradient("Concat")
+def _concat(b, op, grads):
+    axis, values = op.inputs[0], op.inputs[1:]
+    return [None] + _concat_grads(b, values, axis, grads[0])
+
+
+@gradient("Pack")
+def _pack(b, op, grads):
+    n = len(op.inputs)
+    out = b.op("Unpack", [grads[0]], {"num": n, "axis": int(op.attr("axis", 0))})
+    return [b.out(out, i) for i in range(n)]
+
+
+@gradient("Unpack")
+def _unpack(b, op, grads):
+    return [b.op("Pack", list(grads), {"axis": int(op.attr("axis", 0))})]
+
+
+@gradient("Split")
+def _split(b, op, grads):
+    return [None, b.op("ConcatV2", list(grads) + [op.inputs[0]])]
+
+
+@gradient("SplitV")
+def _split_v(b, op, grads):
+    return [b.op("ConcatV2", list(grads) + [op.inputs[2]]), None, None]
+
+
+@gradient("Slice")
+def _slice(b, op, grads):
+    x, begin = op.inputs[0], op.inputs[1]
+    index = b.dtype(begin)
+    rank = b.op("Rank", [x])
+    if index != I32:
+        rank = b.op("Cast", [rank], {"DstT": index})
+    shape2 = b.op("Pack", [rank, b.const(1, index)], {"axis": 0})
+    before = b.op("Reshape", [begin, shape2])
+    rest = b.op("Sub", [b.op("Sub", [b.shape(x, index), b.shape(op.outputs[0], index)]), begin])
+    after = b.op("Reshape", [rest, shape2])
+    paddings = b.op("ConcatV2", [before, after, b.const(1, I32)])
+    return [b.op("Pad", [grads[0], paddings]), None, None]
+
+
+@gradient("StridedSlice")
+def _strided_slice(b, op, grads):
+    x, begin, end, strides = op.inputs
+    attrs = {k: int(op.attr(k, 0)) for k in ("begin_mask", "end_mask", "ellipsis_mask",
+                                              "new_axis_mask", "shrink_axis_mask")}
+    shape = b.shape(x, b.dtype(begin))
+    return [b.op("StridedSliceGrad", [shape, begin, end, strides, grads[0]], attrs),
+            None, None, None]
+
+
+def _pad_grad(b, op, grads):
+    x, paddings = op.inputs[0], op.inputs[1]
+    index = b.dtype(paddings)
+    rank = b.op("Rank", [x])
+    if index != I32:
+        rank = b.op("Cast", [rank], {"DstT": index})
+    size = b.op("Pack", [rank, b.const(1, index)], {"axis": 0})
+    before = b.op("Slice", [paddings, b.const([0, 0], index), size])
+    begin = b.op("Reshape", [before, b.const([-1], I32)])
+    return [b.op("Slice", [grads[0], begin, b.shape(x, index)])] + [None] * (len(op.inputs) - 1)
+
+
+gradient("Pad", "PadV2")(_pad_grad)
+
+
+@gradient("Tile")
+def _tile(b, op, grads):
+    x, multiples = op.inputs
+    index = b.dtype(multiples)
+    shape = b.shape(x, index)
+    pairs = b.op("Transpose", [b.op("Pack", [multiples, shape], {"axis": 0}),
+                               b.const([1, 0], I32)])
+    split_shape = b.op("Reshape", [pairs, b.const([-1], I32)])
+    axes = b.op("Range", [b.const(0, I32), b.op("Size", [split_shape]), b.const(2, I32)])
+    return [b.op("Sum", [b.op("Reshape", [grads[0], split_shape]), axes]), None]
+
+
+@gradient("BroadcastTo")
+def _broadcast_to(b, op, grads):
+    x, target = op.inputs
+    xshape = b.shape(x, b.dtype(target))
+    axes = b.out(b.op("BroadcastGradientArgs", [target, xshape]), 1)
+    summed = b.op("Sum", [grads[0], axes], {"keep_dims": True})
+    return [b.op("Reshape", [summed, xshape]), None]
+
+
+@gradient("Fill")
+def _fill(b, op, grads):
+    g = grads[0]
+    axes = b.op("Range", [b.const(0, I32), b.op("Rank", [g]), b.const(1, I32)])
+    return [None, b.op("Sum", [g, axes])]
+
+
+def _gather(b, op, grads, axis_value, batch_dims=0):
+    params, indices = op.inputs[0], op.inputs[1]
+    if batch_dims != 0:
+        raise _unsupported(op, "batch_dims != 0")
+    g = grads[0]
+    shape = b.shape(params)
+    flat_indices = b.op("Reshape", [indices, b.const([-1], I32)])
+    if axis_value < 0:
+        raise _unsupported(op, "a negative axis")
+    # Move the gathered axis of g to the front, sum rows by index, move it back.
+    outer = b.op("StridedSlice", [shape, b.const([0], I32), b.const([axis_value], I32),
+                                  b.const([1], I32)])
+    inner = b.op("StridedSlice", [shape, b.const([axis_value + 1], I32), b.const([0], I32),
+                                  b.const([1], I32)], {"end_mask": 1})
+    values = b.op("Reshape", [g, b.op("ConcatV2", [outer, b.const([-1], I32), inner,
+                                                    b.const(0, I32)])])
+    rank = b.op("Rank", [params])
+    rest = b.op("Range", [b.const(axis_value + 1, I32), rank, b.const(1, I32)])
+    lead = b.op("Range", [b.const(0, I32), b.const(axis_value, I32), b.const(1, I32)])
+    perm = b.op("ConcatV2", [b.const([axis_value], I32), lead, rest, b.const(0, I32)])
+    rows = b.op("UnsortedSegmentSum", [b.op("Transpose", [values, perm]), flat_indices,
+                                       b.op("StridedSlice", [shape, b.const([axis_value], I32),
+                                                             b.const([axis_value + 1], I32),
+                                                             b.const([1], I32)],
+                                            {"shrink_axis_mask": 1})])
+    return b.op("Transpose", [rows, b.op("InvertPermutation", [perm])])
+
+
+def _unsupported(op, what):
+    from tfg.errors import UnknownOpError
+
+    return UnknownOpError(f"the gradient of {op.type} (node {op.name!r}) with {what} is not "
+                          "supported")
+
+
+@gradient("GatherV2")
+def _gather_v2(b, op, grads):
+    axis = op.const_input(2)
+    if axis is None:
+        raise _unsupported(op, "a non-constant axis")
+    axis = int(axis)
+    if axis < 0:
+        rank = b.builder.static_rank(op.inputs[0])
+        if rank is None:
+            raise _unsupported(op, "a negative axis on an input of unknown rank")
+        axis += rank
+    return [_gather(b, op, grads, axis, int(op.attr("batch_dims", 0))), None, None]
+
+
+@gradient("Gather")
+def _gather_v1(b, op, grads):
+    return [_gather(b, op, grads, 0), None]
+
+
+@gradient("GatherNd")
+def _gather_nd(b, op, grads):
+    params, indices = op.inputs
+    shape = b.shape(params, b.dtype(indices))
+    return [b.op("ScatterNd", [indices, grads[0], shape]), None]
+
+
+@gradient("ReadVariableOp")
+def _read_variable(b, op, grads):
+    return [grads[0]]
+
+
+no_gradient("Shape", "ShapeN", "Size", "Rank", "ZerosLike", "OnesLike", "Range", "OneHot",
+            "Where", "BroadcastGradientArgs", "BroadcastArgs", "InvertPermutation",
+            "ConcatOffset", "ListDiff", "Const", "Placeholder", "VariableV2", "Variable",
+            "VarHandleOp", "RandomUniform", "RandomUniformInt", "RandomStandardNormal",
+            "TruncatedNormal", "Assign", "AssignAdd", "AssignSub", "AssignVariableOp",
+            "IsVariableInitialized", "DataFormatVecPermute", "DataFormatDimMap", "NoOp",
+            "Assert", "StopGradient")

@@ -1,0 +1,244 @@
+"""Gradients of neural-network ops: activations, softmax and losses, convolution, pooling,
+batch normalization, bias (TensorFlow's nn_grad.py rules), and the second order of the
+activation *Grad ops where TensorFlow has it.
+
+    Before: y = Relu(x)          After: gradients/y_grad/ReluGrad = ReluGrad(g, y)
+    Before: y = Conv2D(x, w)     After: Conv2DBackpropInput(Shape(x), w, g),
+                                        Conv2DBackpropFilter(x, Shape(w), g)
+"""
+from tfg.passes.grad.registry import gradient, unary
+from tfg.schemas.dtypes import DType
+
+_CONV_ATTRS = ("strides", "use_cudnn_on_gpu", "padding", "explicit_paddings", "data_format",
+               "dilations")
+_POOL_ATTRS = ("ksize", "strides", "padding", "data_format")
+
+
+def _attrs(op, names):
+    out = {}
+    for name in names:
+        if op.node.has_attr(name):
+            out[name] = op.node.attr[name]  # the AttrValue verbatim (keeps its list kind)
+    return out
+
+
+def _mul(b, x, y):
+    return b.op("Mul", [x, y])
+
+
+# --- activations ---------------------------------------------------------------------------
+@unary("Relu")
+def _relu(b, op, g):
+    return b.op("ReluGrad", [g, op.outputs[0]])
+
+
+@unary("Relu6")
+def _relu6(b, op, g):
+    return b.op("Relu6Grad", [g, op.inputs[0]])
+
+
+@unary("Elu")
+def _elu(b, op, g):
+    return b.op("EluGrad", [g, op.outputs[0]])
+
+
+@unary("Selu")
+def _selu(b, op, g):
+    return b.op("SeluGrad", [g, op.outputs[0]])
+
+
+@unary("LeakyRelu")
+def _leaky_relu(b, op, g):
+    return b.op("LeakyReluGrad", [g, op.inputs[0]], {"alpha": float(op.attr("alpha", 0.2))})
+
+
+@unary("Softplus")
+def _softplus(b, op, g):
+    return b.op("SoftplusGrad", [g, op.inputs[0]])
+
+
+@unary("Softsign")
+def _softsign(b, op, g):
+    x = op.inputs[0]
+    denom = b.op("Square", [b.op("AddV2", [b.scalar_like(1, x), b.op("Abs", [x])])])
+    return b.op("RealDiv", [g, denom])
+
+
+@gradient("ReluGrad")
+def _relu_grad_grad(b, op, grads):
+    x = op.inputs[1]
+    return [b.op("ReluGrad", [grads[0], x]), b.zeros_like(x)]
+
+
+@gradient("Relu6Grad")
+def _relu6_grad_grad(b, op, grads):
+    x = op.inputs[1]
+    return [b.op("Relu6Grad", [grads[0], x]), b.zeros_like(x)]
+
+
+@gradient("EluGrad")
+def _elu_grad_grad(b, op, grads):
+    dy, y = op.inputs
+    negative = b.op("Less", [y, b.scalar_like(0, y)])
+    return [b.op("EluGrad", [grads[0], y]),
+            b.op("SelectV2", [negative, _mul(b, grads[0], dy), b.zeros_like(y)])]
+
+
+@gradient("LeakyReluGrad")
+def _leaky_relu_grad_grad(b, op, grads):
+    x = op.inputs[1]
+    alpha = float(op.attr("alpha", 0.2))
+    return [b.op("LeakyReluGrad", [grads[0], x], {"alpha": alpha}), b.zeros_like(x)]
+
+
+@gradient("SoftplusGrad")
+def _softplus_grad_grad(b, op, grads):
+    dy, x = op.inputs
+    g = grads[0]
+    ddy = b.op("SoftplusGrad", [g, x])
+    denom = b.op("AddV2", [b.op("AddV2", [b.op("Exp", [b.op("Neg", [x])]), b.scalar_like(2, x)]),
+                           b.op("Exp", [x])])
+    return [ddy, b.op("RealDiv", [_mul(b, g, dy), denom])]
+
+
+# --- softmax and losses --------------------------------------------------------------------
+@unary("Softmax")
+def _softmax(b, op, g):
+    y = op.outputs[0]
+    s = b.op("Sum", [_mul(b, g, y), b.const(-1, DType.INT32)], {"keep_dims": True})
+    return _mul(b, b.op("Sub", [g, s]), y)
+
+
+@unary("LogSoftmax")
+def _log_softmax(b, op, g):
+    softmax = b.op("Exp", [op.outputs[0]])
+    s = b.op("Sum", [g, b.const(-1, DType.INT32)], {"keep_dims": True})
+    return b.op("Sub", [g, _mul(b, s, softmax)])
+
+
+def _xent_logits_grad(b, op, grads):
+    """d loss_i / d logits = backprop_i * g_i (+ the second-order term when it has a gradient)."""
+    g_loss, g_backprop = grads[0], grads[1]
+    minus_one = b.const(-1, DType.INT32)
+    out = _mul(b, b.op("ExpandDims", [g_loss, minus_one]), op.outputs[1])
+    if g_backprop is not None:
+        logits = op.inputs[0]
+        softmax = b.op("Softmax", [logits])
+        inner = b.op("BatchMatMulV2", [
+            b.op("ExpandDims", [g_backprop, b.const(1, DType.INT32)]),
+            b.op("ExpandDims", [softmax, b.const(2, DType.INT32)])])
+        inner = b.op("Squeeze", [inner], {"squeeze_dims": [1]}, name="Squeeze")
+        out = b.op("AddV2", [out, _mul(b, b.op("Sub", [g_backprop, inner]), softmax)])
+    return out
+
+
+@gradient("SoftmaxCrossEntropyWithLogits", fill_zeros=False)
+def _softmax_xent(b, op, grads):
+    if grads[0] is None:
+        return [None, None]
+    logits = op.inputs[0]
+    g_labels = _mul(b, b.op("ExpandDims", [grads[0], b.const(-1, DType.INT32)]),
+                    b.op("Neg", [b.op("LogSoftmax", [logits])]))
+    return [_xent_logits_grad(b, op, grads), g_labels]
+
+
+@gradient("SparseSoftmaxCrossEntropyWithLogits", fill_zeros=False)
+def _sparse_softmax_xent(b, op, grads):
+    if grads[0] is None:
+        return [None, None]
+    return [_xent_logits_grad(b, op, grads), None]
+
+
+# --- bias, convolution, pooling ------------------------------------------------------------
+@gradient("BiasAdd", "BiasAddV1")
+def _bias_add(b, op, grads):
+    g = grads[0]
+    attrs = _attrs(op, ("data_format",)) if op.type == "BiasAdd" else {}
+    return [g, b.op("BiasAddGrad", [g], attrs)]
+
+
+@gradient("BiasAddGrad")
+def _bias_add_grad_grad(b, op, grads):
+    g = grads[0]
+    shape = b.shape(op.inputs[0])
+    nchw = op.attr("data_format", b"NHWC") == b"NCHW"
+    i32 = DType.INT32
+
+    def piece(begin, end):
+        return b.op("StridedSlice", [shape, b.const([begin], i32), b.const([end], i32),
+                                     b.const([1], i32)],
+                    {"end_mask": 1 if end == 0 else 0})
+
+    bias_shape = b.shape(g)
+    if nchw:
+        expanded = b.op("ConcatV2", [b.op("OnesLike", [piece(0, 1)]), bias_shape,
+                                     b.op("OnesLike", [piece(2, 0)]), b.const(0, i32)])
+    else:
+        expanded = b.op("ConcatV2", [b.op("OnesLike", [piece(0, -1)]), bias_shape,
+                                     b.const(0, i32)])
+    return [b.op("BroadcastTo", [b.op("Reshape", [g, expanded]), shape])]
+
+
+@gradient("Conv2D")
+def _conv2d(b, op, grads):
+    x, w = op.inputs
+    g = grads[0]
+    attrs = _attrs(op, _CONV_ATTRS)
+    return [b.op("Conv2DBackpropInput", [b.shape(x), w, g], attrs),
+            b.op("Conv2DBackpropFilter", [x, b.shape(w), g], attrs)]
+
+
+@gradient("Conv2DBackpropInput")
+def _conv2d_backprop_input(b, op, grads):
+    _, w, dy = op.inputs
+    attrs = _attrs(op, _CONV_ATTRS)
+    return [None, b.op("Conv2DBackpropFilter", [grads[0], b.shape(w), dy], attrs),
+            b.op("Conv2D", [grads[0], w], attrs)]
+
+
+@gradient("Conv2DBackpropFilter")
+def _conv2d_backprop_filter(b, op, grads):
+    x, _, dy = op.inputs
+    attrs = _attrs(op, _CONV_ATTRS)
+    return [b.op("Conv2DBackpropInput", [b.shape(x), grads[0], dy], attrs), None,
+            b.op("Conv2D", [x, grads[0]], attrs)]
+
+
+@unary("MaxPool")
+def _max_pool(b, op, g):
+    attrs = _attrs(op, _POOL_ATTRS + ("explicit_paddings",))
+    return b.op("MaxPoolGrad", [op.inputs[0], op.outputs[0], g], attrs)
+
+
+@unary("AvgPool")
+def _avg_pool(b, op, g):
+    return b.op("AvgPoolGrad", [b.shape(op.inputs[0]), g], _attrs(op, _POOL_ATTRS))
+
+
+@gradient("AvgPoolGrad")
+def _avg_pool_grad_grad(b, op, grads):
+    return [None, b.op("AvgPool", [grads[0]], _attrs(op, _POOL_ATTRS))]
+
+
+# --- batch normalization -------------------------------------------------------------------
+@gradient("FusedBatchNormV3", "FusedBatchNormV2", "FusedBatchNorm", fill_zeros=False)
+def _fused_batch_norm(b, op, grads):
+    x, scale = op.inputs[0], op.inputs[1]
+    g = grads[0]
+    if g is None:
+        return [None] * 5
+    training = bool(op.attr("is_training", True))
+    attrs = _attrs(op, ("epsilon", "data_format"))
+    attrs["is_training"] = training
+    if op.type == "FusedBatchNormV3":
+        if training:
+            reserve = [op.outputs[3], op.outputs[4], op.outputs[5]]
+        else:
+            reserve = [op.inputs[3], op.inputs[4], op.outputs[5]]
+        dx = b.op("FusedBatchNormGradV3", [g, x, scale] + reserve, attrs)
+    else:
+        reserve = ([op.outputs[3], op.outputs[4]] if training else [op.inputs[3], op.inputs[4]])
+        gop = "FusedBatchNormGradV2" if op.type == "FusedBatchNormV2" else "FusedBatchNormGrad"
+        dx = b.op(gop, [g, x, scale] + reserve, attrs)
+    return [dx, b.out(dx, 1), b.out(dx, 2), None, None]
+
