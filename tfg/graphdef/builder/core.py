@@ -320,6 +320,12 @@ class GraphBuilder:
         if capture and op_ctx is not None:
             with self.name_scope(full + "/"):
                 inputs = [op_ctx.add_value(t) if isinstance(t, Tensor) else t for t in inputs]
+        elif capture:
+            for t in tensors:
+                if t.ctx is not None:
+                    raise TfgInputError(
+                        f"tensor {t.name!r} was made inside {t.ctx.describe()} and cannot be "
+                        "used outside it; return it from that branch/loop body instead")
         in_strings = [t.input_string if isinstance(t, Tensor) else str(t) for t in inputs]
         input_ops = {t.op.name for t in inputs if isinstance(t, Tensor)}
         controls = []
