@@ -4,7 +4,7 @@
     /tmp/tfenv/bin/python tools/gen_frames_fixtures.py
 
 Each case is built with v1 control flow in graph mode and written to
-tests/fixtures/frames/<case>/graph.pb, with contexts.json: for every op, the chain of
+tests/fixtures/frames/<case>/graph.pb (and graph.pbtxt, TensorFlow's text form), with contexts.json: for every op, the chain of
 control-flow contexts TensorFlow's Python builder recorded (outermost first):
 ["while", frame_name] or ["cond", pred_tensor, branch]. An imported GraphDef loses these;
 tfg.graphdef.frames must rebuild them from the graph alone.
@@ -14,6 +14,7 @@ import os
 import sys
 
 import tensorflow.compat.v1 as tf
+from google.protobuf import text_format
 
 tf.disable_eager_execution()
 tf.disable_control_flow_v2()
@@ -107,8 +108,11 @@ def main():
                     tf.identity(tf.gradients(y, xs)[0], name="gx")
             folder = os.path.join(OUT, case)
             os.makedirs(folder, exist_ok=True)
+            gd = g.as_graph_def()
             with open(os.path.join(folder, "graph.pb"), "wb") as f:
-                f.write(g.as_graph_def().SerializeToString())
+                f.write(gd.SerializeToString())
+            with open(os.path.join(folder, "graph.pbtxt"), "w") as f:
+                f.write(text_format.MessageToString(gd))
             with open(os.path.join(folder, "contexts.json"), "w") as f:
                 json.dump(contexts(g), f, indent=1, sort_keys=True)
             print(case, len(g.get_operations()), "ops", file=sys.stderr)

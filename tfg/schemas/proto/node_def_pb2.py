@@ -23,9 +23,10 @@ _sym_db = _symbol_database.Default()
 
 
 from tfg.schemas.proto import attr_value_pb2 as tfg_dot_schemas_dot_proto_dot_attr__value__pb2
+from tfg.schemas.proto import full_type_pb2 as tfg_dot_schemas_dot_proto_dot_full__type__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n tfg/schemas/proto/node_def.proto\x12\ntensorflow\x1a\"tfg/schemas/proto/attr_value.proto\"\xd2\x02\n\x07NodeDef\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\n\n\x02op\x18\x02 \x01(\t\x12\r\n\x05input\x18\x03 \x03(\t\x12\x0e\n\x06\x64\x65vice\x18\x04 \x01(\t\x12+\n\x04\x61ttr\x18\x05 \x03(\x0b\x32\x1d.tensorflow.NodeDef.AttrEntry\x12J\n\x17\x65xperimental_debug_info\x18\x06 \x01(\x0b\x32).tensorflow.NodeDef.ExperimentalDebugInfo\x1a\x42\n\tAttrEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12$\n\x05value\x18\x02 \x01(\x0b\x32\x15.tensorflow.AttrValue:\x02\x38\x01\x1aQ\n\x15\x45xperimentalDebugInfo\x12\x1b\n\x13original_node_names\x18\x01 \x03(\t\x12\x1b\n\x13original_func_names\x18\x02 \x03(\tb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n tfg/schemas/proto/node_def.proto\x12\ntensorflow\x1a\"tfg/schemas/proto/attr_value.proto\x1a!tfg/schemas/proto/full_type.proto\"\x86\x03\n\x07NodeDef\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\n\n\x02op\x18\x02 \x01(\t\x12\r\n\x05input\x18\x03 \x03(\t\x12\x0e\n\x06\x64\x65vice\x18\x04 \x01(\t\x12+\n\x04\x61ttr\x18\x05 \x03(\x0b\x32\x1d.tensorflow.NodeDef.AttrEntry\x12J\n\x17\x65xperimental_debug_info\x18\x06 \x01(\x0b\x32).tensorflow.NodeDef.ExperimentalDebugInfo\x12\x32\n\x11\x65xperimental_type\x18\x07 \x01(\x0b\x32\x17.tensorflow.FullTypeDef\x1a\x42\n\tAttrEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12$\n\x05value\x18\x02 \x01(\x0b\x32\x15.tensorflow.AttrValue:\x02\x38\x01\x1aQ\n\x15\x45xperimentalDebugInfo\x12\x1b\n\x13original_node_names\x18\x01 \x03(\t\x12\x1b\n\x13original_func_names\x18\x02 \x03(\tb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -34,10 +35,10 @@ if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_NODEDEF_ATTRENTRY']._loaded_options = None
   _globals['_NODEDEF_ATTRENTRY']._serialized_options = b'8\001'
-  _globals['_NODEDEF']._serialized_start=85
-  _globals['_NODEDEF']._serialized_end=423
-  _globals['_NODEDEF_ATTRENTRY']._serialized_start=274
-  _globals['_NODEDEF_ATTRENTRY']._serialized_end=340
-  _globals['_NODEDEF_EXPERIMENTALDEBUGINFO']._serialized_start=342
-  _globals['_NODEDEF_EXPERIMENTALDEBUGINFO']._serialized_end=423
+  _globals['_NODEDEF']._serialized_start=120
+  _globals['_NODEDEF']._serialized_end=510
+  _globals['_NODEDEF_ATTRENTRY']._serialized_start=361
+  _globals['_NODEDEF_ATTRENTRY']._serialized_end=427
+  _globals['_NODEDEF_EXPERIMENTALDEBUGINFO']._serialized_start=429
+  _globals['_NODEDEF_EXPERIMENTALDEBUGINFO']._serialized_end=510
 # @@protoc_insertion_point(module_scope)
