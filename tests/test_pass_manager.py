@@ -34,6 +34,7 @@ class G:
     def op(self, name, op, *inputs, device="", **attrs):
         if "T" not in attrs and op not in ("NoOp", "Shape", "Size", "Rank", "Assert"):
             attrs["T"] = F
+        attrs = {k: v for k, v in attrs.items() if v is not None}  # T=None: op has no T
         self.g.add_node(name, op, list(inputs), attrs, device)
         return self
 
