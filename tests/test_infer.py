@@ -279,3 +279,15 @@ def test_split_concat_pack():
     assert _shape_of("ConcatV2", [(2, 3), (None, 4), axis],
                      {"T": F, "N": 2, "Tidx": I32}) == [(2, 7)]
     assert _shape_of("Pack", [(3,), (3,)], {"T": F, "N": 2, "axis": 1}) == [(3, 2)]
+
+
+@pytest.mark.parametrize("name", ["cond_in_while_grad", "nested_while_cond_grad",
+                                  "while_in_cond_grad"])
+def test_while_gradients_infer_fully(name):
+    # Stack pops take the shape of the forward pushes; loop Merges settle on the entry shape.
+    g = io.load(FIXTURES / "frames" / name / "graph.pb")
+    info = infer(g)
+    unknown = [k for k, v in info.items() if v.shape is None]
+    assert unknown == []
+    pops = [n.name for n in g if n.op == "StackPopV2"]
+    assert pops and all(info[(p, 0)].shape is not None for p in pops)

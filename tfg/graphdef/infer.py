@@ -28,9 +28,13 @@ from tfg.schemas.dtypes import DType
 from tfg.schemas.ops import registry
 from tfg.schemas.ops.shape_fns import InferenceContext, merge, relax
 from tfg.schemas.ops.signature import _arg_dtypes
-from tfg.schemas.ops.value_fns import FORWARDING, can_evaluate, evaluate
+from tfg.schemas.ops.value_fns import (
+    EVALUATED_OPS, FORWARDING, SHAPE_VALUE_OPS, can_evaluate, evaluate)
 
 MAX_LOOP_ROUNDS = 8
+# Ops whose outputs may carry values or resource handles beyond dtype and shape.
+_EXTRA_OPS = FORWARDING | EVALUATED_OPS | {"VarHandleOp", "FIFOQueueV2", "RandomShuffleQueueV2",
+                                           "StackV2"}
 
 
 class TensorInfo(NamedTuple):
@@ -56,10 +60,10 @@ def infer(graph, strict=False, shapes=None, errors=None):
     """
     overrides = _parse_overrides(shapes)
     order = _order(graph, strict)
-    result, problems = {}, {}
+    result, problems, stacks = {}, {}, {}
     for node in order:
-        _visit(node, result, problems, overrides)
-    _loops(graph, order, result, problems, overrides)
+        _visit(node, result, problems, overrides, stacks)
+    _loops(graph, order, result, problems, overrides, stacks)
     # A problem seen while a loop's shapes were still too specific may have gone since.
     found = [problems[n.name] for n in order if n.name in problems]
     if errors is not None:
@@ -100,8 +104,17 @@ def infer_node(node, inputs, strict=False, errors=None):
     return infos
 
 
-def _visit(node, result, problems, overrides):
-    infos, err = _infer_one(node, _inputs(result, node))
+def _visit(node, result, problems, overrides, stacks):
+    inputs = _inputs(result, node)
+    infos, err = _infer_one(node, inputs)
+    if node.op in ("StackPushV2", "StackPopV2") and inputs and inputs[0].handle is not None:
+        # Pops take the shape of what is pushed on the same stack (while-loop gradients push
+        # in the forward loop, which comes first, and pop in the backward one).
+        h = inputs[0].handle
+        if node.op == "StackPushV2" and len(inputs) > 1 and inputs[1].dtype is not None:
+            stacks[h] = relax(stacks[h], inputs[1].shape) if h in stacks else inputs[1].shape
+        elif node.op == "StackPopV2" and h in stacks and infos:
+            infos[0] = infos[0]._replace(shape=stacks[h])
     problems.pop(node.name, None)
     if err is not None:
         problems[node.name] = err
@@ -124,22 +137,35 @@ def _infer_one(node, inputs):
                            [i.handle for i in inputs], out_dtypes)
     try:
         out_shapes = list(sig.shape_fn(ctx)) if sig.shape_fn else [None] * len(out_dtypes)
-    except (TfgInputError, TypeError, ValueError, IndexError, KeyError, ZeroDivisionError,
-            OverflowError) as e:
+    except Exception as e:  # an odd graph (e.g. an attr of the wrong kind) must not crash us
         if not isinstance(e, TfgInputError):
             e = GraphValidationError(str(e))
         return _fail(node, e, out_dtypes)
-    out_shapes = (out_shapes + [None] * len(out_dtypes))[:len(out_dtypes)]
-    declared = node.get_attr("_output_shapes", None) if "_output_shapes" in node.attr else None
-    if declared and len(declared) == len(out_shapes):
+    n = len(out_dtypes)
+    if len(out_shapes) != n:
+        out_shapes = (out_shapes + [None] * n)[:n]
+    if "_output_shapes" in node.attr:
+        _merge_declared(node, out_shapes)
+    if node.op in _EXTRA_OPS:
+        values, elems, handles = _extras(node, ctx, inputs, n)
+        return [TensorInfo(dt, None if s is None else tuple(s), v, e, h)
+                for dt, s, v, e, h in zip(out_dtypes, out_shapes, values, elems, handles)], None
+    return [TensorInfo(dt, None if s is None else tuple(s))
+            for dt, s in zip(out_dtypes, out_shapes)], None
+
+
+def _merge_declared(node, out_shapes):
+    """Merge TensorFlow's `_output_shapes` annotation, when a node carries one."""
+    try:
+        declared = node.get_attr("_output_shapes")
+    except Exception:
+        return
+    if isinstance(declared, list) and len(declared) == len(out_shapes):
         for i, d in enumerate(declared):
             try:
                 out_shapes[i] = merge(out_shapes[i], d)
-            except GraphValidationError:
-                pass  # the inferred shape wins over a stale annotation
-    values, elems, handles = _extras(node, ctx, inputs, len(out_dtypes))
-    return [TensorInfo(dt, tuple(s) if s is not None else None, v, e, h)
-            for dt, s, v, e, h in zip(out_dtypes, out_shapes, values, elems, handles)], None
+            except (GraphValidationError, TypeError):
+                pass  # the inferred shape wins over a stale or malformed annotation
 
 
 def _extras(node, ctx, inputs, n):
@@ -152,10 +178,15 @@ def _extras(node, ctx, inputs, n):
         return values, elems, handles
     if op == "VarHandleOp":
         handles[0] = (ctx.attrs.get("dtype"), ctx.attrs.get("shape"))
+    elif op == "StackV2":
+        handles[0] = ("stack", node.name)  # pushes and pops find each other through it
     elif op in ("FIFOQueueV2", "RandomShuffleQueueV2"):
         handles[0] = (tuple(ctx.attrs.get("component_types", ())),
                       tuple(ctx.attrs.get("shapes", ())))
     elif can_evaluate(op):
+        if op not in SHAPE_VALUE_OPS and any(i.value is None and i.elems is None
+                                             for i in inputs):
+            return values, elems, handles
         try:
             with np.errstate(all="ignore"):
                 outs = evaluate(ctx)
@@ -181,8 +212,19 @@ def _fail(node, err, out_dtypes):
     return [TensorInfo(dt, None) for dt in (out_dtypes or ())], err
 
 
-def _inputs(result, node):
-    return [result.get((r.node, r.port), UNKNOWN) for r in node.input_refs if r.port != CONTROL]
+def _inputs(result, node, entry_only=None):
+    """TensorInfos of the node's data inputs; with `entry_only` (the graph), back-edge inputs
+    (from NextIteration) count as not yet inferred."""
+    if entry_only is None:
+        return [result.get((r.node, r.port), UNKNOWN) for r in node.input_refs
+                if r.port != CONTROL]
+    out = []
+    for r in node.input_refs:
+        if r.port != CONTROL:
+            src = entry_only.get(r.node)
+            back = src is not None and src.op in BACK_EDGE_OPS
+            out.append(UNKNOWN if back else result.get((r.node, r.port), UNKNOWN))
+    return out
 
 
 def _store(result, node, infos, overrides):
@@ -234,15 +276,41 @@ def _order(graph, strict):
     return order + [n for n in graph if n.name not in seen]
 
 
-def _loops(graph, order, result, problems, overrides):
-    """Relax loop Merges against their NextIteration inputs until the shapes settle."""
+def _loops(graph, order, result, problems, overrides, stacks):
+    """Relax loop Merges against their NextIteration inputs (and stack pops against their
+    pushes) until the shapes settle."""
     merges = [n for n in order if n.op in ("Merge", "RefMerge") and any(
         (graph.get(r.node) is not None and graph.get(r.node).op in BACK_EDGE_OPS)
         for r in n.input_refs if r.port != CONTROL)]
-    if not merges:
+    pops = [n for n in order if n.op == "StackPopV2"]
+    if not merges and not pops:
         return
     position = {n.name: i for i, n in enumerate(order)}
+    merge_names = {m.name for m in merges}
     for round_ in range(MAX_LOOP_ROUNDS + 1):
+        # Pops first: their shapes come from pushes seen later in the first pass, and the
+        # loops they feed must see them before their Merges are relaxed.
+        dirty = []
+        for p in pops:
+            ins = _inputs(result, p)
+            h = ins[0].handle if ins else None
+            old = result.get((p.name, 0), UNKNOWN)
+            if h in stacks and stacks[h] != old.shape:
+                result[(p.name, 0)] = old._replace(
+                    shape=stacks[h] if round_ < MAX_LOOP_ROUNDS else None)
+                dirty.append(p.name)
+        _revisit(graph, dirty, position, result, problems, overrides, stacks, merge_names)
+        changed = bool(dirty)
+        if round_ == 0 or changed:
+            # Start the Merges optimistic again (entry values only): a body inferred from a
+            # too general start would keep them general.
+            dirty = []
+            for m in merges:
+                infos, _ = _infer_one(m, _inputs(result, m, graph))
+                if infos and infos[0].shape != result.get((m.name, 0), UNKNOWN).shape:
+                    _store(result, m, infos, overrides)
+                    dirty.append(m.name)
+            _revisit(graph, dirty, position, result, problems, overrides, stacks, merge_names)
         dirty = []
         for m in merges:
             infos, _ = _infer_one(m, _inputs(result, m))
@@ -252,11 +320,20 @@ def _loops(graph, order, result, problems, overrides):
                     infos[0] = infos[0]._replace(shape=relax(old.shape, None))
                 _store(result, m, infos, overrides)
                 dirty.append(m.name)
-        if not dirty:
+        _revisit(graph, dirty, position, result, problems, overrides, stacks, merge_names)
+        if not changed and not dirty:
             return
-        for node in sorted(_downstream(graph, dirty), key=lambda n: position[n.name]):
-            if node.name not in dirty:
-                _visit(node, result, problems, overrides)
+
+
+def _revisit(graph, names, position, result, problems, overrides, stacks, skip):
+    """Infer again everything downstream of `names` (in topological order)."""
+    if not names:
+        return
+    for node in sorted(_downstream(graph, names), key=lambda n: position[n.name]):
+        # Loop Merges reached through a back edge are relaxed by _loops itself, after the
+        # body has been brought up to date.
+        if node.name not in names and node.name not in skip:
+            _visit(node, result, problems, overrides, stacks)
 
 
 def _downstream(graph, names):

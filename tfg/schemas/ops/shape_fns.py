@@ -181,12 +181,12 @@ class InferenceContext:
         self.node = node
         self.sig = sig
         self.attrs = AttrView(node, sig)
-        self.input_shapes = list(input_shapes)
-        self.input_dtypes = list(input_dtypes) if input_dtypes is not None else [None] * n
-        self.input_values = list(input_values) if input_values is not None else [None] * n
-        self.input_elems = list(input_elems) if input_elems is not None else [None] * n
-        self.input_handles = list(input_handles) if input_handles is not None else [None] * n
-        self.output_dtypes = list(output_dtypes or ())
+        self.input_shapes = input_shapes
+        self.input_dtypes = input_dtypes if input_dtypes is not None else [None] * n
+        self.input_values = input_values if input_values is not None else [None] * n
+        self.input_elems = input_elems if input_elems is not None else [None] * n
+        self.input_handles = input_handles if input_handles is not None else [None] * n
+        self.output_dtypes = output_dtypes if output_dtypes is not None else []
 
     @property
     def num_inputs(self):

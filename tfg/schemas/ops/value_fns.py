@@ -222,6 +222,10 @@ def _partial_ok(op, n):
     return (0,)
 
 
+SHAPE_VALUE_OPS = frozenset(_FROM_SHAPES)
+EVALUATED_OPS = frozenset(_STRUCTURAL) | SHAPE_VALUE_OPS
+
+
 def can_evaluate(op):
     return op in _STRUCTURAL or op in _FROM_SHAPES
 
