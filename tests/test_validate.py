@@ -19,7 +19,8 @@ def test_conformance_graphs_validate(case):
     assert validate(io.load(case / "graph.pb")) == []
 
 
-TF_MADE = [p for d in ("frames", "kernels", "shapes") for p in sorted((FIXTURES / d).glob("**/*.pb"))]
+TF_MADE = [p for d in ("frames", "kernels", "shapes")
+           for p in sorted((FIXTURES / d).glob("**/*.pb"))]
 
 
 @pytest.mark.parametrize("path", TF_MADE, ids=lambda p: p.parent.name)

@@ -56,7 +56,7 @@ class ArgDef:
 @dataclass
 class AttrDef:
     name: str
-    type: str  # "type", "int", "float", "bool", "string", "shape", "tensor", "func", "list(type)", ...
+    type: str  # "type", "int", "float", "bool", "string", "shape", "tensor", "func", "list(int)"...
     default: object = NO_DEFAULT
     allowed: Optional[list] = None  # allowed values (DTypes for type attrs, strings for string)
     minimum: Optional[int] = None
