@@ -291,3 +291,28 @@ def test_while_gradients_infer_fully(name):
     assert unknown == []
     pops = [n.name for n in g if n.op == "StackPopV2"]
     assert pops and all(info[(p, 0)].shape is not None for p in pops)
+
+
+def test_odd_graphs_never_crash():
+    # Mutated TensorFlow graphs (dropped inputs, attrs of the wrong kind, missing attrs, extra
+    # inputs): inference gives unknowns and errors, never an exception.
+    import random
+    rng = random.Random(7)
+    paths = sorted((FIXTURES / "frames").glob("*/graph.pb")) + [FIXTURES / "shapes" / "graph.pb"]
+    for _ in range(60):
+        g = io.load(rng.choice(paths))
+        nodes = g.nodes
+        for _ in range(5):
+            n, r = rng.choice(nodes), rng.random()
+            if r < 0.25 and n.inputs:
+                ins = list(n.inputs)
+                ins.pop(rng.randrange(len(ins)))
+                n.inputs = ins
+            elif r < 0.5 and n.attr:
+                n.set_attr(rng.choice(list(n.attr.keys())),
+                           rng.choice([3, -2, 1.5, b"x", [1, 2], [], True, Shape((3, 0))]))
+            elif r < 0.75 and n.attr:
+                n.del_attr(rng.choice(list(n.attr.keys())))
+            else:
+                n.inputs = list(n.inputs) + [f"{rng.choice(nodes).name}:{rng.randrange(3)}"]
+        infer(g)

@@ -144,14 +144,21 @@ def _infer_one(node, inputs):
     n = len(out_dtypes)
     if len(out_shapes) != n:
         out_shapes = (out_shapes + [None] * n)[:n]
+    for i, sh in enumerate(out_shapes):
+        if sh is not None and (not isinstance(sh, tuple) or not all(
+                d is None or type(d) is int for d in sh)):
+            try:  # a shape from a malformed attr (e.g. `shape: true`) is no shape at all
+                out_shapes[i] = tuple(None if d is None or d < 0 else int(d) for d in sh)
+            except Exception:
+                return _fail(node, GraphValidationError(f"output {i} has no valid shape "
+                                                        f"({sh!r})"), out_dtypes)
     if "_output_shapes" in node.attr:
         _merge_declared(node, out_shapes)
     if node.op in _EXTRA_OPS:
         values, elems, handles = _extras(node, ctx, inputs, n)
-        return [TensorInfo(dt, None if s is None else tuple(s), v, e, h)
+        return [TensorInfo(dt, s, v, e, h)
                 for dt, s, v, e, h in zip(out_dtypes, out_shapes, values, elems, handles)], None
-    return [TensorInfo(dt, None if s is None else tuple(s))
-            for dt, s in zip(out_dtypes, out_shapes)], None
+    return [TensorInfo(dt, s) for dt, s in zip(out_dtypes, out_shapes)], None
 
 
 def _merge_declared(node, out_shapes):
