@@ -196,9 +196,10 @@ class RewriteContext:
         if node.name in self.opts.feeds:
             return None
         try:
-            return node.get_attr("value")
+            value = node.get_attr("value")
         except TfgError:
             return None
+        return value if isinstance(value, np.ndarray) else None
 
     def dtype(self, ref):
         """The DType of a tensor, or None if its op has no signature."""
