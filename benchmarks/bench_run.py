@@ -131,6 +131,8 @@ def main():
     ap.add_argument("--reps", type=int, default=7, help="timed steps per side (>= 5)")
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--cases", default="chain,mlp,cnn")
+    ap.add_argument("--dataflow", action="store_true",
+                    help="force tfg's dataflow executor (no precomputed fast-path schedule)")
     ap.add_argument("--out", default=os.path.join(HERE, "results", "run.json"))
     a = ap.parse_args()
     tf_python = find_tf_python(a.tf_python)
@@ -164,7 +166,7 @@ def main():
             graph = tfg.load(os.path.join(tmp, name + ".pb"))
             with np.load(os.path.join(tmp, name + "_feeds.npz")) as f:
                 feeds = {k: f[k] for k in f.files}
-            sess = Session(graph)
+            sess = Session(graph, fast_path=not a.dataflow)
             if meta["init"]:
                 sess.run(None, targets=meta["init"])
 
@@ -198,7 +200,8 @@ def main():
               f"{r['tfg_median_s'] * 1e3:10.2f}ms {r['ratio']:7.2f} {per}")
     os.makedirs(os.path.dirname(a.out), exist_ok=True)
     with open(a.out, "w") as f:
-        json.dump({"cpu_count": os.cpu_count(), "reps": max(5, a.reps), "rows": rows}, f,
+        json.dump({"cpu_count": os.cpu_count(), "executor": "dataflow" if a.dataflow else "auto",
+                   "reps": max(5, a.reps), "rows": rows}, f,
                   indent=1)
     return 0
 

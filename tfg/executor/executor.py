@@ -56,6 +56,15 @@ def node_error(item, exc):
 
 _POOL = None
 _POOL_LOCK = threading.Lock()
+# With one core, a hand-off can only add latency.
+_POOL_PAYS = (os.cpu_count() or 1) > 1
+
+
+def _large(args):
+    for a in args:
+        if getattr(a, "nbytes", 0) >= P.POOL_MIN_BYTES:
+            return True
+    return False
 
 
 def thread_pool():
@@ -232,15 +241,16 @@ class DataflowRun:
         kind = item.kind
         if kind == P.RECV:
             return self._start_recv(tn)
+        args = self._take_inputs(item, frame, it)
         if kind == P.KERNEL and not dead and (item.blocking or (
-                item.expensive and (self.ready or self.pool_inflight))):
-            args = self._take_inputs(item, frame, it)
+                item.poolable and _POOL_PAYS and (self.ready or self.pool_inflight)
+                and _large(args))):
             self.inflight += 1
             self.pool_inflight += 1
             thread_pool().submit(self._pool_task, tn, args)
             return
         try:
-            outputs = self._compute(tn)
+            outputs = self._compute(tn, args)
         except Exception as e:  # noqa: BLE001 - every kernel failure ends the step
             self.group.fail(node_error(item, e))
             return
@@ -294,10 +304,9 @@ class DataflowRun:
         self.trace.append((item.name, item.op, self.device_name, start, end - start,
                            threading.get_ident()))
 
-    def _compute(self, tn):
+    def _compute(self, tn, args):
         item, frame, it, dead = tn
         kind = item.kind
-        args = self._take_inputs(item, frame, it)
         if kind == P.SEND:
             value = NOVAL if dead else args[0]
             if type(value) is Ref:

@@ -32,16 +32,20 @@ _BUILTIN_OUTPUTS = {SWITCH: 2, MERGE: 2, ENTER: 1, EXIT: 1, NEXT: 1, IDENT: 1, T
                     NOOP: 0, SEND: 0, RECV: 1}
 CONTROL_FLOW_KINDS = frozenset({SWITCH, MERGE, ENTER, EXIT, NEXT, IDENT, TRIGGER})
 
-# Ops worth a thread-pool hand-off (tens of µs) when another node could run meanwhile: their
-# kernels spend long in BLAS/numpy with the GIL released.
-EXPENSIVE_OPS = frozenset({
+# Ops whose kernels are BLAS calls (MatMul, convolutions, linear algebra): BLAS already spreads
+# one call over every core, so running two at once only oversubscribes the machine (measured:
+# an MLP step ran 2x slower with them on the pool on 2 cores). They run on the scheduler thread;
+# other ops go to the pool when their inputs are large (numpy's elementwise loops and
+# reductions are single-threaded and release the GIL) and other work is ready meanwhile.
+BLAS_OPS = frozenset({
     "MatMul", "BatchMatMul", "BatchMatMulV2", "BatchMatMulV3", "_FusedMatMul",
     "Conv2D", "_FusedConv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter", "Conv3D",
     "DepthwiseConv2dNative", "DepthwiseConv2dNativeBackpropInput",
-    "DepthwiseConv2dNativeBackpropFilter", "MaxPool", "MaxPoolGrad", "AvgPool", "AvgPoolGrad",
-    "FusedBatchNorm", "FusedBatchNormV3", "FusedBatchNormGrad", "FusedBatchNormGradV3",
-    "Einsum", "MatrixInverse", "Cholesky", "Qr", "Svd", "SelfAdjointEigV2", "MatrixSolve",
+    "DepthwiseConv2dNativeBackpropFilter", "Einsum", "MatrixInverse", "Cholesky", "Qr", "Svd",
+    "SelfAdjointEigV2", "MatrixSolve",
 })
+# Inputs at least this large make a non-BLAS kernel worth a pool hand-off (~20-50 µs).
+POOL_MIN_BYTES = 1 << 19
 # Ops whose kernels may wait for another step or thread (queues): never on the scheduler thread.
 BLOCKING_OPS = frozenset({
     "QueueDequeue", "QueueDequeueV2", "QueueDequeueMany", "QueueDequeueManyV2",
@@ -55,7 +59,7 @@ class Item:
 
     __slots__ = ("id", "node", "name", "op", "kind", "fn", "ctx", "needs_step", "ref_inputs",
                  "num_inputs", "num_outputs", "out_edges", "pending_init", "is_merge",
-                 "frame_name", "is_constant", "parallel_iterations", "expensive", "blocking",
+                 "frame_name", "is_constant", "parallel_iterations", "poolable", "blocking",
                  "key_prefix", "fetch_ports", "feed_index", "keeps_ref", "forwards_input")
 
     def __init__(self, id_, name, op, kind, node=None):
@@ -76,7 +80,7 @@ class Item:
         self.frame_name = None
         self.is_constant = False
         self.parallel_iterations = 10
-        self.expensive = False
+        self.poolable = False
         self.blocking = False
         self.key_prefix = None
         self.fetch_ports = ()  # ((port, fetch index), ...)
@@ -199,7 +203,7 @@ def _bind(item, node, device):
     item.ref_inputs = tuple(sorted(refs))
     item.ctx = _context(node, device)
     item.num_outputs = _num_outputs(node, item.ctx)
-    item.expensive = node.op in EXPENSIVE_OPS
+    item.poolable = node.op not in BLAS_OPS
     item.blocking = node.op in BLOCKING_OPS
 
 

@@ -52,11 +52,12 @@ class _Prepared:
 class Session:
     """Runs one graph; see the module docstring."""
 
-    def __init__(self, graph, devices=None, cluster=None):
+    def __init__(self, graph, devices=None, cluster=None, fast_path=True):
         if isinstance(graph, (str, os.PathLike)):
             graph = io.load(graph)
+        self._remote = None
         if cluster is not None:
-            raise TfgInputError("cluster execution is not available yet")
+            self._remote = _connect_cluster(graph, cluster)
         self.graph = graph
         self.devices = DeviceSet.from_spec(devices)
         self.resources = ResourceMgr()
@@ -64,6 +65,9 @@ class Session:
         self._cache = {}
         self._lock = threading.Lock()
         self._exec_graph = None
+        # False forces the dataflow executor even where the precomputed schedule would do
+        # (for comparisons; results are the same).
+        self.fast_path = fast_path
 
     # --- running --------------------------------------------------------------------------
     def run(self, fetches=None, feeds=None, targets=None, trace=False):
@@ -72,6 +76,8 @@ class Session:
         `targets` are nodes run for their effect. With `trace=True` per-node timings and the
         peak of live tensor memory are kept in `self.last_trace`.
         """
+        if self._remote is not None:
+            return self._remote.run(fetches, feeds=feeds, targets=targets, trace=trace)
         refs, how = F.parse_fetches(fetches)
         if isinstance(targets, str):
             targets = [targets]
@@ -123,7 +129,8 @@ class Session:
             for j, i in enumerate(mine):
                 owner[i] = (pi, j)
             plans.append(plan)
-        schedules = [Schedule.build(p) if len(plans) == 1 else None for p in plans]
+        schedules = [Schedule.build(p) if len(plans) == 1 and self.fast_path else None
+                     for p in plans]
         copies = [_needs_copy(graph, r, r in fed) for r in fetch_refs]
         return _Prepared(plans, schedules, owner, copies, feed_refs)
 
@@ -173,12 +180,16 @@ class Session:
 
     def save(self, directory, step=None):
         """Write every initialized variable to `directory` (atomically, with a checksum)."""
+        if self._remote is not None:
+            return self._remote.save(directory, step=step)
         from tfg.executor import checkpoint
 
         return checkpoint.save(self.resources, directory, step=step)
 
     def restore(self, directory):
         """Load variables saved by `save`; the checksum is verified first."""
+        if self._remote is not None:
+            return self._remote.restore(directory)
         from tfg.executor import checkpoint
 
         return checkpoint.restore(self.resources, self._graph(), directory)
@@ -192,6 +203,18 @@ class Session:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _connect_cluster(graph, cluster):
+    """The cluster backend: `tfg.executor.distributed.connect(graph, cluster)` returns an
+    object with this class's `run(fetches, feeds, targets, trace)` (and save/restore)."""
+    try:
+        from tfg.executor import distributed
+    except ImportError:
+        distributed = None
+    if distributed is None or not hasattr(distributed, "connect"):
+        raise TfgInputError("cluster execution is not available yet")
+    return distributed.connect(graph, cluster)
 
 
 def _quiet(fn):
