@@ -5,7 +5,7 @@ give dense gradients through UnsortedSegmentSum instead of IndexedSlices).
     Before: y = Transpose(x, perm)      After: Transpose(g, InvertPermutation(perm))
     Before: y = ConcatV2(a, b, axis)    After: Slice(g, ConcatOffset(axis, ShapeN(a, b)), ...)
 """
-from tfg.passes.grad.registry import gradient, no_gradient
+from tfg.passes.grad.registry import error_gradient, gradient, no_gradient
 from tfg.schemas.dtypes import DType
 
 I32 = DType.INT32
@@ -114,10 +114,18 @@ def _pad_grad(b, op, grads):
     size = b.op("Pack", [rank, b.const(1, index)], {"axis": 0})
     before = b.op("Slice", [paddings, b.const([0, 0], index), size])
     begin = b.op("Reshape", [before, b.const([-1], I32)])
-    return [b.op("Slice", [grads[0], begin, b.shape(x, index)])] + [None] * (len(op.inputs) - 1)
+    gx = b.op("Slice", [grads[0], begin, b.shape(x, index)])
+    if op.type == "Pad":
+        return [gx, None]
+    # PadV2's constant fills everything the input does not: the rest of the gradient's sum.
+    total = b.op("Sum", [grads[0], b.op("Range", [b.const(0, I32), b.op("Rank", [grads[0]]),
+                                                   b.const(1, I32)])])
+    inside = b.op("Sum", [gx, b.op("Range", [b.const(0, I32), b.op("Rank", [gx]),
+                                             b.const(1, I32)])])
+    return [gx, None, b.op("Sub", [total, inside])]
 
 
-gradient("Pad", "PadV2")(_pad_grad)
+gradient("Pad", "PadV2")(_pad_grad)  # noqa: E305
 
 
 @gradient("Tile")
@@ -207,6 +215,9 @@ def _gather_nd(b, op, grads):
     params, indices = op.inputs
     shape = b.shape(params, b.dtype(indices))
     return [b.op("ScatterNd", [indices, grads[0], shape]), None]
+
+
+error_gradient("PreventGradient", None)
 
 
 @gradient("ReadVariableOp")

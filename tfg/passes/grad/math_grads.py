@@ -334,7 +334,9 @@ def _axes_int32(b, op):
 def reduced_shape(b, input_shape, axes):
     """The shape of a reduction's output with kept dims (TensorFlow's math_ops.reduced_shape)."""
     rank = b.op("Size", [input_shape])
-    axes = b.op("FloorMod", [b.op("AddV2", [axes, rank]), rank])
+    # max(rank, 1): a scalar's reduction has no axes, and nothing must divide by zero.
+    modulus = b.op("Maximum", [rank, b.const(1, DType.INT32)])
+    axes = b.op("FloorMod", [b.op("AddV2", [axes, rank]), modulus])
     ones = b.op("Fill", [b.shape(axes), b.const(1, DType.INT32)])
     full = b.op("Range", [b.const(0, DType.INT32), rank, b.const(1, DType.INT32)])
     return b.op("DynamicStitch", [full, axes, input_shape, ones], {"N": 2})

@@ -139,6 +139,9 @@ def _softmax_xent(b, op, grads):
     logits = op.inputs[0]
     g_labels = _mul(b, b.op("ExpandDims", [grads[0], b.const(-1, DType.INT32)]),
                     b.op("Neg", [b.op("LogSoftmax", [logits])]))
+    if grads[1] is not None:
+        # backprop = softmax - labels (TensorFlow leaves this term out).
+        g_labels = b.op("Sub", [g_labels, grads[1]])
     return [_xent_logits_grad(b, op, grads), g_labels]
 
 
@@ -223,6 +226,8 @@ def _avg_pool_grad_grad(b, op, grads):
 # --- batch normalization -------------------------------------------------------------------
 @gradient("FusedBatchNormV3", "FusedBatchNormV2", "FusedBatchNorm", fill_zeros=False)
 def _fused_batch_norm(b, op, grads):
+    """Through the normalized output only: the batch statistics outputs get no gradient
+    (as in TensorFlow)."""
     x, scale = op.inputs[0], op.inputs[1]
     g = grads[0]
     if g is None:
@@ -238,7 +243,6 @@ def _fused_batch_norm(b, op, grads):
         dx = b.op("FusedBatchNormGradV3", [g, x, scale] + reserve, attrs)
     else:
         reserve = ([op.outputs[3], op.outputs[4]] if training else [op.inputs[3], op.inputs[4]])
-        gop = "FusedBatchNormGradV2" if op.type == "FusedBatchNormV2" else "FusedBatchNormGrad"
-        dx = b.op(gop, [g, x, scale] + reserve, attrs)
+        dx = b.op("FusedBatchNormGrad", [g, x, scale] + reserve, attrs)
     return [dx, b.out(dx, 1), b.out(dx, 2), None, None]
 
