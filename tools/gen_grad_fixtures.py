@@ -98,6 +98,26 @@ def nested_while(gr):
     gr.case("nested_while_zero_iter", [y], [x, a0], {n.name: np.int32(0)})
 
 
+def nested_varying(gr):
+    """An inner loop whose trip count depends on the outer iteration, with a cond inside."""
+    x = gr.ph("xv", rnd(2))
+    n = gr.ph("nv", np.int32(3))
+
+    def outer(i, a):
+        def inner(j, c):
+            c2 = tf1.cond(tf.equal(j % 2, 0), lambda: c * x, lambda: c + tf.cos(c) * x)
+            return j + 1, c2
+
+        _, c = tf1.while_loop(lambda j, c: j < i + 1, inner, [0, a], name="inner")
+        return i + 1, c
+
+    _, a = tf1.while_loop(lambda i, a: i < n, outer, [0, x * 1.5], name="outer",
+                          parallel_iterations=1)
+    y = tf.reduce_sum(a, name="yv")
+    gr.case("nested_varying", [y], [x])
+    gr.case("nested_varying_1", [y], [x], {n.name: np.int32(1)})
+
+
 def cond_in_while(gr):
     x = gr.ph("x", rnd(4))
     a0 = gr.ph("a0", rnd(4))
@@ -292,8 +312,8 @@ def array_ops(gr):
         gr.case(name, [tf.identity(tf.reduce_sum(t * w), name=f"t_{name}")], xs)
 
 
-GROUPS = [("control_flow", [nested_while, cond_in_while, while_in_cond, nested_cond, rnn,
-                            invariant]),
+GROUPS = [("control_flow", [nested_while, nested_varying, cond_in_while, while_in_cond,
+                            nested_cond, rnn, invariant]),
           ("convnet", [convnet]), ("math", [math_ops]), ("nn", [nn_ops]), ("array", [array_ops])]
 
 
