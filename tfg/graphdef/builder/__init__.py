@@ -13,11 +13,13 @@ compile to Switch/Merge/Enter/Exit/NextIteration as TensorFlow's v1 control flow
 """
 from tfg.schemas.dtypes import DType
 from tfg.graphdef.builder.core import (  # noqa: F401
-    A, GraphBuilder, Operation, Tensor, broadcast_shape, colocate_with, constant,
-    control_dependencies, convert_to_tensor, device, get_default_builder, name_scope,
-    placeholder, placeholder_with_default, reset_default_graph)
+    A, GraphBuilder, Operation, Tensor, colocate_with, control_dependencies, device,
+    get_default_builder, name_scope, reset_default_graph)
+from tfg.graphdef.builder.constants import (  # noqa: F401
+    broadcast_shape, constant, convert_to_tensor, placeholder, placeholder_with_default)
 from tfg.graphdef.builder.math_ops import *  # noqa: F401,F403
 from tfg.graphdef.builder.array_ops import *  # noqa: F401,F403
+from tfg.graphdef.builder.slicing import *  # noqa: F401,F403
 from tfg.graphdef.builder.array_ops import range_ as range, slice_ as slice  # noqa: F401,A001
 from tfg.graphdef.builder.nn_ops import *  # noqa: F401,F403
 from tfg.graphdef.builder.state_ops import *  # noqa: F401,F403

@@ -11,8 +11,8 @@ Constant operands (shapes, permutations, axes) become Consts named inside the op
 import numpy as np
 
 from tfg.errors import TfgInputError
-from tfg.graphdef.builder.core import (
-    Tensor, constant, convert_to_tensor, get_default_builder)
+from tfg.graphdef.builder.core import get_default_builder
+from tfg.graphdef.builder.constants import constant, convert_to_tensor
 from tfg.graphdef.builder.math_ops import _is_tensorish, make
 from tfg.schemas.dtypes import DType
 
@@ -113,70 +113,6 @@ def slice_(x, begin, size, name=None):
         shape = None if sz is None else tuple(None if s == -1 else s for s in sz)
         return make("Slice", [x, bt, st], {"T": x.dtype.base, "Index": bt.dtype.base}, scope,
                     [x.dtype.base], [shape]).outputs[0]
-
-
-def strided_slice(x, begin, end, strides=None, begin_mask=0, end_mask=0, ellipsis_mask=0,
-                  new_axis_mask=0, shrink_axis_mask=0, name="strided_slice"):
-    """StridedSlice with explicit masks; `x[...]` builds these from Python indexing."""
-    b = get_default_builder()
-    with b.name_scope(name) as scope:
-        x = convert_to_tensor(x, name="input")
-        parts = [begin, end, strides if strides is not None else [1] * len(begin)]
-        packed = []
-        for i, vals in enumerate(parts):
-            nm = "stack" if i == 0 else f"stack_{i}"
-            if any(_is_tensorish(v) for v in vals):
-                packed.append(stack([convert_to_tensor(v, DType.INT32) if not _is_tensorish(v)
-                                     else convert_to_tensor(v) for v in vals], name=nm))
-            else:
-                packed.append(constant(np.asarray(vals, dtype=np.int32).reshape(-1), name=nm))
-        idx = packed[0].dtype.base
-        return make("StridedSlice", [x] + packed,
-                    {"T": x.dtype.base, "Index": idx, "begin_mask": begin_mask,
-                     "end_mask": end_mask, "ellipsis_mask": ellipsis_mask,
-                     "new_axis_mask": new_axis_mask, "shrink_axis_mask": shrink_axis_mask},
-                    scope, [x.dtype.base]).outputs[0]
-
-
-def _getitem(x, spec):
-    """x[spec] as TensorFlow's _slice_helper builds it."""
-    if not isinstance(spec, tuple):
-        spec = (spec,)
-    begin, end, strides = [], [], []
-    masks = dict(begin_mask=0, end_mask=0, ellipsis_mask=0, new_axis_mask=0,
-                 shrink_axis_mask=0)
-    for i, s in enumerate(spec):
-        bit = 1 << i
-        if isinstance(s, slice):
-            if s.start is not None:
-                begin.append(s.start)
-            else:
-                begin.append(0)
-                masks["begin_mask"] |= bit
-            if s.stop is not None:
-                end.append(s.stop)
-            else:
-                end.append(0)
-                masks["end_mask"] |= bit
-            strides.append(1 if s.step is None else s.step)
-        elif s is Ellipsis:
-            begin.append(0), end.append(0), strides.append(1)
-            masks["ellipsis_mask"] |= bit
-        elif s is None:
-            begin.append(0), end.append(0), strides.append(1)
-            masks["new_axis_mask"] |= bit
-        elif isinstance(s, (int, np.integer)) or _is_tensorish(s):
-            begin.append(s)
-            end.append(s + 1)
-            strides.append(1)
-            masks["shrink_axis_mask"] |= bit
-        else:
-            raise TfgInputError(f"unsupported index {s!r} on tensor {x.name!r} (ints, slices, "
-                                "..., None and scalar int tensors are supported)")
-    return strided_slice(x, begin, end, strides, **masks)
-
-
-Tensor.__getitem__ = _getitem
 
 
 def gather(params, indices, axis=0, batch_dims=0, name=None):
@@ -431,6 +367,6 @@ def broadcast_to(x, shape, name=None):
 
 
 __all__ = ["identity", "stop_gradient", "reshape", "transpose", "concat", "slice_",
-           "strided_slice", "gather", "one_hot", "shape", "size", "rank", "expand_dims",
+           "gather", "one_hot", "shape", "size", "rank", "expand_dims",
            "squeeze", "stack", "unstack", "split", "tile", "pad", "fill", "zeros", "ones",
            "zeros_like", "ones_like", "range_", "reverse", "broadcast_to"]

@@ -16,8 +16,8 @@ inputs captured (through every enclosing context, innermost last), and ops witho
 control edge from the context's pivot so they run once per branch / iteration.
 """
 from tfg.errors import TfgInputError
-from tfg.graphdef.builder.core import (
-    Operation, Tensor, convert_to_tensor, get_default_builder)
+from tfg.graphdef.builder.core import Operation, get_default_builder
+from tfg.graphdef.builder.constants import convert_to_tensor
 from tfg.schemas.dtypes import DType
 
 

@@ -12,8 +12,8 @@ and names the node after the scope, so node names match what TensorFlow writes.
 import numpy as np
 
 from tfg.errors import TfgInputError
-from tfg.graphdef.builder.core import (
-    A, Tensor, broadcast_shape, constant, convert_to_tensor, get_default_builder)
+from tfg.graphdef.builder.core import A, Tensor, get_default_builder
+from tfg.graphdef.builder.constants import broadcast_shape, constant, convert_to_tensor
 from tfg.schemas.dtypes import DType
 
 
@@ -357,4 +357,4 @@ __all__ = ([f for f, _ in _UNARY + _PREDICATES + _BINARY + _COMPARE] +
            ["neg", "sub", "mul", "mod", "equal", "not_equal", "logical_and", "logical_or",
             "logical_not", "truediv", "divide", "cast", "add_n", "matmul", "select", "where",
             "reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod", "reduce_all",
-            "reduce_any", "argmax", "argmin", "make", "unary", "binary", "A"])
+            "reduce_any", "argmax", "argmin"])

@@ -8,9 +8,9 @@ Attrs are the ones TensorFlow writes for these nodes (data_format, dilations, ex
 use_cudnn_on_gpu ...), so TensorFlow imports the graph unchanged. NHWC is the default layout.
 """
 from tfg.errors import TfgInputError
-from tfg.graphdef.builder.core import A, convert_to_tensor, get_default_builder
+from tfg.graphdef.builder.core import A, get_default_builder
+from tfg.graphdef.builder.constants import convert_to_tensor
 from tfg.graphdef.builder.math_ops import _pair, make, unary
-from tfg.schemas.dtypes import DType
 
 
 def relu(x, name=None):

@@ -9,7 +9,8 @@ so TensorFlow-checked fixtures initialize variables from constants instead.
 """
 import numpy as np
 
-from tfg.graphdef.builder.core import convert_to_tensor, get_default_builder
+from tfg.graphdef.builder.core import get_default_builder
+from tfg.graphdef.builder.constants import convert_to_tensor
 from tfg.graphdef.builder.math_ops import _is_tensorish, add, make, multiply, subtract
 from tfg.schemas.dtypes import DType
 

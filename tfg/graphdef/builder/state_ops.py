@@ -8,10 +8,9 @@
     >>> init = tb.global_variables_initializer()   # NoOp `init` after every w/Assign
 """
 from tfg.errors import TfgInputError
-from tfg.graphdef.builder.core import (
-    A, Tensor, convert_to_tensor, get_default_builder)
+from tfg.graphdef.builder.core import A, Tensor, get_default_builder
+from tfg.graphdef.builder.constants import convert_to_tensor
 from tfg.graphdef.builder.math_ops import make
-from tfg.schemas.dtypes import DType
 
 
 class Variable:
@@ -148,4 +147,4 @@ def global_variables_initializer(name="init"):
 
 
 __all__ = ["Variable", "assign", "assign_add", "assign_sub", "global_variables",
-           "variables_initializer", "global_variables_initializer", "DType"]
+           "variables_initializer", "global_variables_initializer"]

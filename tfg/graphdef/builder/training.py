@@ -8,7 +8,8 @@ Gradients themselves come from `tfg grad` / `tfg.grad` (a graph pass), or are wr
     # train/update_b/..., and the NoOp `train` after all updates (TensorFlow's layout)
 """
 from tfg.graphdef.builder.control_flow import group
-from tfg.graphdef.builder.core import convert_to_tensor, get_default_builder
+from tfg.graphdef.builder.core import get_default_builder
+from tfg.graphdef.builder.constants import convert_to_tensor
 from tfg.graphdef.builder.math_ops import make
 from tfg.graphdef.builder.state_ops import _ref_of
 
