@@ -1,8 +1,15 @@
 """Op kernels per device type. Importing the package registers every kernel module."""
-from tfg.kernels.registry import CPU, GPU, KernelDef, get_kernel, has_kernel, kernel  # noqa: F401
-from tfg.kernels import basic, math_ops, nn_ops, reduce_ops, array_ops, indexing_ops, conv_ops, batchnorm, random_ops, state_ops, training_ops  # noqa: F401,E402
+import importlib
 
-try:  # Grappler's fused ops (_FusedConv2D, _FusedMatMul, ...), made by the remap pass.
-    from tfg.kernels import fused  # noqa: F401,E402
-except ImportError:  # pragma: no cover
-    pass
+from tfg.kernels.registry import CPU, GPU, KernelDef, get_kernel, has_kernel, kernel  # noqa: F401
+
+_MODULES = ("basic", "math_ops", "nn_ops", "reduce_ops", "array_ops", "indexing_ops", "conv_ops",
+            "batchnorm", "random_ops", "state_ops", "training_ops", "stack_ops", "queue_ops",
+            "save_restore", "fused")
+
+for _m in _MODULES:
+    try:
+        importlib.import_module(f"tfg.kernels.{_m}")
+    except ModuleNotFoundError as _e:  # an optional module not in this checkout
+        if _e.name != f"tfg.kernels.{_m}":
+            raise

@@ -53,7 +53,7 @@ def _adagrad(attrs, var, accum, lr, grad):
 RULES = {
     "GradientDescent": (_gradient_descent, 1, 1),
     "Momentum": (_momentum, 2, 1),
-    "Adam": (_adam, 3, 7),
+    "Adam": (_adam, 3, 6),
     "RMSProp": (_rmsprop, 3, 4),
     "Adagrad": (_adagrad, 2, 1),
 }
