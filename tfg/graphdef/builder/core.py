@@ -3,9 +3,9 @@
 
     >>> b = GraphBuilder()
     >>> with b.as_default():
-    ...     x = placeholder(DType.FLOAT, [None, 3], name="x")
-    ...     with name_scope("dense"):
-    ...         y = constant(2.0)          # node "dense/Const"
+    ...     x = tb.placeholder(tb.float32, [None, 3], name="x")
+    ...     with tb.name_scope("dense"):
+    ...         y = tb.constant(2.0)          # node "dense/Const"
     >>> b.graph["dense/Const"].op
     'Const'
 
