@@ -37,6 +37,7 @@ def shape_from_proto(proto):
 
 def shape_to_proto(shape, proto=None):
     proto = proto if proto is not None else tensor_shape_pb2.TensorShapeProto()
+    proto.SetInParent()  # a scalar shape is written as `shape {}`, as TensorFlow does
     if shape is None:
         proto.unknown_rank = True
         return proto
