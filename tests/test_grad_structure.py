@@ -1,0 +1,284 @@
+"""tfg.grad: structure of the backward graph, the API's edge cases and errors, variables,
+graphs made by tfg's own builder, and `tfg grad` end to end."""
+import collections
+
+import numpy as np
+import pytest
+
+from conftest import CONFORMANCE, FIXTURES
+from helpers import numeric_gradient, tfg_cli
+from tfg import builder as tb
+from tfg.errors import TfgInputError, UnknownOpError
+from tfg.executor.session import Session
+from tfg.graphdef import io
+from tfg.passes.grad import GradientWarning, grad
+
+CF = FIXTURES / "grad" / "control_flow.pb"
+
+
+def ops_of(g, names):
+    return collections.Counter(g[n].op for n in names)
+
+
+def new_nodes(before, after):
+    return [n.name for n in after if n.name not in before]
+
+
+def mlp():
+    with tb.Graph() as b:
+        x = tb.placeholder(tb.float32, [2, 3], name="x")
+        w = tb.placeholder(tb.float32, [3, 4], name="w")
+        h = tb.tanh(tb.matmul(x, w), name="h")
+        tb.identity(tb.reduce_sum(h * h) + tb.reduce_sum(h), name="y")
+    return b.graph
+
+
+FEEDS = {"x:0": np.arange(6, dtype=np.float32).reshape(2, 3) / 6,
+         "w:0": np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)}
+
+
+# --- structure ------------------------------------------------------------------------------
+def test_forward_graph_untouched_and_names_under_gradients():
+    g = mlp()
+    g2 = grad(g, ["y"], ["w"])
+    for node in g:
+        assert g2[node.name].to_proto() == node.to_proto()
+    added = new_nodes(g, g2)
+    assert "grad/w" in added and g2["grad/w"].op == "Identity"
+    assert all(n.startswith("gradients/") for n in added if n != "grad/w")
+    assert g2 is not g and len(g) < len(g2)
+
+
+def test_fan_out_is_summed_with_addn():
+    g2 = grad(mlp(), ["y"], ["w"])
+    addns = [n for n in g2 if n.op == "AddN"]
+    assert any(n.name.startswith("gradients/h_grad") for n in addns)  # h used three times
+    gw = Session(g2).run("grad/w", FEEDS)
+
+    def f(w):
+        h = np.tanh(FEEDS["x:0"].astype(np.float64) @ w)
+        return np.sum(h * h) + np.sum(h)
+
+    np.testing.assert_allclose(gw, numeric_gradient(f, FEEDS["w:0"], 1e-4), rtol=1e-3,
+                               atol=1e-4)
+
+
+def test_while_gradient_uses_counters_and_stacks():
+    g = io.load(str(CF))
+    g2 = grad(g, ["y"], ["x", "a0"])
+    added = ops_of(g2, new_nodes(g, g2))
+    # Two nested loops: two forward counters, two backward loops, stacks pushed and popped.
+    assert added["StackV2"] >= 2 and added["StackPushV2"] == added["StackPopV2"]
+    assert added["LoopCond"] == 2 and added["ControlTrigger"] >= 2
+    pushes = [n for n in g2 if n.op == "StackPushV2"]
+    for push in pushes:  # ordered after the forward counter's increment
+        assert any(c.startswith("^gradients/") for c in push.inputs)
+    frames = {n.get_attr("frame_name") for n in g2 if n.op == "Enter"}
+    assert b"gradients/outer/while_context" in frames
+    assert b"gradients/outer/inner/while_context" in frames
+    # Nothing of the forward graph is renamed or removed.
+    assert all(n.name in g2 for n in g)
+
+
+def test_prefix_and_port_names():
+    with tb.Graph() as b:
+        x = tb.placeholder(tb.float32, [4], name="x")
+        parts = tb.split(x, 2, axis=0, name="parts")
+        tb.identity(tb.reduce_sum(parts[0] * 2.0 + parts[1] * 3.0), name="y")
+    g2 = grad(b.graph, "y", "parts:1,x", prefix="d")
+    assert g2["d/parts_1"].op == "Identity" and g2["d/x"].op == "Identity"
+    got = Session(g2).run(["d/parts_1", "d/x"], {"x": np.ones(4, np.float32)})
+    np.testing.assert_allclose(got[0], [3, 3])
+    np.testing.assert_allclose(got[1], [2, 2, 3, 3])
+
+
+def test_second_call_uses_a_new_scope_and_second_order():
+    g = mlp()
+    g2 = grad(g, ["y"], ["w"])
+    g3 = grad(g2, ["grad/w"], ["x"], prefix="grad2")
+    assert any(n.name.startswith("gradients_1/") for n in g3)
+    assert "grad2/x" in g3
+
+
+def test_several_ys_are_summed_and_grad_ys_scale():
+    with tb.Graph() as b:
+        x = tb.placeholder(tb.float32, [3], name="x")
+        tb.identity(x * x, name="y1")
+        tb.identity(tb.sin(x), name="y2")
+        tb.constant(np.array([1, 2, 3], np.float32), name="gy1")
+        tb.constant(np.array([0, 1, 0], np.float32), name="gy2")
+    xv = np.array([0.1, 0.2, 0.3], np.float32)
+    g2 = grad(b.graph, ["y1", "y2"], ["x"])
+    np.testing.assert_allclose(Session(g2).run("grad/x", {"x": xv}), 2 * xv + np.cos(xv),
+                               rtol=1e-6)
+    g3 = grad(b.graph, ["y1", "y2"], ["x"], grad_ys=["gy1", "gy2"])
+    np.testing.assert_allclose(Session(g3).run("grad/x", {"x": xv}),
+                               2 * xv * [1, 2, 3] + np.cos(xv) * [0, 1, 0], rtol=1e-6)
+
+
+def test_unreached_x_gets_zeros_and_a_warning():
+    with tb.Graph() as b:
+        x = tb.placeholder(tb.float32, [2], name="x")
+        z = tb.placeholder(tb.float32, [3], name="z")
+        n = tb.cast(tb.cast(x, tb.int32), tb.float32)  # an integer path: no gradient
+        tb.identity(tb.reduce_sum(n) + tb.reduce_sum(x), name="y")
+    warned = []
+    g2 = grad(b.graph, "y", "x,z", warn=warned.append)
+    assert len(warned) == 1 and "z" in warned[0]
+    gx, gz = Session(g2).run(["grad/x", "grad/z"], {"x": [1.5, 2.5], "z": [1, 2, 3]})
+    np.testing.assert_allclose(gx, [1, 1])
+    np.testing.assert_allclose(gz, [0, 0, 0])
+    with pytest.warns(GradientWarning):
+        grad(b.graph, "y", "z")
+
+
+def test_stop_gradient_and_prevent_gradient():
+    with tb.Graph() as b:
+        x = tb.placeholder(tb.float32, [2], name="x")
+        tb.identity(tb.reduce_sum(tb.stop_gradient(x) * x), name="y")
+        tb.identity(tb.reduce_sum(b.make_op("PreventGradient", [x], {"T": tb.float32,
+                                                                     "message": b"no"},
+                                            "pg", out_dtypes=[tb.float32]).outputs[0]),
+                    name="y2")
+    g2 = grad(b.graph, "y", "x")
+    np.testing.assert_allclose(Session(g2).run("grad/x", {"x": [3.0, 4.0]}), [3, 4])
+    with pytest.raises(TfgInputError, match="pg.*PreventGradient.*no"):
+        grad(b.graph, "y2", "x")
+
+
+def test_errors_name_the_problem():
+    g = mlp()
+    with pytest.raises(TfgInputError, match="nope"):
+        grad(g, ["nope"], ["w"])
+    with pytest.raises(TfgInputError, match="nope"):
+        grad(g, ["y"], ["nope:0"])
+    with pytest.raises(TfgInputError, match="outputs"):
+        grad(g, ["y:3"], ["w"])
+    with pytest.raises(TfgInputError, match="grad/w"):
+        grad(grad(g, ["y"], ["w"]), ["y"], ["w"])
+    with tb.Graph() as b:
+        x = tb.placeholder(tb.float32, [2, 2], name="x")
+        m = b.make_op("MirrorPad", [x, tb.constant(np.array([[1, 1], [0, 0]], np.int32))],
+                      {"T": tb.float32, "Tpaddings": tb.int32, "mode": b"REFLECT"}, "mp",
+                      out_dtypes=[tb.float32]).outputs[0]
+        tb.identity(tb.reduce_sum(m), name="y")
+        tb.identity(tb.reduce_sum(tb.cast(x, tb.int32)), name="yi")
+    with pytest.raises(UnknownOpError, match="MirrorPad.*'mp'"):
+        grad(b.graph, "y", "x")
+    with pytest.raises(TfgInputError, match="int32"):
+        grad(b.graph, "yi", "x")
+
+
+def test_x_inside_a_loop_is_refused():
+    g = io.load(str(CF))
+    inner = next(n.name for n in g if n.op == "Identity" and n.name.startswith("outer/"))
+    with pytest.raises(TfgInputError, match="inside while loop"):
+        grad(g, ["y"], [inner])
+
+
+# --- variables ------------------------------------------------------------------------------
+def test_gradient_wrt_ref_variable_and_resource_variable():
+    with tb.Graph() as b:
+        x = tb.placeholder(tb.float32, [2, 2], name="x")
+        w = tb.Variable(np.array([[1.0, 2.0], [3.0, 4.0]], np.float32), name="w")
+        tb.identity(tb.reduce_sum(tb.matmul(x, w) ** 2), name="y")
+        tb.global_variables_initializer()
+    g2 = grad(b.graph, "y", "w")
+    sess = Session(g2)
+    sess.run(targets=["init"])
+    xv = np.array([[1, 0], [1, 1]], np.float32)
+    wv = np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)
+    np.testing.assert_allclose(sess.run("grad/w", {"x": xv}), 2 * xv.T @ (xv @ wv))
+
+
+def test_resource_variable_read():
+    from tfg.graphdef.graph import Graph
+    from tfg.schemas.dtypes import DType
+
+    g = Graph()
+    g.add_node("v", "VarHandleOp", attrs={"dtype": DType.FLOAT, "shape": [3],
+                                          "shared_name": b"v"})
+    g.add_node("init_value", "Const", attrs={"dtype": DType.FLOAT,
+                                             "value": np.array([1, 2, 3], np.float32)})
+    g.add_node("init", "AssignVariableOp", ["v", "init_value"], {"dtype": DType.FLOAT})
+    g.add_node("read", "ReadVariableOp", ["v"], {"dtype": DType.FLOAT})
+    g.add_node("sq", "Square", ["read"], {"T": DType.FLOAT})
+    g.add_node("axes", "Const", attrs={"dtype": DType.INT32, "value": np.array([0], np.int32)})
+    g.add_node("y", "Sum", ["sq", "axes"], {"T": DType.FLOAT, "Tidx": DType.INT32})
+    g2 = grad(g, "y", "v")
+    sess = Session(g2)
+    sess.run(targets=["init"])
+    np.testing.assert_allclose(sess.run("grad/v"), [2, 4, 6])
+
+
+# --- graphs from tfg's builder ----------------------------------------------------------------
+def test_builder_while_and_cond():
+    with tb.Graph() as b:
+        x = tb.placeholder(tb.float32, [3], name="x")
+        p = tb.placeholder(tb.bool_, [], name="p")
+
+        def body(i, a):
+            a2 = tb.cond(p, lambda: a * x, lambda: a + tb.sin(x))
+            return i + 1, a2
+
+        _, a = tb.while_loop(lambda i, a: i < 3, body, [tb.constant(0), x])
+        tb.identity(tb.reduce_sum(a), name="y")
+    xv = np.array([0.3, -0.2, 0.5], np.float32)
+    g2 = grad(b.graph, "y", "x")
+    sess = Session(g2)
+    for pv in (True, False):
+        def f(v, pv=pv):
+            a = v.copy()
+            for _ in range(3):
+                a = a * v if pv else a + np.sin(v)
+            return np.sum(a)
+
+        np.testing.assert_allclose(sess.run("grad/x", {"x": xv, "p": pv}),
+                                   numeric_gradient(f, xv, 1e-4), rtol=1e-3, atol=1e-4)
+
+
+# --- the CLI --------------------------------------------------------------------------------
+def test_cli_end_to_end(tmp_path):
+    src = tmp_path / "g.pb"
+    io.save(mlp(), str(src))
+    out = tmp_path / "g2.pbtxt"
+    tfg_cli("grad", src, "--ys", "y", "--xs", "w", "--xs", "x", "-o", out)
+    assert out.read_text().startswith("node")
+    g2 = io.load(str(out))
+    assert "grad/w" in g2 and "grad/x" in g2
+    piped = tfg_cli("grad", "-", "--ys", "y", "--xs", "w", "--prefix", "d",
+                    input=src.read_bytes())
+    assert "d/w" in io.loads(piped.stdout)
+
+
+def test_cli_errors_and_warnings(tmp_path):
+    src = tmp_path / "g.pb"
+    with tb.Graph() as b:
+        x = tb.placeholder(tb.float32, [2], name="x")
+        tb.placeholder(tb.float32, [2], name="z")
+        tb.identity(tb.reduce_sum(x * x), name="y")
+    io.save(b.graph, str(src))
+    bad = tfg_cli("grad", src, "--ys", "y", "--xs", "missing", check=False)
+    assert bad.returncode == 2 and b"missing" in bad.stderr
+    assert b"Traceback" not in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+    out = tmp_path / "o.pb"
+    ok = tfg_cli("grad", src, "--ys", "y", "--xs", "x,z", "-o", out)
+    assert b"z" in ok.stderr and out.exists()
+    usage = tfg_cli("grad", src, "--xs", "x", check=False)
+    assert usage.returncode == 2
+
+
+@pytest.mark.skipif(not (CONFORMANCE / "grad_while").is_dir(),
+                    reason="../shared/conformance is not present")
+@pytest.mark.parametrize("case", ["grad_mlp", "grad_cond_0", "grad_cond_1", "grad_while"])
+def test_conformance_grad_cases(case):
+    import json
+
+    d = CONFORMANCE / case
+    meta = json.loads((d / "case.json").read_text())
+    g2 = grad(io.load(str(d / "graph.pb")), meta["ys"], meta["xs"])
+    expected = np.load(d / "expected.npz")
+    got = Session(g2).run([f"grad/{x.split(':')[0]}:0" for x in meta["xs"]],
+                          dict(np.load(d / "feeds.npz")))
+    for x, v in zip(meta["xs"], got):
+        np.testing.assert_allclose(v, expected[x], rtol=meta["rtol"], atol=meta["atol"])
