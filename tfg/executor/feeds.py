@@ -99,8 +99,9 @@ def _cast(name, value, dtype):
         raise TfgInputError(f"feed {name!r}: got {arr.dtype} values, expected {dtype.tf_name}")
     if arr.size == 0 or (arr.dtype.kind == "b" and target.kind in "biufc"):
         return arr.astype(target)
+    # Integers may narrow (or become bool) when every value survives; that is checked below.
     if not np.can_cast(arr.dtype, target, "same_kind") and not (
-            arr.dtype.kind in "iu" and target.kind in "iu"):
+            arr.dtype.kind in "iu" and target.kind in "iub"):
         raise TfgInputError(f"feed {name!r}: cannot feed {arr.dtype} values to a tensor of "
                             f"dtype {dtype.tf_name}")
     out = arr.astype(target)
