@@ -9,3 +9,10 @@ for _name in ("grad",):
         _importlib.import_module(f"{__name__}.{_name}")
     except ImportError:  # pragma: no cover - a partial checkout
         pass
+
+try:  # the optimizer's Python API: tfg.passes.optimize(graph, passes=None, keep=...) and
+    # tfg.passes.prune(graph, fetches, targets, feeds) (the function shadows its module here).
+    from tfg.passes.manager import optimize  # noqa: F401,E402
+    from tfg.passes.prune import prune  # noqa: F401,E402
+except ImportError:  # pragma: no cover - a partial checkout
+    pass
