@@ -54,12 +54,32 @@ class _Sim:
         self.where = {}  # node -> device
         self.free = {}  # device -> time it is next idle
         self.deferred = {}  # node -> "generator" | "consumer"
+        self._costs = {}  # (node, device type) -> us
+        self._bytes = {}  # (node, port) -> bytes
+        self._copies = {}  # (src device, dst device) -> Link
 
     def device_type(self, device):
         return device.rsplit("/device:", 1)[-1].split(":")[0]
 
     def cost(self, node, device):
-        return self.cm.compute_us(node, self.device_type(device), self.shapes)
+        key = (node.name, self.device_type(device))
+        if key not in self._costs:
+            self._costs[key] = self.cm.compute_us(node, key[1], self.shapes)
+        return self._costs[key]
+
+    def copy_us(self, ref, src_device, device):
+        if ref.port == CONTROL:
+            nbytes = 0
+        else:
+            key = (ref.node, ref.port)
+            if key not in self._bytes:
+                self._bytes[key] = self.cm.output_bytes(self.graph[ref.node], ref.port,
+                                                        self.shapes)
+            nbytes = self._bytes[key]
+        link = self._copies.get((src_device, device))
+        if link is None:
+            link = self._copies[(src_device, device)] = self.cm.link(src_device, device)
+        return link.time_us(nbytes)
 
     def source(self, ref, seen=()):
         """(ready time, device or None) of the producer of `ref`; None when not simulated yet
@@ -85,9 +105,7 @@ class _Sim:
                 continue
             t, dev = src
             if dev is not None and dev != device:
-                nbytes = 0 if ref.port == CONTROL else self.cm.output_bytes(
-                    self.graph[ref.node], ref.port, self.shapes)
-                t += self.cm.transfer_us(nbytes, dev, device)
+                t += self.copy_us(ref, dev, device)
             ready = max(ready, t)
         return ready
 
