@@ -110,7 +110,8 @@ SPECS = {
                         C(np.ones(3, np.float32))],
                        {"epsilon": 0.001, "is_training": True, **NHWC}, 1e-2, 2e-2, [0]),
     "Reshape": ([P(r(2, 3)), C([3, 2], i32)], {}), "Squeeze": ([P(r(2, 1, 3))], {}),
-    "ExpandDims": ([P(r(2, 3)), C(-1, i32)], {}), "Transpose": ([P(r(2, 3, 2)), C([1, 2, 0], i32)], {}),
+    "ExpandDims": ([P(r(2, 3)), C(-1, i32)], {}),
+    "Transpose": ([P(r(2, 3, 2)), C([1, 2, 0], i32)], {}),
     "ConcatV2": ([P(r(2, 1)), P(r(2, 3)), C(-1, i32)], {}),
     "Concat": ([C(0, i32), P(r(1, 2)), P(r(2, 2))], {}),
     "Pack": ([P(r(3)), P(r(3))], {"axis": 1}), "Unpack": ([P(r(2, 3))], {"num": 3, "axis": 1}),
@@ -192,7 +193,8 @@ def test_gradient_matches_finite_differences(op):
             fed = dict(feeds)
             fed[x] = value.astype(feeds[x].dtype)
             vals = fwd.run(outs, fed)
-            return sum(float(np.sum(np.asarray(v, np.float64) * w)) for v, w in zip(vals, weights))
+            return sum(float(np.sum(np.asarray(v, np.float64) * w))
+                       for v, w in zip(vals, weights))
 
         numeric = numeric_gradient(f, feeds[x], eps=eps)
         np.testing.assert_allclose(analytic, numeric, rtol=tol, atol=tol,

@@ -237,6 +237,59 @@ def test_builder_while_and_cond():
                                    numeric_gradient(f, xv, 1e-4), rtol=1e-3, atol=1e-4)
 
 
+def test_loop_in_cond_in_loop_with_varying_trip_count():
+    with tb.Graph() as b:
+        x = tb.placeholder(tb.float32, [2], name="x")
+
+        def outer(i, a):
+            def looped():
+                _, c = tb.while_loop(lambda j, c: j < i, lambda j, c: (j + 1, c * x + tb.cos(c)),
+                                     [tb.constant(0), a])
+                return c
+
+            return i + 1, tb.cond(tb.equal(i % 2, 1), looped, lambda: a * 2.0 + x)
+
+        _, a = tb.while_loop(lambda i, a: i < 4, outer, [tb.constant(0), x])
+        tb.identity(tb.reduce_sum(a), name="y")
+
+    def f(v):
+        a = v.copy()
+        for i in range(4):
+            if i % 2:
+                for _ in range(i):
+                    a = a * v + np.cos(a)
+            else:
+                a = a * 2 + v
+        return a.sum()
+
+    xv = np.array([0.3, -0.4], np.float32)
+    got = Session(grad(b.graph, "y", "x")).run("grad/x", {"x": xv})
+    np.testing.assert_allclose(got, numeric_gradient(f, xv, 1e-5), rtol=1e-4, atol=1e-5)
+
+
+def test_loop_var_independent_of_its_previous_value():
+    # c's next value does not read c: its backward back edge carries zeros.
+    with tb.Graph() as b:
+        x = tb.placeholder(tb.float32, [2], name="x")
+        c0 = tb.placeholder(tb.float32, [2], name="c0")
+        _, _, c = tb.while_loop(lambda i, a, c: i < 3,
+                                lambda i, a, c: (i + 1, a * x, tb.sin(a) * 2.0),
+                                [tb.constant(0), x, c0])
+        tb.identity(tb.reduce_sum(c), name="y")
+
+    def f(v):
+        a = v.copy()
+        for _ in range(3):
+            a, c = a * v, np.sin(a) * 2
+        return c.sum()
+
+    xv = np.array([0.3, -0.4], np.float32)
+    gx, gc0 = Session(grad(b.graph, "y", "x,c0")).run(["grad/x", "grad/c0"],
+                                                     {"x": xv, "c0": xv})
+    np.testing.assert_allclose(gx, numeric_gradient(f, xv, 1e-5), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(gc0, [0, 0])
+
+
 # --- the CLI --------------------------------------------------------------------------------
 def test_cli_end_to_end(tmp_path):
     src = tmp_path / "g.pb"

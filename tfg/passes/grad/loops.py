@@ -213,7 +213,8 @@ class GradLoopState:
                 continue
             node = b.graph[node_of(cur)]
             if node.op == "Const":
-                real = f"{b.new_node(self.ctx, 'Const', [], {'dtype': node.get_attr('dtype'), 'value': node.get_attr('value')}, f'{b.scope}/{node.name}')}:0"  # noqa: E501
+                attrs = {"dtype": node.get_attr("dtype"), "value": node.get_attr("value")}
+                real = f"{b.new_node(self.ctx, 'Const', [], attrs, f'{b.scope}/{node.name}')}:0"
                 break
             stack = state.add_forward_accumulator(cur)
             break
