@@ -8,6 +8,7 @@ import pytest
 from tfg.errors import TfgInputError, TfgRuntimeError
 from tfg.executor import DeviceSet, Session
 from tfg.executor.rendezvous import LocalRendezvous, make_key, parse_key
+from tfg.graphdef.attrs import Shape
 from tfg.graphdef.graph import Graph
 from tfg.schemas.dtypes import DType
 
@@ -160,3 +161,21 @@ def test_unpartitioned_graph_runs_on_several_devices():
     x = np.array([[1, -2], [3, 4]], np.float32)
     got = Session(g, devices="cpu:2").run("c", {"x": x})
     np.testing.assert_allclose(got, x @ x + np.maximum(x @ x, 0))
+
+
+def test_ref_switch_forwards_the_variable_itself():
+    g = Graph()
+    g.add_node("v", "VariableV2", [], {"dtype": F, "shape": Shape(())})
+    g.add_node("c", "Const", [], {"dtype": F, "value": np.float32(1)})
+    g.add_node("c2", "Const", [], {"dtype": F, "value": np.float32(5)})
+    g.add_node("init", "Assign", ["v", "c"], {"T": F})
+    g.add_node("p", "Placeholder", [], {"dtype": DType.BOOL})
+    g.add_node("rs", "RefSwitch", ["v", "p"], {"T": F})
+    g.add_node("set", "Assign", ["rs:1", "c2"], {"T": F})  # writes v only when p is true
+    g.add_node("read", "Identity", ["v"], {"T": F})
+    sess = Session(g)
+    sess.run(None, targets="init")
+    sess.run(None, {"p": False}, targets="set")
+    assert sess.run("read") == 1.0
+    sess.run(None, {"p": True}, targets="set")
+    assert sess.run("read") == 5.0
