@@ -37,9 +37,10 @@ def parse_bytes(data, source="<input>"):
             gd.ParseFromString(data)
         except (pb_message.DecodeError, RuntimeError, ValueError) as e:
             raise GraphFormatError(f"{source}: not a binary GraphDef: {_one_line(e)}") from None
-        # Random bytes can parse as a GraphDef of unknown fields only; refuse those.
-        if not gd.node and not gd.HasField("versions") and not gd.HasField("library"):
-            raise GraphFormatError(f"{source}: not a GraphDef (no nodes, versions or library)")
+    # Random bytes can parse as a GraphDef of unknown fields only, and blank text or comments as
+    # an empty one; refuse both (a graph tfg writes always has versions or nodes).
+    if not gd.node and not gd.HasField("versions") and not gd.HasField("library"):
+        raise GraphFormatError(f"{source}: not a GraphDef (no nodes, versions or library)")
     _check_versions(gd, source)
     _check_nodes(gd, source)
     return gd
