@@ -182,6 +182,8 @@ class RewriteContext:
 
     def is_interior(self, node):
         """A node a rewrite may absorb: one data consumer, no control edges, not preserved."""
+        if len(self._cons.get(node.name, ())) != 1:
+            return False  # cheap first: high fan-out nodes are never interior
         return (not self.preserved(node.name) and not node.control_inputs
                 and len(self.consumers(node.name, include_control=True)) == 1
                 and not self.control_consumers(node.name))
