@@ -50,7 +50,6 @@ def test_feed_literals_and_npy(tmp_path):
     (["--feed", "n", "--fetch", "y"], "NAME=VALUE"),
     (["--feeds", "/nonexistent.npz", "--fetch", "y"], "no such file"),
     ([], "nothing to run"),
-    (["--fetch", "y", "--cluster", "worker=127.0.0.1:1"], "cluster"),
     (["--fetch", "y", "--devices", "tpu:3"], "tpu"),
 ])
 def test_bad_input_exits_2(args, msg):
