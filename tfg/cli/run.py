@@ -38,8 +38,18 @@ from tfg.graphdef.io import write_bytes_atomic
               help="Save every variable to DIR after the steps.")
 @click.option("--restore", "restore_dir", default=None, metavar="DIR",
               help="Restore variables from DIR before the steps.")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None,
+              metavar="S", help="--cluster: a dead or unreachable worker ends the step within "
+                                "S seconds (default 10).")
+@click.option("--auth-token", default=None, envvar="TFG_AUTH_TOKEN", metavar="TOKEN",
+              help="--cluster: token every RPC carries (also TFG_AUTH_TOKEN).")
+@click.option("--checkpoint-dir", default=None, metavar="DIR",
+              help="Save variables and the step count to DIR; a rerun resumes from it.")
+@click.option("--checkpoint-every", type=click.IntRange(min=1), default=None, metavar="N",
+              help="With --checkpoint-dir: save every N steps (default: after the last).")
 def command(graph, feed_args, feeds_file, fetches, targets, inits, steps, devices, cluster,
-            output, trace_path, save_dir, restore_dir):
+            output, trace_path, save_dir, restore_dir, timeout, auth_token, checkpoint_dir,
+            checkpoint_every):
     """Run GRAPH: feed placeholders, compute fetches, run targets.
 
     \b
@@ -59,15 +69,31 @@ def command(graph, feed_args, feeds_file, fetches, targets, inits, steps, device
         raise TfgInputError("-o needs at least one --fetch")
     feeds = _read_feeds(feeds_file, feed_args)
     g = read_graph(graph)
+    if cluster is not None:  # the cluster options travel with the spec (distributed/)
+        from tfg.executor.distributed import ClusterConfig
+
+        cluster = ClusterConfig(cluster, timeout=timeout, auth_token=auth_token)
+    if checkpoint_every is not None and not checkpoint_dir:
+        raise TfgInputError("--checkpoint-every needs --checkpoint-dir")
     sess = Session(g, devices=devices, cluster=cluster)
     if init_names:
         sess.run(None, feeds=feeds, targets=init_names)  # unused feeds are harmless
     if restore_dir:
         sess.restore(restore_dir)
     values = None
+    step_indices = range(steps)
+    if checkpoint_dir:  # restores the last checkpoint, saves every N steps
+        from tfg.executor.distributed.resume import CheckpointedSteps
+
+        step_indices = CheckpointedSteps(sess, checkpoint_dir, checkpoint_every, steps)
+        if step_indices.start >= steps and fetch_names:
+            click.echo(f"tfg: all {steps} steps are done (checkpoint in {checkpoint_dir}); "
+                       "computing the fetches without --target", err=True)
+            values = sess.run(fetch_names, feeds=feeds)
+        step_indices = step_indices.remaining()
     if fetch_names or target_names:
         progress = _Progress(steps) if steps > 1 and sys.stderr.isatty() else None
-        for i in range(steps):
+        for i in step_indices:
             last = i == steps - 1
             values = sess.run(fetch_names or None, feeds=feeds, targets=target_names,
                               trace=bool(trace_path) and last)

@@ -76,8 +76,10 @@ class Session:
         `targets` are nodes run for their effect. With `trace=True` per-node timings and the
         peak of live tensor memory are kept in `self.last_trace`.
         """
-        if self._remote is not None:
-            return self._remote.run(fetches, feeds=feeds, targets=targets, trace=trace)
+        if self._remote is not None:  # a cluster: tfg/executor/distributed/master.py
+            values = self._remote.run(fetches, feeds=feeds, targets=targets, trace=trace)
+            self.last_trace = self._remote.last_trace
+            return values
         refs, how = F.parse_fetches(fetches)
         if isinstance(targets, str):
             targets = [targets]
@@ -176,6 +178,8 @@ class Session:
         """{name: array} of every initialized variable (reference and resource variables)."""
         from tfg.executor import checkpoint
 
+        if self._remote is not None:
+            return checkpoint.collect(self._remote.variables())
         return checkpoint.collect(self.resources)
 
     def save(self, directory, step=None):
@@ -195,6 +199,8 @@ class Session:
         return checkpoint.restore(self.resources, self._graph(), directory)
 
     def close(self):
+        if self._remote is not None:
+            self._remote.close()
         self.resources.clear()
         self._cache.clear()
 

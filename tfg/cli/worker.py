@@ -1,0 +1,66 @@
+"""`tfg worker`: serve one task of a cluster until stopped (SIGTERM or Ctrl-C)."""
+import signal
+import sys
+import threading
+
+import click
+
+from tfg.errors import TfgInputError
+
+
+@click.command("worker")
+@click.option("--cluster", default=None, metavar="SPEC",
+              help="Cluster spec: JSON file, inline JSON or job=host:port,host:port "
+                   "(default: TF_CONFIG).")
+@click.option("--job", default=None, metavar="NAME", help="This task's job (default: worker).")
+@click.option("--task", "task", type=click.IntRange(min=0), default=None, metavar="I",
+              help="This task's index in its job (default: 0).")
+@click.option("--bind", default=None, metavar="ADDR",
+              help="Listen here instead of 127.0.0.1 (HOST keeps the spec's port, or "
+                   "HOST:PORT).")
+@click.option("--devices", default=None, metavar="SPEC",
+              help="Devices this task serves: cpu:N, gpu:N (default: cpu:1).")
+@click.option("--auth-token", default=None, envvar="TFG_AUTH_TOKEN", metavar="TOKEN",
+              help="Refuse RPCs without this token (also TFG_AUTH_TOKEN).")
+@click.option("--verbose", is_flag=True, help="Log one line per request to stderr.")
+def command(cluster, job, task, bind, devices, auth_token, verbose):
+    """Serve one task of a cluster: the master (`tfg run --cluster`) registers graph parts
+    here and runs steps on them.
+
+    \b
+    Examples:
+      tfg worker --cluster worker=127.0.0.1:2222,127.0.0.1:2223 --job worker --task 0
+      TF_CONFIG='{"cluster": {"worker": ["127.0.0.1:2222"]},
+                  "task": {"type": "worker", "index": 0}}' tfg worker
+    """
+    from tfg.executor.distributed.spec import parse_cluster, task_from_tf_config
+    from tfg.executor.distributed.worker import serve
+
+    if cluster is None:
+        jobs, env_job, env_task = task_from_tf_config()
+        job = env_job if job is None else job
+        task = env_task if task is None else task
+    else:
+        jobs = parse_cluster(cluster)
+    job = job or "worker"
+    task = 0 if task is None else task
+    if auth_token is not None and not auth_token:
+        raise TfgInputError("--auth-token is empty")
+    server = serve(jobs, job, task, bind=bind, devices=devices, token=auth_token,
+                   verbose=verbose)
+    stop = threading.Event()
+
+    def on_signal(signum, frame):
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    devs = ", ".join(d.name for d in server.service.devices)
+    sys.stderr.write(f"tfg worker /job:{job}/task:{task} listening on {server.address} "
+                     f"({devs}){' with auth token' if auth_token else ''}\n")
+    sys.stderr.flush()
+    while not stop.wait(0.5):
+        pass
+    server.stop(grace=1.0)
+    if verbose:
+        sys.stderr.write(f"tfg worker /job:{job}/task:{task} stopped\n")

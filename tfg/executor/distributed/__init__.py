@@ -1,0 +1,26 @@
+"""Cluster execution: `tfg worker` processes serving tasks over gRPC, and the master that runs
+steps on them through the same executor as local runs (only the rendezvous differs).
+
+    >>> server = serve({"worker": ["127.0.0.1:2222"]}, "worker", 0)      # in each worker
+    >>> sess = connect(graph, "worker=127.0.0.1:2222")                    # in the client
+    >>> sess.run("y", feeds={"x": 1.0})
+
+Modules: spec (cluster SPEC, TF_CONFIG, options), rpc (gRPC options, auth token, clients,
+chunked tensors), rendezvous (RecvTensor pulls), worker (the service), master (placement,
+registration, steps, failures, checkpoints), resume (checkpoint every N steps and resume).
+"""
+from tfg.executor.distributed.spec import ClusterConfig  # noqa: F401
+
+
+def connect(graph, cluster, devices=None):
+    """A ClusterSession running `graph` on `cluster` (a SPEC, a dict or a ClusterConfig)."""
+    from tfg.executor.distributed.master import ClusterSession
+
+    return ClusterSession(graph, cluster, devices=devices)
+
+
+def serve(jobs, job, task, **options):
+    """Start serving one task; see tfg.executor.distributed.worker.serve."""
+    from tfg.executor.distributed.worker import serve as _serve
+
+    return _serve(jobs, job, task, **options)

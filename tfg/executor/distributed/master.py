@@ -1,0 +1,388 @@
+"""The master: what `Session(graph, cluster=...)` and `tfg run --cluster` run steps through.
+
+    >>> sess = ClusterSession(tfg.load("train.pb"), "worker=127.0.0.1:2222,127.0.0.1:2223")
+    >>> sess.run(None, targets=["init"])
+    >>> sess.run("loss", feeds={"x": batch}, targets=["train"])
+    array(0.25, dtype=float32)
+    >>> sess.save("ckpt/", step=100); sess.close()
+
+A graph not yet partitioned is placed over the cluster's devices and partitioned (a graph that
+`tfg partition --cluster` wrote is used as it is). Each distinct (feeds, fetches, targets) is
+pruned once, split per task and registered on each task that has work in it; a step is then
+one RunGraph per such task, all at once, feeds and fetches by tensor name. While a step runs
+the master pings its tasks: a task that dies or stops answering ends the step everywhere
+within `timeout` seconds (AbortStep to the others) with an error naming it, never a hang.
+"""
+import itertools
+import random
+import threading
+import time
+import uuid
+
+from tfg.errors import TfgInputError, TfgRuntimeError
+from tfg.executor import checkpoint
+from tfg.executor import feeds as F
+from tfg.executor import partitions
+from tfg.executor.distributed import rpc
+from tfg.executor.distributed.spec import ClusterConfig, task_label, task_of
+from tfg.graphdef.graph import Graph
+from tfg.graphdef.names import DeviceSpec, tensor_name
+from tfg.kernels.resources import Ref, ResourceMgr
+from tfg.schemas.proto import worker_pb2 as pb
+
+
+class _Prepared:
+    def __init__(self, handles, fetch_src, fed):
+        self.handles = handles  # task -> (graph handle, feed refs sent there)
+        self.fetch_src = fetch_src  # fetch index -> ("feed", i) | (task, index in its recv)
+        self.fed = fed
+
+
+class ClusterSession:
+    """See the module docstring. `cluster` is a SPEC, a {job: [address]} dict or a
+    ClusterConfig (which also carries `timeout` and `auth_token`)."""
+
+    def __init__(self, graph, cluster, devices=None, timeout=None, auth_token=None):
+        self.config = ClusterConfig(cluster, timeout=timeout, auth_token=auth_token)
+        self.timeout = self.config.timeout
+        self.clients = {t: rpc.WorkerClient(t, self.config.address(t), self.config.auth_token)
+                        for t in self.config.tasks}
+        self.handle = uuid.uuid4().hex
+        self._step_ids = itertools.count(random.getrandbits(62))
+        self._cache = {}
+        self._lock = threading.Lock()
+        self.last_trace = None
+        self.status = self._status_all()
+        self.graph = self._executable(graph, devices)
+        self._owners = _variable_owners(self.graph)
+
+    # --- setup ----------------------------------------------------------------------------
+    def _status_all(self):
+        """GetStatus of every task at once (an unreachable task is an error naming it)."""
+        futs = {t: c.future("GetStatus", pb.GetStatusRequest(), timeout=self.timeout)
+                for t, c in self.clients.items()}
+        out = {}
+        for task, fut in futs.items():
+            try:
+                out[task] = fut.result()
+            except Exception as e:  # noqa: BLE001 - grpc.RpcError
+                raise self.clients[task].error("GetStatus", e) from None
+        return out
+
+    def _executable(self, graph, devices):
+        if not partitions.is_partitioned(graph):
+            from tfg.passes.partition import partition
+
+            graph = partition(graph, devices=devices, cluster=self.config.jobs)
+        served = {d.name for st in self.status.values() for d in st.devices}
+        for node in graph:
+            dev = DeviceSpec.parse(node.device).to_string() if node.device else ""
+            if dev not in served:
+                raise TfgInputError(
+                    f"node {node.name!r} is placed on {node.device or '(no device)'!r}, which "
+                    f"no task of the cluster serves ({', '.join(sorted(served))}); partition "
+                    "the graph with --cluster for this cluster")
+        return graph
+
+    # --- running --------------------------------------------------------------------------
+    def run(self, fetches=None, feeds=None, targets=None, trace=False):
+        """Like Session.run, on the cluster."""
+        refs, how = F.parse_fetches(fetches)
+        if isinstance(targets, str):
+            targets = [targets]
+        targets = tuple(t.lstrip("^") for t in (targets or ()))
+        feed_items = [(F.to_ref(k), v) for k, v in (feeds or {}).items()]
+        feed_refs = tuple(r for r, _ in feed_items)
+        if len(set(feed_refs)) != len(feed_refs):
+            raise TfgInputError("a tensor is fed twice")
+        if not refs and not targets:
+            raise TfgInputError("nothing to run: give at least one fetch or target")
+        key = (feed_refs, tuple(refs), targets)
+        with self._lock:
+            prepared = self._cache.get(key)
+            if prepared is None:
+                prepared = self._cache[key] = self._prepare(feed_refs, refs, targets)
+        values = {r: F.convert_feed(self.graph, r, v) for r, v in feed_items}
+        recvs = self._step(prepared, values, trace)
+        out = []
+        for i, src in enumerate(prepared.fetch_src):
+            if src[0] == "feed":
+                out.append(values[refs[i]])
+            else:
+                out.append(recvs[src[0]][src[1]])
+        return F.shape_results(out, how)
+
+    def _prepare(self, feed_refs, fetch_refs, targets):
+        graph = self.graph
+        for what, refs in (("fetch", fetch_refs), ("feed", feed_refs)):
+            for ref in refs:
+                _check_tensor(graph, ref, what)
+        for t in targets:
+            if t not in graph:
+                raise TfgInputError(f"target {t!r}: no node named {t!r} in the graph")
+        fed = set(feed_refs)
+        needed = partitions.needed_nodes(graph, fetch_refs, targets, fed)
+        by_task = {}
+        for node in graph:  # file order
+            if node.name in needed:
+                if node.op in ("Placeholder", "PlaceholderV2") and (node.name, 0) not in fed:
+                    raise TfgInputError(f"You must feed a value for placeholder {node.name!r}")
+                by_task.setdefault(task_of(node.device), []).append(node)
+        fetch_src, task_fetches = [], {}
+        for i, ref in enumerate(fetch_refs):
+            if ref in fed:
+                fetch_src.append(("feed", i))
+                continue
+            task = task_of(graph[ref.node].device)
+            lst = task_fetches.setdefault(task, [])
+            fetch_src.append((task, len(lst)))
+            lst.append(ref)
+        requests = {}
+        for task, nodes in by_task.items():
+            sub = Graph()
+            sub.versions.CopyFrom(graph.versions)
+            sub.library = graph.library
+            for node in nodes:
+                sub.add(node.copy())
+            task_feeds = [r for r in feed_refs if task_of(graph[r.node].device) == task]
+            requests[task] = (pb.RegisterGraphRequest(
+                session_handle=self.handle, graph_def=sub.to_proto(),
+                feeds=[tensor_name(*r) for r in task_feeds],
+                fetches=[tensor_name(*r) for r in task_fetches.get(task, [])]), task_feeds)
+        futs = {t: self.clients[t].future("RegisterGraph", req, timeout=max(60, self.timeout))
+                for t, (req, _) in requests.items()}
+        handles = {}
+        for task, fut in futs.items():
+            try:
+                handles[task] = (fut.result().graph_handle, requests[task][1])
+            except Exception as e:  # noqa: BLE001 - grpc.RpcError
+                raise self.clients[task].error("RegisterGraph", e) from None
+        return _Prepared(handles, fetch_src, fed)
+
+    def _step(self, prepared, feed_values, trace):
+        """One RunGraph per task, watched until all end; -> {task: [fetched arrays]}."""
+        step_id = next(self._step_ids)
+        watch = _StepWatch(self, step_id, list(prepared.handles))
+        for task, (handle, task_feeds) in prepared.handles.items():
+            req = pb.RunGraphRequest(session_handle=self.handle, graph_handle=handle,
+                                     step_id=step_id, trace=trace)
+            for ref in task_feeds:
+                rpc.encode(feed_values[ref], req.send.add(name=tensor_name(*ref)).tensor)
+            watch.start(task, self.clients[task].future("RunGraph", req))
+        responses = watch.wait()
+        for task in prepared.handles:  # free the step's rendezvous; nobody waits for this
+            try:
+                self.clients[task].future("CleanupGraph", pb.CleanupGraphRequest(
+                    step_id=step_id), timeout=self.timeout)
+            except Exception:  # noqa: BLE001 - a dead task has nothing to clean
+                pass
+        if trace:
+            self.last_trace = _merge_traces(responses)
+        return {task: [rpc.decode(t.tensor) for t in resp.recv]
+                for task, resp in responses.items()}
+
+    # --- variables ------------------------------------------------------------------------
+    def variables(self):
+        """{checkpoint name: array} of every initialized variable on every task."""
+        futs = {t: c.future("GetVariables", pb.GetVariablesRequest(
+            session_handle=self.handle), timeout=max(60, self.timeout))
+            for t, c in self.clients.items()}
+        mgr, owner = ResourceMgr(), {}
+        for task, fut in futs.items():
+            try:
+                resp = fut.result()
+            except Exception as e:  # noqa: BLE001
+                raise self.clients[task].error("GetVariables", e) from None
+            for var in resp.variables:
+                key = (var.container, var.name)
+                if key in owner:
+                    raise TfgRuntimeError(f"variable {var.name!r} exists on both "
+                                          f"{task_label(owner[key])} and {task_label(task)}")
+                owner[key] = task
+                mgr.get_or_create(var.container, var.name, lambda n=var.name: Ref(n)).assign(
+                    rpc.decode(var.tensor))
+        return mgr
+
+    def save(self, directory, step=None):
+        """Collect every task's variables and write one checkpoint here (atomically)."""
+        return checkpoint.save(self.variables(), directory, step=step)
+
+    def restore(self, directory):
+        """Read a checkpoint here and assign each variable on the task that owns it."""
+        mgr = ResourceMgr()
+        names = checkpoint.restore(mgr, self.graph, directory)
+        per_task = {}
+        first = self.config.tasks[0]
+        for (container, name), ref in mgr.items():
+            task = self._owners.get((container, name), first)
+            var = per_task.setdefault(task, pb.SetVariablesRequest(
+                session_handle=self.handle)).variables.add(container=container, name=name)
+            rpc.encode(ref.get(), var.tensor)
+        futs = {t: self.clients[t].future("SetVariables", req, timeout=max(60, self.timeout))
+                for t, req in per_task.items()}
+        for task, fut in futs.items():
+            try:
+                fut.result()
+            except Exception as e:  # noqa: BLE001
+                raise self.clients[task].error("SetVariables", e) from None
+        return names
+
+    def close(self):
+        """Drop this session's state on every task (best effort) and close the channels."""
+        futs = []
+        for client in self.clients.values():
+            try:
+                futs.append(client.future("CloseSession", pb.CloseSessionRequest(
+                    session_handle=self.handle), timeout=min(2.0, self.timeout)))
+            except Exception:  # noqa: BLE001
+                pass
+        for fut in futs:
+            try:
+                fut.result()
+            except Exception:  # noqa: BLE001 - a dead task keeps nothing
+                pass
+        for client in self.clients.values():
+            client.close()
+
+
+class _StepWatch:
+    """Waits for one step's RunGraph calls while pinging their tasks; on the first failure
+    aborts the step on every other task and reports the failure that is not a consequence."""
+
+    def __init__(self, master, step_id, tasks):
+        self.master = master
+        self.step_id = step_id
+        self.timeout = master.timeout
+        self.cond = threading.Condition()
+        self.futures = {}
+        self.done = {}  # task -> RunGraphResponse or exception
+        self.tasks = tasks
+
+    def start(self, task, future):
+        self.futures[task] = future
+
+        def finished(fut):
+            try:
+                result = fut.result()
+            except BaseException as e:  # noqa: BLE001 - grpc.RpcError / cancellation
+                result = e
+            with self.cond:
+                self.done[task] = result
+                self.cond.notify_all()
+
+        future.add_done_callback(finished)
+
+    def wait(self):
+        interval = min(1.0, self.timeout / 5)
+        errors, aborted_at = [], None
+        pings = {}
+        next_ping = time.monotonic() + interval
+        while True:
+            with self.cond:
+                self.cond.wait_for(lambda: len(self.done) == len(self.futures),
+                                   timeout=interval / 2)
+                done = dict(self.done)
+            for task, result in done.items():
+                err = self._error_of(task, result)
+                if err is not None and all(e[1] != task for e in errors):
+                    errors.append((err, task))
+            if len(done) == len(self.futures):
+                break
+            now = time.monotonic()
+            if errors and aborted_at is None:
+                aborted_at = now
+                self._abort([t for t in self.tasks if t not in done], errors[0][0])
+            if aborted_at is not None:
+                if now - aborted_at > self.timeout / 2:  # give up on the stragglers
+                    for t in self.tasks:
+                        if t not in done:
+                            self.futures[t].cancel()
+                            errors.append((rpc.TaskUnreachable(
+                                f"{self.master.clients[t].label} did not stop within "
+                                f"{self.timeout / 2:.1f}s of the abort"), t))
+                    break
+                continue
+            for task, fut in list(pings.items()):
+                if fut.done():
+                    del pings[task]
+                    err = self._ping_error(task, fut)
+                    if err is not None and task not in done:
+                        errors.append((err, task))
+            if now >= next_ping:
+                next_ping = now + interval
+                for task in self.tasks:
+                    if task not in done and task not in pings:
+                        pings[task] = self.master.clients[task].future(
+                            "GetStatus", pb.GetStatusRequest(), timeout=self.timeout * 0.6)
+        if errors:
+            primary = [e for e, _ in errors if not getattr(e, "derived", False)]
+            raise (primary or [errors[0][0]])[0]
+        return done
+
+    def _error_of(self, task, result):
+        client = self.master.clients[task]
+        if isinstance(result, BaseException):
+            if hasattr(result, "code"):
+                return client.error("RunGraph", result)
+            return TfgRuntimeError(f"{client.label}: RunGraph failed: {result}")
+        if result.error.code == pb.StepError.OK:
+            return None
+        cls = TfgInputError if result.error.code == pb.StepError.INPUT else TfgRuntimeError
+        if result.error.derived:
+            cls = rpc.StepAborted
+        return cls(f"{task_label(task)}: {result.error.message}")
+
+    def _ping_error(self, task, fut):
+        client = self.master.clients[task]
+        try:
+            status = fut.result()
+        except Exception as e:  # noqa: BLE001 - grpc.RpcError
+            return client.error("GetStatus", e)
+        if status.incarnation != self.master.status[task].incarnation:
+            return rpc.TaskUnreachable(f"{client.label} was restarted during the step (its "
+                                       "variables are gone); rerun to resume from a checkpoint")
+        return None
+
+    def _abort(self, tasks, error):
+        reason = " ".join(str(error).split())
+        for task in tasks:
+            try:
+                self.master.clients[task].future("AbortStep", pb.AbortStepRequest(
+                    step_id=self.step_id, reason=reason), timeout=self.timeout / 2)
+            except Exception:  # noqa: BLE001 - the straggler check covers it
+                pass
+
+
+def _merge_traces(responses):
+    from tfg.executor.session import StepTrace
+
+    events, peak, devices = [], 0, []
+    for resp in responses.values():
+        for e in resp.trace:
+            events.append((e.name, e.op, e.device, e.start_ns, e.dur_ns, e.thread))
+            if e.device not in devices:
+                devices.append(e.device)
+        peak = max(peak, resp.peak_bytes)
+    return StepTrace(events, peak, devices)
+
+
+def _variable_owners(graph):
+    """{(container, name): task} of the graph's variable nodes."""
+    out = {}
+    for node in graph:
+        if node.op in checkpoint.VARIABLE_OPS:
+            container = node.get_attr("container", b"").decode()
+            name = node.get_attr("shared_name", b"").decode() or node.name
+            out[(container, name)] = task_of(node.device)
+    return out
+
+
+def _check_tensor(graph, ref, what):
+    name = tensor_name(ref.node, ref.port)
+    if ref.node not in graph:
+        raise TfgInputError(f"{what} {name!r}: no node named {ref.node!r} in the graph")
+    node = graph[ref.node]
+    n = partitions.num_outputs(node)
+    if n is not None and ref.port >= n:
+        raise TfgInputError(f"{what} {name!r}: node {ref.node!r} ({node.op}) has {n} "
+                            f"output(s)")

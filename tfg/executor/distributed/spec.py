@@ -1,0 +1,112 @@
+"""Who is who in a cluster: the task addresses, which task owns a device, the options a master
+runs with, and TF_CONFIG for workers started without flags.
+
+    >>> cfg = ClusterConfig("worker=127.0.0.1:2222,127.0.0.1:2223", timeout=5)
+    >>> cfg.tasks
+    [('worker', 0), ('worker', 1)]
+    >>> cfg.address(("worker", 1)), task_of("/job:worker/replica:0/task:1/device:CPU:0")
+    ('127.0.0.1:2223', ('worker', 1))
+    >>> task_from_tf_config('{"cluster": {"worker": ["a:1"]}, "task": {"type": "worker", "index": 0}}')
+    ({'worker': ['a:1']}, 'worker', 0)
+
+The cluster SPEC forms are those of `tfg.passes.cluster_spec.parse_cluster` (a JSON file, JSON
+inline, or `job=host:port,host:port`).
+"""
+import json
+import os
+
+from tfg.errors import TfgInputError
+from tfg.graphdef.names import DeviceSpec
+from tfg.passes.cluster_spec import parse_cluster
+
+DEFAULT_TIMEOUT = 10.0
+TOKEN_ENV = "TFG_AUTH_TOKEN"
+
+
+class ClusterConfig:
+    """A parsed cluster SPEC plus the master's options: the failure `timeout` (seconds) within
+    which a dead or unreachable worker ends a step, and the `auth_token` every RPC carries
+    (default: the TFG_AUTH_TOKEN environment variable)."""
+
+    def __init__(self, spec, timeout=None, auth_token=None):
+        if isinstance(spec, ClusterConfig):
+            timeout = spec.timeout if timeout is None else timeout
+            auth_token = spec.auth_token if auth_token is None else auth_token
+            spec = spec.jobs
+        self.jobs = parse_cluster(spec)
+        self.timeout = float(DEFAULT_TIMEOUT if timeout is None else timeout)
+        if self.timeout <= 0:
+            raise TfgInputError(f"--timeout must be positive, got {timeout}")
+        self.auth_token = resolve_token(auth_token)
+
+    @property
+    def tasks(self):
+        return [(job, i) for job, addrs in self.jobs.items() for i in range(len(addrs))]
+
+    def address(self, task):
+        job, index = task
+        addrs = self.jobs.get(job)
+        if addrs is None or not 0 <= index < len(addrs):
+            raise TfgInputError(f"the cluster has no task /job:{job}/task:{index} (it has "
+                                f"{', '.join(task_label(t) for t in self.tasks)})")
+        return addrs[index]
+
+    def __repr__(self):
+        return f"ClusterConfig({self.jobs!r}, timeout={self.timeout})"
+
+
+def resolve_token(token):
+    """The explicit token, else $TFG_AUTH_TOKEN, else None (no authentication)."""
+    if token is None:
+        token = os.environ.get(TOKEN_ENV) or None
+    return token or None
+
+
+def task_of(device):
+    """(job, task index) of a device name; None when the name does not say both."""
+    spec = DeviceSpec.parse(device) if device else DeviceSpec()
+    if spec.job is None:
+        return None
+    return spec.job, spec.task if spec.task is not None else 0
+
+
+def task_label(task):
+    return f"/job:{task[0]}/task:{task[1]}"
+
+
+def task_from_tf_config(text=None):
+    """TF_CONFIG JSON (default: the environment variable) -> (jobs, job, task index)."""
+    if text is None:
+        text = os.environ.get("TF_CONFIG", "")
+    if not text.strip():
+        raise TfgInputError("no --cluster given and TF_CONFIG is not set")
+    try:
+        conf = json.loads(text)
+    except ValueError as e:
+        raise TfgInputError(f"TF_CONFIG is not JSON ({e})") from None
+    if not isinstance(conf, dict) or not isinstance(conf.get("cluster"), dict):
+        raise TfgInputError('TF_CONFIG must look like {"cluster": {...}, "task": '
+                            '{"type": "worker", "index": 0}}')
+    task = conf.get("task") or {}
+    job, index = task.get("type"), task.get("index", 0)
+    if not isinstance(job, str) or not isinstance(index, int):
+        raise TfgInputError("TF_CONFIG: task must give a string type and an integer index")
+    return parse_cluster(conf["cluster"]), job, index
+
+
+def bind_address(spec_address, bind=None):
+    """Where a worker listens: loopback on the SPEC's port, unless --bind says otherwise.
+
+    `--bind 0.0.0.0` keeps the SPEC's port; `--bind HOST:PORT` is taken as it is.
+    """
+    port = spec_address.rsplit(":", 1)[-1]
+    if not port.isdigit():
+        raise TfgInputError(f"cluster address {spec_address!r} has no port")
+    if not bind:
+        return f"127.0.0.1:{port}"
+    if bind.startswith("[") and bind.endswith("]"):  # a bare IPv6 host
+        return f"{bind}:{port}"
+    host, sep, bport = bind.rpartition(":")
+    if sep and bport.isdigit() and (host.count(":") == 0 or host.startswith("[")):
+        return bind
+    return f"{bind}:{port}"

@@ -1,0 +1,419 @@
+"""The worker service: one task of a cluster, running the parts of steps a master registers.
+
+    >>> server = serve({"worker": ["127.0.0.1:2222", "127.0.0.1:2223"]}, "worker", 0)
+    >>> server.wait()          # until stop() (SIGTERM in `tfg worker`)
+
+State lives per session handle (variables, queues, registered graphs) and per step id (the
+rendezvous other tasks pull from, kept until the master's CleanupGraph). A registered graph is
+prepared once (kernels bound, one plan per device of this task) and then run by the same
+`DataflowRun` executors as a local Session, over a `RemoteRendezvous`. The worker only runs
+the ops of registered graphs through the kernel registry: no code and no pickles travel.
+"""
+import itertools
+import os
+import sys
+import threading
+import time
+import uuid
+from concurrent import futures
+
+import grpc
+
+from tfg.errors import TfgError, TfgInputError, TfgRuntimeError
+from tfg.executor import partitions
+from tfg.executor.devices import DeviceSet
+from tfg.executor.distributed import rpc
+from tfg.executor.distributed.rendezvous import RemoteRendezvous, aborted_by
+from tfg.executor.distributed.spec import bind_address, task_label
+from tfg.executor.executor import NOVAL, DataflowRun, StepGroup
+from tfg.executor.fastpath import Schedule
+from tfg.executor.plan import build_plan
+from tfg.graphdef.graph import Graph
+from tfg.graphdef.names import parse_tensor
+from tfg.kernels.resources import Ref, ResourceMgr, StepContext
+from tfg.schemas.proto import worker_pb2 as pb
+from tfg.schemas.proto import worker_pb2_grpc
+
+# Steps whose master never called CleanupGraph are dropped this long after they ended.
+STEP_TTL_S = 600.0
+
+
+class _Registered:
+    def __init__(self, plans, schedule, fetch_owner, feed_names):
+        self.plans = plans
+        self.schedule = schedule  # single plan without control flow or Send/Recv
+        self.fetch_owner = fetch_owner  # fetch index -> (plan index, plan fetch index)
+        self.feed_names = feed_names
+
+
+class _Session:
+    def __init__(self):
+        self.resources = ResourceMgr()
+        self.graphs = {}
+        self.last_used = time.monotonic()
+
+
+class _Step:
+    """One step's state here: its rendezvous, and the executors' group while it runs."""
+
+    def __init__(self, step_id, local_task, peer):
+        self.rendezvous = RemoteRendezvous(step_id, local_task, peer)
+        self.group = None
+        self.ended = None  # monotonic time the RunGraph ended
+        self.lock = threading.Lock()
+
+    def abort(self, error):
+        with self.lock:
+            group = self.group
+        if group is not None:
+            group.fail(error)
+        self.rendezvous.abort(error)
+
+
+class _WorkerStepGroup(StepGroup):
+    """A step group whose idle executors may be waiting on another task: only a wait for a
+    key this task itself should send can be a deadlock here."""
+
+    def check_deadlock(self):
+        rv = self.rendezvous
+        for run in self.runs:
+            for key in run.recv_waiting.values():
+                if rv.is_remote(key):
+                    return None
+        return super().check_deadlock()
+
+
+class WorkerService(worker_pb2_grpc.WorkerServiceServicer):
+    """The servicer (see the module docstring)."""
+
+    def __init__(self, jobs, job, task, devices=None, token=None, log=None):
+        self.jobs = jobs
+        self.job, self.task = job, task
+        self.local_task = (job, task)
+        self.devices = DeviceSet.from_spec(devices or "cpu:1", job=job, task=task)
+        self.token = token
+        self.incarnation = uuid.uuid4().int & ((1 << 63) - 1)
+        self.sessions = {}
+        self.steps = {}
+        self.peers = {}
+        self.lock = threading.Lock()
+        self.serving = True
+        self.log = log
+        self._handles = itertools.count(1)
+
+    # --- helpers --------------------------------------------------------------------------
+    def _log(self, context, method, what=""):
+        if self.log is not None:
+            self.log(f"{task_label(self.local_task)} {method} {what}".rstrip())
+
+    def peer(self, task):
+        with self.lock:
+            client = self.peers.get(task)
+            if client is None:
+                job, index = task
+                addrs = self.jobs.get(job, [])
+                if not 0 <= index < len(addrs):
+                    raise TfgRuntimeError(f"no task {task_label(task)} in the cluster")
+                client = self.peers[task] = rpc.WorkerClient(task, addrs[index], self.token)
+            return client
+
+    def _step(self, step_id, create=True):
+        with self.lock:
+            step = self.steps.get(step_id)
+            if step is None and create:
+                self._collect_garbage()
+                step = self.steps[step_id] = _Step(step_id, self.local_task, self.peer)
+            return step
+
+    def _collect_garbage(self):
+        now = time.monotonic()
+        for sid in [s for s, st in self.steps.items()
+                    if st.ended is not None and now - st.ended > STEP_TTL_S]:
+            del self.steps[sid]
+
+    def _session(self, handle, context):
+        with self.lock:
+            sess = self.sessions.get(handle)
+            if sess is None:
+                sess = self.sessions[handle] = _Session()
+            sess.last_used = time.monotonic()
+            return sess
+
+    # --- RPCs -----------------------------------------------------------------------------
+    def GetStatus(self, request, context):
+        self._log(context, "GetStatus")
+        with self.lock:
+            active = sum(1 for s in self.steps.values() if s.group is not None and
+                         s.ended is None)
+            resp = pb.GetStatusResponse(job=self.job, task=self.task,
+                                        incarnation=self.incarnation,
+                                        sessions=len(self.sessions), active_steps=active)
+        for d in self.devices:
+            resp.devices.add(name=d.name, device_type=d.device_type)
+        return resp
+
+    def RegisterGraph(self, request, context):
+        graph = Graph.from_proto(request.graph_def)
+        self._log(context, "RegisterGraph", f"session={request.session_handle[:8]} "
+                                            f"nodes={len(graph)}")
+        try:
+            reg = self._prepare(graph, list(request.feeds), list(request.fetches))
+        except TfgError as e:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, " ".join(str(e).split()))
+        sess = self._session(request.session_handle, context)
+        handle = f"g{next(self._handles)}"
+        with self.lock:
+            sess.graphs[handle] = reg
+        return pb.RegisterGraphResponse(graph_handle=handle)
+
+    def _prepare(self, graph, feed_names, fetch_names):
+        for node in graph:
+            if node.device and self.devices.find(node.device) is None:
+                raise TfgInputError(f"node {node.name!r} is placed on {node.device}, which "
+                                    f"is not a device of {task_label(self.local_task)}")
+        feed_refs = tuple(parse_tensor(n) for n in feed_names)
+        fetch_refs = [parse_tensor(n) for n in fetch_names]
+        needed = {n.name for n in graph}
+        groups = partitions.group_by_device(graph, needed, self.devices)
+        plans, owner = [], [None] * len(fetch_refs)
+        for pi, (device, nodes) in enumerate(groups):
+            names = {n.name for n in nodes}
+            mine = [i for i, r in enumerate(fetch_refs) if r.node in names]
+            plan = build_plan(nodes, device, feeds=feed_refs,
+                              fetches=[fetch_refs[i] for i in mine])
+            for j, i in enumerate(mine):
+                owner[i] = (pi, j)
+            plans.append(plan)
+        for i, o in enumerate(owner):
+            if o is None:
+                raise TfgInputError(f"fetch {fetch_names[i]!r} is not computed on "
+                                    f"{task_label(self.local_task)}")
+        schedule = Schedule.build(plans[0]) if len(plans) == 1 else None
+        return _Registered(plans, schedule, owner, feed_names)
+
+    def RunGraph(self, request, context):
+        sid = request.step_id
+        self._log(context, "RunGraph", f"step={sid} graph={request.graph_handle}")
+        with self.lock:
+            sess = self.sessions.get(request.session_handle)
+            reg = sess.graphs.get(request.graph_handle) if sess is not None else None
+        if reg is None:
+            context.abort(grpc.StatusCode.NOT_FOUND, f"unknown graph handle "
+                          f"{request.graph_handle!r} of session {request.session_handle[:8]}")
+        sess.last_used = time.monotonic()
+        step = self._step(sid)
+        done = threading.Event()
+
+        def on_end():  # the master cancelled the call or went away: stop the step here
+            if not done.is_set():
+                step.abort(aborted_by("the master cancelled RunGraph"))
+
+        context.add_callback(on_end)
+        resp = pb.RunGraphResponse()
+        try:
+            feeds = {t.name: rpc.decode(t.tensor) for t in request.send}
+            missing = [n for n in reg.feed_names if n not in feeds]
+            if missing:
+                raise TfgInputError(f"RunGraph: feed {missing[0]!r} was not sent")
+            values, group = self._execute(step, sess, reg, [feeds[n] for n in reg.feed_names],
+                                          request.trace)
+            for name, value in zip(_fetch_names(reg), values):
+                if value is NOVAL:
+                    raise TfgRuntimeError(f"fetch {name!r} has no value: it is dead (computed "
+                                          "on a branch that was not taken) or was never "
+                                          "computed")
+                if type(value) is Ref:
+                    value = value.get()
+                rpc.encode(value, resp.recv.add(name=name).tensor)
+            if request.trace:
+                for (name, op, dev, start, dur, thread) in group.trace:
+                    resp.trace.add(name=name, op=op, device=dev, start_ns=start, dur_ns=dur,
+                                   thread=thread)
+                resp.peak_bytes = group.peak_bytes
+        except Exception as e:  # noqa: BLE001 - every failure goes back to the master
+            resp = pb.RunGraphResponse()
+            resp.error.code = pb.StepError.INPUT if isinstance(e, TfgInputError) else \
+                pb.StepError.RUNTIME
+            msg = " ".join(str(e).split()) if isinstance(e, TfgError) else \
+                f"{type(e).__name__}: {' '.join(str(e).split())}"
+            resp.error.message = msg
+            resp.error.derived = bool(getattr(e, "derived", False))
+            self._log(context, "RunGraph", f"step={sid} failed: {msg}")
+        finally:
+            done.set()
+            step.ended = time.monotonic()
+        return resp
+
+    def _execute(self, step, sess, reg, feed_values, trace):
+        ctx = StepContext(session_resources=sess.resources, step_id=step.rendezvous.step_id)
+        group = _WorkerStepGroup(ctx, trace=trace)
+        group.rendezvous = step.rendezvous
+        with step.lock:
+            step.group = group
+        if step.rendezvous.error is not None:  # aborted before it started here
+            raise step.rendezvous.error
+        if reg.schedule is not None:
+            memory = [0] if trace else None
+            try:
+                results = reg.schedule.run(ctx, feed_values, group.trace, memory)
+            except BaseException:
+                ctx.cancelled.set()
+                raise
+            group.peak_bytes = memory[0] if trace else 0
+            per_plan = [results]
+        else:
+            runs = [DataflowRun(p, group, step.rendezvous, feed_values) for p in reg.plans]
+            threads = [threading.Thread(target=_quiet(r.execute), daemon=True,
+                                        name=f"tfg-{p.device.short}")
+                       for r, p in zip(runs[1:], reg.plans[1:])]
+            for t in threads:
+                t.start()
+            try:
+                runs[0].execute()
+            finally:
+                for t in threads:
+                    t.join()
+            if group.error is not None:
+                raise group.error
+            per_plan = [r.results for r in runs]
+        return [per_plan[pi][j] for pi, j in reg.fetch_owner], group
+
+    def RecvTensor(self, request, context):
+        sid, key = request.step_id, request.rendezvous_key
+        self._log(context, "RecvTensor", f"step={sid} key={key}")
+        step = self._step(sid)
+        box, arrived = [], threading.Event()
+        step.rendezvous.take(key, lambda v, d: (box.append((v, d, None)), arrived.set()),
+                             lambda e: (box.append((None, True, e)), arrived.set()))
+        while not arrived.wait(0.5):
+            if not context.is_active():
+                return
+        value, is_dead, error = box[0]
+        if error is not None:
+            context.abort(grpc.StatusCode.ABORTED, f"step {sid} was aborted on "
+                          f"{task_label(self.local_task)}: {' '.join(str(error).split())}")
+        chunks = rpc.tensor_chunks(value, is_dead)
+        try:
+            first = next(chunks)
+        except TfgError as e:
+            context.abort(grpc.StatusCode.FAILED_PRECONDITION, " ".join(str(e).split()))
+        yield first
+        yield from chunks
+
+    def CleanupGraph(self, request, context):
+        self._log(context, "CleanupGraph", f"step={request.step_id}")
+        with self.lock:
+            self.steps.pop(request.step_id, None)
+        return pb.CleanupGraphResponse()
+
+    def AbortStep(self, request, context):
+        self._log(context, "AbortStep", f"step={request.step_id} reason={request.reason}")
+        step = self._step(request.step_id)
+        step.abort(aborted_by(request.reason))
+        if step.ended is None and step.group is None:
+            step.ended = time.monotonic()  # never ran here: collectable later
+        return pb.AbortStepResponse()
+
+    def CloseSession(self, request, context):
+        self._log(context, "CloseSession", f"session={request.session_handle[:8]}")
+        with self.lock:
+            sess = self.sessions.pop(request.session_handle, None)
+        if sess is not None:
+            sess.resources.clear()
+        return pb.CloseSessionResponse()
+
+    def GetVariables(self, request, context):
+        self._log(context, "GetVariables", f"session={request.session_handle[:8]}")
+        sess = self._session(request.session_handle, context)
+        resp = pb.GetVariablesResponse()
+        for (container, name), item in sess.resources.items():
+            if type(item) is Ref and item.initialized:
+                var = resp.variables.add(container=container, name=name)
+                rpc.encode(item.get(), var.tensor)
+        return resp
+
+    def SetVariables(self, request, context):
+        self._log(context, "SetVariables", f"session={request.session_handle[:8]} "
+                                           f"n={len(request.variables)}")
+        sess = self._session(request.session_handle, context)
+        for var in request.variables:
+            ref = sess.resources.get_or_create(var.container, var.name,
+                                               lambda n=var.name: Ref(n))
+            if type(ref) is not Ref:
+                context.abort(grpc.StatusCode.INVALID_ARGUMENT,
+                              f"resource {var.name!r} is not a variable")
+            ref.assign(rpc.decode(var.tensor))
+        return pb.SetVariablesResponse()
+
+
+def _fetch_names(reg):
+    out = []
+    for pi, j in reg.fetch_owner:
+        ref = reg.plans[pi].fetches[j]
+        out.append(f"{ref.node}:{ref.port}")
+    return out
+
+
+def _quiet(fn):
+    def target():
+        try:
+            fn()
+        except BaseException:  # noqa: BLE001 - the group holds the first error
+            pass
+    return target
+
+
+class WorkerServer:
+    """A running worker: the gRPC server and its service."""
+
+    def __init__(self, server, service, address):
+        self.server = server
+        self.service = service
+        self.address = address
+        self._stopped = threading.Event()
+
+    def stop(self, grace=1.0):
+        self.service.serving = False
+        with self.service.lock:
+            steps = list(self.service.steps.values())
+        for step in steps:
+            step.abort(aborted_by(f"{task_label(self.service.local_task)} is shutting down"))
+        self.server.stop(grace).wait()
+        self._stopped.set()
+
+    def wait(self, timeout=None):
+        return self._stopped.wait(timeout)
+
+
+def serve(jobs, job, task, bind=None, devices=None, token=None, verbose=False):
+    """Start serving task (job, task) of `jobs` ({job: [address]}); returns a WorkerServer.
+
+    Listens on loopback at the port the cluster gives the task unless `bind` says otherwise.
+    """
+    addrs = jobs.get(job)
+    if addrs is None:
+        raise TfgInputError(f"the cluster has no job {job!r} (it has {', '.join(jobs)})")
+    if not 0 <= task < len(addrs):
+        raise TfgInputError(f"job {job!r} has {len(addrs)} task(s); --task {task} is not one")
+    address = bind_address(addrs[task], bind)
+    log = None
+    if verbose:
+        def log(line):
+            sys.stderr.write(f"{time.strftime('%H:%M:%S')} {line}\n")
+            sys.stderr.flush()
+    service = WorkerService(jobs, job, task, devices=devices, token=token, log=log)
+    interceptors = [rpc.AuthInterceptor(token)] if token else []
+    # RunGraph and RecvTensor calls block while a step runs: many threads, made on demand.
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=max(1024, 32 * (os.cpu_count()
+                                                                              or 2))),
+                         interceptors=interceptors, options=rpc.SERVER_OPTIONS)
+    worker_pb2_grpc.add_WorkerServiceServicer_to_server(service, server)
+    server.add_generic_rpc_handlers((rpc.health_handler(lambda: service.serving),))
+    try:
+        port = server.add_insecure_port(address)
+    except RuntimeError as e:
+        raise TfgInputError(f"cannot listen on {address}: {e}") from None
+    if port == 0:
+        raise TfgInputError(f"cannot listen on {address} (address in use?)")
+    server.start()
+    return WorkerServer(server, service, address)
