@@ -25,7 +25,8 @@ def test_device_specs():
     assert ds.find("/device:CPU:1").name == CPU1
     assert ds.find("/cpu:0").name == CPU0
     assert ds.find("/device:CPU:7") is None
-    for bad in ("tpu:1", "cpu:0", "/device:CPU", "cpu:1,cpu:0,/device:CPU:0", "/job:w/task:1/device:CPU:0"):
+    for bad in ("tpu:1", "cpu:0", "/device:CPU", "cpu:1,cpu:0,/device:CPU:0",
+                "/job:w/task:1/device:CPU:0"):
         with pytest.raises(TfgInputError):
             DeviceSet.from_spec(bad)
 

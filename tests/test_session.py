@@ -160,7 +160,6 @@ def test_cluster_not_available():
 
 # --- checkpoints ------------------------------------------------------------------------
 def _trained(case="variables", steps=3):
-    import json
     from conftest import FIXTURES
 
     d = FIXTURES / "executor" / case
