@@ -216,3 +216,16 @@ def test_checkpoint_shape_mismatch_is_refused(tmp_path):
 def test_save_without_variables_is_an_input_error(tmp_path):
     with pytest.raises(TfgInputError, match="no variable"):
         Session(small_graph()).save(tmp_path)
+
+
+@pytest.mark.parametrize("fast_path", [True, False])
+def test_control_edge_from_fed_placeholder_is_satisfied_by_the_feed(fast_path):
+    # Constant folding turns x*0 into a Const with `^x`; feeding x must not run the Placeholder.
+    g = Graph()
+    g.add_node("x", "Placeholder", [], {"dtype": F})
+    g.add_node("c", "Const", ["^x"], {"dtype": F, "value": np.float32(3)})
+    g.add_node("d", "Identity", ["x", "^x"], {"T": F})
+    c, d = Session(g, fast_path=fast_path).run(["c", "d"], feeds={"x": 1.0})
+    assert c == 3 and d == 1
+    with pytest.raises(TfgInputError, match="must feed"):
+        Session(g, fast_path=fast_path).run("c")

@@ -74,13 +74,27 @@ def needed_nodes(graph, fetch_refs, targets, fed):
         if node is None:
             continue
         for ref in node.input_refs:
-            if ref.port != CONTROL and (ref.node, ref.port) in fed:
+            if (ref.node, ref.port) in fed:
+                continue
+            # As in TensorFlow's FeedInputs: feeding the only output of a node also satisfies
+            # control edges from it, so a fed Placeholder never has to run.
+            if ref.port == CONTROL and (ref.node, 0) in fed and _single_output(graph, ref.node):
                 continue
             if ref.node not in seen:
                 stack.append(ref.node)
         if node.op in RECV_OPS:
             stack.extend(sends.get(_transfer_key(node), ()))
     return seen
+
+
+def _single_output(graph, name):
+    node = graph.get(name)
+    if node is None:
+        return False
+    try:
+        return signature.num_outputs(node) == 1
+    except Exception:  # unknown op: be conservative and run it
+        return False
 
 
 def group_by_device(graph, needed, devices):

@@ -137,6 +137,9 @@ def build_plan(graph, device, feeds=(), fetches=(), targets=()):
         for ref in node.input_refs:
             feed = feed_items.get((ref.node, ref.port))
             src = feed if feed is not None else index.get(ref.node)
+            if src is None and ref.port == CONTROL:
+                # A control edge from a fed (pruned) node waits for the feed instead.
+                src = feed_items.get((ref.node, 0))
             if src is None:
                 raise GraphValidationError(f"node {node.name!r} ({node.op}) has input "
                                            f"{str(ref)!r} from a node not in the graph")
