@@ -50,6 +50,7 @@ class ClusterSession:
         self.handle = uuid.uuid4().hex
         self._step_ids = itertools.count(random.getrandbits(62))
         self._cache = {}
+        self._ended = {}  # task -> step ids to clean up with its next RunGraph
         self._lock = threading.Lock()
         self.last_trace = None
         self.status = self._status_all()
@@ -59,15 +60,8 @@ class ClusterSession:
     # --- setup ----------------------------------------------------------------------------
     def _status_all(self):
         """GetStatus of every task at once (an unreachable task is an error naming it)."""
-        futs = {t: c.future("GetStatus", pb.GetStatusRequest(), timeout=self.timeout)
-                for t, c in self.clients.items()}
-        out = {}
-        for task, fut in futs.items():
-            try:
-                out[task] = fut.result()
-            except Exception as e:  # noqa: BLE001 - grpc.RpcError
-                raise self.clients[task].error("GetStatus", e) from None
-        return out
+        return rpc.call_all({t: (c, "GetStatus", pb.GetStatusRequest())
+                             for t, c in self.clients.items()}, timeout=self.timeout)
 
     def _executable(self, graph, devices):
         if not partitions.is_partitioned(graph):
@@ -149,14 +143,10 @@ class ClusterSession:
                 session_handle=self.handle, graph_def=sub.to_proto(),
                 feeds=[tensor_name(*r) for r in task_feeds],
                 fetches=[tensor_name(*r) for r in task_fetches.get(task, [])]), task_feeds)
-        futs = {t: self.clients[t].future("RegisterGraph", req, timeout=max(60, self.timeout))
-                for t, (req, _) in requests.items()}
-        handles = {}
-        for task, fut in futs.items():
-            try:
-                handles[task] = (fut.result().graph_handle, requests[task][1])
-            except Exception as e:  # noqa: BLE001 - grpc.RpcError
-                raise self.clients[task].error("RegisterGraph", e) from None
+        resps = rpc.call_all({t: (self.clients[t], "RegisterGraph", req)
+                              for t, (req, _) in requests.items()},
+                             timeout=max(60, self.timeout))
+        handles = {t: (resps[t].graph_handle, requests[t][1]) for t in requests}
         return _Prepared(handles, fetch_src, fed)
 
     def _step(self, prepared, feed_values, trace):
@@ -166,16 +156,16 @@ class ClusterSession:
         for task, (handle, task_feeds) in prepared.handles.items():
             req = pb.RunGraphRequest(session_handle=self.handle, graph_handle=handle,
                                      step_id=step_id, trace=trace)
+            # The previous steps' rendezvous state goes with this call, not a call of its own.
+            req.cleanup_step_ids.extend(self._ended.pop(task, ()))
             for ref in task_feeds:
                 rpc.encode(feed_values[ref], req.send.add(name=tensor_name(*ref)).tensor)
-            watch.start(task, self.clients[task].future("RunGraph", req))
-        responses = watch.wait()
-        for task in prepared.handles:  # free the step's rendezvous; nobody waits for this
-            try:
-                self.clients[task].future("CleanupGraph", pb.CleanupGraphRequest(
-                    step_id=step_id), timeout=self.timeout)
-            except Exception:  # noqa: BLE001 - a dead task has nothing to clean
-                pass
+            watch.start(task, req)
+        try:
+            responses = watch.wait()
+        finally:
+            for task in prepared.handles:
+                self._ended.setdefault(task, []).append(step_id)
         if trace:
             self.last_trace = _merge_traces(responses)
         return {task: [rpc.decode(t.tensor) for t in resp.recv]
@@ -184,15 +174,11 @@ class ClusterSession:
     # --- variables ------------------------------------------------------------------------
     def variables(self):
         """{checkpoint name: array} of every initialized variable on every task."""
-        futs = {t: c.future("GetVariables", pb.GetVariablesRequest(
-            session_handle=self.handle), timeout=max(60, self.timeout))
-            for t, c in self.clients.items()}
+        resps = rpc.call_all({t: (c, "GetVariables", pb.GetVariablesRequest(
+            session_handle=self.handle)) for t, c in self.clients.items()},
+            timeout=max(60, self.timeout))
         mgr, owner = ResourceMgr(), {}
-        for task, fut in futs.items():
-            try:
-                resp = fut.result()
-            except Exception as e:  # noqa: BLE001
-                raise self.clients[task].error("GetVariables", e) from None
+        for task, resp in resps.items():
             for var in resp.variables:
                 key = (var.container, var.name)
                 if key in owner:
@@ -218,29 +204,16 @@ class ClusterSession:
             var = per_task.setdefault(task, pb.SetVariablesRequest(
                 session_handle=self.handle)).variables.add(container=container, name=name)
             rpc.encode(ref.get(), var.tensor)
-        futs = {t: self.clients[t].future("SetVariables", req, timeout=max(60, self.timeout))
-                for t, req in per_task.items()}
-        for task, fut in futs.items():
-            try:
-                fut.result()
-            except Exception as e:  # noqa: BLE001
-                raise self.clients[task].error("SetVariables", e) from None
+        rpc.call_all({t: (self.clients[t], "SetVariables", req) for t, req in per_task.items()},
+                     timeout=max(60, self.timeout))
         return names
 
     def close(self):
         """Drop this session's state on every task (best effort) and close the channels."""
-        futs = []
-        for client in self.clients.values():
-            try:
-                futs.append(client.future("CloseSession", pb.CloseSessionRequest(
-                    session_handle=self.handle), timeout=min(2.0, self.timeout)))
-            except Exception:  # noqa: BLE001
-                pass
-        for fut in futs:
-            try:
-                fut.result()
-            except Exception:  # noqa: BLE001 - a dead task keeps nothing
-                pass
+        # CloseSession also drops the session's step state; a dead task keeps nothing.
+        rpc.call_all({t: (c, "CloseSession", pb.CloseSessionRequest(
+            session_handle=self.handle)) for t, c in self.clients.items()},
+            timeout=min(2.0, self.timeout), strict=False)
         for client in self.clients.values():
             client.close()
 
@@ -254,69 +227,71 @@ class _StepWatch:
         self.step_id = step_id
         self.timeout = master.timeout
         self.cond = threading.Condition()
-        self.futures = {}
         self.done = {}  # task -> RunGraphResponse or exception
+        self.pings = {}  # task -> None while in flight, then the response or exception
         self.tasks = tasks
 
-    def start(self, task, future):
-        self.futures[task] = future
-
-        def finished(fut):
-            try:
-                result = fut.result()
-            except BaseException as e:  # noqa: BLE001 - grpc.RpcError / cancellation
-                result = e
+    def _post(self, table, task):
+        def done(result):
             with self.cond:
-                self.done[task] = result
+                table[task] = result
                 self.cond.notify_all()
+        return done
 
-        future.add_done_callback(finished)
+    def start(self, task, request):
+        # No deadline: a step may run for as long as it needs; the pings watch the task.
+        self.master.clients[task].call_async("RunGraph", request, None,
+                                             self._post(self.done, task))
 
     def wait(self):
         interval = min(1.0, self.timeout / 5)
-        errors, aborted_at = [], None
-        pings = {}
+        errors, aborted_at = {}, None
         next_ping = time.monotonic() + interval
+        n = len(self.tasks)
         while True:
             with self.cond:
-                self.cond.wait_for(lambda: len(self.done) == len(self.futures),
-                                   timeout=interval / 2)
-                done = dict(self.done)
+                self.cond.wait_for(lambda: len(self.done) == n, timeout=interval / 2)
+                done, pings = dict(self.done), dict(self.pings)
             for task, result in done.items():
-                err = self._error_of(task, result)
-                if err is not None and all(e[1] != task for e in errors):
-                    errors.append((err, task))
-            if len(done) == len(self.futures):
+                if task not in errors:
+                    err = self._error_of(task, result)
+                    if err is not None:
+                        errors[task] = err
+            if len(done) == n:
                 break
+            for task, result in pings.items():
+                if result is not None:
+                    with self.cond:
+                        del self.pings[task]
+                    err = self._ping_error(task, result)
+                    if err is not None and task not in done and task not in errors:
+                        errors[task] = err
             now = time.monotonic()
             if errors and aborted_at is None:
                 aborted_at = now
-                self._abort([t for t in self.tasks if t not in done], errors[0][0])
+                self._abort([t for t in self.tasks if t not in done],
+                            next(iter(errors.values())))
             if aborted_at is not None:
                 if now - aborted_at > self.timeout / 2:  # give up on the stragglers
                     for t in self.tasks:
-                        if t not in done:
-                            self.futures[t].cancel()
-                            errors.append((rpc.TaskUnreachable(
+                        if t not in done and t not in errors:
+                            errors[t] = rpc.TaskUnreachable(
                                 f"{self.master.clients[t].label} did not stop within "
-                                f"{self.timeout / 2:.1f}s of the abort"), t))
+                                f"{self.timeout / 2:.1f}s of the abort")
                     break
                 continue
-            for task, fut in list(pings.items()):
-                if fut.done():
-                    del pings[task]
-                    err = self._ping_error(task, fut)
-                    if err is not None and task not in done:
-                        errors.append((err, task))
             if now >= next_ping:
                 next_ping = now + interval
                 for task in self.tasks:
                     if task not in done and task not in pings:
-                        pings[task] = self.master.clients[task].future(
-                            "GetStatus", pb.GetStatusRequest(), timeout=self.timeout * 0.6)
+                        with self.cond:
+                            self.pings[task] = None
+                        self.master.clients[task].call_async(
+                            "GetStatus", pb.GetStatusRequest(), self.timeout * 0.6,
+                            self._post(self.pings, task))
         if errors:
-            primary = [e for e, _ in errors if not getattr(e, "derived", False)]
-            raise (primary or [errors[0][0]])[0]
+            primary = [e for e in errors.values() if not getattr(e, "derived", False)]
+            raise (primary or list(errors.values()))[0]
         return done
 
     def _error_of(self, task, result):
@@ -332,13 +307,11 @@ class _StepWatch:
             cls = rpc.StepAborted
         return cls(f"{task_label(task)}: {result.error.message}")
 
-    def _ping_error(self, task, fut):
+    def _ping_error(self, task, result):
         client = self.master.clients[task]
-        try:
-            status = fut.result()
-        except Exception as e:  # noqa: BLE001 - grpc.RpcError
-            return client.error("GetStatus", e)
-        if status.incarnation != self.master.status[task].incarnation:
+        if isinstance(result, BaseException):
+            return client.error("GetStatus", result) if hasattr(result, "code") else result
+        if result.incarnation != self.master.status[task].incarnation:
             return rpc.TaskUnreachable(f"{client.label} was restarted during the step (its "
                                        "variables are gone); rerun to resume from a checkpoint")
         return None
@@ -346,11 +319,8 @@ class _StepWatch:
     def _abort(self, tasks, error):
         reason = " ".join(str(error).split())
         for task in tasks:
-            try:
-                self.master.clients[task].future("AbortStep", pb.AbortStepRequest(
-                    step_id=self.step_id, reason=reason), timeout=self.timeout / 2)
-            except Exception:  # noqa: BLE001 - the straggler check covers it
-                pass
+            self.master.clients[task].call_async("AbortStep", pb.AbortStepRequest(
+                step_id=self.step_id, reason=reason), self.timeout / 2)
 
 
 def _merge_traces(responses):

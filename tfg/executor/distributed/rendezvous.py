@@ -7,16 +7,18 @@ pull over RecvTensor for each `_Recv` whose source device lives on another task.
 
 This is the only part of the executor that differs between local and cluster runs: the
 partition executors (`DataflowRun`) are the same. Aborting the rendezvous fails every pending
-and future Recv, cancels the pulls in flight, and makes RecvTensor calls from other tasks for
-this step fail with ABORTED, so every part of the step ends instead of waiting.
+and future Recv at once (pulls still in flight are answered then, their late result dropped),
+and makes RecvTensor calls from other tasks for this step fail with ABORTED, so every part of
+the step ends instead of waiting.
 """
+import itertools
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import grpc
 
 from tfg.errors import TfgRuntimeError
-from tfg.executor.distributed.rpc import StepAborted, assemble
+from tfg.executor.distributed.rpc import StepAborted
 from tfg.executor.distributed.spec import task_of
 from tfg.executor.rendezvous import LocalRendezvous
 
@@ -33,8 +35,9 @@ class RemoteRendezvous(LocalRendezvous):
         self.step_id = step_id
         self.local_task = local_task
         self._peer = peer
-        self._calls = set()
-        self._calls_lock = threading.Lock()
+        self._pulls = {}  # id -> callback of a pull in flight
+        self._pulls_lock = threading.Lock()
+        self._ids = itertools.count()
         self._src_task = {}  # source device -> task, cached
 
     def source_task(self, key):
@@ -48,54 +51,55 @@ class RemoteRendezvous(LocalRendezvous):
             self._src_task[src] = task
         return task
 
+    def is_remote(self, key):
+        return self.source_task(key) is not None
+
     def recv_async(self, key, callback):
         task = self.source_task(key)
         if task is None:
             return super().recv_async(key, callback)
-        if self.error is not None:
-            callback(None, True, self.error)
+        with self._pulls_lock:
+            error = self.error
+            if error is None:
+                pid = next(self._ids)
+                self._pulls[pid] = callback
+        if error is not None:
+            callback(None, True, error)
             return
-        _PULLS.submit(self._pull, task, key, callback)
+        _PULLS.submit(self._pull, pid, task, key)
 
-    def _pull(self, task, key, callback):
+    def _finish(self, pid, value, is_dead, error):
+        """Deliver a pull's outcome once: an abort may have answered it already."""
+        with self._pulls_lock:
+            callback = self._pulls.pop(pid, None)
+        if callback is not None:
+            callback(value, is_dead, error)
+
+    def _pull(self, pid, task, key):
+        client = None
         try:
             client = self._peer(task)
-            call = client.recv_tensor(self.step_id, key)
-        except Exception as e:  # noqa: BLE001 - an unknown task or a closed channel
-            callback(None, True, e if isinstance(e, TfgRuntimeError) else TfgRuntimeError(
-                f"cannot receive {_tensor(key)} from {task}: {e}"))
-            return
-        with self._calls_lock:
-            self._calls.add(call)
-        aborted = self.error
-        if aborted is not None:
-            call.cancel()
-        try:
-            value, is_dead = assemble(call)
+            value, is_dead = client.recv_tensor(self.step_id, key)
         except grpc.RpcError as e:
-            if self.error is not None:  # we cancelled it: the abort's error is the one
-                callback(None, True, self.error)
-                return
             err = client.error("RecvTensor", e)
             if not isinstance(err, StepAborted):
                 err = type(err)(f"{err} while receiving {_tensor(key)}")
-            callback(None, True, err)
-            return
-        except Exception as e:  # noqa: BLE001 - a malformed stream
-            callback(None, True, TfgRuntimeError(f"receiving {_tensor(key)} from "
-                                                 f"{client.label}: {e}"))
-            return
-        finally:
-            with self._calls_lock:
-                self._calls.discard(call)
-        callback(value, is_dead, None)
+            self._finish(pid, None, True, err)
+        except Exception as e:  # noqa: BLE001 - an unknown task, a malformed answer
+            err = e if isinstance(e, TfgRuntimeError) else TfgRuntimeError(
+                f"receiving {_tensor(key)} from {task}: {type(e).__name__}: {e}")
+            self._finish(pid, None, True, err)
+        else:
+            self._finish(pid, value, is_dead, None)
 
     def abort(self, error):
+        """Fail pending Recvs, local and remote, now: a pull still waiting on its peer
+        cannot hold the executor (its late answer is dropped)."""
         super().abort(error)
-        with self._calls_lock:
-            calls = list(self._calls)
-        for call in calls:
-            call.cancel()
+        with self._pulls_lock:
+            pulls, self._pulls = self._pulls, {}
+        for callback in pulls.values():
+            callback(None, True, self.error)
 
     def take(self, key, on_value, on_error):
         """For RecvTensor: hand this task's value for `key` to `on_value(value, is_dead)`
@@ -107,9 +111,6 @@ class RemoteRendezvous(LocalRendezvous):
                 on_value(value, is_dead)
 
         LocalRendezvous.recv_async(self, key, cb)
-
-    def is_remote(self, key):
-        return self.source_task(key) is not None
 
 
 def _tensor(key):

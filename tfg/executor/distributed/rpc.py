@@ -10,6 +10,9 @@ errors naming the task, and tensors cut into chunks for RecvTensor.
     (array([0., 1., 2.]), False)
 """
 import hmac
+import itertools
+import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import grpc
 import numpy as np
@@ -37,6 +40,9 @@ SERVER_OPTIONS = OPTIONS + [("grpc.http2.min_ping_interval_without_data_ms", 500
 TOKEN_KEY = "tfg-auth-token"
 HEALTH_SERVICE = "grpc.health.v1.Health"
 CHUNK_BYTES = 4 << 20
+# Calls block a thread each (a step's RunGraph for as long as the step runs, a RecvTensor until
+# the value is sent); a call must never wait for a free thread, so the pool is elastic.
+CALLS = ThreadPoolExecutor(max_workers=4096, thread_name_prefix="tfg-rpc")
 
 
 class StepAborted(TfgRuntimeError):
@@ -76,7 +82,7 @@ class AuthInterceptor(grpc.ServerInterceptor):
             context.abort(grpc.StatusCode.UNAUTHENTICATED,
                           "missing or wrong auth token (tfg-auth-token metadata)")
 
-        if details.method.endswith("/RecvTensor"):
+        if details.method.endswith("/RecvTensorChunks"):
             return grpc.unary_stream_rpc_method_handler(deny)
         return grpc.unary_unary_rpc_method_handler(deny)
 
@@ -98,14 +104,30 @@ class WorkerClient:
         except grpc.RpcError as e:
             raise self.error(method, e) from None
 
-    def future(self, method, request, timeout=None):
-        return getattr(self.stub, method).future(request, timeout=timeout,
-                                                 metadata=self.metadata)
+    def call_async(self, method, request, timeout=None, done=None):
+        """Run the call on a pool thread; `done(response or exception)` when it ends.
+        (A blocking call on a thread costs half what a grpc future does: a future starts a
+        channel thread per call when no other is in flight.)"""
+        def run():
+            try:
+                result = getattr(self.stub, method)(request, timeout=timeout,
+                                                    metadata=self.metadata)
+            except BaseException as e:  # noqa: BLE001 - handed to `done`
+                result = e
+            if done is not None:
+                done(result)
+
+        CALLS.submit(run)
 
     def recv_tensor(self, step_id, key):
-        """The streaming call (an iterator of chunks; `.cancel()` stops it)."""
-        return self.stub.RecvTensor(pb.RecvTensorRequest(step_id=step_id, rendezvous_key=key),
-                                    metadata=self.metadata)
+        """Pull one tensor -> (array or None, is_dead); large ones come in two calls: the
+        answer with the first chunk, then a stream of the rest."""
+        req = pb.RecvTensorRequest(step_id=step_id, rendezvous_key=key)
+        first = self.stub.RecvTensor(req, metadata=self.metadata)
+        more = None
+        if not first.is_dead and first.total_bytes > len(first.tensor.tensor_content):
+            more = self.stub.RecvTensorChunks(req, metadata=self.metadata)
+        return assemble(itertools.chain([first], more or ()))
 
     def error(self, method, e):
         """An RpcError from `method` as the tfg error it means."""
@@ -130,6 +152,30 @@ class WorkerClient:
 
     def close(self):
         self.channel.close()
+
+
+def call_all(calls, timeout=None, strict=True):
+    """{key: (client, method, request)} -> {key: response}, all calls at once. With `strict`
+    the first failure (in key order) is raised as the tfg error naming its task; otherwise
+    failures are returned as exceptions."""
+    results, cond = {}, threading.Condition()
+    for key, (client, method, request) in calls.items():
+        def done(result, key=key):
+            with cond:
+                results[key] = result
+                cond.notify_all()
+
+        client.call_async(method, request, timeout, done)
+    with cond:
+        cond.wait_for(lambda: len(results) == len(calls))
+    for key, (client, method, _) in calls.items():
+        r = results[key]
+        if isinstance(r, BaseException):
+            err = client.error(method, r) if isinstance(r, grpc.RpcError) else r
+            if strict:
+                raise err
+            results[key] = err
+    return results
 
 
 def health_handler(is_serving):
@@ -162,20 +208,18 @@ def _byte_layout(arr):
     return arr.dtype.kind in "biufc" or arr.dtype.name in ("float16", "bfloat16")
 
 
-def tensor_chunks(value, is_dead, chunk_bytes=CHUNK_BYTES):
-    """RecvTensorResponse messages for one value: the first with dtype and shape, then the
-    rest of the bytes in chunks (so no single message is large)."""
+def first_chunk(value, is_dead, chunk_bytes=CHUNK_BYTES):
+    """-> (RecvTensor's answer: dtype, shape and the first chunk, or the whole tensor;
+    the remaining bytes as a memoryview, or None when nothing is left)."""
     if is_dead:
-        yield pb.RecvTensorResponse(is_dead=True)
-        return
+        return pb.RecvTensorResponse(is_dead=True), None
     arr = np.asarray(value)
     if not _byte_layout(arr):
         try:
             tensor = encode(arr)
         except TfgRuntimeError as e:
             raise TfgRuntimeError(f"{e}: place the ops that use it on one task") from None
-        yield pb.RecvTensorResponse(tensor=tensor)
-        return
+        return pb.RecvTensorResponse(tensor=tensor), None
     dtype = DType.from_numpy(arr.dtype)
     shape = arr.shape  # (ascontiguousarray makes a scalar 1-d)
     arr = np.ascontiguousarray(arr, dtype=arr.dtype.newbyteorder("<"))
@@ -184,11 +228,23 @@ def tensor_chunks(value, is_dead, chunk_bytes=CHUNK_BYTES):
     first.tensor.dtype = int(dtype)
     tcodec.shape_to_proto(shape, first.tensor.tensor_shape)
     first.tensor.tensor_content = bytes(data[:chunk_bytes])
-    yield first
-    for start in range(chunk_bytes, len(data), chunk_bytes):
+    return first, (data[chunk_bytes:] if len(data) > chunk_bytes else None)
+
+
+def rest_chunks(rest, chunk_bytes=CHUNK_BYTES):
+    """RecvTensorChunks' messages: the bytes after the first chunk, one chunk each."""
+    for start in range(0, len(rest), chunk_bytes):
         msg = pb.RecvTensorResponse()
-        msg.tensor.tensor_content = bytes(data[start:start + chunk_bytes])
+        msg.tensor.tensor_content = bytes(rest[start:start + chunk_bytes])
         yield msg
+
+
+def tensor_chunks(value, is_dead, chunk_bytes=CHUNK_BYTES):
+    """Every message of one value, first_chunk's answer then rest_chunks (for tests)."""
+    first, rest = first_chunk(value, is_dead, chunk_bytes)
+    yield first
+    if rest is not None:
+        yield from rest_chunks(rest, chunk_bytes)
 
 
 def assemble(responses):

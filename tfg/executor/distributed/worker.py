@@ -60,6 +60,8 @@ class _Step:
         self.rendezvous = RemoteRendezvous(step_id, local_task, peer)
         self.group = None
         self.ended = None  # monotonic time the RunGraph ended
+        self.session = None  # the session handle of the RunGraph that ran it
+        self.rest = {}  # rendezvous key -> bytes after the first chunk, until pulled
         self.lock = threading.Lock()
 
     def abort(self, error):
@@ -201,7 +203,11 @@ class WorkerService(worker_pb2_grpc.WorkerServiceServicer):
             context.abort(grpc.StatusCode.NOT_FOUND, f"unknown graph handle "
                           f"{request.graph_handle!r} of session {request.session_handle[:8]}")
         sess.last_used = time.monotonic()
+        with self.lock:
+            for old in request.cleanup_step_ids:
+                self.steps.pop(old, None)
         step = self._step(sid)
+        step.session = request.session_handle
         done = threading.Event()
 
         def on_end():  # the master cancelled the call or went away: stop the step here
@@ -286,19 +292,33 @@ class WorkerService(worker_pb2_grpc.WorkerServiceServicer):
         step.rendezvous.take(key, lambda v, d: (box.append((v, d, None)), arrived.set()),
                              lambda e: (box.append((None, True, e)), arrived.set()))
         while not arrived.wait(0.5):
-            if not context.is_active():
-                return
+            if not context.is_active():  # the receiver gave up; its step is ending
+                return pb.RecvTensorResponse(is_dead=True)
         value, is_dead, error = box[0]
         if error is not None:
             context.abort(grpc.StatusCode.ABORTED, f"step {sid} was aborted on "
                           f"{task_label(self.local_task)}: {' '.join(str(error).split())}")
-        chunks = rpc.tensor_chunks(value, is_dead)
         try:
-            first = next(chunks)
+            first, rest = rpc.first_chunk(value, is_dead)
         except TfgError as e:
             context.abort(grpc.StatusCode.FAILED_PRECONDITION, " ".join(str(e).split()))
-        yield first
-        yield from chunks
+        if rest is not None:
+            with step.lock:
+                step.rest[key] = rest
+        return first
+
+    def RecvTensorChunks(self, request, context):
+        sid, key = request.step_id, request.rendezvous_key
+        self._log(context, "RecvTensorChunks", f"step={sid} key={key}")
+        step = self._step(sid, create=False)
+        rest = None
+        if step is not None:
+            with step.lock:
+                rest = step.rest.pop(key, None)
+        if rest is None:
+            context.abort(grpc.StatusCode.FAILED_PRECONDITION,
+                          f"no pending chunks of {key} in step {sid}")
+        yield from rpc.rest_chunks(rest)
 
     def CleanupGraph(self, request, context):
         self._log(context, "CleanupGraph", f"step={request.step_id}")
@@ -318,6 +338,9 @@ class WorkerService(worker_pb2_grpc.WorkerServiceServicer):
         self._log(context, "CloseSession", f"session={request.session_handle[:8]}")
         with self.lock:
             sess = self.sessions.pop(request.session_handle, None)
+            for sid in [k for k, st in self.steps.items()
+                        if st.session == request.session_handle]:
+                del self.steps[sid]
         if sess is not None:
             sess.resources.clear()
         return pb.CloseSessionResponse()

@@ -27,7 +27,7 @@ from tfg.schemas.proto import tensor_pb2 as tfg_dot_schemas_dot_proto_dot_tensor
 from tfg.schemas.proto import checkpoint_pb2 as tfg_dot_schemas_dot_proto_dot_checkpoint__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1etfg/schemas/proto/worker.proto\x12\x03tfg\x1a\x1dtfg/schemas/proto/graph.proto\x1a\x1etfg/schemas/proto/tensor.proto\x1a\"tfg/schemas/proto/checkpoint.proto\"5\n\x10\x44\x65viceAttributes\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65vice_type\x18\x02 \x01(\t\"\x12\n\x10GetStatusRequest\"\x93\x01\n\x11GetStatusResponse\x12&\n\x07\x64\x65vices\x18\x01 \x03(\x0b\x32\x15.tfg.DeviceAttributes\x12\x0b\n\x03job\x18\x02 \x01(\t\x12\x0c\n\x04task\x18\x03 \x01(\x05\x12\x13\n\x0bincarnation\x18\x04 \x01(\x06\x12\x10\n\x08sessions\x18\x05 \x01(\x05\x12\x14\n\x0c\x61\x63tive_steps\x18\x06 \x01(\x05\"w\n\x14RegisterGraphRequest\x12\x16\n\x0esession_handle\x18\x01 \x01(\t\x12\'\n\tgraph_def\x18\x02 \x01(\x0b\x32\x14.tensorflow.GraphDef\x12\r\n\x05\x66\x65\x65\x64s\x18\x03 \x03(\t\x12\x0f\n\x07\x66\x65tches\x18\x04 \x03(\t\"-\n\x15RegisterGraphResponse\x12\x14\n\x0cgraph_handle\x18\x01 \x01(\t\"x\n\tStepError\x12!\n\x04\x63ode\x18\x01 \x01(\x0e\x32\x13.tfg.StepError.Code\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x0f\n\x07\x64\x65rived\x18\x03 \x01(\x08\"&\n\x04\x43ode\x12\x06\n\x02OK\x10\x00\x12\x0b\n\x07RUNTIME\x10\x01\x12\t\n\x05INPUT\x10\x02\"\x91\x01\n\x0fRunGraphRequest\x12\x16\n\x0esession_handle\x18\x01 \x01(\t\x12\x14\n\x0cgraph_handle\x18\x02 \x01(\t\x12\x0f\n\x07step_id\x18\x03 \x01(\x03\x12\x1e\n\x04send\x18\x04 \x03(\x0b\x32\x10.tfg.NamedTensor\x12\x10\n\x08recv_key\x18\x05 \x03(\t\x12\r\n\x05trace\x18\x06 \x01(\x08\"h\n\nTraceEvent\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\n\n\x02op\x18\x02 \x01(\t\x12\x0e\n\x06\x64\x65vice\x18\x03 \x01(\t\x12\x10\n\x08start_ns\x18\x04 \x01(\x03\x12\x0e\n\x06\x64ur_ns\x18\x05 \x01(\x03\x12\x0e\n\x06thread\x18\x06 \x01(\x03\"\x85\x01\n\x10RunGraphResponse\x12\x1e\n\x04recv\x18\x01 \x03(\x0b\x32\x10.tfg.NamedTensor\x12\x1d\n\x05\x65rror\x18\x02 \x01(\x0b\x32\x0e.tfg.StepError\x12\x1e\n\x05trace\x18\x03 \x03(\x0b\x32\x0f.tfg.TraceEvent\x12\x12\n\npeak_bytes\x18\x04 \x01(\x03\"<\n\x11RecvTensorRequest\x12\x0f\n\x07step_id\x18\x01 \x01(\x03\x12\x16\n\x0erendezvous_key\x18\x02 \x01(\t\"c\n\x12RecvTensorResponse\x12\'\n\x06tensor\x18\x01 \x01(\x0b\x32\x17.tensorflow.TensorProto\x12\x0f\n\x07is_dead\x18\x02 \x01(\x08\x12\x13\n\x0btotal_bytes\x18\x03 \x01(\x03\"&\n\x13\x43leanupGraphRequest\x12\x0f\n\x07step_id\x18\x01 \x01(\x03\"\x16\n\x14\x43leanupGraphResponse\"3\n\x10\x41\x62ortStepRequest\x12\x0f\n\x07step_id\x18\x01 \x01(\x03\x12\x0e\n\x06reason\x18\x02 \x01(\t\"\x13\n\x11\x41\x62ortStepResponse\"-\n\x13\x43loseSessionRequest\x12\x16\n\x0esession_handle\x18\x01 \x01(\t\"\x16\n\x14\x43loseSessionResponse\"T\n\x08Variable\x12\x11\n\tcontainer\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\'\n\x06tensor\x18\x03 \x01(\x0b\x32\x17.tensorflow.TensorProto\"-\n\x13GetVariablesRequest\x12\x16\n\x0esession_handle\x18\x01 \x01(\t\"8\n\x14GetVariablesResponse\x12 \n\tvariables\x18\x01 \x03(\x0b\x32\r.tfg.Variable\"O\n\x13SetVariablesRequest\x12\x16\n\x0esession_handle\x18\x01 \x01(\t\x12 \n\tvariables\x18\x02 \x03(\x0b\x32\r.tfg.Variable\"\x16\n\x14SetVariablesResponse\"%\n\x12HealthCheckRequest\x12\x0f\n\x07service\x18\x01 \x01(\t\"\x9e\x01\n\x13HealthCheckResponse\x12\x36\n\x06status\x18\x01 \x01(\x0e\x32&.tfg.HealthCheckResponse.ServingStatus\"O\n\rServingStatus\x12\x0b\n\x07UNKNOWN\x10\x00\x12\x0b\n\x07SERVING\x10\x01\x12\x0f\n\x0bNOT_SERVING\x10\x02\x12\x13\n\x0fSERVICE_UNKNOWN\x10\x03\x32\xdd\x04\n\rWorkerService\x12:\n\tGetStatus\x12\x15.tfg.GetStatusRequest\x1a\x16.tfg.GetStatusResponse\x12\x46\n\rRegisterGraph\x12\x19.tfg.RegisterGraphRequest\x1a\x1a.tfg.RegisterGraphResponse\x12\x37\n\x08RunGraph\x12\x14.tfg.RunGraphRequest\x1a\x15.tfg.RunGraphResponse\x12?\n\nRecvTensor\x12\x16.tfg.RecvTensorRequest\x1a\x17.tfg.RecvTensorResponse0\x01\x12\x43\n\x0c\x43leanupGraph\x12\x18.tfg.CleanupGraphRequest\x1a\x19.tfg.CleanupGraphResponse\x12:\n\tAbortStep\x12\x15.tfg.AbortStepRequest\x1a\x16.tfg.AbortStepResponse\x12\x43\n\x0c\x43loseSession\x12\x18.tfg.CloseSessionRequest\x1a\x19.tfg.CloseSessionResponse\x12\x43\n\x0cGetVariables\x12\x18.tfg.GetVariablesRequest\x1a\x19.tfg.GetVariablesResponse\x12\x43\n\x0cSetVariables\x12\x18.tfg.SetVariablesRequest\x1a\x19.tfg.SetVariablesResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1etfg/schemas/proto/worker.proto\x12\x03tfg\x1a\x1dtfg/schemas/proto/graph.proto\x1a\x1etfg/schemas/proto/tensor.proto\x1a\"tfg/schemas/proto/checkpoint.proto\"5\n\x10\x44\x65viceAttributes\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65vice_type\x18\x02 \x01(\t\"\x12\n\x10GetStatusRequest\"\x93\x01\n\x11GetStatusResponse\x12&\n\x07\x64\x65vices\x18\x01 \x03(\x0b\x32\x15.tfg.DeviceAttributes\x12\x0b\n\x03job\x18\x02 \x01(\t\x12\x0c\n\x04task\x18\x03 \x01(\x05\x12\x13\n\x0bincarnation\x18\x04 \x01(\x06\x12\x10\n\x08sessions\x18\x05 \x01(\x05\x12\x14\n\x0c\x61\x63tive_steps\x18\x06 \x01(\x05\"w\n\x14RegisterGraphRequest\x12\x16\n\x0esession_handle\x18\x01 \x01(\t\x12\'\n\tgraph_def\x18\x02 \x01(\x0b\x32\x14.tensorflow.GraphDef\x12\r\n\x05\x66\x65\x65\x64s\x18\x03 \x03(\t\x12\x0f\n\x07\x66\x65tches\x18\x04 \x03(\t\"-\n\x15RegisterGraphResponse\x12\x14\n\x0cgraph_handle\x18\x01 \x01(\t\"x\n\tStepError\x12!\n\x04\x63ode\x18\x01 \x01(\x0e\x32\x13.tfg.StepError.Code\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x0f\n\x07\x64\x65rived\x18\x03 \x01(\x08\"&\n\x04\x43ode\x12\x06\n\x02OK\x10\x00\x12\x0b\n\x07RUNTIME\x10\x01\x12\t\n\x05INPUT\x10\x02\"\xab\x01\n\x0fRunGraphRequest\x12\x16\n\x0esession_handle\x18\x01 \x01(\t\x12\x14\n\x0cgraph_handle\x18\x02 \x01(\t\x12\x0f\n\x07step_id\x18\x03 \x01(\x03\x12\x1e\n\x04send\x18\x04 \x03(\x0b\x32\x10.tfg.NamedTensor\x12\x10\n\x08recv_key\x18\x05 \x03(\t\x12\r\n\x05trace\x18\x06 \x01(\x08\x12\x18\n\x10\x63leanup_step_ids\x18\x07 \x03(\x03\"h\n\nTraceEvent\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\n\n\x02op\x18\x02 \x01(\t\x12\x0e\n\x06\x64\x65vice\x18\x03 \x01(\t\x12\x10\n\x08start_ns\x18\x04 \x01(\x03\x12\x0e\n\x06\x64ur_ns\x18\x05 \x01(\x03\x12\x0e\n\x06thread\x18\x06 \x01(\x03\"\x85\x01\n\x10RunGraphResponse\x12\x1e\n\x04recv\x18\x01 \x03(\x0b\x32\x10.tfg.NamedTensor\x12\x1d\n\x05\x65rror\x18\x02 \x01(\x0b\x32\x0e.tfg.StepError\x12\x1e\n\x05trace\x18\x03 \x03(\x0b\x32\x0f.tfg.TraceEvent\x12\x12\n\npeak_bytes\x18\x04 \x01(\x03\"<\n\x11RecvTensorRequest\x12\x0f\n\x07step_id\x18\x01 \x01(\x03\x12\x16\n\x0erendezvous_key\x18\x02 \x01(\t\"c\n\x12RecvTensorResponse\x12\'\n\x06tensor\x18\x01 \x01(\x0b\x32\x17.tensorflow.TensorProto\x12\x0f\n\x07is_dead\x18\x02 \x01(\x08\x12\x13\n\x0btotal_bytes\x18\x03 \x01(\x03\"&\n\x13\x43leanupGraphRequest\x12\x0f\n\x07step_id\x18\x01 \x01(\x03\"\x16\n\x14\x43leanupGraphResponse\"3\n\x10\x41\x62ortStepRequest\x12\x0f\n\x07step_id\x18\x01 \x01(\x03\x12\x0e\n\x06reason\x18\x02 \x01(\t\"\x13\n\x11\x41\x62ortStepResponse\"-\n\x13\x43loseSessionRequest\x12\x16\n\x0esession_handle\x18\x01 \x01(\t\"\x16\n\x14\x43loseSessionResponse\"T\n\x08Variable\x12\x11\n\tcontainer\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\'\n\x06tensor\x18\x03 \x01(\x0b\x32\x17.tensorflow.TensorProto\"-\n\x13GetVariablesRequest\x12\x16\n\x0esession_handle\x18\x01 \x01(\t\"8\n\x14GetVariablesResponse\x12 \n\tvariables\x18\x01 \x03(\x0b\x32\r.tfg.Variable\"O\n\x13SetVariablesRequest\x12\x16\n\x0esession_handle\x18\x01 \x01(\t\x12 \n\tvariables\x18\x02 \x03(\x0b\x32\r.tfg.Variable\"\x16\n\x14SetVariablesResponse\"%\n\x12HealthCheckRequest\x12\x0f\n\x07service\x18\x01 \x01(\t\"\x9e\x01\n\x13HealthCheckResponse\x12\x36\n\x06status\x18\x01 \x01(\x0e\x32&.tfg.HealthCheckResponse.ServingStatus\"O\n\rServingStatus\x12\x0b\n\x07UNKNOWN\x10\x00\x12\x0b\n\x07SERVING\x10\x01\x12\x0f\n\x0bNOT_SERVING\x10\x02\x12\x13\n\x0fSERVICE_UNKNOWN\x10\x03\x32\xa2\x05\n\rWorkerService\x12:\n\tGetStatus\x12\x15.tfg.GetStatusRequest\x1a\x16.tfg.GetStatusResponse\x12\x46\n\rRegisterGraph\x12\x19.tfg.RegisterGraphRequest\x1a\x1a.tfg.RegisterGraphResponse\x12\x37\n\x08RunGraph\x12\x14.tfg.RunGraphRequest\x1a\x15.tfg.RunGraphResponse\x12=\n\nRecvTensor\x12\x16.tfg.RecvTensorRequest\x1a\x17.tfg.RecvTensorResponse\x12\x45\n\x10RecvTensorChunks\x12\x16.tfg.RecvTensorRequest\x1a\x17.tfg.RecvTensorResponse0\x01\x12\x43\n\x0c\x43leanupGraph\x12\x18.tfg.CleanupGraphRequest\x1a\x19.tfg.CleanupGraphResponse\x12:\n\tAbortStep\x12\x15.tfg.AbortStepRequest\x1a\x16.tfg.AbortStepResponse\x12\x43\n\x0c\x43loseSession\x12\x18.tfg.CloseSessionRequest\x1a\x19.tfg.CloseSessionResponse\x12\x43\n\x0cGetVariables\x12\x18.tfg.GetVariablesRequest\x1a\x19.tfg.GetVariablesResponse\x12\x43\n\x0cSetVariables\x12\x18.tfg.SetVariablesRequest\x1a\x19.tfg.SetVariablesResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -49,43 +49,43 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_STEPERROR_CODE']._serialized_start=613
   _globals['_STEPERROR_CODE']._serialized_end=651
   _globals['_RUNGRAPHREQUEST']._serialized_start=654
-  _globals['_RUNGRAPHREQUEST']._serialized_end=799
-  _globals['_TRACEEVENT']._serialized_start=801
-  _globals['_TRACEEVENT']._serialized_end=905
-  _globals['_RUNGRAPHRESPONSE']._serialized_start=908
-  _globals['_RUNGRAPHRESPONSE']._serialized_end=1041
-  _globals['_RECVTENSORREQUEST']._serialized_start=1043
-  _globals['_RECVTENSORREQUEST']._serialized_end=1103
-  _globals['_RECVTENSORRESPONSE']._serialized_start=1105
-  _globals['_RECVTENSORRESPONSE']._serialized_end=1204
-  _globals['_CLEANUPGRAPHREQUEST']._serialized_start=1206
-  _globals['_CLEANUPGRAPHREQUEST']._serialized_end=1244
-  _globals['_CLEANUPGRAPHRESPONSE']._serialized_start=1246
-  _globals['_CLEANUPGRAPHRESPONSE']._serialized_end=1268
-  _globals['_ABORTSTEPREQUEST']._serialized_start=1270
-  _globals['_ABORTSTEPREQUEST']._serialized_end=1321
-  _globals['_ABORTSTEPRESPONSE']._serialized_start=1323
-  _globals['_ABORTSTEPRESPONSE']._serialized_end=1342
-  _globals['_CLOSESESSIONREQUEST']._serialized_start=1344
-  _globals['_CLOSESESSIONREQUEST']._serialized_end=1389
-  _globals['_CLOSESESSIONRESPONSE']._serialized_start=1391
-  _globals['_CLOSESESSIONRESPONSE']._serialized_end=1413
-  _globals['_VARIABLE']._serialized_start=1415
-  _globals['_VARIABLE']._serialized_end=1499
-  _globals['_GETVARIABLESREQUEST']._serialized_start=1501
-  _globals['_GETVARIABLESREQUEST']._serialized_end=1546
-  _globals['_GETVARIABLESRESPONSE']._serialized_start=1548
-  _globals['_GETVARIABLESRESPONSE']._serialized_end=1604
-  _globals['_SETVARIABLESREQUEST']._serialized_start=1606
-  _globals['_SETVARIABLESREQUEST']._serialized_end=1685
-  _globals['_SETVARIABLESRESPONSE']._serialized_start=1687
-  _globals['_SETVARIABLESRESPONSE']._serialized_end=1709
-  _globals['_HEALTHCHECKREQUEST']._serialized_start=1711
-  _globals['_HEALTHCHECKREQUEST']._serialized_end=1748
-  _globals['_HEALTHCHECKRESPONSE']._serialized_start=1751
-  _globals['_HEALTHCHECKRESPONSE']._serialized_end=1909
-  _globals['_HEALTHCHECKRESPONSE_SERVINGSTATUS']._serialized_start=1830
-  _globals['_HEALTHCHECKRESPONSE_SERVINGSTATUS']._serialized_end=1909
-  _globals['_WORKERSERVICE']._serialized_start=1912
-  _globals['_WORKERSERVICE']._serialized_end=2517
+  _globals['_RUNGRAPHREQUEST']._serialized_end=825
+  _globals['_TRACEEVENT']._serialized_start=827
+  _globals['_TRACEEVENT']._serialized_end=931
+  _globals['_RUNGRAPHRESPONSE']._serialized_start=934
+  _globals['_RUNGRAPHRESPONSE']._serialized_end=1067
+  _globals['_RECVTENSORREQUEST']._serialized_start=1069
+  _globals['_RECVTENSORREQUEST']._serialized_end=1129
+  _globals['_RECVTENSORRESPONSE']._serialized_start=1131
+  _globals['_RECVTENSORRESPONSE']._serialized_end=1230
+  _globals['_CLEANUPGRAPHREQUEST']._serialized_start=1232
+  _globals['_CLEANUPGRAPHREQUEST']._serialized_end=1270
+  _globals['_CLEANUPGRAPHRESPONSE']._serialized_start=1272
+  _globals['_CLEANUPGRAPHRESPONSE']._serialized_end=1294
+  _globals['_ABORTSTEPREQUEST']._serialized_start=1296
+  _globals['_ABORTSTEPREQUEST']._serialized_end=1347
+  _globals['_ABORTSTEPRESPONSE']._serialized_start=1349
+  _globals['_ABORTSTEPRESPONSE']._serialized_end=1368
+  _globals['_CLOSESESSIONREQUEST']._serialized_start=1370
+  _globals['_CLOSESESSIONREQUEST']._serialized_end=1415
+  _globals['_CLOSESESSIONRESPONSE']._serialized_start=1417
+  _globals['_CLOSESESSIONRESPONSE']._serialized_end=1439
+  _globals['_VARIABLE']._serialized_start=1441
+  _globals['_VARIABLE']._serialized_end=1525
+  _globals['_GETVARIABLESREQUEST']._serialized_start=1527
+  _globals['_GETVARIABLESREQUEST']._serialized_end=1572
+  _globals['_GETVARIABLESRESPONSE']._serialized_start=1574
+  _globals['_GETVARIABLESRESPONSE']._serialized_end=1630
+  _globals['_SETVARIABLESREQUEST']._serialized_start=1632
+  _globals['_SETVARIABLESREQUEST']._serialized_end=1711
+  _globals['_SETVARIABLESRESPONSE']._serialized_start=1713
+  _globals['_SETVARIABLESRESPONSE']._serialized_end=1735
+  _globals['_HEALTHCHECKREQUEST']._serialized_start=1737
+  _globals['_HEALTHCHECKREQUEST']._serialized_end=1774
+  _globals['_HEALTHCHECKRESPONSE']._serialized_start=1777
+  _globals['_HEALTHCHECKRESPONSE']._serialized_end=1935
+  _globals['_HEALTHCHECKRESPONSE_SERVINGSTATUS']._serialized_start=1856
+  _globals['_HEALTHCHECKRESPONSE_SERVINGSTATUS']._serialized_end=1935
+  _globals['_WORKERSERVICE']._serialized_start=1938
+  _globals['_WORKERSERVICE']._serialized_end=2612
 # @@protoc_insertion_point(module_scope)

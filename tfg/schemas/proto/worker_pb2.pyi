@@ -75,20 +75,22 @@ class StepError(_message.Message):
     def __init__(self, code: _Optional[_Union[StepError.Code, str]] = ..., message: _Optional[str] = ..., derived: _Optional[bool] = ...) -> None: ...
 
 class RunGraphRequest(_message.Message):
-    __slots__ = ("session_handle", "graph_handle", "step_id", "send", "recv_key", "trace")
+    __slots__ = ("session_handle", "graph_handle", "step_id", "send", "recv_key", "trace", "cleanup_step_ids")
     SESSION_HANDLE_FIELD_NUMBER: _ClassVar[int]
     GRAPH_HANDLE_FIELD_NUMBER: _ClassVar[int]
     STEP_ID_FIELD_NUMBER: _ClassVar[int]
     SEND_FIELD_NUMBER: _ClassVar[int]
     RECV_KEY_FIELD_NUMBER: _ClassVar[int]
     TRACE_FIELD_NUMBER: _ClassVar[int]
+    CLEANUP_STEP_IDS_FIELD_NUMBER: _ClassVar[int]
     session_handle: str
     graph_handle: str
     step_id: int
     send: _containers.RepeatedCompositeFieldContainer[_checkpoint_pb2.NamedTensor]
     recv_key: _containers.RepeatedScalarFieldContainer[str]
     trace: bool
-    def __init__(self, session_handle: _Optional[str] = ..., graph_handle: _Optional[str] = ..., step_id: _Optional[int] = ..., send: _Optional[_Iterable[_Union[_checkpoint_pb2.NamedTensor, _Mapping]]] = ..., recv_key: _Optional[_Iterable[str]] = ..., trace: _Optional[bool] = ...) -> None: ...
+    cleanup_step_ids: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, session_handle: _Optional[str] = ..., graph_handle: _Optional[str] = ..., step_id: _Optional[int] = ..., send: _Optional[_Iterable[_Union[_checkpoint_pb2.NamedTensor, _Mapping]]] = ..., recv_key: _Optional[_Iterable[str]] = ..., trace: _Optional[bool] = ..., cleanup_step_ids: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class TraceEvent(_message.Message):
     __slots__ = ("name", "op", "device", "start_ns", "dur_ns", "thread")

@@ -49,8 +49,13 @@ class WorkerServiceStub:
                 request_serializer=tfg_dot_schemas_dot_proto_dot_worker__pb2.RunGraphRequest.SerializeToString,
                 response_deserializer=tfg_dot_schemas_dot_proto_dot_worker__pb2.RunGraphResponse.FromString,
                 _registered_method=True)
-        self.RecvTensor = channel.unary_stream(
+        self.RecvTensor = channel.unary_unary(
                 '/tfg.WorkerService/RecvTensor',
+                request_serializer=tfg_dot_schemas_dot_proto_dot_worker__pb2.RecvTensorRequest.SerializeToString,
+                response_deserializer=tfg_dot_schemas_dot_proto_dot_worker__pb2.RecvTensorResponse.FromString,
+                _registered_method=True)
+        self.RecvTensorChunks = channel.unary_stream(
+                '/tfg.WorkerService/RecvTensorChunks',
                 request_serializer=tfg_dot_schemas_dot_proto_dot_worker__pb2.RecvTensorRequest.SerializeToString,
                 response_deserializer=tfg_dot_schemas_dot_proto_dot_worker__pb2.RecvTensorResponse.FromString,
                 _registered_method=True)
@@ -108,6 +113,12 @@ class WorkerServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def RecvTensorChunks(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def CleanupGraph(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -156,8 +167,13 @@ def add_WorkerServiceServicer_to_server(servicer, server):
                     request_deserializer=tfg_dot_schemas_dot_proto_dot_worker__pb2.RunGraphRequest.FromString,
                     response_serializer=tfg_dot_schemas_dot_proto_dot_worker__pb2.RunGraphResponse.SerializeToString,
             ),
-            'RecvTensor': grpc.unary_stream_rpc_method_handler(
+            'RecvTensor': grpc.unary_unary_rpc_method_handler(
                     servicer.RecvTensor,
+                    request_deserializer=tfg_dot_schemas_dot_proto_dot_worker__pb2.RecvTensorRequest.FromString,
+                    response_serializer=tfg_dot_schemas_dot_proto_dot_worker__pb2.RecvTensorResponse.SerializeToString,
+            ),
+            'RecvTensorChunks': grpc.unary_stream_rpc_method_handler(
+                    servicer.RecvTensorChunks,
                     request_deserializer=tfg_dot_schemas_dot_proto_dot_worker__pb2.RecvTensorRequest.FromString,
                     response_serializer=tfg_dot_schemas_dot_proto_dot_worker__pb2.RecvTensorResponse.SerializeToString,
             ),
@@ -289,10 +305,37 @@ class WorkerService:
             wait_for_ready=None,
             timeout=None,
             metadata=None):
-        return grpc.experimental.unary_stream(
+        return grpc.experimental.unary_unary(
             request,
             target,
             '/tfg.WorkerService/RecvTensor',
+            tfg_dot_schemas_dot_proto_dot_worker__pb2.RecvTensorRequest.SerializeToString,
+            tfg_dot_schemas_dot_proto_dot_worker__pb2.RecvTensorResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RecvTensorChunks(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/tfg.WorkerService/RecvTensorChunks',
             tfg_dot_schemas_dot_proto_dot_worker__pb2.RecvTensorRequest.SerializeToString,
             tfg_dot_schemas_dot_proto_dot_worker__pb2.RecvTensorResponse.FromString,
             options,
