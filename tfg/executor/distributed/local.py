@@ -36,7 +36,8 @@ def free_port():
 class LocalCluster:
     """N worker processes of job `worker` (see the module docstring)."""
 
-    def __init__(self, n=2, token=None, verbose=False, extra_args=(), ready_s=60.0, env=None):
+    def __init__(self, n=2, token=None, verbose=False, extra_args=(), ready_s=60.0, env=None,
+                 threads=None):
         self.ports = [free_port() for _ in range(n)]
         self.addresses = [f"127.0.0.1:{p}" for p in self.ports]
         self.spec = "worker=" + ",".join(self.addresses)
@@ -45,6 +46,9 @@ class LocalCluster:
         self.extra_args = list(extra_args)
         self.ready_s = ready_s
         self.env = env
+        # BLAS threads per worker: workers sharing one machine should split its cores (idle
+        # OpenBLAS threads spin and take CPU from the other workers).
+        self.threads = threads
         self.procs = [None] * n
         self.logs = [None] * n
 
@@ -65,6 +69,9 @@ class LocalCluster:
         env.pop("TFG_AUTH_TOKEN", None)
         if self.token:
             env["TFG_AUTH_TOKEN"] = self.token
+        if self.threads:
+            for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+                env[var] = str(self.threads)
         if self.logs[i] is not None:
             self.logs[i].close()
         # A file, not a pipe: a chatty worker must never block on a full pipe.

@@ -272,12 +272,12 @@ class _StepWatch:
                 self._abort([t for t in self.tasks if t not in done],
                             next(iter(errors.values())))
             if aborted_at is not None:
-                if now - aborted_at > self.timeout / 2:  # give up on the stragglers
+                if now - aborted_at > self.timeout / 4:  # give up on the stragglers
                     for t in self.tasks:
                         if t not in done and t not in errors:
                             errors[t] = rpc.TaskUnreachable(
                                 f"{self.master.clients[t].label} did not stop within "
-                                f"{self.timeout / 2:.1f}s of the abort")
+                                f"{self.timeout / 4:.1f}s of the abort")
                     break
                 continue
             if now >= next_ping:
@@ -287,7 +287,7 @@ class _StepWatch:
                         with self.cond:
                             self.pings[task] = None
                         self.master.clients[task].call_async(
-                            "GetStatus", pb.GetStatusRequest(), self.timeout * 0.6,
+                            "GetStatus", pb.GetStatusRequest(), self.timeout * 0.5,
                             self._post(self.pings, task))
         if errors:
             primary = [e for e in errors.values() if not getattr(e, "derived", False)]
