@@ -91,8 +91,8 @@ class Builder(NodeFactory):
                              f"{name}/zeros/Const")
         return f"{self.new_node(ctx, 'Fill', [shape, f'{zero}:0'], {}, f'{name}/zeros')}:0"
 
-    def static_shape(self, t):
-        """t's fully known shape from shape inference of the forward graph, else None."""
+    def _inferred_shape(self, t):
+        """t's shape from shape inference of the forward graph (None dims unknown), or None."""
         if self._infer is None:
             try:
                 from tfg.graphdef.infer import infer
@@ -100,15 +100,18 @@ class Builder(NodeFactory):
                 self._infer = infer(self.forward)
             except Exception:  # inference is an optimization only
                 self._infer = {}
-        ref = t.rsplit(":", 1)
-        info = self._infer.get((ref[0], int(ref[1]))) if len(ref) == 2 else None
-        shape = getattr(info, "shape", None)
+        node, _, port = canon(t).rpartition(":")
+        return getattr(self._infer.get((node, int(port))), "shape", None)
+
+    def static_shape(self, t):
+        """t's fully known shape, else None."""
+        shape = self._inferred_shape(t)
         if shape is None or any(d is None for d in shape):
             return None
         return tuple(shape)
 
     def static_rank(self, t):
-        shape = self.static_shape(canon(t))
+        shape = self._inferred_shape(t)
         return None if shape is None else len(shape)
 
     def same_static_shape(self, x, y):

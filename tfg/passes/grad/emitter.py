@@ -206,7 +206,7 @@ class NodeFactory:
         """Enter tensor t (living in ctx.parent) into ctx's frame."""
         name = self.graph.unique_name(name or f"{ctx.frame}/Enter")
         self.graph.add_node(name, "Enter", [_input(t)], {
-            "T": self.dtype_of(t, base=False) or DType.FLOAT, "frame_name": ctx.frame.encode(),
+            "T": self.dtype_of(t) or DType.FLOAT, "frame_name": ctx.frame.encode(),
             "is_constant": bool(is_constant), "parallel_iterations": ctx.parallel_iterations})
         self.bwd[name] = ctx
         return f"{name}:0"
@@ -214,7 +214,7 @@ class NodeFactory:
     def exit(self, t, ctx, name):
         """Exit tensor t of ctx's frame into ctx.parent."""
         name = self.graph.unique_name(name)
-        self.graph.add_node(name, "Exit", [_input(t)], {"T": self.dtype_of(t, base=False)})
+        self.graph.add_node(name, "Exit", [_input(t)], {"T": self.dtype_of(t)})
         self.bwd[name] = ctx.parent
         return f"{name}:0"
 
