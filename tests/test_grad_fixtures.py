@@ -42,3 +42,20 @@ def test_gradient_matches_tensorflow(group, case):
         assert value.shape == expected.shape, x
         np.testing.assert_allclose(value, expected, rtol=case["rtol"], atol=case["atol"],
                                    err_msg=f"{case['name']}: d/d{x}")
+
+
+@pytest.mark.parametrize("group,case", [(g, c) for g, c in CASES if g == "control_flow"],
+                         ids=[c["name"] for g, c in CASES if g == "control_flow"])
+def test_gradient_survives_optimize(group, case):
+    """grad | optimize | run: the backward loops and stacks keep their meaning."""
+    from tfg.passes.manager import optimize
+
+    graph, arrays = _load(group)
+    feeds = {k[len("feed/"):]: v for k, v in arrays.items() if k.startswith("feed/")}
+    for k in case["overrides"]:
+        feeds[k] = arrays[f"{case['name']}/feed/{k}"]
+    fetches = [grad_name(x) for x in case["xs"]]
+    g3 = optimize(grad(graph, case["ys"], case["xs"]), keep=[f[:-2] for f in fetches])
+    for x, value in zip(case["xs"], Session(g3).run(fetches, feeds)):
+        np.testing.assert_allclose(value, arrays[f"{case['name']}/{x}"], rtol=case["rtol"],
+                                   atol=case["atol"], err_msg=f"{case['name']}: d/d{x}")
