@@ -26,6 +26,9 @@ _LAZY = {
     "place": ("tfg.passes.place", "place"),
     "partition": ("tfg.passes.partition", "partition"),
     "builder": ("tfg.builder", None),
+    "ClusterConfig": ("tfg.executor.distributed", "ClusterConfig"),
+    "validate": ("tfg.graphdef.validate", "validate"),
+    "infer": ("tfg.graphdef.infer", "infer"),
 }
 
 
