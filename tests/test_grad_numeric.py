@@ -125,7 +125,8 @@ SPECS = {
     "Tile": ([P(r(2, 1)), C([2, 3], i32)], {}), "Pad": ([P(r(2, 2)), C([[1, 0], [0, 2]], i32)], {}),
     "PadV2": ([P(r(2, 2)), C([[0, 1], [1, 1]], i32), P(np.array(0.5))], {}),
     "ReverseV2": ([P(r(2, 3)), C([1], i32)], {}),
-    "BroadcastTo": ([P(r(3)), C([2, 3], i32)], {}), "Fill": ([C([2, 3], i32), P(np.array(0.7))], {}),
+    "BroadcastTo": ([P(r(3)), C([2, 3], i32)], {}),
+    "Fill": ([C([2, 3], i32), P(np.array(0.7))], {}),
     "ReadVariableOp": None,  # needs a resource variable: see test_grad_structure
 }
 SKIP = {"Switch", "RefSwitch", "Merge", "RefMerge", "Enter", "RefEnter", "Exit", "RefExit",
