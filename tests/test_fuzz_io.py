@@ -23,7 +23,9 @@ from tfg.schemas.proto import attr_value_pb2, graph_pb2
 SEEDS = [p / "graph.pb" for p in conformance_cases()] or sorted(
     (FIXTURES / "frames").rglob("graph.pb"))
 SEED_BYTES = [p.read_bytes() for p in SEEDS]
-FUZZ = settings(deadline=None, max_examples=int(os.environ.get('TFG_FUZZ_EXAMPLES', 60)), derandomize=True,
+# TFG_FUZZ_EXAMPLES=600 for a longer hunt; the default keeps the file under ~30 s.
+FUZZ = settings(deadline=None, max_examples=int(os.environ.get("TFG_FUZZ_EXAMPLES", 60)),
+                derandomize=True,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 
 

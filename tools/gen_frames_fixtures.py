@@ -4,7 +4,8 @@
     /tmp/tfenv/bin/python tools/gen_frames_fixtures.py
 
 Each case is built with v1 control flow in graph mode and written to
-tests/fixtures/frames/<case>/graph.pb (and graph.pbtxt, TensorFlow's text form), with contexts.json: for every op, the chain of
+tests/fixtures/frames/<case>/graph.pb (and graph.pbtxt, TensorFlow's text form), with
+contexts.json: for every op, the chain of
 control-flow contexts TensorFlow's Python builder recorded (outermost first):
 ["while", frame_name] or ["cond", pred_tensor, branch]. An imported GraphDef loses these;
 tfg.graphdef.frames must rebuild them from the graph alone.
