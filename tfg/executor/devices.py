@@ -39,6 +39,16 @@ def _cupy():
     return cupy
 
 
+def to_host(value):
+    """A device (CuPy) array copied to a numpy array; anything else unchanged.
+
+    >>> to_host(cupy.arange(3))     # -> array([0, 1, 2]) (numpy)
+    """
+    if type(value).__module__.startswith("cupy"):
+        return value.get()
+    return value
+
+
 def local_gpu_count():
     cupy = _cupy()
     if cupy is None:

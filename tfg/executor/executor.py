@@ -24,6 +24,7 @@ import numpy as np
 
 from tfg.errors import TfgError, TfgRuntimeError
 from tfg.executor import plan as P
+from tfg.executor.devices import to_host
 from tfg.executor.frames import Frame, Iteration
 from tfg.kernels.resources import Ref
 
@@ -270,6 +271,7 @@ class DataflowRun:
         self.recv_waiting[rid] = key
         self.inflight += 1
         start = time.perf_counter_ns() if self.trace is not None else 0
+        on_cpu = getattr(self.plan.device, "device_type", "CPU") != "GPU"
 
         def arrived(value, is_dead, error):
             if error is not None:
@@ -277,6 +279,8 @@ class DataflowRun:
                 return
             if self.trace is not None:
                 self._record(item, start)
+            if on_cpu:
+                value = to_host(value)  # GPU -> CPU at a partition border
             self.post((tn, [NOVAL if is_dead else value], None, False, rid))
 
         self.rendezvous.recv_async(key, arrived)
@@ -330,6 +334,8 @@ class DataflowRun:
             if type(pred) is Ref:
                 pred = pred.get()
             data = self._forward(item, data)
+            if not isinstance(pred, (np.ndarray, np.generic, bool)):
+                pred = to_host(pred)  # a predicate computed on a GPU
             return [NOVAL, data] if bool(np.asarray(pred)) else [data, NOVAL]
         if kind in (P.ENTER, P.EXIT, P.NEXT, P.IDENT):
             return [self._forward(item, args[0])]

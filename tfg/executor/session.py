@@ -20,8 +20,9 @@ import numpy as np
 
 from tfg.errors import TfgInputError, TfgRuntimeError
 from tfg.executor import feeds as F
+from tfg.executor import limits
 from tfg.executor import partitions
-from tfg.executor.devices import DeviceSet
+from tfg.executor.devices import DeviceSet, to_host
 from tfg.executor.executor import NOVAL, DataflowRun, StepGroup
 from tfg.executor.fastpath import Schedule
 from tfg.executor.plan import BUILTIN_KINDS, KERNEL, build_plan
@@ -52,7 +53,7 @@ class _Prepared:
 class Session:
     """Runs one graph; see the module docstring."""
 
-    def __init__(self, graph, devices=None, cluster=None, fast_path=True):
+    def __init__(self, graph, devices=None, cluster=None, fast_path=True, max_memory=None):
         if isinstance(graph, (str, os.PathLike)):
             graph = io.load(graph)
         self._remote = None
@@ -68,6 +69,9 @@ class Session:
         # False forces the dataflow executor even where the precomputed schedule would do
         # (for comparisons; results are the same).
         self.fast_path = fast_path
+        # The largest tensor a kernel may allocate (bytes or '4G'; default: physical memory),
+        # checked before allocating (tfg/executor/limits.py).
+        self.memory_limit = limits.resolve_limit(max_memory)
 
     # --- running --------------------------------------------------------------------------
     def run(self, fetches=None, feeds=None, targets=None, trace=False):
@@ -120,6 +124,7 @@ class Session:
             node = graph[name]
             if node.op in ("Placeholder", "PlaceholderV2") and (name, 0) not in fed:
                 raise TfgInputError(f"You must feed a value for placeholder {name!r}")
+        limits.check_constants((graph[n] for n in needed), self.memory_limit)
         groups = partitions.group_by_device(graph, needed, self.devices)
         plans, owner = [], [None] * len(fetch_refs)
         for pi, (device, nodes) in enumerate(groups):
@@ -128,6 +133,7 @@ class Session:
                     if (r.node in names and r not in fed) or (r in fed and pi == 0)]
             plan = build_plan(nodes, device, feeds=feed_refs,
                               fetches=[fetch_refs[i] for i in mine], targets=targets)
+            limits.guard_plan(plan, self.memory_limit)
             for j, i in enumerate(mine):
                 owner[i] = (pi, j)
             plans.append(plan)
@@ -159,6 +165,10 @@ class Session:
                 t.start()
             try:
                 runs[0].execute()
+            except BaseException as e:  # Ctrl-C: end the step on every device, then re-raise
+                if group.error is None:
+                    group.fail(TfgRuntimeError(f"step cancelled ({type(e).__name__})"))
+                raise
             finally:
                 for t in threads:
                     t.join()
@@ -266,8 +276,9 @@ def _fetch_value(value, prepared, i, plan):
         raise TfgRuntimeError(f"fetch {name!r} has no value: it is dead (computed on a branch "
                               "that was not taken) or was never computed")
     if type(value) is Ref:
-        value = value.get()
+        value = to_host(value.get())
         return np.array(value, copy=True)
+    value = to_host(value)  # a GPU result comes back as numpy
     if isinstance(value, np.ndarray):
         return value.copy() if prepared.fetch_copy[i] else value
     if isinstance(value, np.generic):

@@ -13,3 +13,10 @@ for _m in _MODULES:
     except ModuleNotFoundError as _e:  # an optional module not in this checkout
         if _e.name != f"tfg.kernels.{_m}":
             raise
+
+try:  # GPU kernels only where CuPy imports (CPU-only machines never load it)
+    import cupy  # noqa: F401
+except Exception:  # ImportError, or a CUDA runtime that fails to load
+    cupy = None
+if cupy is not None:
+    importlib.import_module("tfg.kernels.gpu")
