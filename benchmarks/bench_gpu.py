@@ -49,8 +49,8 @@ def cnn():
 
 def timed(make, devices, steps=20):
     g, fetches, targets, feeds = make()
-    s = Session(g, devices=devices)
-    init = [n.name for n in g.graph if n.name.endswith("init")] if hasattr(g, "graph") else []
+    s = Session(g.graph, devices=devices)
+    init = [n.name for n in g.graph if n.name == "init"]
     if init:
         s.run(targets=init)
     for _ in range(3):

@@ -26,7 +26,7 @@ def _mlp_graph():
 
 
 def _run(graph, devices, fetches, feeds):
-    return Session(graph, devices=devices).run(fetches, feeds=feeds)
+    return Session(graph.graph, devices=devices).run(fetches, feeds=feeds)
 
 
 def test_mlp_matches_cpu_and_returns_numpy():
