@@ -24,6 +24,8 @@ SUBCOMMANDS = {
     "render": ("tfg.cli.render", "Draw a graph with Graphviz."),
     "info": ("tfg.cli.info", "Summarize a graph: ops, inputs, outputs, loops."),
     "convert": ("tfg.cli.convert", "Convert between binary and text GraphDef."),
+    "diff": ("tfg.cli.diff", "Compare two graphs: added, removed and changed nodes."),
+    "export": ("tfg.cli.export", "Export a graph, e.g. as a TensorBoard events file."),
 }
 
 

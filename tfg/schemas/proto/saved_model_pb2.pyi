@@ -1,0 +1,133 @@
+from tfg.schemas.proto import graph_pb2 as _graph_pb2
+from tfg.schemas.proto import tensor_shape_pb2 as _tensor_shape_pb2
+from tfg.schemas.proto import types_pb2 as _types_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class SavedModel(_message.Message):
+    __slots__ = ("saved_model_schema_version", "meta_graphs")
+    SAVED_MODEL_SCHEMA_VERSION_FIELD_NUMBER: _ClassVar[int]
+    META_GRAPHS_FIELD_NUMBER: _ClassVar[int]
+    saved_model_schema_version: int
+    meta_graphs: _containers.RepeatedCompositeFieldContainer[MetaGraphDef]
+    def __init__(self, saved_model_schema_version: _Optional[int] = ..., meta_graphs: _Optional[_Iterable[_Union[MetaGraphDef, _Mapping]]] = ...) -> None: ...
+
+class MetaGraphDef(_message.Message):
+    __slots__ = ("meta_info_def", "graph_def", "collection_def", "signature_def", "asset_file_def")
+    class MetaInfoDef(_message.Message):
+        __slots__ = ("meta_graph_version", "tags", "tensorflow_version", "tensorflow_git_version", "stripped_default_attrs")
+        META_GRAPH_VERSION_FIELD_NUMBER: _ClassVar[int]
+        TAGS_FIELD_NUMBER: _ClassVar[int]
+        TENSORFLOW_VERSION_FIELD_NUMBER: _ClassVar[int]
+        TENSORFLOW_GIT_VERSION_FIELD_NUMBER: _ClassVar[int]
+        STRIPPED_DEFAULT_ATTRS_FIELD_NUMBER: _ClassVar[int]
+        meta_graph_version: str
+        tags: _containers.RepeatedScalarFieldContainer[str]
+        tensorflow_version: str
+        tensorflow_git_version: str
+        stripped_default_attrs: bool
+        def __init__(self, meta_graph_version: _Optional[str] = ..., tags: _Optional[_Iterable[str]] = ..., tensorflow_version: _Optional[str] = ..., tensorflow_git_version: _Optional[str] = ..., stripped_default_attrs: _Optional[bool] = ...) -> None: ...
+    class CollectionDefEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: CollectionDef
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[CollectionDef, _Mapping]] = ...) -> None: ...
+    class SignatureDefEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: SignatureDef
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[SignatureDef, _Mapping]] = ...) -> None: ...
+    META_INFO_DEF_FIELD_NUMBER: _ClassVar[int]
+    GRAPH_DEF_FIELD_NUMBER: _ClassVar[int]
+    COLLECTION_DEF_FIELD_NUMBER: _ClassVar[int]
+    SIGNATURE_DEF_FIELD_NUMBER: _ClassVar[int]
+    ASSET_FILE_DEF_FIELD_NUMBER: _ClassVar[int]
+    meta_info_def: MetaGraphDef.MetaInfoDef
+    graph_def: _graph_pb2.GraphDef
+    collection_def: _containers.MessageMap[str, CollectionDef]
+    signature_def: _containers.MessageMap[str, SignatureDef]
+    asset_file_def: _containers.RepeatedCompositeFieldContainer[AssetFileDef]
+    def __init__(self, meta_info_def: _Optional[_Union[MetaGraphDef.MetaInfoDef, _Mapping]] = ..., graph_def: _Optional[_Union[_graph_pb2.GraphDef, _Mapping]] = ..., collection_def: _Optional[_Mapping[str, CollectionDef]] = ..., signature_def: _Optional[_Mapping[str, SignatureDef]] = ..., asset_file_def: _Optional[_Iterable[_Union[AssetFileDef, _Mapping]]] = ...) -> None: ...
+
+class CollectionDef(_message.Message):
+    __slots__ = ("node_list", "bytes_list", "int64_list", "float_list")
+    class NodeList(_message.Message):
+        __slots__ = ("value",)
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        value: _containers.RepeatedScalarFieldContainer[str]
+        def __init__(self, value: _Optional[_Iterable[str]] = ...) -> None: ...
+    class BytesList(_message.Message):
+        __slots__ = ("value",)
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        value: _containers.RepeatedScalarFieldContainer[bytes]
+        def __init__(self, value: _Optional[_Iterable[bytes]] = ...) -> None: ...
+    class Int64List(_message.Message):
+        __slots__ = ("value",)
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        value: _containers.RepeatedScalarFieldContainer[int]
+        def __init__(self, value: _Optional[_Iterable[int]] = ...) -> None: ...
+    class FloatList(_message.Message):
+        __slots__ = ("value",)
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        value: _containers.RepeatedScalarFieldContainer[float]
+        def __init__(self, value: _Optional[_Iterable[float]] = ...) -> None: ...
+    NODE_LIST_FIELD_NUMBER: _ClassVar[int]
+    BYTES_LIST_FIELD_NUMBER: _ClassVar[int]
+    INT64_LIST_FIELD_NUMBER: _ClassVar[int]
+    FLOAT_LIST_FIELD_NUMBER: _ClassVar[int]
+    node_list: CollectionDef.NodeList
+    bytes_list: CollectionDef.BytesList
+    int64_list: CollectionDef.Int64List
+    float_list: CollectionDef.FloatList
+    def __init__(self, node_list: _Optional[_Union[CollectionDef.NodeList, _Mapping]] = ..., bytes_list: _Optional[_Union[CollectionDef.BytesList, _Mapping]] = ..., int64_list: _Optional[_Union[CollectionDef.Int64List, _Mapping]] = ..., float_list: _Optional[_Union[CollectionDef.FloatList, _Mapping]] = ...) -> None: ...
+
+class TensorInfo(_message.Message):
+    __slots__ = ("name", "dtype", "tensor_shape")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    DTYPE_FIELD_NUMBER: _ClassVar[int]
+    TENSOR_SHAPE_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    dtype: _types_pb2.DataType
+    tensor_shape: _tensor_shape_pb2.TensorShapeProto
+    def __init__(self, name: _Optional[str] = ..., dtype: _Optional[_Union[_types_pb2.DataType, str]] = ..., tensor_shape: _Optional[_Union[_tensor_shape_pb2.TensorShapeProto, _Mapping]] = ...) -> None: ...
+
+class SignatureDef(_message.Message):
+    __slots__ = ("inputs", "outputs", "method_name")
+    class InputsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: TensorInfo
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[TensorInfo, _Mapping]] = ...) -> None: ...
+    class OutputsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: TensorInfo
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[TensorInfo, _Mapping]] = ...) -> None: ...
+    INPUTS_FIELD_NUMBER: _ClassVar[int]
+    OUTPUTS_FIELD_NUMBER: _ClassVar[int]
+    METHOD_NAME_FIELD_NUMBER: _ClassVar[int]
+    inputs: _containers.MessageMap[str, TensorInfo]
+    outputs: _containers.MessageMap[str, TensorInfo]
+    method_name: str
+    def __init__(self, inputs: _Optional[_Mapping[str, TensorInfo]] = ..., outputs: _Optional[_Mapping[str, TensorInfo]] = ..., method_name: _Optional[str] = ...) -> None: ...
+
+class AssetFileDef(_message.Message):
+    __slots__ = ("tensor_info", "filename")
+    TENSOR_INFO_FIELD_NUMBER: _ClassVar[int]
+    FILENAME_FIELD_NUMBER: _ClassVar[int]
+    tensor_info: TensorInfo
+    filename: str
+    def __init__(self, tensor_info: _Optional[_Union[TensorInfo, _Mapping]] = ..., filename: _Optional[str] = ...) -> None: ...
