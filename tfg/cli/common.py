@@ -1,6 +1,7 @@
 """Options and helpers shared by subcommands: the GRAPH argument and graph output."""
 import click
 
+from tfg.errors import TfgInputError
 from tfg.graphdef import io
 
 graph_argument = click.argument("graph", required=False, default="-", metavar="GRAPH")
@@ -15,7 +16,22 @@ def output_options(f):
     return f
 
 
-def read_graph(path):
+def tag_option(f):
+    """`--tag TAGS`: which MetaGraphDef of a SavedModel GRAPH to read (default: the only one,
+    else the one tagged `serve`)."""
+    return click.option("--tag", "tag", default=None, metavar="TAGS",
+                        help="SavedModel GRAPH: the MetaGraphDef with these tags (comma "
+                             "list; default: the only one, else `serve`).")(f)
+
+
+def read_graph(path, tag=None):
+    """A Graph from a .pb/.pbtxt path, `-` (stdin), or a SavedModel folder/saved_model.pb."""
+    if tag:
+        from tfg.graphdef import savedmodel
+
+        if not savedmodel.is_saved_model(path):
+            raise TfgInputError("--tag applies only to a SavedModel GRAPH")
+        return savedmodel.load_graph(path, tags=tag)
     return io.load(path)
 
 

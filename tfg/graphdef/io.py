@@ -86,12 +86,17 @@ def loads(data, source="<input>"):
 
 
 def load(path="-"):
-    """A Graph from a path, or from stdin for `-`/None."""
+    """A Graph from a path, or from stdin for `-`/None. A SavedModel folder, its
+    saved_model.pb or a `.meta` MetaGraphDef gives its (default-tagged) graph."""
     if path in (None, "-"):
         data = sys.stdin.buffer.read()
         source = "<stdin>"
     else:
         source = str(path)
+        from tfg.graphdef import savedmodel  # a SavedModel folder/saved_model.pb/.meta
+
+        if savedmodel.is_saved_model(path):
+            return savedmodel.load_graph(path)
         try:
             with open(path, "rb") as f:
                 data = f.read()

@@ -1,0 +1,330 @@
+"""TensorFlow's SavedModel (v1 graphs) and MetaGraphDef files as tfg inputs.
+
+    >>> g = load_graph("export/1")                     # a folder with saved_model.pb
+    >>> g.saved_model.tags, sorted(g.saved_model.signatures)
+    (['serve'], ['logits', 'serving_default'])
+    >>> g.saved_model.signatures["serving_default"]["inputs"]
+    {'x': {'name': 'x:0', 'dtype': 'float32', 'shape': [None, 4]}}
+    >>> read_variables("export/1")                     # the trained values in variables/
+    {'w1': array([[...]], dtype=float32), ...}
+
+A SavedModel holds one MetaGraphDef per tag set; `tags` picks one (default: the only one, else
+the one tagged exactly "serve"). Its GraphDef is what every tfg command works on; signatures map
+friendly input/output keys to tensor names (`tfg run DIR --signature serving_default --feed
+x=...`). The variables/ folder is a tensor bundle: an SSTable index (LevelDB's layout, no
+compression) of BundleEntryProto and raw little-endian data shards; `read_variables` decodes it
+and checks every CRC. TF2 SavedModels (functions, resource variables in an object graph) are
+outside what tfg executes; their GraphDef still loads.
+"""
+import os
+import struct
+from dataclasses import dataclass, field
+
+import numpy as np
+from google.protobuf import message as pb_message
+from google.protobuf import text_format
+
+from tfg.errors import GraphFormatError, TfgInputError
+from tfg.graphdef import tensors
+from tfg.schemas.dtypes import DType
+from tfg.schemas.proto import saved_model_pb2
+
+SAVED_MODEL_FILES = ("saved_model.pb", "saved_model.pbtxt")
+_TABLE_MAGIC = 0xDB4775248B80FB57
+_FOOTER_BYTES = 48
+
+
+@dataclass
+class SavedModelInfo:
+    """What a SavedModel adds to its graph; tfg attaches it as `graph.saved_model`."""
+
+    path: str  # the SavedModel folder
+    tags: list
+    signatures: dict = field(default_factory=dict)  # name -> {method, inputs, outputs}
+    available_tags: list = field(default_factory=list)  # every MetaGraphDef's tag set
+
+    @property
+    def variables_prefix(self):
+        prefix = os.path.join(self.path, "variables", "variables")
+        return prefix if os.path.exists(prefix + ".index") else None
+
+
+def is_saved_model(path):
+    """Whether `path` is a SavedModel folder, its saved_model.pb(txt), or a `.meta` file."""
+    if path in (None, "-"):
+        return False
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        return any(os.path.isfile(os.path.join(path, f)) for f in SAVED_MODEL_FILES)
+    return os.path.basename(path) in SAVED_MODEL_FILES or path.endswith(".meta")
+
+
+def _model_file(path):
+    if os.path.isdir(path):
+        for name in SAVED_MODEL_FILES:
+            if os.path.isfile(os.path.join(path, name)):
+                return os.path.join(path, name)
+        raise TfgInputError(f"{path} is a directory without saved_model.pb")
+    return path
+
+
+def _parse(data, msg, source):
+    try:
+        if data[:1].isalpha() or data.lstrip()[:1] == b"#":
+            text_format.Parse(data.decode("utf-8"), msg)
+        else:
+            msg.ParseFromString(data)
+    except (text_format.ParseError, pb_message.DecodeError, UnicodeDecodeError, RuntimeError,
+            ValueError) as e:
+        raise GraphFormatError(f"{source}: not a {type(msg).__name__}: "
+                               f"{' '.join(str(e).split())[:200]}") from None
+    return msg
+
+
+def read_saved_model(path):
+    """The SavedModel message of a folder or saved_model.pb(txt); a `.meta` file (one
+    MetaGraphDef, as tf.train.Saver writes) comes back wrapped in a SavedModel."""
+    path = os.fspath(path)
+    model_file = _model_file(path)
+    try:
+        with open(model_file, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise TfgInputError(f"cannot read {model_file}: {e.strerror}") from None
+    if model_file.endswith(".meta"):
+        sm = saved_model_pb2.SavedModel()
+        _parse(data, sm.meta_graphs.add(), model_file)
+        return sm
+    sm = _parse(data, saved_model_pb2.SavedModel(), model_file)
+    if not sm.meta_graphs:
+        raise GraphFormatError(f"{model_file}: a SavedModel without any MetaGraphDef")
+    return sm
+
+
+def select_meta_graph(sm, tags=None, source="SavedModel"):
+    """The MetaGraphDef whose tag set equals `tags` (a list or comma string)."""
+    sets = [sorted(mg.meta_info_def.tags) for mg in sm.meta_graphs]
+    if isinstance(tags, str):
+        tags = [t.strip() for t in tags.split(",") if t.strip()]
+    if tags:
+        for mg, s in zip(sm.meta_graphs, sets):
+            if s == sorted(set(tags)):
+                return mg
+        raise TfgInputError(f"{source}: no MetaGraphDef with tags {','.join(sorted(tags))}; "
+                            f"it has {_tag_sets(sets)}")
+    if len(sm.meta_graphs) == 1:
+        return sm.meta_graphs[0]
+    for mg, s in zip(sm.meta_graphs, sets):
+        if s == ["serve"]:
+            return mg
+    raise TfgInputError(f"{source}: several MetaGraphDefs ({_tag_sets(sets)}); pick one "
+                        "with --tag")
+
+
+def _tag_sets(sets):
+    return "; ".join(",".join(s) or "(no tags)" for s in sets)
+
+
+def signatures_of(meta_graph):
+    """{signature name: {'method', 'inputs', 'outputs'}} with each tensor's name/dtype/shape."""
+    out = {}
+    for name in sorted(meta_graph.signature_def):
+        sig = meta_graph.signature_def[name]
+        out[name] = {"method": sig.method_name,
+                     "inputs": {k: _tensor_info(sig.inputs[k]) for k in sorted(sig.inputs)},
+                     "outputs": {k: _tensor_info(sig.outputs[k]) for k in sorted(sig.outputs)}}
+    return out
+
+
+def _tensor_info(ti):
+    shape = tensors.shape_from_proto(ti.tensor_shape) if ti.HasField("tensor_shape") else None
+    return {"name": ti.name or None,
+            "dtype": DType(ti.dtype).tf_name if ti.dtype else None,
+            "shape": None if shape is None else [None if d is None or d < 0 else d
+                                                 for d in shape]}
+
+
+def load_graph(path, tags=None):
+    """The tfg Graph of a SavedModel (or `.meta` file), with `graph.saved_model` set.
+
+    Before: export/1/saved_model.pb holding MetaGraphDefs tagged {serve} and {train}.
+    After:  the {serve} GraphDef as a Graph; graph.saved_model.signatures from its SignatureDefs.
+    """
+    from tfg.graphdef.io import loads
+
+    path = os.fspath(path)
+    sm = read_saved_model(path)
+    mg = select_meta_graph(sm, tags, source=path)
+    graph = loads(mg.graph_def.SerializeToString(), f"{path} (MetaGraphDef graph_def)")
+    folder = path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
+    graph.saved_model = SavedModelInfo(
+        path=folder, tags=sorted(mg.meta_info_def.tags), signatures=signatures_of(mg),
+        available_tags=[sorted(m.meta_info_def.tags) for m in sm.meta_graphs])
+    return graph
+
+
+def signature(graph, name):
+    """The signature `name` of a graph loaded from a SavedModel (see `signatures_of`)."""
+    info = getattr(graph, "saved_model", None)
+    if info is None:
+        raise TfgInputError("--signature needs a SavedModel (a folder with saved_model.pb)")
+    if name not in info.signatures:
+        raise TfgInputError(f"no signature {name!r} in {info.path}; it has "
+                            f"{', '.join(info.signatures) or 'none'}")
+    sig = info.signatures[name]
+    for kind in ("inputs", "outputs"):
+        for key, ti in sig[kind].items():
+            if not ti["name"]:
+                raise TfgInputError(f"signature {name!r} {kind[:-1]} {key!r} is a sparse or "
+                                    "composite tensor, which tfg does not support")
+    return sig
+
+
+# --- variables/: the tensor bundle -----------------------------------------------------------
+
+def read_variables(path):
+    """{variable name: array} from a SavedModel folder's variables/ (or a bundle prefix).
+
+    Before: export/1 (variables/variables.index + variables.data-00000-of-00001).
+    After:  {'b1': array([...], dtype=float32), 'w1': array([[...]], dtype=float32), ...}
+    """
+    path = os.fspath(path)
+    prefix = os.path.join(path, "variables", "variables") if os.path.isdir(path) else path
+    index_path = prefix + ".index"
+    try:
+        with open(index_path, "rb") as f:
+            index = f.read()
+    except OSError as e:
+        raise TfgInputError(f"cannot read {index_path}: {e.strerror}") from None
+    entries = dict(_table_entries(index, index_path))
+    header = saved_model_pb2.BundleHeaderProto()
+    header.ParseFromString(entries.pop(b"", b""))
+    if header.endianness != saved_model_pb2.BundleHeaderProto.LITTLE:
+        raise TfgInputError(f"{index_path}: big-endian tensor bundles are not supported")
+    num_shards = max(header.num_shards, 1)
+    shards = {}
+    out = {}
+    for key, value in entries.items():
+        name = key.decode("utf-8", "replace")
+        entry = saved_model_pb2.BundleEntryProto()
+        entry.ParseFromString(value)
+        if entry.shard_id not in shards:
+            shard = f"{prefix}.data-{entry.shard_id:05d}-of-{num_shards:05d}"
+            try:
+                with open(shard, "rb") as f:
+                    shards[entry.shard_id] = f.read()
+            except OSError as e:
+                raise TfgInputError(f"cannot read {shard}: {e.strerror}") from None
+        out[name] = _decode_entry(name, entry, shards[entry.shard_id], prefix)
+    return out
+
+
+def _decode_entry(name, entry, shard, prefix):
+    from tfg.tensorboard.crc32c import masked_crc32c
+
+    dtype = DType(entry.dtype)
+    if dtype == DType.STRING:
+        raise TfgInputError(f"{prefix}: variable {name!r} holds strings, which tfg cannot read "
+                            "from a tensor bundle")
+    data = shard[entry.offset:entry.offset + entry.size]
+    if len(data) != entry.size:
+        raise TfgInputError(f"{prefix}: variable {name!r} is truncated")
+    if masked_crc32c(data) != entry.crc32c:
+        raise TfgInputError(f"{prefix}: variable {name!r} fails its CRC check")
+    shape = tensors.shape_from_proto(entry.shape) or ()
+    return np.frombuffer(data, dtype=dtype.np).reshape(shape).copy()
+
+
+def _table_entries(data, source):
+    """(key, value) of every entry of an SSTable (LevelDB's table format, uncompressed)."""
+    from tfg.tensorboard.crc32c import masked_crc32c
+
+    if len(data) < _FOOTER_BYTES:
+        raise TfgInputError(f"{source}: too short for a table")
+    footer = data[-_FOOTER_BYTES:]
+    if struct.unpack("<Q", footer[-8:])[0] != _TABLE_MAGIC:
+        raise TfgInputError(f"{source}: not a tensor bundle index (bad magic)")
+    pos = 0
+    _, pos = _varint(footer, pos)  # metaindex handle: unused
+    _, pos = _varint(footer, pos)
+    index_offset, pos = _varint(footer, pos)
+    index_size, pos = _varint(footer, pos)
+
+    def block(offset, size):
+        contents = data[offset:offset + size]
+        trailer = data[offset + size:offset + size + 5]
+        if len(contents) != size or len(trailer) != 5:
+            raise TfgInputError(f"{source}: truncated block at {offset}")
+        if trailer[0] != 0:
+            raise TfgInputError(f"{source}: compressed blocks are not supported")
+        if masked_crc32c(contents + trailer[:1]) != struct.unpack("<I", trailer[1:])[0]:
+            raise TfgInputError(f"{source}: block at {offset} fails its CRC check")
+        return _block_entries(contents, source)
+
+    for _, handle in block(index_offset, index_size):
+        offset, p = _varint(handle, 0)
+        size, _ = _varint(handle, p)
+        yield from block(offset, size)
+
+
+def _block_entries(block, source):
+    if len(block) < 4:
+        raise TfgInputError(f"{source}: malformed block")
+    (num_restarts,) = struct.unpack("<I", block[-4:])
+    end = len(block) - 4 * (num_restarts + 1)
+    if end < 0:
+        raise TfgInputError(f"{source}: malformed block")
+    pos, key = 0, b""
+    while pos < end:
+        shared, pos = _varint(block, pos)
+        non_shared, pos = _varint(block, pos)
+        value_len, pos = _varint(block, pos)
+        key = key[:shared] + block[pos:pos + non_shared]
+        pos += non_shared
+        yield key, block[pos:pos + value_len]
+        pos += value_len
+
+
+def _varint(buf, pos):
+    result, shift = 0, 0
+    while True:
+        if pos >= len(buf):
+            raise TfgInputError("malformed varint in a tensor bundle index")
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return result, pos
+        shift += 7
+
+
+def restore_variables(session, graph, values):
+    """Assign `values` ({variable name: array}) to the graph's variables in `session`.
+
+    Before: a fresh Session of a SavedModel's graph (variables uninitialized).
+    After:  every variable the bundle holds has its saved value, as TensorFlow's loader's
+            restore op would leave it.
+    """
+    from tfg.kernels.resources import Ref
+
+    if getattr(session, "_remote", None) is not None:
+        raise TfgInputError("a SavedModel's variables cannot be restored on a --cluster yet")
+    declared = {}
+    for node in graph:
+        if node.op in ("VariableV2", "Variable"):
+            container = node.get_attr("container", b"").decode()
+            short = node.get_attr("shared_name", b"").decode() or node.name
+            declared[node.name] = (container, short, node.get_attr("dtype", None),
+                                   node.get_attr("shape", None))
+        elif node.op == "VarHandleOp":
+            raise TfgInputError(f"variable {node.name!r} is a resource variable "
+                                "(VarHandleOp): restoring those from a SavedModel is not "
+                                "supported")
+    for name, value in values.items():
+        if name not in declared:
+            continue  # e.g. a slot variable of an optimizer that the graph was pruned of
+        container, short, dtype, shape = declared[name]
+        ref = session.resources.get_or_create(container, short,
+                                              lambda: Ref(short, dtype, shape))
+        ref.assign(value)
+    return sorted(n for n in values if n in declared)
