@@ -2,7 +2,7 @@
 ops tfg supports, or the local devices."""
 import click
 
-from tfg.cli.common import graph_argument, read_graph
+from tfg.cli.common import graph_argument, read_graph, tag_option
 from tfg.graphdef import summary as summ
 
 
@@ -13,10 +13,11 @@ from tfg.graphdef import summary as summ
               help="List the ops tfg supports (signatures, kernels per device); no GRAPH.")
 @click.option("--devices", "list_devices", is_flag=True,
               help="List the local devices `tfg run` uses by default; no GRAPH.")
-def command(graph, as_json, list_ops, list_devices):
+@tag_option
+def command(graph, as_json, list_ops, list_devices, tag):
     """Summarize GRAPH: node count, op histogram, placeholders (dtype, shape), outputs,
     variables and parameter counts, devices, while loops (nesting), ops tfg does not know,
-    and a ready-to-paste `tfg run` line.
+    and a ready-to-paste `tfg run` line. For a SavedModel: its tags and signatures.
 
     \b
     Example:
@@ -32,8 +33,20 @@ def command(graph, as_json, list_ops, list_devices):
             data["devices"] = summ.local_devices()
         click.echo(summ.to_json(data) if as_json else _format_lists(data))
         return
-    s = summ.summarize(read_graph(graph), source=None if graph in (None, "-") else graph)
-    click.echo(summ.to_json(s) if as_json else summ.format_text(s))
+    g = read_graph(graph, tag)
+    s = summ.summarize(g, source=None if graph in (None, "-") else graph)
+    text = None if as_json else summ.format_text(s)
+    saved = getattr(g, "saved_model", None)
+    if saved is not None:  # a SavedModel: its signatures name the feeds and fetches
+        from tfg.graphdef import savedmodel
+
+        s["saved_model"] = savedmodel.describe(saved)
+        if text is not None:
+            text += "\n" + "\n".join(savedmodel.format_signatures(saved))
+            line = savedmodel.run_command(s["graph"], saved)
+            if line:
+                text += "\nrun a signature with:\n  " + line
+    click.echo(summ.to_json(s) if as_json else text)
 
 
 def _format_lists(data):

@@ -328,3 +328,54 @@ def restore_variables(session, graph, values):
                                               lambda: Ref(short, dtype, shape))
         ref.assign(value)
     return sorted(n for n in values if n in declared)
+
+
+def describe(info):
+    """The JSON-ready `saved_model` section of `tfg info` for a SavedModelInfo."""
+    return {"path": info.path, "tags": info.tags, "available_tags": info.available_tags,
+            "variables": info.variables_prefix is not None, "signatures": info.signatures}
+
+
+def format_signatures(info):
+    """Text lines for `tfg info`: tags, then each signature's inputs and outputs.
+
+    Before: SavedModelInfo(tags=['serve'], signatures={'serving_default': {...}}).
+    After:  ['saved model: tags serve (variables: yes)', 'signatures (1):',
+             '  serving_default (tensorflow/serving/predict)', '    in  x: x:0 float32 [?, 4]',
+             '    out probs: probs:0 float32 [?, 3]']
+    """
+    lines = [f"saved model: tags {','.join(info.tags) or '(none)'} (variables: "
+             f"{'yes' if info.variables_prefix else 'no'})",
+             f"signatures ({len(info.signatures)}):"]
+    for name, sig in info.signatures.items():
+        lines.append(f"  {name} ({sig['method'] or 'no method'})")
+        for kind, label in (("inputs", "in "), ("outputs", "out")):
+            for key, ti in sig[kind].items():
+                shape = "unknown" if ti["shape"] is None else "[" + ", ".join(
+                    "?" if d is None else str(d) for d in ti["shape"]) + "]"
+                lines.append(f"    {label} {key}: {ti['name'] or '(composite)'} "
+                             f"{ti['dtype'] or '?'} {shape}")
+    return lines
+
+
+def run_command(source, info, name=None):
+    """A ready-to-paste `tfg run` line for one signature (default: serving_default or the
+    first): `tfg run export/1 --signature serving_default --feed 'x=[[0,0,0,0]]'`."""
+    import math
+    import shlex
+
+    if not info.signatures:
+        return None
+    name = name or ("serving_default" if "serving_default" in info.signatures
+                    else next(iter(info.signatures)))
+    parts = ["tfg", "run", shlex.quote(source or "GRAPH"), "--signature", shlex.quote(name)]
+    for key, ti in info.signatures[name]["inputs"].items():
+        dims = [1 if d is None else d for d in (ti["shape"] or [])]
+        if ti["shape"] is None or math.prod(dims) > 16 or ti["dtype"] in (None, "string"):
+            value = "@" + key.replace("/", "_") + ".npy"
+        else:
+            value = "0"
+            for d in reversed(dims):
+                value = "[" + ",".join([value] * d) + "]"
+        parts += ["--feed", shlex.quote(f"{key}={value}")]
+    return " ".join(parts)
