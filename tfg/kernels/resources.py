@@ -68,7 +68,8 @@ class ResourceMgr:
 
     def __init__(self):
         self._items = {}
-        self._lock = threading.Lock()
+        # Re-entrant: a factory may itself create a resource (a queue making its generator).
+        self._lock = threading.RLock()
 
     def get_or_create(self, container, name, factory):
         key = (container, name)
