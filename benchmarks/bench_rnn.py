@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""An RNN over a 50-step v1 while loop with its gradient: tfg against TensorFlow.
+
+    python3 benchmarks/bench_rnn.py --tf-python /tmp/tfenv/bin/python [--reps 7] [--steps 50]
+
+TensorFlow (in a subprocess: it must never share a process with tfg) builds the forward loop
+with v1 control flow (Enter/Merge/Switch/NextIteration/Exit, tf.disable_control_flow_v2):
+h_t = tanh(h_{t-1} W + x_t U), loss = sum(h_T), and writes the forward GraphDef only. It then
+adds tf.gradients(loss, [W, U]) in its own graph and times loss + both gradients per step.
+tfg loads the forward GraphDef, differentiates it with tfg.grad (which must build the loop's
+backward frame itself) and runs the same fetches with tfg.Session. Steps alternate A B A B
+(TensorFlow, tfg); the median of --reps each is reported. The gradients are also compared, so a
+fast wrong answer cannot pass. `run(...)` is what benchmarks/run.py calls.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+
+TF_WORKER = r'''
+import os, sys, time, json
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+import numpy as np
+import tensorflow.compat.v1 as tf
+tf.disable_eager_execution()
+tf.disable_control_flow_v2()
+out_dir, steps, batch, hidden = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+rng = np.random.default_rng(0)
+xs = rng.standard_normal((steps, batch, hidden)).astype(np.float32)
+g = tf.Graph()
+with g.as_default():
+    x = tf.placeholder(tf.float32, [steps, batch, hidden], name="x")
+    w = tf.constant(rng.standard_normal((hidden, hidden)).astype(np.float32) * 0.1, name="W")
+    u = tf.constant(rng.standard_normal((hidden, hidden)).astype(np.float32) * 0.1, name="U")
+    h0 = tf.zeros([batch, hidden], name="h0")
+    def body(i, h):
+        xt = tf.gather(x, i)
+        return i + 1, tf.tanh(tf.matmul(h, w) + tf.matmul(xt, u))
+    _, h = tf.while_loop(lambda i, h: i < steps, body, [tf.constant(0), h0], name="rnn")
+    loss = tf.reduce_sum(h, name="loss")
+    fwd = g.as_graph_def()
+    gw, gu = tf.gradients(loss, [w, u])
+with open(os.path.join(out_dir, "rnn.pb"), "wb") as f:
+    f.write(fwd.SerializeToString())
+sess = tf.Session(graph=g)
+fetch = [loss, gw, gu]
+vals = sess.run(fetch, {x: xs})
+np.savez(os.path.join(out_dir, "rnn_io.npz"), x=xs, loss=vals[0], dW=vals[1], dU=vals[2])
+with open(os.path.join(out_dir, "rnn.json"), "w") as f:
+    json.dump({"nodes": len(fwd.node), "nodes_with_grad": len(g.as_graph_def().node)}, f)
+print("ready", flush=True)
+for line in sys.stdin:
+    if not line.strip():
+        break
+    t = time.perf_counter()
+    sess.run(fetch, {x: xs})
+    print(time.perf_counter() - t, flush=True)
+'''
+
+
+def run(tf_python, reps=7, warmup=2, steps=50, batch=32, hidden=128):
+    """Time the RNN row; returns a dict (graph, nodes, tf/tfg medians, ratio, max_abs_err).
+
+    Before: nothing.  After: {"graph": "rnn50+grad", "tf_median_s": ..., "ratio": ...}.
+    """
+    import tfg
+    from tfg.executor import Session
+
+    tmp = tempfile.mkdtemp(prefix="tfgrnn")
+    path = os.path.join(tmp, "w.py")
+    with open(path, "w") as f:
+        f.write(TF_WORKER)
+    worker = subprocess.Popen([tf_python, path, tmp, str(steps), str(batch), str(hidden)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, text=True,
+                              env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+    if worker.stdout.readline().strip() != "ready":
+        raise SystemExit("the TensorFlow RNN worker failed to start")
+    try:
+        meta = json.load(open(os.path.join(tmp, "rnn.json")))
+        ref = dict(np.load(os.path.join(tmp, "rnn_io.npz")))
+        t0 = time.perf_counter()
+        g = tfg.grad(tfg.load(os.path.join(tmp, "rnn.pb")), "loss", "W,U")
+        grad_build_s = time.perf_counter() - t0
+        sess = Session(g)
+        fetches = ["loss:0", "grad/W:0", "grad/U:0"]
+        feeds = {"x:0": ref["x"]}
+        out = sess.run(fetches, feeds)
+        err = max(float(np.max(np.abs(np.asarray(o) - ref[k]) / (1 + np.abs(ref[k]))))
+                  for o, k in zip(out, ["loss", "dW", "dU"]))
+
+        def tf_time():
+            worker.stdin.write("go\n")
+            worker.stdin.flush()
+            return float(worker.stdout.readline())
+
+        def tfg_time():
+            t = time.perf_counter()
+            sess.run(fetches, feeds)
+            return time.perf_counter() - t
+
+        for _ in range(warmup):
+            tf_time(), tfg_time()
+        tf_t, tfg_t = [], []
+        for _ in range(max(5, reps)):  # A B A B
+            tf_t.append(tf_time())
+            tfg_t.append(tfg_time())
+    finally:
+        worker.stdin.close()
+        worker.wait(timeout=30)
+    row = {"graph": f"rnn{steps}+grad", "nodes": meta["nodes"], "nodes_after_grad": len(g),
+           "tf_median_s": statistics.median(tf_t), "tfg_median_s": statistics.median(tfg_t),
+           "tfg_grad_build_s": grad_build_s, "max_rel_err_vs_tf": err}
+    row["ratio"] = row["tfg_median_s"] / row["tf_median_s"]
+    return row
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tf-python", default="/tmp/tfenv/bin/python")
+    ap.add_argument("--reps", type=int, default=7)
+    ap.add_argument("--steps", type=int, default=50)
+    a = ap.parse_args()
+    print(json.dumps(run(a.tf_python, a.reps, steps=a.steps), indent=1))
+
+
+if __name__ == "__main__":
+    main()
