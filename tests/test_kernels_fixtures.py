@@ -8,7 +8,6 @@ import pytest
 from tests.conftest import FIXTURES
 from tfg.errors import UnknownOpError
 from tfg.graphdef import io
-from tfg.graphdef.names import parse_input
 from tfg.kernels import get_kernel
 from tfg.kernels.context import KernelContext
 from tfg.kernels.resources import Ref, StepContext

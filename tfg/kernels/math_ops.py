@@ -31,6 +31,8 @@ def _binary(op, fn):
             if _broadcastable(x, y):
                 raise
             _bcast_error(x, y)
+        except TypeError:  # numpy has no loop for this dtype (strings, bools in arithmetic)
+            fail(f"{op} does not support dtype {tf_name(np.asarray(x))}")
     run.__name__ = op
     return run
 
@@ -206,7 +208,10 @@ UNARY = {
 def _unary(op, fn):
     @kernel(op)
     def run(ctx, x):
-        return fn(x)
+        try:
+            return fn(x)
+        except TypeError:  # numpy has no loop for this dtype
+            fail(f"{op} does not support dtype {tf_name(np.asarray(x))}")
     run.__name__ = op
     return run
 
