@@ -7,7 +7,8 @@ from tfg.cli.common import graph_argument, read_graph
 @click.command("render")
 @graph_argument
 @click.option("-o", "--output", required=True, metavar="OUT",
-              help="OUT.svg, .png, .pdf or .dot (format from the extension); - for dot on stdout.")
+              help="OUT.svg, .png, .pdf, .dot or .graphml (format from the extension); - for "
+                   "dot on stdout.")
 @click.option("--max-nodes", default=200, show_default=True, type=int,
               help="Collapse name scopes into boxes until at most this many are drawn.")
 @click.option("--scope", metavar="PREFIX", help="Draw only this name scope, expanded.")
@@ -15,15 +16,24 @@ from tfg.cli.common import graph_argument, read_graph
 @click.option("--depth", default=2, show_default=True, type=int,
               help="How many edges away from --around to draw.")
 @click.option("--no-labels", is_flag=True, help="No dtypes and shapes on edges.")
-def command(graph, output, max_nodes, scope, around, depth, no_labels):
+@click.option("--color-by", "color_by", type=click.Choice(["auto", "device", "op", "time"]),
+              default="auto", show_default=True,
+              help="Node fill: device, op family, or compute time (needs --trace); auto = "
+                   "device when placed, else op.")
+@click.option("--trace", "trace_path", default=None, metavar="TRACE.json",
+              help="Node timings from `tfg run --trace`: shown on nodes, for --color-by time.")
+def command(graph, output, max_nodes, scope, around, depth, no_labels, color_by, trace_path):
     """Draw GRAPH: name scopes and while loops as clusters, control edges dashed, loop back
-    edges red, dtypes and shapes on edges, nodes coloured by device when placed.
+    edges red, dtypes and shapes on edges, nodes coloured by device when placed; a
+    partitioned graph as one cluster per device with green _Send -> _Recv edges. `.graphml`
+    writes every selected node (no collapsing) for other graph tools.
 
     \b
     Example:
       tfg render model.pb -o model.svg
       tfg render model.pb -o loop.svg --scope while
       tfg render model.pb -o - --around loss --depth 3 | dot -Tpng > near.png
+      tfg run model.pb ... --trace t.json; tfg render model.pb -o hot.svg --color-by time --trace t.json
     """
     from tfg.errors import TfgInputError
     from tfg.render import format_for, render
@@ -34,6 +44,12 @@ def command(graph, output, max_nodes, scope, around, depth, no_labels):
         raise TfgInputError("--depth must be 0 or more")
     if output != "-":
         format_for(output)  # a bad extension fails before any work
+    from tfg.render import load_times
+
+    times = load_times(trace_path) if trace_path else None
+    if color_by == "time" and not times:
+        raise TfgInputError("--color-by time needs --trace TRACE.json (from `tfg run --trace`)")
     g = read_graph(graph)
     render(g, output, max_nodes=max_nodes, scope=scope, around=around, depth=depth,
-           labels=not no_labels, title=None if graph in (None, "-") else graph)
+           labels=not no_labels, title=None if graph in (None, "-") else graph,
+           color_by=color_by, times=times)

@@ -4,6 +4,8 @@
     >>> render(g, "loop.svg", scope="while")                   # one scope, expanded
     >>> render(g, "near.dot", around="loss", depth=2)          # a neighbourhood
     >>> print(to_dot(g, max_nodes=50))
+    >>> render(g, "hot.svg", color_by="time", times=load_times("trace.json"))
+    >>> render(g, "g.graphml")                                 # for other graph tools
 
 svg/png/pdf need Graphviz's `dot` binary (through the `graphviz` Python package, imported here
 only when drawing); `.dot` needs neither. Files are written whole or not at all.
@@ -15,18 +17,77 @@ from tfg.errors import TfgError, TfgInputError
 from tfg.render.dot import dot_source
 from tfg.render.view import select
 
-FORMATS = ("dot", "gv", "svg", "png", "pdf")
+FORMATS = ("dot", "gv", "svg", "png", "pdf", "graphml")
+COLOR_BY = ("auto", "device", "op", "time")
 
 
-def to_dot(graph, max_nodes=200, scope=None, around=None, depth=2, labels=True, title=None):
+def to_dot(graph, max_nodes=200, scope=None, around=None, depth=2, labels=True, title=None,
+           color_by="auto", times=None):
     """Dot source for `graph`.
 
     Before: a Graph.  After: 'digraph tfg {\\n  graph [...]\\n  subgraph "cluster_frame:...'
+    `color_by`: auto|device|op|time; `times`: {node name: seconds} for 'time'.
     """
+    if color_by not in COLOR_BY:
+        raise TfgInputError(f"--color-by must be one of {', '.join(COLOR_BY)}")
+    if color_by == "time" and not times:
+        raise TfgInputError("--color-by time needs timings: --trace TRACE.json from "
+                            "`tfg run --trace`")
     view = select(graph, max_nodes=max_nodes, scope=scope, around=around, depth=depth)
     info = _control_flow(graph)
     edge_labels = edge_types(graph, view.nodes) if labels else {}
-    return dot_source(graph, view, info, edge_labels, title)
+    return dot_source(graph, view, info, edge_labels, title, color_by=color_by, times=times)
+
+
+def to_graphml(graph, scope=None, around=None, depth=2):
+    """GraphML bytes (through networkx) of the selected nodes, none collapsed.
+
+    Before: a Graph.  After: b'<?xml ...><graphml ...>' with one node per NodeDef (attrs op,
+    device) and one edge per input (attrs port, kind = data|control).
+    """
+    import io as _io
+
+    import networkx as nx
+
+    view = select(graph, max_nodes=max(len(graph), 1), scope=scope, around=around,
+                  depth=depth)
+    drawn = set(view.nodes)
+    g = nx.MultiDiGraph()
+    for name in view.nodes:
+        node = graph[name]
+        g.add_node(name, op=node.op, device=node.device or "",
+                   stub=name in view.stubs)
+    for name in view.nodes:
+        for ref in graph[name].input_refs:
+            if ref.node in drawn:
+                g.add_edge(ref.node, name, port=ref.port,
+                           kind="control" if ref.port < 0 else "data")
+    buf = _io.BytesIO()
+    nx.write_graphml(g, buf)
+    return buf.getvalue()
+
+
+def load_times(path):
+    """{node name: seconds} from a Chrome trace (`tfg run --trace`): the total duration of each
+    node's runs in the traced step (a node in a loop runs once per iteration)."""
+    import json
+
+    try:
+        with open(path, "rb") as f:
+            doc = json.loads(f.read())
+    except OSError as e:
+        raise TfgInputError(f"cannot read trace {path}: {e.strerror}") from None
+    except ValueError:
+        raise TfgInputError(f"trace {path} is not JSON") from None
+    events = doc.get("traceEvents") if isinstance(doc, dict) else None
+    if not isinstance(events, list):
+        raise TfgInputError(f"trace {path} is not a Chrome trace (no traceEvents)")
+    times = {}
+    for e in events:
+        if isinstance(e, dict) and e.get("ph") == "X" and "name" in e:
+            times[str(e["name"])] = times.get(str(e["name"]), 0.0) + float(
+                e.get("dur", 0)) / 1e6
+    return times
 
 
 def _control_flow(graph):
@@ -90,7 +151,7 @@ def format_for(path):
     ext = os.path.splitext(str(path))[1].lower().lstrip(".")
     if ext not in FORMATS:
         raise TfgInputError(f"cannot tell the drawing format of {path!r}: use a name ending in "
-                            f".svg, .png, .pdf or .dot")
+                            f".svg, .png, .pdf, .dot or .graphml")
     return "dot" if ext == "gv" else ext
 
 
@@ -99,6 +160,13 @@ def render(graph, path, fmt=None, **options):
 
     Before: a Graph.  After: `path` holds the whole drawing (or nothing, on an error).
     """
+    fmt = fmt or (None if path in (None, "-") else format_for(path))
+    if fmt == "graphml":
+        from tfg.graphdef.io import write_bytes_atomic
+
+        write_bytes_atomic(path, to_graphml(graph, options.get("scope"), options.get("around"),
+                                            options.get("depth", 2)))
+        return
     text = to_dot(graph, **options)
     if path in (None, "-"):
         sys.stdout.write(text)

@@ -61,16 +61,25 @@ def _attrs(**kw):
     return "[" + ", ".join(parts) + "]" if parts else ""
 
 
-def dot_source(graph, view, info=None, edge_labels=None, title=None):
+def dot_source(graph, view, info=None, edge_labels=None, title=None, color_by="auto",
+               times=None):
     """The dot text of `view` (see tfg.render.view.select).
 
     Before: a Graph and its View.  After: 'digraph tfg { ... }' with `subgraph cluster_...`
     blocks for frames and scopes. `info` is tfg.graphdef.frames.analyze's result (or None);
-    `edge_labels` maps (node, port) to a label such as 'float32 [?,20]'.
+    `edge_labels` maps (node, port) to a label such as 'float32 [?,20]'. `color_by`: 'device',
+    'op', 'time' (fill from `times`, {node: seconds}, white to red) or 'auto' (device when the
+    graph is placed, else op). A partitioned graph (nodes on 2+ devices talking through
+    _Send/_Recv) gets one cluster per device, side by side, and a green edge from each _Send
+    to its _Recv.
     """
     edge_labels = edge_labels or {}
     devices = sorted({graph[n].device for n in view.nodes if graph[n].device})
+    if color_by == "auto":
+        color_by = "device" if devices else "op"
     device_colour = {d: _DEVICE_COLOURS[i % len(_DEVICE_COLOURS)] for i, d in enumerate(devices)}
+    colour = _colouring(color_by, device_colour, times or {})
+    by_device = len(devices) > 1 and any(graph[n].op in _SEND_RECV for n in view.nodes)
     lines = ["digraph tfg {",
              "  graph " + _attrs(rankdir="TB", compound="true", newrank="true",
                                  fontname="Helvetica", fontsize="11", label=title,
@@ -83,14 +92,21 @@ def dot_source(graph, view, info=None, edge_labels=None, title=None):
     tree = _Cluster("", None)
     units = {}
     for name in view.nodes:
-        units[name] = _node_decl(graph[name], name in view.stubs, device_colour)
-        _place(tree, name, _frame_chain(info, [name]), scope_of(name), view.base)
+        units[name] = _node_decl(graph[name], name in view.stubs, colour, times)
+        _place(_device_root(tree, graph, [name], by_device, device_colour), name,
+               _frame_chain(info, [name]), scope_of(name), view.base)
     for box, (prefix, members) in view.boxes.items():
         units[box] = _box_decl(graph, prefix, members)
-        _place(tree, box, _frame_chain(info, members), scope_of(prefix[:-1]), view.base)
+        _place(_device_root(tree, graph, members, by_device, device_colour), box,
+               _frame_chain(info, members), scope_of(prefix[:-1]), view.base)
     _emit(tree, units, lines, "  ")
     _emit_edges(graph, view, edge_labels, lines)
-    if device_colour:
+    if by_device:
+        _emit_send_recv_edges(graph, view, lines)
+    if color_by == "time":
+        lines.append("  " + quote("__legend__") + " " + _attrs(
+            shape="plaintext", style="", label=_time_legend(times or {})))
+    elif color_by == "device" and device_colour:
         rows = "".join(f'<TR><TD BGCOLOR="{c}"> </TD><TD ALIGN="LEFT">{html.escape(d)}</TD></TR>'
                        for d, c in device_colour.items())
         legend = _Html('<TABLE BORDER="0" CELLBORDER="1" CELLSPACING="0" CELLPADDING="3">'
@@ -102,11 +118,26 @@ def dot_source(graph, view, info=None, edge_labels=None, title=None):
 
 
 class _Cluster:
-    def __init__(self, key, frame):
+    def __init__(self, key, frame, device=None, colour=None):
         self.key = key
         self.frame = frame  # a Frame for frame clusters, None for scope clusters
+        self.device = device  # the device of a partition's cluster
+        self.colour = colour
         self.children = {}
         self.units = []
+
+
+def _device_root(tree, graph, names, by_device, device_colour):
+    """Where a unit's clusters start: the tree, or its device's cluster in a partitioned
+    graph (a box whose members span devices stays outside every device)."""
+    if not by_device:
+        return tree
+    devs = {graph[n].device for n in names}
+    if len(devs) != 1 or "" in devs:
+        return tree
+    (dev,) = devs
+    key = "device:" + dev
+    return tree.children.setdefault(key, _Cluster(key, None, dev, device_colour.get(dev)))
 
 
 def _frame_chain(info, names):
@@ -145,15 +176,21 @@ def _place(tree, unit, frames, scope, base):
     node.units.append(unit)
 
 
-def _emit(cluster, units, lines, indent):
+def _emit(cluster, units, lines, indent, ns=""):
+    # `ns` keeps cluster names unique when each device's partition repeats a frame or scope.
     for unit in cluster.units:
         lines.append(indent + units[unit])
     for key, child in cluster.children.items():
-        if child.frame is None and len(child.units) + len(child.children) < 2:
-            _emit(child, units, lines, indent)  # a scope of one unit is not worth a box
+        if child.frame is None and child.device is None and \
+                len(child.units) + len(child.children) < 2:
+            _emit(child, units, lines, indent, ns)  # a scope of one unit is not worth a box
             continue
-        lines.append(f"{indent}subgraph {quote('cluster_' + key)} {{")
-        if child.frame is not None:
+        lines.append(f"{indent}subgraph {quote('cluster_' + ns + key)} {{")
+        if child.device is not None:
+            lines.append(f"{indent}  graph " + _attrs(
+                label=child.device, color=child.colour or "#666666", penwidth="2",
+                style="rounded,bold", fontcolor="#333333"))
+        elif child.frame is not None:
             f = child.frame
             label = (f"while {f.name}\n{len(f.loop_vars)} loop vars, "
                      f"parallel_iterations={f.parallel_iterations}")
@@ -162,17 +199,62 @@ def _emit(cluster, units, lines, indent):
         else:
             lines.append(f"{indent}  graph " + _attrs(label=key[len("scope:"):], color="#999999",
                                                       style="rounded", fontcolor="#555555"))
-        _emit(child, units, lines, indent + "  ")
+        _emit(child, units, lines, indent + "  ",
+              ns + key + "|" if child.device is not None else ns)
         lines.append(f"{indent}}}")
 
 
-def _node_decl(node, stub, device_colour):
-    shape, fill = _STYLE.get(node.op, _DEFAULT_STYLE)
-    if device_colour:
+def _colouring(color_by, device_colour, times):
+    """node -> fill colour for the chosen `color_by`."""
+    if color_by == "device":
         # A placed graph: fill says the device; unplaced nodes stay white.
-        fill = device_colour.get(node.device, "#ffffff")
+        return lambda node: device_colour.get(node.device, "#ffffff")
+    if color_by == "op":
+        return lambda node: _STYLE.get(node.op, _DEFAULT_STYLE)[1]
+    if color_by == "time":
+        top = max(times.values(), default=0.0)
+        return lambda node: _heat(times.get(node.name), top)
+    raise ValueError(f"unknown color_by {color_by!r}")
+
+
+def _heat(seconds, top):
+    """White (no time) -> yellow -> red (the slowest node), on a log scale over 3 decades."""
+    import math
+
+    if seconds is None or top <= 0 or seconds <= 0:
+        return "#ffffff"
+    f = min(max(1.0 + math.log10(seconds / top) / 3.0, 0.0), 1.0)  # 1 at the slowest node
+    white, yellow, red = (255, 255, 255), (254, 217, 118), (227, 26, 28)
+    c0, c1, a = (white, yellow, f / 0.5) if f < 0.5 else (yellow, red, (f - 0.5) / 0.5)
+    rgb = [round(x + (y - x) * a) for x, y in zip(c0, c1)]
+    return "#%02x%02x%02x" % tuple(rgb)
+
+
+def _time_text(seconds):
+    if seconds >= 1.0:
+        return f"{seconds:.2f} s"
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:.2f} ms"
+    return f"{seconds * 1e6:.0f} us"
+
+
+def _time_legend(times):
+    top = max(times.values(), default=0.0)
+    rows = "".join(
+        f'<TR><TD BGCOLOR="{_heat(top * f, top)}"> </TD><TD ALIGN="LEFT">'
+        f'{html.escape(_time_text(top * f))}</TD></TR>' for f in (1.0, 0.1, 0.01, 0.001)) \
+        if top > 0 else '<TR><TD COLSPAN="2">no timings</TD></TR>'
+    return _Html('<TABLE BORDER="0" CELLBORDER="1" CELLSPACING="0" CELLPADDING="3">'
+                 f'<TR><TD COLSPAN="2"><B>compute time</B></TD></TR>{rows}</TABLE>')
+
+
+def _node_decl(node, stub, colour, times=None):
+    shape, _ = _STYLE.get(node.op, _DEFAULT_STYLE)
+    fill = colour(node)
     short = node.name.rsplit("/", 1)[-1]
     label = short if short == node.op else f"{short}\n{node.op}"
+    if times and node.name in times:
+        label += "\n" + _time_text(times[node.name])
     tooltip = f"{node.name} ({node.op})" + (f" on {node.device}" if node.device else "")
     style = "filled,rounded" if shape == "box" else "filled"
     if stub:
@@ -216,6 +298,38 @@ def _emit_edges(graph, view, edge_labels, lines):
     for (src_unit, dst_unit, kind), n in aggregated.items():
         lines.append(f"  {quote(src_unit)} -> {quote(dst_unit)} "
                      + _edge_attrs(kind, f"x{n}" if n > 1 else None, penwidth=min(1 + n / 4, 4)))
+
+
+_SEND_RECV = ("_Send", "_Recv", "_HostSend", "_HostRecv")
+SEND_RECV_COLOUR = "#2ca02c"
+
+
+def _rendezvous_key(node):
+    return (node.get_attr("tensor_name", b""), node.get_attr("send_device", b""),
+            node.get_attr("recv_device", b""))
+
+
+def _emit_send_recv_edges(graph, view, lines):
+    """A green edge from each drawn _Send to the _Recv that receives its tensor."""
+    sends = {}
+    for name, unit in view.unit_of.items():
+        node = graph[name]
+        if node.op in ("_Send", "_HostSend"):
+            sends[_rendezvous_key(node)] = unit
+    pairs = defaultdict(list)
+    for name, unit in view.unit_of.items():
+        node = graph[name]
+        if node.op in ("_Recv", "_HostRecv"):
+            src = sends.get(_rendezvous_key(node))
+            if src is not None and src != unit:
+                pairs[(src, unit)].append(node.get_attr("tensor_name", b"").decode(
+                    "utf-8", "replace"))
+    for (src, dst), tensors in pairs.items():
+        lines.append(f"  {quote(src)} -> {quote(dst)} " + _attrs(
+            color=SEND_RECV_COLOUR, style="bold", penwidth="1.6", arrowhead="vee",
+            tooltip="rendezvous " + ", ".join(tensors[:5]),
+            label=f"x{len(tensors)}" if len(tensors) > 1 else None,
+            fontcolor=SEND_RECV_COLOUR))
 
 
 def _edge_attrs(kind, label, penwidth=None):
