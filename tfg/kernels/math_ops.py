@@ -231,7 +231,8 @@ def add_n(ctx, *xs):
     if len(xs) == 1:
         return xs[0]
     try:
-        out = np.add(xs[0], xs[1])
+        # asarray: the sum of two 0-d arrays is a numpy scalar, which cannot be an `out=`.
+        out = np.asarray(np.add(xs[0], xs[1]))
         for x in xs[2:]:
             np.add(out, x, out=out)
     except ValueError:
