@@ -1,0 +1,246 @@
+#!/usr/bin/env python3
+"""The whole benchmark suite: every row against its target, printed and written as JSON.
+
+    python3 benchmarks/run.py --tf-python /tmp/tfenv/bin/python [--quick] [--rows chain,mlp]
+
+Rows: chain (5,000 tiny ops), mlp (SGD step 784-1024-1024-10, batch 128), cnn (3 conv blocks,
+batch 32), rnn (50-step v1 while loop + gradient), optimize (`optimize` on 100,000 nodes),
+grad (`tfg grad` on 10,000 nodes), io (binary load/save of 100,000 nodes), gpu (only with
+CuPy). TensorFlow runs only in subprocesses (never in the same process as tfg); the graph rows
+reuse benchmarks/bench_run.py's TensorFlow worker, bench_rnn.py, bench_grad.py, bench_io.py and
+bench_optimize.py. TF-vs-tfg timings alternate A B A B and report the median of --reps (>= 5).
+Peak memory is the growth of peak RSS over one steady-state step (Linux: the peak is reset
+through /proc/<pid>/clear_refs), the same measure for both sides; tfg's tracemalloc peak is
+reported too. --quick shrinks the large graphs (10x fewer nodes) for a smoke run.
+Writes benchmarks/results/suite.json.
+"""
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import tracemalloc
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(HERE))
+
+ALL_ROWS = ["chain", "mlp", "cnn", "rnn", "optimize", "grad", "io", "gpu"]
+TARGETS = {"chain": "<= 2 µs/node", "mlp": "<= 1.0x TF, peak mem <= TF", "cnn": "<= 1.5x TF",
+           "rnn": "<= 2x TF", "io": "load + save < 5 s"}
+
+
+def _status(pid, key):
+    """VmRSS / VmHWM of a process in bytes."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def _reset_peak(pid):
+    try:
+        with open(f"/proc/{pid}/clear_refs", "w") as f:
+            f.write("5")  # resets VmHWM to the current RSS
+        return True
+    except OSError:
+        return False
+
+
+def peak_rss_growth(pid, step):
+    """Peak RSS above the starting RSS while `step()` runs (None if peaks cannot be reset)."""
+    if not _reset_peak(pid):
+        return None
+    base = _status(pid, "VmRSS")
+    step()
+    return max(0, _status(pid, "VmHWM") - base)
+
+
+def graph_rows(names, tf_python, reps, warmup):
+    """chain / mlp / cnn through bench_run's TensorFlow worker, with memory."""
+    import bench_run
+    import tfg
+    from tfg.executor import Session
+
+    tmp = tempfile.mkdtemp(prefix="tfgsuite")
+    path = os.path.join(tmp, "tf_worker.py")
+    with open(path, "w") as f:
+        f.write(bench_run.TF_WORKER)
+    worker = subprocess.Popen([tf_python, path, tmp], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                              env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+    if worker.stdout.readline().strip() != "ready":
+        raise SystemExit("the TensorFlow worker failed to start")
+
+    def tf_time(name):
+        worker.stdin.write(name + "\n")
+        worker.stdin.flush()
+        return float(worker.stdout.readline())
+
+    rows = []
+    try:
+        for name in names:
+            meta = json.load(open(os.path.join(tmp, name + ".json")))
+            sess = Session(tfg.load(os.path.join(tmp, name + ".pb")))
+            with np.load(os.path.join(tmp, name + "_feeds.npz")) as f:
+                feeds = {k: f[k] for k in f.files}
+            if meta["init"]:
+                sess.run(None, targets=meta["init"])
+
+            def tfg_step():
+                sess.run(meta["fetches"], feeds, targets=meta["targets"])
+
+            def tfg_time():
+                t = time.perf_counter()
+                tfg_step()
+                return time.perf_counter() - t
+
+            for _ in range(warmup):
+                tf_time(name), tfg_time()
+            tf_t, tfg_t = [], []
+            for _ in range(max(5, reps)):  # A B A B
+                tf_t.append(tf_time(name))
+                tfg_t.append(tfg_time())
+            row = {"graph": name, "nodes": meta["nodes"], "tf_median_s": statistics.median(tf_t),
+                   "tfg_median_s": statistics.median(tfg_t)}
+            row["ratio"] = row["tfg_median_s"] / row["tf_median_s"]
+            row["tf_peak_rss_growth_b"] = peak_rss_growth(worker.pid, lambda: tf_time(name))
+            row["tfg_peak_rss_growth_b"] = peak_rss_growth(os.getpid(), tfg_step)
+            tracemalloc.start()
+            tfg_step()
+            row["tfg_tracemalloc_peak_b"] = tracemalloc.get_traced_memory()[1]
+            tracemalloc.stop()
+            if name == "chain":
+                row["tfg_us_per_node"] = row["tfg_median_s"] / meta["nodes"] * 1e6
+                row["meets_target"] = row["tfg_us_per_node"] <= 2.0
+            elif name == "mlp":
+                row["meets_target"] = row["ratio"] <= 1.0
+                if row["tf_peak_rss_growth_b"] is not None:
+                    row["meets_memory_target"] = (row["tfg_peak_rss_growth_b"]
+                                                  <= row["tf_peak_rss_growth_b"])
+            elif name == "cnn":
+                row["meets_target"] = row["ratio"] <= 1.5
+            rows.append(row)
+    finally:
+        worker.stdin.close()
+        worker.wait(timeout=30)
+    return rows
+
+
+def optimize_row(nodes):
+    import bench_optimize
+    from tfg.passes.manager import optimize
+    g = bench_optimize.build(nodes)
+    t = time.perf_counter()
+    out = optimize(g)
+    return {"graph": "optimize", "nodes": len(g), "nodes_after": len(out),
+            "tfg_median_s": time.perf_counter() - t, "note": "single run (minutes-scale)"}
+
+
+def io_row(nodes, reps):
+    import bench_io
+    from tfg.graphdef import io
+    data = bench_io.build_graphdef(nodes).SerializeToString()
+    loads, saves = [], []
+    for _ in range(reps):
+        t = time.perf_counter()
+        g = io.loads(data)
+        loads.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        io.dumps(g, "binary")
+        saves.append(time.perf_counter() - t)
+    row = {"graph": "io", "nodes": len(g), "tfg_load_median_s": statistics.median(loads),
+           "tfg_save_median_s": statistics.median(saves)}
+    row["tfg_median_s"] = row["tfg_load_median_s"] + row["tfg_save_median_s"]
+    row["meets_target"] = row["tfg_median_s"] < 5.0
+    return row
+
+
+def gpu_row():
+    try:
+        import cupy  # noqa: F401
+    except ImportError:
+        return {"graph": "gpu", "note": "no GPU here (CuPy not importable)"}
+    p = subprocess.run([sys.executable, os.path.join(HERE, "bench_gpu.py")], capture_output=True,
+                       text=True, env=dict(os.environ, PYTHONPATH=os.path.dirname(HERE)))
+    if p.returncode:
+        return {"graph": "gpu", "note": "bench_gpu.py failed: " + p.stderr.strip()[-200:]}
+    return {"graph": "gpu", "result": json.loads(p.stdout.strip().splitlines()[-1])}
+
+
+def fmt(row):
+    ms = lambda k: f"{row[k] * 1e3:10.1f}ms" if row.get(k) is not None else f"{'-':>12}"  # noqa
+    ratio = f"{row['ratio']:6.2f}x" if "ratio" in row else f"{'-':>7}"
+    mem = row.get("tfg_peak_rss_growth_b")
+    mem = f"{mem / 2**20:8.1f}MiB" if mem is not None else f"{'-':>11}"
+    tfm = row.get("tf_peak_rss_growth_b")
+    mem = (f"{tfm / 2**20:8.1f}MiB" if tfm is not None else f"{'-':>11}") + " " + mem
+    extra = row.get("note", "")
+    if "tfg_us_per_node" in row:
+        extra = f"{row['tfg_us_per_node']:.2f} µs/node"
+    if "meets_target" in row:
+        target = TARGETS.get(row["graph"].split("50")[0], "")
+        extra += f" [{target}: {'ok' if row['meets_target'] else 'MISSED'}]"
+    return (f"{row['graph']:9} {row.get('nodes', 0):7d} {ms('tf_median_s')} "
+            f"{ms('tfg_median_s')} {ratio} {mem}  {extra}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tf-python", default="/tmp/tfenv/bin/python")
+    ap.add_argument("--rows", default=",".join(ALL_ROWS), help="comma-separated subset")
+    ap.add_argument("--quick", action="store_true", help="10x smaller large graphs")
+    ap.add_argument("--reps", type=int, default=7)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--out", default=os.path.join(HERE, "results", "suite.json"))
+    a = ap.parse_args()
+    want = [r for r in a.rows.split(",") if r]
+    bad = set(want) - set(ALL_ROWS)
+    if bad:
+        raise SystemExit(f"unknown rows {sorted(bad)}; choose from {ALL_ROWS}")
+    import bench_run
+    tf_python = bench_run.find_tf_python(a.tf_python)
+    scale = 10 if a.quick else 1
+    rows = []
+    graphs = [r for r in ["chain", "mlp", "cnn"] if r in want]
+    if graphs or "rnn" in want:
+        if tf_python is None:
+            print("TensorFlow is not importable (pass --tf-python): skipping TF rows")
+        else:
+            if graphs:
+                rows += graph_rows(graphs, tf_python, a.reps, a.warmup)
+            if "rnn" in want:
+                import bench_rnn
+                row = bench_rnn.run(tf_python, a.reps)
+                row["meets_target"] = row["ratio"] <= 2.0
+                rows.append(row)
+    if "optimize" in want:
+        rows.append(optimize_row(100_000 // scale))
+    if "grad" in want:
+        import bench_grad
+        rows.append(bench_grad.run(10_000 // scale, repeat=3, cli=True))
+    if "io" in want:
+        rows.append(io_row(100_000 // scale, max(5, a.reps) if not a.quick else 3))
+    if "gpu" in want:
+        rows.append(gpu_row())
+    print(f"{'graph':9} {'nodes':>7} {'TF median':>12} {'tfg median':>12} {'ratio':>7} "
+          f"{'TF peak':>11} {'tfg peak':>11}  notes")
+    for r in rows:
+        print(fmt(r))
+    os.makedirs(os.path.dirname(a.out), exist_ok=True)
+    with open(a.out, "w") as f:
+        json.dump({"cpu_count": os.cpu_count(), "python": platform.python_version(),
+                   "quick": a.quick, "reps": max(5, a.reps), "targets": TARGETS, "rows": rows},
+                  f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
