@@ -31,7 +31,17 @@ from tfg.graphdef.io import write_bytes_atomic
               help="cpu:4, cpu:2,gpu:1 or full device names (default: every local device).")
 @click.option("--cluster", default=None, metavar="SPEC", help="Run on a cluster of workers.")
 @click.option("-o", "--output", default=None, metavar="OUT.npz",
-              help="Save each fetch under the name as given (instead of printing).")
+              help="Save each fetch under the name as given (instead of printing); .json and "
+                   ".txt paths get JSON and text.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "npz"]), default=None,
+              help="Output of the fetched values: text (NAME = value lines, the default on "
+                   "stdout), json, or npz (the default for -o).")
+@click.option("--tag", default=None, metavar="TAGS",
+              help="SavedModel GRAPH: the MetaGraphDef with these tags (default: the only one, "
+                   "else `serve`).")
+@click.option("--signature", default=None, metavar="NAME",
+              help="SavedModel GRAPH: feed and fetch by this signature's input/output keys "
+                   "(fetch: all outputs by default).")
 @click.option("--trace", "trace_path", default=None, metavar="OUT.json",
               help="Chrome trace of the last step (per-node timings, peak memory).")
 @click.option("--save", "save_dir", default=None, metavar="DIR",
@@ -47,7 +57,7 @@ from tfg.graphdef.io import write_bytes_atomic
               help="Save variables and the step count to DIR; a rerun resumes from it.")
 @click.option("--checkpoint-every", type=click.IntRange(min=1), default=None, metavar="N",
               help="With --checkpoint-dir: save every N steps (default: after the last).")
-def command(graph, feed_args, feeds_file, fetches, targets, inits, steps, devices, cluster,
+def command(graph, fmt, tag, signature, feed_args, feeds_file, fetches, targets, inits, steps, devices, cluster,
             output, trace_path, save_dir, restore_dir, timeout, auth_token, checkpoint_dir,
             checkpoint_every):
     """Run GRAPH: feed placeholders, compute fetches, run targets.
@@ -57,18 +67,24 @@ def command(graph, feed_args, feeds_file, fetches, targets, inits, steps, device
       tfg run model.pb --feed x=[[1,2]] --fetch y
       tfg run train.pb --feeds batch.npz --init init --target train --fetch loss --steps 100
       tfg partition model.pb --devices cpu:2 | tfg run - --devices cpu:2 --fetch y -o out.npz
+      tfg run export/1 --signature serving_default --feed 'x=[[1,2,3,4]]' --format json
     """
     from tfg.executor.session import Session
 
     fetch_names = split_names(fetches)
     target_names = [t.lstrip("^") for t in split_names(targets)]
     init_names = [t.lstrip("^") for t in split_names(inits)]
-    if not fetch_names and not target_names and not init_names:
+    if not fetch_names and not target_names and not init_names and not signature:
         raise TfgInputError("nothing to run: give --fetch, --target or --init")
-    if output is not None and not fetch_names:
+    if output is not None and not fetch_names and not signature:
         raise TfgInputError("-o needs at least one --fetch")
     feeds = _read_feeds(feeds_file, feed_args)
-    g = read_graph(graph)
+    g = read_graph(graph, tag)
+    shown = list(fetch_names)  # the names values are reported under
+    if signature:  # keys of a SavedModel signature -> tensor names
+        from tfg.graphdef import savedmodel
+
+        feeds, fetch_names, shown = savedmodel.bind_signature(g, signature, feeds, fetch_names)
     if cluster is not None:  # the cluster options travel with the spec (distributed/)
         from tfg.executor.distributed import ClusterConfig
 
@@ -76,6 +92,11 @@ def command(graph, feed_args, feeds_file, fetches, targets, inits, steps, device
     if checkpoint_every is not None and not checkpoint_dir:
         raise TfgInputError("--checkpoint-every needs --checkpoint-dir")
     sess = Session(g, devices=devices, cluster=cluster)
+    saved = getattr(g, "saved_model", None)
+    if saved is not None and saved.variables_prefix:  # as TensorFlow's loader restores them
+        from tfg.graphdef import savedmodel
+
+        savedmodel.restore_variables(sess, g, savedmodel.read_variables(saved.path))
     if init_names:
         sess.run(None, feeds=feeds, targets=init_names)  # unused feeds are harmless
     if restore_dir:
@@ -108,10 +129,7 @@ def command(graph, feed_args, feeds_file, fetches, targets, inits, steps, device
 
         write_chrome_trace(sess.last_trace, trace_path)
     if fetch_names:
-        if output is not None:
-            _write_npz(output, dict(zip(fetch_names, values)))
-        else:
-            _print_values(fetch_names, values)
+        _emit_values(shown, values, output, fmt)
 
 
 def _read_feeds(feeds_file, feed_args):
@@ -169,6 +187,9 @@ def _write_npz(path, values):
         arrays[name] = arr
     buf = _io.BytesIO()
     np.savez(buf, **arrays)
+    if hasattr(path, "write"):  # a binary stream (stdout for --format npz)
+        path.write(buf.getvalue())
+        return
     write_bytes_atomic(path, buf.getvalue())
 
 
@@ -176,6 +197,63 @@ def _print_values(names, values):
     with np.printoptions(precision=8, threshold=2000, linewidth=100):
         for name, v in zip(names, values):
             click.echo(f"{name} = {v!r}")
+
+
+def _emit_values(names, values, output, fmt):
+    """Print or save the fetched values: text, json or npz, to stdout or `output`."""
+    if fmt is None:
+        fmt = "text" if output is None else (
+            "json" if output.endswith(".json") else "text" if output.endswith(".txt") else "npz")
+    if fmt == "npz":
+        if output is None:
+            if sys.stdout.isatty():
+                raise TfgInputError("refusing to write .npz to a terminal; use -o OUT.npz or "
+                                    "--format json")
+            _write_npz(sys.stdout.buffer, dict(zip(names, values)))
+            sys.stdout.flush()
+        else:
+            _write_npz(output, dict(zip(names, values)))
+        return
+    if fmt == "json":
+        doc = {name: _json_value(name, v) for name, v in zip(names, values)}
+        text = json.dumps(doc, indent=1) + "\n"
+    else:
+        buf = _io.StringIO()
+        with np.printoptions(precision=8, threshold=2000, linewidth=100):
+            for name, v in zip(names, values):
+                buf.write(f"{name} = {v!r}\n")
+        text = buf.getvalue()
+    if output is None:
+        click.echo(text, nl=False)
+    else:
+        write_bytes_atomic(output, text.encode("utf-8"))
+
+
+def _json_value(name, value):
+    """{dtype, shape, value} with JSON-safe leaves: non-finite floats as "nan"/"inf"/"-inf",
+    bytes as text, complex as [re, im]."""
+    arr = np.asarray(value)
+
+    def leaf(x):
+        if isinstance(x, (bytes, np.bytes_)):
+            return bytes(x).decode("utf-8", "backslashreplace")
+        if isinstance(x, (complex, np.complexfloating)):
+            return [leaf(float(x.real)), leaf(float(x.imag))]
+        if isinstance(x, (float, np.floating)):
+            x = float(x)
+            return x if np.isfinite(x) else ("nan" if np.isnan(x) else
+                                             "inf" if x > 0 else "-inf")
+        if isinstance(x, (np.integer, np.bool_)):
+            return x.item()
+        return x
+
+    def walk(a):
+        if a.ndim == 0:
+            return leaf(a.item() if a.dtype != object else a[()])
+        return [walk(a[i]) for i in range(a.shape[0])]
+
+    dtype = "string" if arr.dtype == object or arr.dtype.kind in "SU" else str(arr.dtype)
+    return {"dtype": dtype, "shape": list(arr.shape), "value": walk(arr)}
 
 
 class _Progress:

@@ -379,3 +379,22 @@ def run_command(source, info, name=None):
                 value = "[" + ",".join([value] * d) + "]"
         parts += ["--feed", shlex.quote(f"{key}={value}")]
     return " ".join(parts)
+
+
+def bind_signature(graph, name, feeds, fetches):
+    """Feeds and fetches given by a signature's keys -> tensor names (other names pass through).
+
+    Before: signature serving_default = inputs {x: x:0}, outputs {probs: probs:0, classes:
+            classes:0}; feeds {'x': [[...]]}; fetches [] (all outputs).
+    After:  ({'x:0': [[...]]}, ['classes:0', 'probs:0'], ['classes', 'probs']): the feeds,
+            the tensors to fetch, and the names to report them under.
+    """
+    sig = signature(graph, name)
+    inputs, outputs = sig["inputs"], sig["outputs"]
+    bound = {}
+    for key, value in feeds.items():
+        base = key[:-2] if key.endswith(":0") and key[:-2] in inputs else key
+        bound[inputs[base]["name"] if base in inputs else key] = value
+    keys = list(fetches) or list(outputs)
+    tensors = [outputs[k]["name"] if k in outputs else k for k in keys]
+    return bound, tensors, keys
