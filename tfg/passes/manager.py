@@ -1,5 +1,6 @@
 """The pass manager: a registry of named passes and `optimize`, which runs a pipeline of them
-(by default Grappler's order: prune, cse, constfold, arith, layout, remap) for 2 rounds.
+(by default Grappler's order: prune, cse, constfold, arith, layout, remap, loop,
+dependency) for 2 rounds.
 
     >>> g2 = optimize(g, keep=["loss"])                 # before: 40 nodes   after: 17 nodes
     >>> g3 = optimize(g, passes=["constfold"], report=rows)
@@ -30,7 +31,8 @@ class PassInfo:
 
 
 PASSES = {}
-DEFAULT_PIPELINE = ("prune", "cse", "constfold", "arith", "layout", "remap")
+DEFAULT_PIPELINE = ("prune", "cse", "constfold", "arith", "layout", "remap", "loop",
+                    "dependency")
 DEFAULT_ROUNDS = 2
 
 
@@ -45,7 +47,7 @@ def register_pass(name, doc, first_round_only=False):
 def _load_passes():
     # Importing the pass modules registers them; each is optional so a partial checkout works.
     import importlib
-    for mod in ("prune", "constfold", "arith", "layout", "remap"):
+    for mod in ("prune", "constfold", "arith", "layout", "remap", "loop", "dependency"):
         try:
             importlib.import_module(f"tfg.passes.{mod}")
         except ImportError as e:  # pragma: no cover - only when a module is missing
