@@ -14,8 +14,11 @@ from tfg.cli.common import graph_argument, output_options, read_graph, split_nam
               help="Tensors holding the initial gradient of each y (default: ones).")
 @click.option("--prefix", default="grad", show_default=True,
               help="Name scope of the Identity nodes exposing the gradients.")
+@click.option("--optimizer", metavar="SPEC",
+              help="Also add a `train` NoOp updating the variable xs: sgd:LR, "
+                   "momentum:LR,M, adam:LR[,B1,B2,EPS] or rmsprop:LR[,DECAY,M,EPS].")
 @output_options
-def command(graph, ys, xs, grad_ys, prefix, output, fmt):
+def command(graph, ys, xs, grad_ys, prefix, optimizer, output, fmt):
     """Add gradient nodes of sum(YS) w.r.t. each of XS to GRAPH.
 
     The gradient of x = `node:0` is the Identity `<prefix>/node` (port p > 0:
@@ -25,10 +28,12 @@ def command(graph, ys, xs, grad_ys, prefix, output, fmt):
     \b
     Example:
       tfg grad model.pb --ys loss --xs w1,b1 | tfg run - --feeds batch.npz --fetch grad/w1
+      tfg grad model.pb --ys loss --xs w1,b1 --optimizer momentum:0.1,0.9 -o train.pb
+      tfg run train.pb --init init --target train --steps 1000 --fetch loss
     """
     from tfg.passes.grad import grad
 
     g = read_graph(graph)
     out = grad(g, split_names(ys), split_names(xs), split_names(grad_ys) or None, prefix,
-               warn=lambda msg: click.echo(msg, err=True))
+               warn=lambda msg: click.echo(msg, err=True), optimizer=optimizer)
     write_graph(out, output, fmt)

@@ -130,13 +130,15 @@ class Builder(NodeFactory):
         return self.grads[t][0]
 
 
-def grad(graph, ys, xs, grad_ys=None, prefix="grad", warn=None):
+def grad(graph, ys, xs, grad_ys=None, prefix="grad", warn=None, optimizer=None):
     """The graph with gradient nodes of sum(ys) w.r.t. each x added (a new Graph).
 
     Before: y = Sum(Mul(x, w)).  After: the same nodes plus `gradients/...` and the Identity
     `grad/x` holding d sum(y) / dx. `ys`, `xs`, `grad_ys`: tensor names (`node` or
     `node:port`) or one comma-separated string. An x the ys do not depend on gets zeros and a
-    warning (`warn(message)`, default: warnings.warn).
+    warning (`warn(message)`, default: warnings.warn). `optimizer` ("sgd:0.1",
+    "momentum:0.1,0.9", "adam:0.001", "rmsprop:0.01"; see training.py) also adds the Apply*
+    updates of the variable xs and a `train` NoOp grouping them.
     """
     ys, xs = _names(ys, "ys"), _names(xs, "xs")
     grad_ys = _names(grad_ys, "grad_ys") if grad_ys else None
@@ -160,6 +162,10 @@ def grad(graph, ys, xs, grad_ys=None, prefix="grad", warn=None):
         b.grads[y].append(gy)
     _backprop(b, y_refs, x_refs)
     _expose(b, x_refs, out_names, warn)
+    if optimizer:
+        from tfg.passes.grad.training import add_training
+
+        add_training(g, x_refs, out_names, optimizer, b.scope)
     return g
 
 
