@@ -2,6 +2,7 @@
 import ast
 import io as _io
 import json
+import os
 import sys
 import time
 
@@ -9,7 +10,7 @@ import click
 import numpy as np
 
 from tfg.cli.common import graph_argument, read_graph, split_names
-from tfg.errors import TfgInputError
+from tfg.errors import TfgError, TfgInputError, TfgRuntimeError
 from tfg.graphdef.io import write_bytes_atomic
 
 
@@ -57,9 +58,15 @@ from tfg.graphdef.io import write_bytes_atomic
               help="Save variables and the step count to DIR; a rerun resumes from it.")
 @click.option("--checkpoint-every", type=click.IntRange(min=1), default=None, metavar="N",
               help="With --checkpoint-dir: save every N steps (default: after the last).")
+@click.option("--max-memory", default=None, metavar="SIZE",
+              help="Refuse, before allocating, any tensor larger than SIZE (512M, 4G; "
+                   "default: the machine's memory).")
+@click.option("--tls-ca", default=None, metavar="PEM",
+              help="--cluster: verify the workers' TLS certificates with this CA (turns TLS "
+                   "on).")
 def command(graph, fmt, tag, signature, feed_args, feeds_file, fetches, targets, inits, steps, devices, cluster,
             output, trace_path, save_dir, restore_dir, timeout, auth_token, checkpoint_dir,
-            checkpoint_every):
+            checkpoint_every, max_memory, tls_ca):
     """Run GRAPH: feed placeholders, compute fetches, run targets.
 
     \b
@@ -85,13 +92,18 @@ def command(graph, fmt, tag, signature, feed_args, feeds_file, fetches, targets,
         from tfg.graphdef import savedmodel
 
         feeds, fetch_names, shown = savedmodel.bind_signature(g, signature, feeds, fetch_names)
+    if tls_ca is not None and cluster is None:
+        raise TfgInputError("--tls-ca needs --cluster")
     if cluster is not None:  # the cluster options travel with the spec (distributed/)
         from tfg.executor.distributed import ClusterConfig
 
-        cluster = ClusterConfig(cluster, timeout=timeout, auth_token=auth_token)
+        cluster = ClusterConfig(cluster, timeout=timeout, auth_token=auth_token, tls_ca=tls_ca)
     if checkpoint_every is not None and not checkpoint_dir:
         raise TfgInputError("--checkpoint-every needs --checkpoint-dir")
-    sess = Session(g, devices=devices, cluster=cluster)
+    from tfg.executor.limits import parse_size
+
+    sess = Session(g, devices=devices, cluster=cluster,
+                   max_memory=None if max_memory is None else parse_size(max_memory))
     saved = getattr(g, "saved_model", None)
     if saved is not None and saved.variables_prefix:  # as TensorFlow's loader restores them
         from tfg.graphdef import savedmodel
@@ -103,10 +115,12 @@ def command(graph, fmt, tag, signature, feed_args, feeds_file, fetches, targets,
         sess.restore(restore_dir)
     values = None
     step_indices = range(steps)
+    first = 0
     if checkpoint_dir:  # restores the last checkpoint, saves every N steps
         from tfg.executor.distributed.resume import CheckpointedSteps
 
         step_indices = CheckpointedSteps(sess, checkpoint_dir, checkpoint_every, steps)
+        first = step_indices.start
         if step_indices.start >= steps and fetch_names:
             click.echo(f"tfg: all {steps} steps are done (checkpoint in {checkpoint_dir}); "
                        "computing the fetches without --target", err=True)
@@ -114,12 +128,27 @@ def command(graph, fmt, tag, signature, feed_args, feeds_file, fetches, targets,
         step_indices = step_indices.remaining()
     if fetch_names or target_names:
         progress = _Progress(steps) if steps > 1 and sys.stderr.isatty() else None
-        for i in step_indices:
-            last = i == steps - 1
-            values = sess.run(fetch_names or None, feeds=feeds, targets=target_names,
-                              trace=bool(trace_path) and last)
-            if progress is not None:
-                progress.update(i + 1)
+        done = first
+        try:
+            for i in step_indices:
+                last = i == steps - 1
+                values = sess.run(fetch_names or None, feeds=feeds, targets=target_names,
+                                  trace=bool(trace_path) and last)
+                done = i + 1
+                if progress is not None:
+                    progress.update(i + 1)
+        except KeyboardInterrupt:  # Ctrl-C: stop between or inside steps, one line, exit 130
+            _interrupted(done, steps, checkpoint_dir, progress)
+        except TfgError as e:
+            if checkpoint_dir and e.exit_code == 1:  # say what a rerun resumes from and loses
+                msg = (f"{e} [step {done + 1} of {steps} failed; "
+                       f"{_checkpoint_note(checkpoint_dir, done)}]")
+                try:
+                    err = type(e)(msg)
+                except Exception:  # noqa: BLE001 - an error class with other arguments
+                    err = TfgRuntimeError(msg) if e.exit_code == 1 else TfgInputError(msg)
+                raise err from e
+            raise
         if progress is not None:
             progress.close()
     if save_dir:
@@ -130,6 +159,29 @@ def command(graph, fmt, tag, signature, feed_args, feeds_file, fetches, targets,
         write_chrome_trace(sess.last_trace, trace_path)
     if fetch_names:
         _emit_values(shown, values, output, fmt)
+
+
+def _interrupted(done, steps, checkpoint_dir, progress):
+    """Report where a Ctrl-C stopped the steps (and the checkpoint a rerun resumes from)."""
+    if progress is not None:
+        progress.close()
+    where = f"; {_checkpoint_note(checkpoint_dir, done)}" if checkpoint_dir else ""
+    click.echo(f"tfg: interrupted after {done} of {steps} steps{where}", err=True)
+    sys.exit(130)
+
+
+def _checkpoint_note(checkpoint_dir, done):
+    """'the checkpoint in D holds step M: a rerun resumes there (K steps lost)'."""
+    from tfg.executor.checkpoint import FILENAME
+    from tfg.kernels.checkpoint_format import read_checkpoint_with_step
+
+    try:
+        _, saved = read_checkpoint_with_step(os.path.join(checkpoint_dir, FILENAME))
+        saved = int(saved or 0)
+    except Exception:  # noqa: BLE001 - none yet (or unreadable): a rerun starts over
+        return f"no checkpoint in {checkpoint_dir} yet: a rerun starts over ({done} steps lost)"
+    return (f"the checkpoint in {checkpoint_dir} holds step {saved}: a rerun resumes there "
+            f"({max(done - saved, 0)} steps lost)")
 
 
 def _read_feeds(feeds_file, feed_args):

@@ -22,8 +22,13 @@ from tfg.errors import TfgInputError
               help="Devices this task serves: cpu:N, gpu:N (default: cpu:1).")
 @click.option("--auth-token", default=None, envvar="TFG_AUTH_TOKEN", metavar="TOKEN",
               help="Refuse RPCs without this token (also TFG_AUTH_TOKEN).")
+@click.option("--tls-cert", default=None, metavar="PEM",
+              help="Serve TLS with this certificate (with --tls-key).")
+@click.option("--tls-key", default=None, metavar="PEM", help="The certificate's private key.")
+@click.option("--tls-ca", default=None, metavar="PEM",
+              help="CA that signed the other workers' certificates (default: --tls-cert).")
 @click.option("--verbose", is_flag=True, help="Log one line per request to stderr.")
-def command(cluster, job, task, bind, devices, auth_token, verbose):
+def command(cluster, job, task, bind, devices, auth_token, tls_cert, tls_key, tls_ca, verbose):
     """Serve one task of a cluster: the master (`tfg run --cluster`) registers graph parts
     here and runs steps on them.
 
@@ -46,8 +51,14 @@ def command(cluster, job, task, bind, devices, auth_token, verbose):
     task = 0 if task is None else task
     if auth_token is not None and not auth_token:
         raise TfgInputError("--auth-token is empty")
+    from tfg.executor.distributed.spec import read_pem
+
+    pems = [None if p is None else read_pem(p, flag) for p, flag in
+            ((tls_cert, "--tls-cert"), (tls_key, "--tls-key"), (tls_ca, "--tls-ca"))]
+    if tls_ca is not None and tls_cert is None:
+        raise TfgInputError("--tls-ca on a worker needs --tls-cert and --tls-key")
     server = serve(jobs, job, task, bind=bind, devices=devices, token=auth_token,
-                   verbose=verbose)
+                   verbose=verbose, tls_cert=pems[0], tls_key=pems[1], tls_ca=pems[2])
     stop = threading.Event()
 
     def on_signal(signum, frame):
@@ -57,7 +68,8 @@ def command(cluster, job, task, bind, devices, auth_token, verbose):
     signal.signal(signal.SIGINT, on_signal)
     devs = ", ".join(d.name for d in server.service.devices)
     sys.stderr.write(f"tfg worker /job:{job}/task:{task} listening on {server.address} "
-                     f"({devs}){' with auth token' if auth_token else ''}\n")
+                     f"({devs}){' with auth token' if auth_token else ''}"
+                     f"{' over TLS' if tls_cert else ''}\n")
     sys.stderr.flush()
     while not stop.wait(0.5):
         pass

@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from tfg.errors import TfgError, TfgRuntimeError
+from tfg.errors import GraphValidationError, TfgError, TfgRuntimeError
 from tfg.executor import plan as P
 from tfg.executor.devices import to_host
 from tfg.executor.frames import Frame, Iteration
@@ -363,6 +363,12 @@ class DataflowRun:
             else:
                 self._activate(child, 0, item, dead, outputs)
             child.pending_inputs -= 1
+        elif kind in (P.EXIT, P.NEXT) and frame.parent is None:
+            # No Enter leads here (a malformed loop): an input error, not a scheduler crash.
+            self.group.fail(GraphValidationError(
+                f"node {item.name!r} ({item.op}) is not inside a while loop: no Enter node "
+                "leads to it"))
+            return
         elif kind == P.EXIT:
             if dead:
                 if it == frame.iteration_count:

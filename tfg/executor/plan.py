@@ -186,8 +186,14 @@ def _bind(item, node, device):
         item.num_outputs = _BUILTIN_OUTPUTS[kind]
         if kind == ENTER:
             item.frame_name = node.get_attr("frame_name", b"")
-            item.is_constant = bool(node.get_attr("is_constant", False))
-            item.parallel_iterations = max(1, int(node.get_attr("parallel_iterations", 10)))
+            item.is_constant = node.get_attr("is_constant", False)
+            pi = node.get_attr("parallel_iterations", 10)
+            if (not isinstance(item.frame_name, (bytes, str)) or type(pi) is not int
+                    or not isinstance(item.is_constant, bool)):  # wrong attr types
+                raise GraphValidationError(
+                    f"node {node.name!r} ({node.op}) needs a string frame_name, an int "
+                    "parallel_iterations and a bool is_constant")
+            item.parallel_iterations = max(1, pi)
         elif kind in (SEND, RECV):
             item.key_prefix = _key_prefix(node)
         if kind in (SWITCH, MERGE, ENTER, EXIT, NEXT, IDENT):

@@ -15,6 +15,9 @@ from tfg.schemas.proto import tensor_pb2, tensor_shape_pb2
 # Refuse to materialize constants above this many elements: a graph file declaring a huge
 # splat must fail cleanly instead of exhausting memory.
 MAX_CONST_ELEMENTS = 1 << 31
+# A splat (fewer values than elements) is expanded in memory: cap the bytes it may take, or a
+# 2 KB file could ask for 32 GB (2**31 complex128). Full values are bounded by the file itself.
+MAX_SPLAT_BYTES = 1 << 30
 
 _VAL_FIELD = {
     DType.FLOAT: "float_val", DType.DOUBLE: "double_val", DType.INT32: "int_val",
@@ -62,6 +65,10 @@ def to_numpy(proto):
     if dtype not in _VAL_FIELD:
         raise GraphFormatError(f"tensor constant of unsupported dtype {int(proto.dtype)}")
     np_dtype = dtype.np
+    if not proto.tensor_content and count * np_dtype.itemsize > MAX_SPLAT_BYTES and len(
+            getattr(proto, _VAL_FIELD[dtype])) < count:
+        raise GraphFormatError(f"tensor constant of shape {shape} is too large to build "
+                               f"({count * np_dtype.itemsize} bytes from a few values)")
     if dtype == DType.STRING:
         vals = list(proto.string_val)
         arr = np.empty(count, dtype=object)

@@ -45,7 +45,8 @@ class ClusterSession:
     def __init__(self, graph, cluster, devices=None, timeout=None, auth_token=None):
         self.config = ClusterConfig(cluster, timeout=timeout, auth_token=auth_token)
         self.timeout = self.config.timeout
-        self.clients = {t: rpc.WorkerClient(t, self.config.address(t), self.config.auth_token)
+        self.clients = {t: rpc.WorkerClient(t, self.config.address(t), self.config.auth_token,
+                                            tls_ca=self.config.tls_ca)
                         for t in self.config.tasks}
         self.handle = uuid.uuid4().hex
         self._step_ids = itertools.count(random.getrandbits(62))
@@ -163,6 +164,9 @@ class ClusterSession:
             watch.start(task, req)
         try:
             responses = watch.wait()
+        except KeyboardInterrupt:  # Ctrl-C: end the step on every task, then re-raise
+            watch.cancel()
+            raise
         finally:
             for task in prepared.handles:
                 self._ended.setdefault(task, []).append(step_id)
@@ -315,6 +319,12 @@ class _StepWatch:
             return rpc.TaskUnreachable(f"{client.label} was restarted during the step (its "
                                        "variables are gone); rerun to resume from a checkpoint")
         return None
+
+    def cancel(self):
+        """Abort the step on every task still running it (the client was interrupted)."""
+        with self.cond:
+            running = [t for t in self.tasks if t not in self.done]
+        self._abort(running, "cancelled by the client (interrupted)")
 
     def _abort(self, tasks, error):
         reason = " ".join(str(error).split())

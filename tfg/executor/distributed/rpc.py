@@ -90,11 +90,15 @@ class AuthInterceptor(grpc.ServerInterceptor):
 class WorkerClient:
     """The RPC stub of one task, with its token attached and errors that name the task."""
 
-    def __init__(self, task, address, token=None):
+    def __init__(self, task, address, token=None, tls_ca=None):
         self.task = task
         self.address = address
         self.label = f"task {task_label(task)} ({address})"
-        self.channel = grpc.insecure_channel(address, options=OPTIONS)
+        if tls_ca:  # PEM bytes of the CA: the worker's certificate is verified
+            creds = grpc.ssl_channel_credentials(root_certificates=tls_ca)
+            self.channel = grpc.secure_channel(address, creds, options=OPTIONS)
+        else:
+            self.channel = grpc.insecure_channel(address, options=OPTIONS)
         self.stub = worker_pb2_grpc.WorkerServiceStub(self.channel)
         self.metadata = ((TOKEN_KEY, check_token(token)),) if token else ()
 

@@ -26,13 +26,17 @@ TOKEN_ENV = "TFG_AUTH_TOKEN"
 class ClusterConfig:
     """A parsed cluster SPEC plus the master's options: the failure `timeout` (seconds) within
     which a dead or unreachable worker ends a step, and the `auth_token` every RPC carries
-    (default: the TFG_AUTH_TOKEN environment variable)."""
+    (default: the TFG_AUTH_TOKEN environment variable), and `tls_ca`, a PEM file of the CA that
+    signed the workers' certificates (TLS is on when it is given)."""
 
-    def __init__(self, spec, timeout=None, auth_token=None):
+    def __init__(self, spec, timeout=None, auth_token=None, tls_ca=None):
         if isinstance(spec, ClusterConfig):
             timeout = spec.timeout if timeout is None else timeout
             auth_token = spec.auth_token if auth_token is None else auth_token
+            tls_ca = spec.tls_ca if tls_ca is None else tls_ca
             spec = spec.jobs
+        self.tls_ca = read_pem(tls_ca, "--tls-ca") if isinstance(tls_ca, (str, os.PathLike)) \
+            else tls_ca
         self.jobs = parse_cluster(spec)
         self.timeout = float(DEFAULT_TIMEOUT if timeout is None else timeout)
         if self.timeout <= 0:
@@ -53,6 +57,18 @@ class ClusterConfig:
 
     def __repr__(self):
         return f"ClusterConfig({self.jobs!r}, timeout={self.timeout})"
+
+
+def read_pem(path, flag):
+    """The bytes of a PEM file (a certificate or key), or an input error naming the flag."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise TfgInputError(f"{flag} {path}: cannot read ({e.strerror or e})") from None
+    if b"-----BEGIN " not in data:
+        raise TfgInputError(f"{flag} {path}: not a PEM file")
+    return data
 
 
 def resolve_token(token):

@@ -20,7 +20,7 @@ from concurrent import futures
 import grpc
 
 from tfg.errors import TfgError, TfgInputError, TfgRuntimeError
-from tfg.executor import partitions
+from tfg.executor import limits, partitions
 from tfg.executor.devices import DeviceSet
 from tfg.executor.distributed import rpc
 from tfg.executor.distributed.rendezvous import RemoteRendezvous, aborted_by
@@ -88,8 +88,9 @@ class _WorkerStepGroup(StepGroup):
 class WorkerService(worker_pb2_grpc.WorkerServiceServicer):
     """The servicer (see the module docstring)."""
 
-    def __init__(self, jobs, job, task, devices=None, token=None, log=None):
+    def __init__(self, jobs, job, task, devices=None, token=None, log=None, tls_ca=None):
         self.jobs = jobs
+        self.tls_ca = tls_ca  # PEM bytes: peers (other workers) are reached over TLS
         self.job, self.task = job, task
         self.local_task = (job, task)
         self.devices = DeviceSet.from_spec(devices or "cpu:1", job=job, task=task)
@@ -116,7 +117,8 @@ class WorkerService(worker_pb2_grpc.WorkerServiceServicer):
                 addrs = self.jobs.get(job, [])
                 if not 0 <= index < len(addrs):
                     raise TfgRuntimeError(f"no task {task_label(task)} in the cluster")
-                client = self.peers[task] = rpc.WorkerClient(task, addrs[index], self.token)
+                client = self.peers[task] = rpc.WorkerClient(task, addrs[index], self.token,
+                                                                 tls_ca=self.tls_ca)
             return client
 
     def _step(self, step_id, create=True):
@@ -176,6 +178,8 @@ class WorkerService(worker_pb2_grpc.WorkerServiceServicer):
         feed_refs = tuple(parse_tensor(n) for n in feed_names)
         fetch_refs = [parse_tensor(n) for n in fetch_names]
         needed = {n.name for n in graph}
+        limit = limits.physical_memory()  # a tensor larger than the machine fails cleanly
+        limits.check_constants(graph, limit)
         groups = partitions.group_by_device(graph, needed, self.devices)
         plans, owner = [], [None] * len(fetch_refs)
         for pi, (device, nodes) in enumerate(groups):
@@ -183,6 +187,7 @@ class WorkerService(worker_pb2_grpc.WorkerServiceServicer):
             mine = [i for i, r in enumerate(fetch_refs) if r.node in names]
             plan = build_plan(nodes, device, feeds=feed_refs,
                               fetches=[fetch_refs[i] for i in mine])
+            limits.guard_plan(plan, limit)
             for j, i in enumerate(mine):
                 owner[i] = (pi, j)
             plans.append(plan)
@@ -408,11 +413,18 @@ class WorkerServer:
         return self._stopped.wait(timeout)
 
 
-def serve(jobs, job, task, bind=None, devices=None, token=None, verbose=False):
+def serve(jobs, job, task, bind=None, devices=None, token=None, verbose=False,
+          tls_cert=None, tls_key=None, tls_ca=None):
     """Start serving task (job, task) of `jobs` ({job: [address]}); returns a WorkerServer.
 
     Listens on loopback at the port the cluster gives the task unless `bind` says otherwise.
+    With `tls_cert` and `tls_key` (PEM bytes) it serves TLS only, and reaches its peers over
+    TLS verified by `tls_ca` (default: `tls_cert` itself, for a self-signed certificate).
     """
+    if (tls_cert is None) != (tls_key is None):
+        raise TfgInputError("--tls-cert and --tls-key go together")
+    if tls_cert is not None and tls_ca is None:
+        tls_ca = tls_cert
     addrs = jobs.get(job)
     if addrs is None:
         raise TfgInputError(f"the cluster has no job {job!r} (it has {', '.join(jobs)})")
@@ -424,7 +436,8 @@ def serve(jobs, job, task, bind=None, devices=None, token=None, verbose=False):
         def log(line):
             sys.stderr.write(f"{time.strftime('%H:%M:%S')} {line}\n")
             sys.stderr.flush()
-    service = WorkerService(jobs, job, task, devices=devices, token=token, log=log)
+    service = WorkerService(jobs, job, task, devices=devices, token=token, log=log,
+                            tls_ca=tls_ca if tls_cert is not None else None)
     interceptors = [rpc.AuthInterceptor(token)] if token else []
     # RunGraph and RecvTensor calls block while a step runs: many threads, made on demand.
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=max(1024, 32 * (os.cpu_count()
@@ -433,7 +446,11 @@ def serve(jobs, job, task, bind=None, devices=None, token=None, verbose=False):
     worker_pb2_grpc.add_WorkerServiceServicer_to_server(service, server)
     server.add_generic_rpc_handlers((rpc.health_handler(lambda: service.serving),))
     try:
-        port = server.add_insecure_port(address)
+        if tls_cert is not None:
+            creds = grpc.ssl_server_credentials([(tls_key, tls_cert)])
+            port = server.add_secure_port(address, creds)
+        else:
+            port = server.add_insecure_port(address)
     except RuntimeError as e:
         raise TfgInputError(f"cannot listen on {address}: {e}") from None
     if port == 0:

@@ -21,6 +21,7 @@ recv_device, client_terminated false, T (Send) / tensor_type (Recv).
 """
 import numpy as np
 
+from tfg.errors import GraphValidationError
 from tfg.graphdef.names import CONTROL, input_string
 from tfg.passes.partition.control_flow import out_frame
 from tfg.passes.place.colocation import PlacementError, ref_or_resource_inputs
@@ -104,7 +105,11 @@ class _Splitter:
 
     def _data(self, dst, index, ref):
         src = self.graph[ref.node]
-        dtype = signature.output_dtypes(src)[ref.port]
+        dtypes = signature.output_dtypes(src)
+        if ref.port >= len(dtypes):  # a malformed input string: an input error, not a crash
+            raise GraphValidationError(f"node {dst.name!r} ({dst.op}) reads output {ref.port} "
+                                       f"of {src.name!r}, which has {len(dtypes)} output(s)")
+        dtype = dtypes[ref.port]
         key = (ref.node, ref.port, dst.device)
         if not dtype.is_ref and key in self.recvs:
             return self.recvs[key]

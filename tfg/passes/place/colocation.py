@@ -96,7 +96,10 @@ def colocation_names(node):
     if not node.has_attr("_class"):
         return []
     out = []
-    for item in node.get_attr("_class") or ():
+    value = node.get_attr("_class")
+    if not isinstance(value, list):  # a malformed attr (not a list of strings) says nothing
+        return out
+    for item in value:
         text = item.decode("utf-8", "replace") if isinstance(item, bytes) else str(item)
         if text.startswith("loc:@"):
             out.append(text[5:])

@@ -238,6 +238,9 @@ class InferenceContext:
             return shape_from_elems(elems)
         s = self.input_shapes[i]
         if s is not None and len(s) == 1 and s[0] is not None:
+            if s[0] > 254:  # TensorFlow's maximum rank; a declared 2**31 must not build a tuple
+                raise ShapeError(f"a shape tensor of {s[0]} elements describes a rank above "
+                                 "254")
             return (None,) * s[0]
         return None
 

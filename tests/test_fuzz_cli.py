@@ -1,0 +1,210 @@
+"""Malformed graphs through EVERY subcommand (info, convert, render, grad, optimize, prune,
+place, partition, run): the mutation fuzzer of tools/fuzz.py over the conformance graphs and
+the project's fixtures, plus hypothesis choosing seeds and mutation chains.
+
+Each command must end with exit 0, exit 2 (bad input) or, for `run`, exit 1 (a runtime
+failure of a valid graph), with one error line on stderr, no traceback, no output file left
+after a failure, within the time bound. CI runs a bounded size (about a minute);
+TFG_FUZZ_FULL=1 runs every seed x mutator for several rounds. The inputs tried per subcommand
+are printed (pytest -s) and asserted.
+"""
+import os
+import pathlib
+import random
+import sys
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from helpers import tfg_cli
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tools"))
+import fuzz  # noqa: E402  (tools/fuzz.py: the engine, also a CLI)
+
+FULL = bool(os.environ.get("TFG_FUZZ_FULL"))
+SEEDS = fuzz.load_seeds()
+# CI: seeds that cover every construct the mutators aim at (loops, nested loops, conds,
+# variables and training, multi-device, convolutions); full size: all of them.
+CI_SEEDS = ("while_simple", "nested_while", "cond_simple_0", "train_sgd", "grad_mlp",
+            "multi_device", "cnn_infer", "while_zero_iter", "cond_in_while", "variables",
+            "stack_loop", "nested_while_invariant")
+
+
+def _ci_seeds():
+    if FULL:
+        return SEEDS
+    chosen, seen = [], set()
+    for s in SEEDS:
+        short = s.name.split("/", 1)[1]
+        if short in CI_SEEDS and short not in seen:
+            chosen.append(s)
+            seen.add(short)
+    return chosen or SEEDS[:8]
+
+
+@pytest.fixture(scope="module")
+def ci_report(tmp_path_factory):
+    os.environ["TFG_FUZZ_KEEP"] = str(tmp_path_factory.mktemp("fuzz-failures"))
+    seeds = _ci_seeds()
+    assert seeds, "no seed graphs found"
+    fuzz.TIME_BOUND_S = 20.0
+    report = fuzz.fuzz(seeds, rounds=ROUNDS, rng_seed=0)
+    print("\n" + report.summary())
+    report.seeds = seeds
+    return report
+
+
+ROUNDS = 8 if FULL else 1
+# Known bugs of subcommands whose authors are still at work: reported, not hidden.
+KNOWN = ("grad",)
+
+
+def test_mutation_fuzzer_over_every_subcommand(ci_report):
+    failures = [f for f in ci_report.failures if f.split(" ", 1)[0] not in KNOWN]
+    assert not failures, "\n".join(failures[:20])
+    for sub in fuzz.SUBCOMMANDS:
+        assert ci_report.tried[sub] == len(ci_report.seeds) * len(fuzz.MUTATORS) * ROUNDS
+        # Not everything is refused: many mutants are still valid graphs.
+        assert ci_report.codes[sub][0] > 0, sub
+    for mutator in fuzz.MUTATORS:
+        assert ci_report.mutators[mutator] > 0
+
+
+@pytest.mark.xfail(strict=False, reason="grad bugs: `tfg grad` does not validate its input, so "
+                   "a dangling extra input crashes gradient functions (ValueError 'too many "
+                   "values to unpack', nn_grads/_conv2d and others) and an Exit/Merge of a "
+                   "malformed loop makes add_node encode a None attr (TypeError 'cannot encode "
+                   "NoneType'), exit 1 'internal error' instead of exit 2")
+def test_mutation_fuzzer_grad_is_clean(ci_report):
+    failures = [f for f in ci_report.failures if f.split(" ", 1)[0] in KNOWN]
+    assert not failures, "\n".join(failures[:20])
+
+
+HYPO = settings(deadline=None, derandomize=True, max_examples=200 if FULL else 12,
+                suppress_health_check=[HealthCheck.too_slow,
+                                       HealthCheck.function_scoped_fixture])
+
+
+@HYPO
+@given(st.sampled_from(range(len(SEEDS))) if SEEDS else st.nothing(),
+       st.lists(st.sampled_from(fuzz.MUTATORS), min_size=1, max_size=4),
+       st.integers(0, 2 ** 32 - 1))
+def test_hypothesis_mutation_chains(tmp_path, idx, mutators, rng_seed):
+    seed = SEEDS[idx]
+    rng = random.Random(rng_seed)
+    data = seed.data
+    what = []
+    for m in mutators:  # a chain: each mutation applies to the previous result
+        seed_like = _with_data(seed, data)
+        try:
+            data, done = fuzz.mutate(seed_like, m, rng)
+        except Exception:  # noqa: BLE001 - bytes that no longer parse: mutate them as bytes
+            data, done = bytes(reversed(data[:64])) + data[64:], [f"{m} (as bytes)"]
+        what += done
+    path = tmp_path / "in.pb"
+    path.write_bytes(data)
+    outdir = tmp_path / "out"
+    outdir.mkdir(exist_ok=True)
+    for sub, (argv, output) in fuzz.commands(seed, path, outdir).items():
+        if output is not None and output.exists():
+            output.unlink()
+        code, err, _ = fuzz.run_in_process(argv, time_bound=20.0)
+        bad = fuzz.problems(sub, code, err, output)
+        if sub in KNOWN and "internal error" in bad and code == 1:
+            continue  # the grad bugs of test_mutation_fuzzer_grad_is_clean
+        assert not bad, f"{sub} on {seed.name} after {what}: {bad}"
+
+
+def _with_data(seed, data):
+    clone = object.__new__(fuzz.Seed)
+    clone.__dict__.update(seed.__dict__)
+    clone.data = data
+    return clone
+
+
+def test_as_processes(tmp_path):
+    """A few mutants as real processes (address space capped): no interpreter crash."""
+    seeds = [s for s in SEEDS if s.name.endswith(("while_simple", "train_sgd"))][:1] or SEEDS[:1]
+    fuzz.TIME_BOUND_S = 60.0
+    report = fuzz.fuzz(seeds, mutators=("flip_bits", "huge_shape", "no_loopcond"),
+                       in_process=False, rng_seed=3)
+    print("\n" + report.summary())
+    assert not report.failures, "\n".join(report.failures)
+    assert sum(report.tried.values()) == 3 * len(fuzz.SUBCOMMANDS) * len(seeds)
+
+
+# --- the targeted cases the issue lists, each through every subcommand -----------------------
+def _builder_seed(tmp_path):
+    """A loop + cond + variable graph of our own (no conformance checkout needed)."""
+    import numpy as np
+
+    from tfg import builder as tb
+    from tfg.graphdef import io
+
+    with tb.Graph() as g:
+        x = tb.placeholder(tb.float32, [2], name="x")
+        w = tb.Variable(np.ones(2, np.float32), name="w")
+        _, acc = tb.while_loop(lambda i, a: i < 3, lambda i, a: (i + 1, a + x * w),
+                               [tb.constant(0), tb.zeros([2])])
+        y = tb.cond(tb.reduce_sum(acc) > 0, lambda: acc * 2.0, lambda: acc)
+        tb.identity(tb.reduce_sum(y), name="out")
+        tb.global_variables_initializer()
+    folder = tmp_path / "seed"
+    folder.mkdir()
+    io.save(g.graph, str(folder / "graph.pb"))
+    np.savez(folder / "feeds.npz", **{"x:0": np.array([1.0, 2.0], np.float32)})
+    (folder / "case.json").write_text('{"fetches": ["out:0"], "init": ["init"], '
+                                      '"feeds": ["x:0"], "xs": ["x:0"]}')
+    return fuzz.Seed("builder/loop_cond_var", folder)
+
+
+@pytest.mark.parametrize("mutator", fuzz.MUTATORS)
+def test_each_mutator_on_a_builder_graph(tmp_path, mutator):
+    seed = _builder_seed(tmp_path)
+    fuzz.TIME_BOUND_S = 20.0
+    report = fuzz.fuzz([seed], rounds=2, mutators=(mutator,), rng_seed=11)
+    failures = [f for f in report.failures if f.split(" ", 1)[0] not in KNOWN]
+    assert not failures, "\n".join(failures)
+    assert sum(report.tried.values()) == 2 * len(fuzz.SUBCOMMANDS)
+
+
+def test_unmutated_seed_runs(tmp_path):
+    """The builder seed itself passes every subcommand with exit 0 (the harness is sound)."""
+    seed = _builder_seed(tmp_path)
+    outdir = tmp_path / "o"
+    outdir.mkdir()
+    for sub, (argv, output) in fuzz.commands(seed, seed_path(seed, tmp_path), outdir).items():
+        code, err, _ = fuzz.run_in_process(argv)
+        assert code == 0, f"{sub}: {err}"
+        if output is not None:
+            assert output.exists()
+
+
+def seed_path(seed, tmp_path):
+    p = tmp_path / "seed.pb"
+    p.write_bytes(seed.data)
+    return p
+
+
+@pytest.mark.xfail(strict=False, reason="grad bug (tfg/passes/grad/nn_grads.py _conv2d): a "
+                   "Conv2D with an extra dangling input crashes `tfg grad` with ValueError "
+                   "'too many values to unpack' instead of exit 2; grad does not validate "
+                   "its input graph")
+def test_grad_of_conv_with_a_dangling_input_is_an_input_error(tmp_path):
+    import numpy as np
+
+    from tfg import builder as tb
+
+    with tb.Graph() as g:
+        x = tb.placeholder(tb.float32, [1, 4, 4, 1], name="x")
+        w = tb.constant(np.ones((2, 2, 1, 1), np.float32), name="w")
+        tb.reduce_sum(tb.nn.conv2d(x, w, [1, 1, 1, 1], "SAME", name="conv"), name="out")
+    gd = g.graph.to_proto()
+    for nd in gd.node:
+        if nd.name == "conv":
+            nd.input.append("nope:3")
+    path = tmp_path / "g.pb"
+    path.write_bytes(gd.SerializeToString())
+    p = tfg_cli("grad", path, "--ys", "out", "--xs", "x", "-o", tmp_path / "o.pb", check=False)
+    assert p.returncode == 2, p.stderr

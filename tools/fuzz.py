@@ -1,0 +1,583 @@
+#!/usr/bin/env python3
+"""A mutation fuzzer for the tfg CLI: malformed graphs through every subcommand.
+
+    python3 tools/fuzz.py                      # full size: every seed x mutator x 8 rounds
+    python3 tools/fuzz.py --rounds 2 --seed 7  # smaller, another random stream
+    python3 tools/fuzz.py --processes          # each command as its own process (slower;
+                                               # also catches crashes of the interpreter)
+
+Seeds are the shared conformance graphs (../shared/conformance, when present) and the
+project's executor/partition fixtures. Each round takes a seed, applies one to three mutations
+(flipped bits, truncation, wrong attr types, huge declared shapes, negative dims, out-of-range
+ports, self-loops, Switch without predicate, Merge of mismatched dtypes, Exit without Enter,
+loops without LoopCond, ...) and runs info, convert, render, grad, optimize, prune, place,
+partition and run on the result. Every command must end with exit 0, exit 2 (bad input) or
+exit 1 (a runtime failure of `run`) with ONE line on stderr and no traceback, leave no output
+file when it failed, and finish within the time bound. The report gives the inputs tried per
+subcommand and every failure with the seed, the mutations and the command to reproduce it.
+
+No TensorFlow needed. tests/test_fuzz_cli.py runs this engine at a bounded size in CI
+(TFG_FUZZ_FULL=1 runs it at full size).
+"""
+import argparse
+import collections
+import io as pyio
+import json
+import os
+import pathlib
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from tfg.schemas.proto import attr_value_pb2, graph_pb2  # noqa: E402
+
+CONFORMANCE = pathlib.Path(os.environ.get("TFG_CONFORMANCE",
+                                          ROOT.parent / "shared" / "conformance"))
+SUBCOMMANDS = ("info", "convert", "render", "grad", "optimize", "prune", "place", "partition",
+               "run")
+TIME_BOUND_S = 30.0  # per command; a run that loops longer is cancelled and reported
+RUN_MAX_MEMORY = "256M"
+
+
+# --- seeds ----------------------------------------------------------------------------------
+class Seed:
+    def __init__(self, name, folder):
+        self.name = name
+        self.data = (folder / "graph.pb").read_bytes()
+        case = json.loads((folder / "case.json").read_text())
+        self.feeds = folder / "feeds.npz" if (folder / "feeds.npz").exists() else None
+        self.fetches = case.get("fetches") or case.get("ys") or []
+        self.targets = case.get("targets") or []
+        self.init = case.get("init") or []
+        self.ys = (case.get("ys") or self.fetches)[:1]
+        self.xs = case.get("xs") or case.get("feeds") or []
+
+    def __repr__(self):
+        return f"Seed({self.name})"
+
+
+def load_seeds():
+    """Conformance cases (when ../shared/conformance exists) and the project's fixtures."""
+    folders = []
+    if CONFORMANCE.is_dir():
+        folders += [("conformance/" + p.name, p) for p in sorted(CONFORMANCE.iterdir())
+                    if (p / "case.json").exists() and (p / "graph.pb").exists()]
+    for area in ("executor", "partition"):
+        base = ROOT / "tests" / "fixtures" / area
+        if base.is_dir():
+            folders += [(f"{area}/{p.name}", p) for p in sorted(base.iterdir())
+                        if (p / "case.json").exists() and (p / "graph.pb").exists()]
+    return [Seed(name, p) for name, p in folders]
+
+
+# --- mutations: each takes (GraphDef, Random) and returns a description, or None ----------
+def _pick(rng, nodes, pred=lambda n: True):
+    cands = [n for n in nodes if pred(n)]
+    return rng.choice(cands) if cands else None
+
+
+def _attr_of_kind(rng, kind):
+    av = attr_value_pb2.AttrValue()
+    if kind == "s":
+        av.s = rng.choice([b"", b"\x00\xff", b"x" * 10000, b"$(rm -rf /)", b"__import__('os')"])
+    elif kind == "i":
+        av.i = rng.choice([-1, -(1 << 62), 1 << 62, 0])
+    elif kind == "f":
+        av.f = rng.choice([float("nan"), float("inf"), -0.0, 1e300])
+    elif kind == "b":
+        av.b = True
+    elif kind == "type":
+        av.type = rng.choice([0, 7, 20, 21, 999, 101])
+    elif kind == "shape":
+        av.shape.dim.add().size = rng.choice([-7, 1 << 40, 0])
+    elif kind == "tensor":
+        av.tensor.dtype = 3
+        av.tensor.tensor_shape.dim.add().size = 2
+        av.tensor.int_val.extend([1, 2])
+    elif kind == "list":
+        av.list.i.extend([1, -2, 1 << 40])
+    elif kind == "func":
+        av.func.name = "no_such_function"
+    return av
+
+
+def m_wrong_attr_type(gd, rng):
+    node = _pick(rng, gd.node, lambda n: len(n.attr) > 0)
+    if node is None:
+        return None
+    key = rng.choice(sorted(node.attr))
+    kinds = [k for k in ("s", "i", "f", "b", "type", "shape", "tensor", "list", "func")
+             if node.attr[key].WhichOneof("value") != k]
+    kind = rng.choice(kinds)
+    node.attr[key].CopyFrom(_attr_of_kind(rng, kind))
+    return f"attr {node.name}.{key} -> {kind}"
+
+
+def m_huge_shape(gd, rng):
+    choice = rng.randrange(3)
+    if choice == 0:
+        node = _pick(rng, gd.node, lambda n: n.op == "Const")
+        if node is None:
+            return None
+        t = node.attr["value"].tensor
+        t.ClearField("tensor_content")
+        t.tensor_shape.ClearField("dim")
+        for d in rng.choice([[1 << 20, 1 << 20], [1 << 40], [1 << 31], [1 << 62, 1 << 62]]):
+            t.tensor_shape.dim.add().size = d
+        return f"Const {node.name} declares a huge shape"
+    if choice == 1:  # a shape-like int vector asking for a 1 TB tensor
+        node = _pick(rng, gd.node, lambda n: n.op == "Const" and
+                     n.attr["value"].tensor.dtype in (3, 9))
+        if node is None:
+            return None
+        t = node.attr["value"].tensor
+        n = max(1, len(t.tensor_shape.dim) and t.tensor_shape.dim[0].size or 1)
+        n = min(n, 4)
+        t.ClearField("tensor_content")
+        t.ClearField("int_val")
+        t.ClearField("int64_val")
+        t.tensor_shape.ClearField("dim")
+        t.tensor_shape.dim.add().size = n
+        vals = [1 << 20] * n
+        (t.int_val if t.dtype == 3 else t.int64_val).extend(vals)
+        return f"Const {node.name} holds huge dims {vals}"
+    node = _pick(rng, gd.node, lambda n: "shape" in n.attr)
+    if node is None:
+        return None
+    node.attr["shape"].shape.ClearField("dim")
+    node.attr["shape"].shape.dim.add().size = 1 << 50
+    return f"{node.name}.shape = [2**50]"
+
+
+def m_negative_dims(gd, rng):
+    node = _pick(rng, gd.node, lambda n: n.op == "Const" or "shape" in n.attr)
+    if node is None:
+        return None
+    if node.op == "Const":
+        t = node.attr["value"].tensor
+        if t.dtype in (3, 9) and rng.random() < 0.5:  # a negative value in a shape-like vector
+            t.ClearField("tensor_content")
+            t.ClearField("int_val")
+            t.ClearField("int64_val")
+            t.tensor_shape.ClearField("dim")
+            t.tensor_shape.dim.add().size = 2
+            (t.int_val if t.dtype == 3 else t.int64_val).extend([-3, 2])
+            return f"Const {node.name} = [-3, 2]"
+        t.tensor_shape.dim.add().size = -5
+        return f"Const {node.name} declares dim -5"
+    node.attr["shape"].shape.dim.add().size = -9
+    return f"{node.name}.shape gets dim -9"
+
+
+def m_bad_port(gd, rng):
+    node = _pick(rng, gd.node, lambda n: any(not i.startswith("^") for i in n.input))
+    if node is None:
+        return None
+    idx = rng.choice([i for i, s in enumerate(node.input) if not s.startswith("^")])
+    src = node.input[idx].split(":")[0]
+    port = rng.choice([1, 7, 1 << 31, 1 << 70, -2])
+    node.input[idx] = f"{src}:{port}"
+    return f"{node.name} input {idx} -> {src}:{port}"
+
+
+def m_self_loop(gd, rng):
+    node = _pick(rng, gd.node)
+    if node is None:
+        return None
+    if node.input and rng.random() < 0.5:
+        node.input[0] = node.name
+    else:
+        node.input.append(rng.choice([node.name, "^" + node.name]))
+    return f"self-loop on {node.name}"
+
+
+def m_switch_without_pred(gd, rng):
+    node = _pick(rng, gd.node, lambda n: n.op in ("Switch", "RefSwitch") and len(n.input) > 1)
+    if node is not None:
+        del node.input[1]
+        return f"Switch {node.name} loses its predicate"
+    src = _pick(rng, gd.node)
+    if src is None:
+        return None
+    sw = gd.node.add(name="fuzz_switch", op="Switch", input=[src.name])
+    sw.attr["T"].type = 1
+    gd.node.add(name="fuzz_switch_out", op="Identity", input=["fuzz_switch:1"]).attr[
+        "T"].type = 1
+    return "a Switch with one input"
+
+
+def _const(gd, name, dtype, value):
+    nd = gd.node.add(name=name, op="Const")
+    nd.attr["dtype"].type = dtype
+    t = nd.attr["value"].tensor
+    t.dtype = dtype
+    (t.int_val if dtype == 3 else t.float_val).append(value)
+    return nd
+
+
+def m_merge_mismatch(gd, rng):
+    bad = _const(gd, "fuzz_int_const", 3, 1).name
+    node = _pick(rng, gd.node, lambda n: n.op in ("Merge", "RefMerge") and len(n.input) > 1)
+    if node is not None:
+        node.input[rng.randrange(2)] = bad
+        return f"Merge {node.name} gets an int32 input"
+    _const(gd, "fuzz_float_const", 1, 1.0)
+    m = gd.node.add(name="fuzz_merge", op="Merge", input=["fuzz_float_const", bad])
+    m.attr["T"].type = 1
+    m.attr["N"].i = 2
+    return "a Merge of float and int32"
+
+
+def m_exit_without_enter(gd, rng):
+    enter = _pick(rng, gd.node, lambda n: n.op in ("Enter", "RefEnter"))
+    if enter is not None and rng.random() < 0.5:  # bypass an Enter: its frame loses an input
+        for n in gd.node:
+            for i, s in enumerate(n.input):
+                if s == enter.name or s == enter.name + ":0":
+                    n.input[i] = enter.input[0]
+        return f"Enter {enter.name} bypassed"
+    src = _pick(rng, gd.node, lambda n: n.op not in ("NoOp",) and not n.op.startswith("_"))
+    if src is None:
+        return None
+    ex = gd.node.add(name="fuzz_exit", op="Exit", input=[src.name])
+    ex.attr["T"].type = 1
+    gd.node.add(name="fuzz_exit_out", op="Identity", input=["fuzz_exit"]).attr["T"].type = 1
+    return f"an Exit of {src.name} without an Enter"
+
+
+def m_no_loopcond(gd, rng):
+    conds = [n for n in gd.node if n.op == "LoopCond"]
+    if not conds:
+        return None
+    how = rng.choice(["identity", "bypass"])
+    for c in conds:
+        if how == "identity":
+            c.op = "Identity"
+            c.attr["T"].type = 10
+        else:
+            for n in gd.node:
+                for i, s in enumerate(n.input):
+                    if s.split(":")[0] == c.name and not s.startswith("^"):
+                        n.input[i] = c.input[0]
+    return f"{len(conds)} LoopCond -> {how}"
+
+
+def m_dangling(gd, rng):
+    node = _pick(rng, gd.node)
+    if node is None:
+        return None
+    node.input.append(rng.choice(["nope", "nope:3", "^nope", ":", "^", "", "a:b:c"]))
+    return f"{node.name} gets a dangling input"
+
+
+def m_duplicate(gd, rng):
+    node = _pick(rng, gd.node)
+    if node is None:
+        return None
+    gd.node.add().CopyFrom(node)
+    return f"{node.name} duplicated"
+
+
+def m_cycle(gd, rng):
+    a, b = _pick(rng, gd.node), _pick(rng, gd.node)
+    if a is None or a is b:
+        return None
+    a.input.append(b.name)
+    b.input.append(a.name)
+    return f"cycle {a.name} <-> {b.name}"
+
+
+def m_drop_node(gd, rng):
+    if not gd.node:
+        return None
+    i = rng.randrange(len(gd.node))
+    name = gd.node[i].name
+    del gd.node[i]
+    return f"dropped {name}"
+
+
+def m_op_swap(gd, rng):
+    node = _pick(rng, gd.node)
+    if node is None:
+        return None
+    old = node.op
+    node.op = rng.choice(["", "NoSuchOp", "Enter", "Exit", "Merge", "Switch", "NextIteration",
+                          "LoopCond", "_Recv", "_Send", "Placeholder", "VariableV2", "Assign",
+                          "MatMul", "Const", "PyFunc", "system"])
+    return f"{node.name}: {old} -> {node.op}"
+
+
+def m_dtype(gd, rng):
+    node = _pick(rng, gd.node, lambda n: any(k in n.attr for k in ("T", "dtype")))
+    if node is None:
+        return None
+    key = "T" if "T" in node.attr else "dtype"
+    node.attr[key].type = rng.choice([1, 2, 3, 7, 9, 10, 19, 20, 101])
+    return f"{node.name}.{key} = {node.attr[key].type}"
+
+
+def m_device(gd, rng):
+    node = _pick(rng, gd.node)
+    if node is None:
+        return None
+    node.device = rng.choice(["/job:nope/task:9/device:XPU:3", "garbage", "/device:GPU:7",
+                              "/job:localhost/replica:0/task:0/device:CPU:5", ":::", "/gpu:*"])
+    return f"{node.name} on {node.device}"
+
+
+def m_weird_name(gd, rng):
+    node = _pick(rng, gd.node)
+    if node is None:
+        return None
+    node.name = rng.choice(["", "a:b", "^x", "a\nb", "\u00e9/\u4e2d", "x" * 5000, "$(id)",
+                            "`id`", "'; rm -rf /; '"])
+    return "weird node name"
+
+
+STRUCTURAL = {
+    "wrong_attr_type": m_wrong_attr_type, "huge_shape": m_huge_shape,
+    "negative_dims": m_negative_dims, "bad_port": m_bad_port, "self_loop": m_self_loop,
+    "switch_without_pred": m_switch_without_pred, "merge_mismatch": m_merge_mismatch,
+    "exit_without_enter": m_exit_without_enter, "no_loopcond": m_no_loopcond,
+    "dangling": m_dangling, "duplicate": m_duplicate, "cycle": m_cycle,
+    "drop_node": m_drop_node, "op_swap": m_op_swap, "dtype": m_dtype, "device": m_device,
+    "weird_name": m_weird_name,
+}
+BYTE_LEVEL = ("flip_bits", "truncate")
+MUTATORS = BYTE_LEVEL + tuple(STRUCTURAL)
+
+
+def mutate(seed, mutator, rng, extra=0):
+    """Apply `mutator` (then `extra` random structural ones) to `seed` -> (bytes, [what])."""
+    done = []
+    gd = graph_pb2.GraphDef()
+    gd.ParseFromString(seed.data)
+    names = [mutator] + [rng.choice(tuple(STRUCTURAL)) for _ in range(extra)]
+    for name in names:
+        if name in STRUCTURAL:
+            what = STRUCTURAL[name](gd, rng)
+            if what:
+                done.append(f"{name}: {what}")
+    data = gd.SerializeToString()
+    if mutator == "flip_bits":
+        raw = bytearray(data)
+        for _ in range(rng.randint(1, 8)):
+            if raw:
+                raw[rng.randrange(len(raw))] ^= 1 << rng.randrange(8)
+        data = bytes(raw)
+        done.insert(0, "flip_bits")
+    elif mutator == "truncate":
+        data = data[:rng.randrange(len(data) + 1)]
+        done.insert(0, f"truncate to {len(data)} bytes")
+    return data, done
+
+
+# --- commands --------------------------------------------------------------------------------
+def commands(seed, graph_path, outdir):
+    """{subcommand: (argv, output path or None)} for one mutated graph."""
+    out = pathlib.Path(outdir)
+    fetches = ",".join(seed.fetches) or "nope:0"
+    cmds = {
+        "info": (["info", graph_path, "--json"], None),
+        "convert": (["convert", graph_path, "-o", out / "c.pbtxt"], out / "c.pbtxt"),
+        "render": (["render", graph_path, "-o", out / "r.dot"], out / "r.dot"),
+        "grad": (["grad", graph_path, "--ys", ",".join(seed.ys) or "nope",
+                  "--xs", ",".join(seed.xs) or "nope", "-o", out / "g.pb"], out / "g.pb"),
+        "optimize": (["optimize", graph_path, "--keep", fetches, "-o", out / "o.pb"],
+                     out / "o.pb"),
+        "prune": (["prune", graph_path, "--fetch", fetches, "-o", out / "p.pb"], out / "p.pb"),
+        "place": (["place", graph_path, "--devices", "cpu:2", "-o", out / "pl.pb"],
+                  out / "pl.pb"),
+        "partition": (["partition", graph_path, "--devices", "cpu:2", "-o", out / "pa.pb"],
+                      out / "pa.pb"),
+    }
+    run = ["run", graph_path, "--max-memory", RUN_MAX_MEMORY, "-o", out / "r.npz"]
+    if seed.feeds is not None:
+        run += ["--feeds", seed.feeds]
+    run += ["--fetch", fetches]
+    for t in seed.targets:
+        run += ["--target", t]
+    for t in seed.init:
+        run += ["--init", t]
+    cmds["run"] = (run, out / "r.npz")
+    return {k: ([str(a) for a in argv], o) for k, (argv, o) in cmds.items()}
+
+
+class Hang(BaseException):
+    """Raised by the alarm in an in-process command that ran past the time bound."""
+
+
+def run_in_process(argv, time_bound=TIME_BOUND_S):
+    """tfg.cli.main(argv) with swapped std streams -> (exit code, stderr text, seconds)."""
+    from tfg.cli import main
+
+    old = sys.stdin, sys.stdout, sys.stderr
+    out, err = pyio.BytesIO(), pyio.BytesIO()
+    streams = (pyio.TextIOWrapper(pyio.BytesIO(b"")),
+               pyio.TextIOWrapper(out, write_through=True),
+               pyio.TextIOWrapper(err, write_through=True))
+
+    def on_alarm(signum, frame):
+        raise Hang()
+
+    prev = signal.signal(signal.SIGALRM, on_alarm)
+    # Someone else's alarm (pytest-timeout) is put back afterwards, minus the time we took.
+    outer, _ = signal.setitimer(signal.ITIMER_REAL, time_bound)
+    sys.stdin, sys.stdout, sys.stderr = streams
+    start = time.monotonic()
+    try:
+        main(argv)
+        code = 0
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    except Hang:
+        code = "hang"
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, prev)
+        if outer:
+            signal.setitimer(signal.ITIMER_REAL, max(outer - (time.monotonic() - start), 0.01))
+        sys.stdin, sys.stdout, sys.stderr = old
+        for s in streams:
+            s.flush()
+            s.detach()
+    return code, err.getvalue().decode("utf-8", "replace"), time.monotonic() - start
+
+
+def _limit_memory():
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (8 << 30, 8 << 30))
+
+
+def run_as_process(argv, time_bound=TIME_BOUND_S):
+    """`python -m tfg ARGV` (address space capped at 8 GiB) -> (code, stderr, seconds)."""
+    start = time.monotonic()
+    try:
+        p = subprocess.run([sys.executable, "-m", "tfg", *argv], capture_output=True,
+                           timeout=time_bound, stdin=subprocess.DEVNULL,
+                           preexec_fn=_limit_memory, cwd=ROOT)
+    except subprocess.TimeoutExpired:
+        return "hang", "", time.monotonic() - start
+    return p.returncode, p.stderr.decode("utf-8", "replace"), time.monotonic() - start
+
+
+def problems(sub, code, err, output):
+    """What is wrong with one command's outcome (an empty list when it ended cleanly)."""
+    bad = []
+    allowed = (0, 1, 2) if sub == "run" else (0, 2)
+    if code == "hang":
+        return [f"no answer within {TIME_BOUND_S:.0f}s"]
+    if code not in allowed:
+        bad.append(f"exit {code}")
+    if "Traceback" in err:
+        bad.append("traceback on stderr")
+    if code != 0:
+        lines = [ln for ln in err.splitlines() if ln.strip()]
+        soft = [ln for ln in lines if ln.startswith("tfg: warning")]
+        if len(lines) - len(soft) != 1 or not lines[-1].startswith("tfg: error: "):
+            bad.append(f"stderr is not one error line: {err[-300:]!r}")
+        if "internal error" in err:
+            bad.append("internal error")
+        if output is not None and output.exists():
+            bad.append("a failed command left its output file")
+    if output is not None:
+        tmp = [p.name for p in output.parent.iterdir() if p.name.startswith((".tfg-", ".tmp-"))]
+        if tmp:
+            bad.append(f"temporary files left: {tmp}")
+    return bad
+
+
+class Report:
+    def __init__(self):
+        self.tried = collections.Counter()  # subcommand -> inputs tried
+        self.codes = collections.defaultdict(collections.Counter)  # subcommand -> exit codes
+        self.mutators = collections.Counter()
+        self.failures = []
+        self.slowest = (0.0, None)
+
+    def summary(self):
+        lines = [f"{'subcommand':<10} {'inputs':>7}  exit codes"]
+        for sub in SUBCOMMANDS:
+            codes = ", ".join(f"{c}: {n}" for c, n in sorted(self.codes[sub].items(),
+                                                             key=lambda kv: str(kv[0])))
+            lines.append(f"{sub:<10} {self.tried[sub]:>7}  {codes}")
+        lines.append(f"total inputs: {sum(self.tried.values())}, distinct graphs: "
+                     f"{sum(self.mutators.values())}, failures: {len(self.failures)}, "
+                     f"slowest command: {self.slowest[0]:.1f}s {self.slowest[1] or ''}")
+        return "\n".join(lines)
+
+
+def fuzz(seeds, rounds=1, rng_seed=0, mutators=MUTATORS, subcommands=SUBCOMMANDS,
+         in_process=True, report=None, log=None):
+    """Every seed x mutator, `rounds` times, through `subcommands`; returns the Report."""
+    report = report or Report()
+    runner = run_in_process if in_process else run_as_process
+    with tempfile.TemporaryDirectory(prefix="tfg-fuzz-") as tmp:
+        tmp = pathlib.Path(tmp)
+        for r in range(rounds):
+            for si, seed in enumerate(seeds):
+                for mi, mutator in enumerate(mutators):
+                    rng = random.Random(f"{rng_seed}/{r}/{seed.name}/{mutator}")
+                    data, what = mutate(seed, mutator, rng, extra=rng.choice([0, 0, 1, 2]))
+                    report.mutators[mutator] += 1
+                    graph_path = tmp / f"in-{r}-{si}-{mi}.pb"
+                    graph_path.write_bytes(data)
+                    outdir = tmp / f"out-{r}-{si}-{mi}"
+                    outdir.mkdir()
+                    cmds = commands(seed, graph_path, outdir)
+                    for sub in subcommands:
+                        argv, output = cmds[sub]
+                        code, err, secs = runner(argv)
+                        report.tried[sub] += 1
+                        report.codes[sub][code] += 1
+                        if secs > report.slowest[0]:
+                            report.slowest = (secs, f"({sub} on {seed.name} {mutator})")
+                        bad = problems(sub, code, err, output)
+                        if bad:
+                            keep = pathlib.Path(os.environ.get(
+                                "TFG_FUZZ_KEEP", pathlib.Path(tempfile.gettempdir())
+                                / "tfg-fuzz-failures"))
+                            keep.mkdir(parents=True, exist_ok=True)
+                            saved = keep / f"{seed.name.replace('/', '_')}-{mutator}-{r}.pb"
+                            saved.write_bytes(data)
+                            report.failures.append(
+                                f"{sub} on {seed.name} after {what}: {'; '.join(bad)} "
+                                f"[repro: tfg {' '.join(argv).replace(str(graph_path), str(saved))}]")
+                            if log:
+                                log(report.failures[-1])
+                    graph_path.unlink()
+    return report
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rounds", type=int, default=8, help="rounds over seeds x mutators")
+    ap.add_argument("--seed", type=int, default=0, help="random stream")
+    ap.add_argument("--processes", action="store_true",
+                    help="run each command as a process (default: in this process)")
+    ap.add_argument("--only", default=None, help="comma list of subcommands")
+    ap.add_argument("--mutators", default=None, help="comma list of mutators")
+    args = ap.parse_args()
+    subs = tuple(args.only.split(",")) if args.only else SUBCOMMANDS
+    muts = tuple(args.mutators.split(",")) if args.mutators else MUTATORS
+    seeds = load_seeds()
+    start = time.monotonic()
+    report = fuzz(seeds, rounds=args.rounds, rng_seed=args.seed, mutators=muts,
+                  subcommands=subs, in_process=not args.processes,
+                  log=lambda line: print("FAIL", line, file=sys.stderr))
+    print(report.summary())
+    print(f"{len(seeds)} seeds, {len(muts)} mutators, {args.rounds} rounds, "
+          f"{time.monotonic() - start:.0f}s")
+    return 1 if report.failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
