@@ -45,13 +45,22 @@ def _side_effect_free(ctx, node):
     from tfg.schemas.ops import get_op, has_op
     if node.op in _NEVER or ctx.preserved(node.name) or not has_op(node.op):
         return False
-    if get_op(node.op).stateful:
-        return False
+    if get_op(node.op).stateful or _writes_ref(node):
+        return False  # Assign and the Apply* ops are not "stateful" but write through refs
     for ref in node.input_refs:  # reading a Switch: its deadness must flow through data
         src = ctx.graph.get(ref.node)
         if src is None or src.op in SWITCH_OPS:
             return False
     return True
+
+
+def _writes_ref(node):
+    from tfg.errors import TfgError
+    from tfg.schemas.ops.signature import ref_input_indices
+    try:
+        return bool(ref_input_indices(node))
+    except TfgError:
+        return True
 
 
 def _to_noop(ctx, node):
