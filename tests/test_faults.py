@@ -401,3 +401,32 @@ def test_closed_port_ends_the_step_naming_the_task_and_a_rerun_resumes(tmp_path)
         for w in workers:
             w.kill()
             w.wait()
+
+
+def test_ctrl_c_during_a_cluster_step_ends_it_on_every_worker(tmp_path):
+    from test_cluster_failures import long_loop_graph
+
+    from tfg.executor.distributed.local import LocalCluster
+    from tfg.executor.distributed.rpc import WorkerClient
+    from tfg.schemas.proto import worker_pb2 as pb
+
+    path = tmp_path / "g.pb"
+    io.save(long_loop_graph(10 ** 9), str(path))
+    with LocalCluster(2) as c:
+        proc = subprocess.Popen(_tfg("run", path, "--cluster", c.spec, "--fetch", "count"),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        clients = [WorkerClient(("worker", i), a) for i, a in enumerate(c.addresses)]
+        deadline = time.monotonic() + 60
+        while not all(cl.call("GetStatus", pb.GetStatusRequest(), timeout=5).active_steps
+                      for cl in clients):
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+        assert proc.returncode == 130, err
+        assert err.count(b"\n") == 1 and b"Traceback" not in err
+        deadline = time.monotonic() + 10  # the abort reaches both tasks
+        while any(cl.call("GetStatus", pb.GetStatusRequest(), timeout=5).active_steps
+                  for cl in clients):
+            assert time.monotonic() < deadline, "a worker still runs the cancelled step"
+            time.sleep(0.05)
