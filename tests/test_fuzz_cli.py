@@ -4,7 +4,7 @@ the project's fixtures, plus hypothesis choosing seeds and mutation chains.
 
 Each command must end with exit 0, exit 2 (bad input) or, for `run`, exit 1 (a runtime
 failure of a valid graph), with one error line on stderr, no traceback, no output file left
-after a failure, within the time bound. CI runs a bounded size (about a minute);
+after a failure, within the time bound. CI runs a bounded size (every seed x mutator once, about a minute);
 TFG_FUZZ_FULL=1 runs every seed x mutator for several rounds. The inputs tried per subcommand
 are printed (pytest -s) and asserted.
 """
@@ -24,23 +24,11 @@ import fuzz  # noqa: E402  (tools/fuzz.py: the engine, also a CLI)
 
 FULL = bool(os.environ.get("TFG_FUZZ_FULL"))
 SEEDS = fuzz.load_seeds()
-# CI: seeds that cover every construct the mutators aim at (loops, nested loops, conds,
-# variables and training, multi-device, convolutions); full size: all of them.
-CI_SEEDS = ("while_simple", "nested_while", "cond_simple_0", "train_sgd", "grad_mlp",
-            "multi_device", "cnn_infer", "while_zero_iter", "cond_in_while", "variables",
-            "stack_loop", "nested_while_invariant")
 
 
 def _ci_seeds():
-    if FULL:
-        return SEEDS
-    chosen, seen = [], set()
-    for s in SEEDS:
-        short = s.name.split("/", 1)[1]
-        if short in CI_SEEDS and short not in seen:
-            chosen.append(s)
-            seen.add(short)
-    return chosen or SEEDS[:8]
+    """Every seed, one round in CI (~6000 commands, about a minute); 8 rounds at full size."""
+    return SEEDS
 
 
 @pytest.fixture(scope="module")
@@ -127,11 +115,11 @@ def test_as_processes(tmp_path):
     """A few mutants as real processes (address space capped): no interpreter crash."""
     seeds = [s for s in SEEDS if s.name.endswith(("while_simple", "train_sgd"))][:1] or SEEDS[:1]
     fuzz.TIME_BOUND_S = 60.0
-    report = fuzz.fuzz(seeds, mutators=("flip_bits", "huge_shape", "no_loopcond"),
-                       in_process=False, rng_seed=3)
+    report = fuzz.fuzz(seeds, mutators=("flip_bits", "huge_shape"), in_process=False,
+                       rng_seed=3)
     print("\n" + report.summary())
     assert not report.failures, "\n".join(report.failures)
-    assert sum(report.tried.values()) == 3 * len(fuzz.SUBCOMMANDS) * len(seeds)
+    assert sum(report.tried.values()) == 2 * len(fuzz.SUBCOMMANDS) * len(seeds)
 
 
 # --- the targeted cases the issue lists, each through every subcommand -----------------------

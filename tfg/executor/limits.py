@@ -15,7 +15,10 @@ the output's size from the input values (a few integer multiplications) and rais
 shape, without decoding it, before the plan is built (decoding is what allocates it).
 
 The limit is per tensor: it stops a graph from asking for more memory than the machine has; it
-does not account for the sum of live tensors. The default is the machine's physical memory.
+does not account for the sum of live tensors. The default is the machine's physical memory; the
+broadcasting ops (elementwise, Select, MatMul) are checked only under an explicit limit (or
+where the kernel overcommits): numpy already refuses a result larger than the machine, and they
+are most of a step's ops.
 """
 import math
 import os
@@ -170,9 +173,7 @@ def _segment_sum(ctx, a):
 
 def _binary(ctx, a):
     x, y = np.asarray(a[0]), np.asarray(a[1])
-    # The broadcast output holds at most size(x) * size(y) elements: only compute it exactly
-    # when that bound is large, so ordinary calls pay two multiplications.
-    if x.size * y.size * max(x.dtype.itemsize, 8) < 1 << 26 or x.shape == y.shape:
+    if x.shape == y.shape:
         return (), None
     return np.broadcast_shapes(x.shape, y.shape), np.result_type(x, y)
 
@@ -225,13 +226,51 @@ def _guarded(fn, shape_of, limit, needs_step):
     return checked
 
 
-def guard_plan(plan, limit):
-    """Wrap the kernels of `plan` that allocate from a shape with the size check (in place)."""
+def _guarded_binary(fn, shape_of, limit):
+    """The check for broadcasting binary ops, on every elementwise op of a step: one
+    multiplication decides in the common case (the output has at most size(x) * size(y)
+    elements, at most 16 bytes each)."""
+    cap = limit // 16
+    slow = _guarded(fn, shape_of, limit, False)
+
+    def checked(ctx, x, y, *rest):
+        if getattr(x, "size", 1) * getattr(y, "size", 1) <= cap:
+            return fn(ctx, x, y, *rest)
+        return slow(ctx, x, y, *rest)
+
+    checked.__wrapped__ = fn
+    return checked
+
+
+def overcommits():
+    """Whether the kernel grants any allocation (vm.overcommit_memory = 1): then numpy cannot
+    refuse a broadcast larger than the machine, and only our check stands before the OOM
+    killer."""
+    try:
+        with open("/proc/sys/vm/overcommit_memory") as f:
+            return f.read().strip() == "1"
+    except OSError:
+        return False
+
+
+def guard_plan(plan, limit, elementwise=True):
+    """Wrap the kernels of `plan` that allocate from a shape with the size check (in place).
+
+    `elementwise=False` leaves the ops whose output size derives from their inputs' alone
+    (broadcasting binary ops, Select, MatMul: most of a step's ops, and numpy itself refuses a
+    result larger than the machine's memory).
+    """
     if limit is None:
         return plan
     for item in plan.items:
         shape_of = OUTPUT_SHAPES.get(item.op)
-        if shape_of is not None and item.fn is not None and not hasattr(item.fn, "__wrapped__"):
+        if shape_of is None or item.fn is None or hasattr(item.fn, "__wrapped__"):
+            continue
+        if shape_of in (_binary, _select, _matmul) and not elementwise:
+            continue
+        if shape_of is _binary and not item.needs_step:
+            item.fn = _guarded_binary(item.fn, shape_of, limit)
+        else:
             item.fn = _guarded(item.fn, shape_of, limit, item.needs_step)
     return plan
 

@@ -72,6 +72,7 @@ class Session:
         # The largest tensor a kernel may allocate (bytes or '4G'; default: physical memory),
         # checked before allocating (tfg/executor/limits.py).
         self.memory_limit = limits.resolve_limit(max_memory)
+        self._check_elementwise = max_memory is not None or limits.overcommits()
 
     # --- running --------------------------------------------------------------------------
     def run(self, fetches=None, feeds=None, targets=None, trace=False):
@@ -133,7 +134,7 @@ class Session:
                     if (r.node in names and r not in fed) or (r in fed and pi == 0)]
             plan = build_plan(nodes, device, feeds=feed_refs,
                               fetches=[fetch_refs[i] for i in mine], targets=targets)
-            limits.guard_plan(plan, self.memory_limit)
+            limits.guard_plan(plan, self.memory_limit, self._check_elementwise)
             for j, i in enumerate(mine):
                 owner[i] = (pi, j)
             plans.append(plan)

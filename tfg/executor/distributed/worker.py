@@ -187,7 +187,7 @@ class WorkerService(worker_pb2_grpc.WorkerServiceServicer):
             mine = [i for i, r in enumerate(fetch_refs) if r.node in names]
             plan = build_plan(nodes, device, feeds=feed_refs,
                               fetches=[fetch_refs[i] for i in mine])
-            limits.guard_plan(plan, limit)
+            limits.guard_plan(plan, limit, limits.overcommits())
             for j, i in enumerate(mine):
                 owner[i] = (pi, j)
             plans.append(plan)
