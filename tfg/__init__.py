@@ -29,6 +29,7 @@ _LAZY = {
     "ClusterConfig": ("tfg.executor.distributed", "ClusterConfig"),
     "validate": ("tfg.graphdef.validate", "validate"),
     "infer": ("tfg.graphdef.infer", "infer"),
+    "diff": ("tfg.graphdef.diff", "diff"),
 }
 
 

@@ -134,6 +134,10 @@ def write_bytes_atomic(path, data):
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
+        # mkstemp makes owner-only files; give the result the permissions a plain open() would.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, path)
     except BaseException:
         try:
