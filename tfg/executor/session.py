@@ -11,7 +11,8 @@ ports out of range, ops without a kernel and unfed placeholders are input errors
 anything runs. A graph whose nodes carry full device names and talk through `_Send`/`_Recv`
 (what `tfg partition` writes) runs one executor per device over a shared rendezvous; other
 graphs run on the first device. Variables, queues and random streams live as long as the
-Session.
+Session. `max_memory` (bytes or '4G'; default: the machine's memory) refuses, before
+allocating, any tensor larger than it (tfg/executor/limits.py).
 """
 import os
 import threading
