@@ -94,6 +94,9 @@ def command(graph, fmt, tag, signature, feed_args, feeds_file, fetches, targets,
         feeds, fetch_names, shown = savedmodel.bind_signature(g, signature, feeds, fetch_names)
     if tls_ca is not None and cluster is None:
         raise TfgInputError("--tls-ca needs --cluster")
+    if max_memory is not None and cluster is not None:
+        raise TfgInputError("--max-memory applies to local runs (each worker refuses tensors "
+                            "larger than its machine's memory)")
     if cluster is not None:  # the cluster options travel with the spec (distributed/)
         from tfg.executor.distributed import ClusterConfig
 
