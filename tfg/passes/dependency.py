@@ -6,6 +6,8 @@ nodes that exist only to carry them.
 - a NoOp (or an Identity read only through control edges) is bypassed when that does not add
   edges or device crossings: its consumers wait on its inputs directly
       before: a = NoOp(^x); t = NoOp(^a)       after: t = NoOp(^x)
+- an Identity read only as data is bypassed (not across devices or frames, never of a ref)
+      before: i = Identity(s:1); a = Neg(i)    after: a = Neg(s:1)
 - transitive reduction: a control edge ^c into n goes when n already depends on c through
   another input      before: b = Neg(a); n = Exp(b, ^a)      after: n = Exp(b)
 
@@ -13,11 +15,14 @@ Never touched: preserved nodes, frame ops (Enter/Exit/Merge/Switch/NextIteration
 Assert, CheckNumerics, ControlTrigger, stateful ops, nodes reading a Switch (a control edge from
 a Switch fires on either branch), and paths through Merges or frame ops.
 """
+from tfg.graphdef.names import TensorRef
 from tfg.passes.manager import register_pass
 from tfg.passes.rewrite import FRAME_OPS, SWITCH_OPS, RewriteContext
 
 _NEVER = frozenset({"Assert", "CheckNumerics", "ControlTrigger", "Print", "PrintV2",
                     "_Send", "_Recv", "_HostSend", "_HostRecv"}) | FRAME_OPS
+_ENTER_EXIT = frozenset({"Enter", "RefEnter", "Exit", "RefExit", "NextIteration",
+                         "RefNextIteration"})
 _FORWARDERS = frozenset({"NoOp", "Identity"})
 _SEARCH_LIMIT = 2000  # ancestors visited per control edge before giving up (keeps it linear)
 
@@ -37,8 +42,39 @@ def dependency_optimizer(graph, opts):
     for node in list(graph):
         if graph.get(node.name) is node and _bypass(ctx, node):
             changed = True
+    for node in list(graph):
+        if graph.get(node.name) is node and _bypass_identity(ctx, node):
+            changed = True
     changed |= transitive_reduction(ctx)
     return changed
+
+
+def _bypass_identity(ctx, node):
+    """Identity(x) read only as data -> its consumers read x (as Grappler does), when it
+    crosses no device or frame, its control inputs move to a single consumer, and x is not a ref (a read of a
+    variable is a snapshot: it must stay)."""
+    if node.op != "Identity" or ctx.preserved(node.name):
+        return False
+    if len(node.data_inputs) != 1 or ctx.control_consumers(node.name):
+        return False
+    ref = node.data_inputs[0]
+    src = ctx.graph.get(ref.node)
+    if src is None or src.op in _ENTER_EXIT or src.device != node.device:
+        return False
+    dtype = ctx.dtype(ref)
+    if dtype is None or dtype.is_ref:
+        return False
+    consumers = ctx.consumers(node.name)
+    if not consumers or any(c.device != node.device for c, _ in consumers):
+        return False
+    ctrls = ["^" + c for c in node.control_inputs]
+    if ctrls and (len(consumers) > 1 or consumers[0][0].op in FRAME_OPS):
+        return False  # moving its control inputs would add edges or change frames
+    ctx.reroute(TensorRef(node.name, 0), ref)
+    for consumer, _ in consumers:
+        ctx.set_inputs(consumer, list(consumer.inputs) + ctrls)
+    ctx.remove(node)
+    return True
 
 
 def _side_effect_free(ctx, node):
