@@ -10,6 +10,7 @@ Encoding a Python value picks the AttrValue field from its type; `kind` forces o
 """
 import numpy as np
 
+from tfg.errors import GraphFormatError
 from tfg.graphdef import tensors
 from tfg.schemas.dtypes import DType
 from tfg.schemas.proto import attr_value_pb2
@@ -32,7 +33,7 @@ def decode(av):
     if which == "b":
         return av.b
     if which == "type":
-        return DType(av.type)
+        return _dtype(av.type)
     if which == "shape":
         return tensors.shape_from_proto(av.shape)
     if which == "tensor":
@@ -46,7 +47,7 @@ def decode(av):
         if len(getattr(lv, field)):
             return list(getattr(lv, field))
     if len(lv.type):
-        return [DType(t) for t in lv.type]
+        return [_dtype(t) for t in lv.type]
     if len(lv.shape):
         return [tensors.shape_from_proto(s) for s in lv.shape]
     if len(lv.tensor):
@@ -54,6 +55,13 @@ def decode(av):
     if len(lv.func):
         return list(lv.func)
     return []
+
+
+def _dtype(number):
+    try:
+        return DType(number)
+    except ValueError:  # a corrupt file: an input error naming the value, not a crash
+        raise GraphFormatError(f"attr holds {number}, which is not a valid DType") from None
 
 
 def kind_of(av):

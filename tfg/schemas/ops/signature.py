@@ -22,13 +22,19 @@ def attr_or_default(node, name, sig=None):
 
 def _arg_dtypes(node, arg, sig):
     if arg.type_list_attr:
-        types = list(attr_or_default(node, arg.type_list_attr, sig))
+        types = attr_or_default(node, arg.type_list_attr, sig)
+        if not isinstance(types, list) or not all(isinstance(t, DType) for t in types):
+            raise TfgInputError(f"node {node.name!r} ({node.op}): attr "
+                                f"{arg.type_list_attr!r} is not a list of types")
     else:
         t = arg.dtype if arg.dtype is not None else attr_or_default(node, arg.type_attr, sig)
         if not isinstance(t, DType):
             raise TfgInputError(f"node {node.name!r} ({node.op}): attr {arg.type_attr!r} "
                                 f"is not a type")
-        n = int(attr_or_default(node, arg.number_attr, sig)) if arg.number_attr else 1
+        n = attr_or_default(node, arg.number_attr, sig) if arg.number_attr else 1
+        if type(n) is not int or n < 0:  # a wrong attr type or a negative count
+            raise TfgInputError(f"node {node.name!r} ({node.op}): attr {arg.number_attr!r} "
+                                "is not a non-negative int")
         types = [t] * n
     return [t.as_ref if arg.is_ref else t for t in types]
 
