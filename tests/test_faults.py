@@ -252,10 +252,15 @@ def test_kill_9_while_writing_a_checkpoint_never_corrupts_the_previous_one(tmp_p
                "--checkpoint-dir", ckpt, "--checkpoint-every", 1)
     rng = random.Random(0)
     kills, mid_write, last = 0, 0, -1
-    for _ in range(6):
+    for k in range(8):
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         _wait_for(ckpt / "variables.tfgckpt", proc, timeout=120)
-        time.sleep(0.3 + rng.random() * 0.7)
+        if k % 2:  # at a random moment
+            time.sleep(0.3 + rng.random() * 0.7)
+        else:  # the moment a new checkpoint's temporary file appears: inside the write
+            deadline = time.monotonic() + 30
+            while not any(p.name.startswith(".tmp-") for p in ckpt.iterdir()):
+                assert time.monotonic() < deadline and proc.poll() is None
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
         kills += 1
@@ -389,6 +394,7 @@ def test_closed_port_ends_the_step_naming_the_task_and_a_rerun_resumes(tmp_path)
         assert not out.exists()
         # The network heals: same ports, same workers (their variables survived).
         proxies[1] = Proxy(public[1], real[1])
+        time.sleep(1.5)  # the workers' channels to task 1 reconnect (backoff of at most 1 s)
         second = subprocess.run(cmd, capture_output=True, timeout=300)
         assert second.returncode == 0, second.stderr
         _, final = read_checkpoint_with_step(ckpt / "variables.tfgckpt")

@@ -34,6 +34,11 @@ OPTIONS = [
     ("grpc.keepalive_timeout_ms", 5000),
     ("grpc.keepalive_permit_without_calls", 1),
     ("grpc.http2.max_pings_without_data", 0),
+    # After a peer comes back (restart, healed partition) reconnect within a second or two,
+    # not after gRPC's default backoff of up to two minutes.
+    ("grpc.initial_reconnect_backoff_ms", 200),
+    ("grpc.min_reconnect_backoff_ms", 200),
+    ("grpc.max_reconnect_backoff_ms", 1000),
 ]
 SERVER_OPTIONS = OPTIONS + [("grpc.http2.min_ping_interval_without_data_ms", 5000),
                             ("grpc.so_reuseport", 0)]
