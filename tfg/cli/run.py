@@ -5,6 +5,7 @@ import json
 import os
 import sys
 import time
+import warnings
 
 import click
 import numpy as np
@@ -78,6 +79,9 @@ def command(graph, fmt, tag, signature, feed_args, feeds_file, fetches, targets,
     """
     from tfg.executor.session import Session
 
+    # numpy's RuntimeWarnings (NaN casts, overflow) would add lines to stderr: TensorFlow
+    # computes the same values without a word, and so does tfg run.
+    warnings.simplefilter("ignore", RuntimeWarning)
     fetch_names = split_names(fetches)
     target_names = [t.lstrip("^") for t in split_names(targets)]
     init_names = [t.lstrip("^") for t in split_names(inits)]

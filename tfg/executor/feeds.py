@@ -73,6 +73,8 @@ def convert_feed(graph, ref, value):
     name = tensor_name(ref.node, ref.port)
     if isinstance(dtype, DType):
         dtype = dtype.base
+    else:  # a malformed dtype attr (e.g. a tensor): nothing to check against
+        dtype = None
     if dtype == DType.STRING:
         arr = np.asarray(value, dtype=object)
         arr = np.vectorize(_to_bytes, otypes=[object])(arr) if arr.size else arr
