@@ -89,24 +89,31 @@ def make_options(graph, keep=(), feeds=(), devices=(), verify=False):
 
 
 def optimize(graph, passes=None, keep=(), feeds=(), devices=(), rounds=DEFAULT_ROUNDS,
-             verify=False, report=None):
+             verify=False, report=None, on_pass=None):
     """Run a pipeline of passes on a copy of `graph`; returns the optimized Graph.
 
     `passes`: names (list or comma string; default DEFAULT_PIPELINE). `keep`: node names or
     tensor names that must survive with their values (default: nodes without consumers).
     `report`: a list that receives one dict per pass run (pass, round, before, after, seconds,
-    changed, error).
+    changed, error). `on_pass(name, index, total)`: called before each pass runs; index counts
+    from 1 over the `total` runs planned (fewer run when a round changes nothing).
     """
     _load_passes()
     names = _pass_names(passes)
     opts = make_options(graph, keep, feeds, devices, verify)
     current = graph.copy()
+    total = sum(1 for rnd in range(rounds) for name in names
+                if not (PASSES[name].first_round_only and rnd > 0))
+    index = 0
     for rnd in range(rounds):
         round_changed = False
         for name in names:
             info = PASSES[name]
             if info.first_round_only and rnd > 0:
                 continue
+            index += 1
+            if on_pass is not None:
+                on_pass(name, index, total)
             current, changed = run_pass(info, current, opts, rnd, report)
             round_changed |= changed
         if not round_changed:
