@@ -234,3 +234,72 @@ def test_control_trigger_leaves_the_branch():
     info = frames.analyze(g)
     assert [b for _, b in info.cond_branch_of("a")] == [1]
     assert info.cond_branch_of("t") == []
+
+
+# --- Enter attrs of the wrong kind (issue #10) --------------------------------------------------
+
+def _enter_attr(attr, value, kind=None):
+    g = small_loop(Graph())
+    g["e"].set_attr(attr, value, kind)
+    return g
+
+
+@pytest.mark.parametrize("attr, value, kind, message", [
+    ("frame_name", np.ones(3, np.float32), None, "'frame_name' must be a string, but the "
+     "AttrValue holds a tensor"),
+    ("frame_name", 7, None, "'frame_name' must be a string, but the AttrValue holds an int"),
+    ("frame_name", [b"f", b"g"], "list(s)", "must be a string, but the AttrValue holds a list"),
+    ("frame_name", b"\xff\xfe", None, "is not UTF-8"),
+    ("is_constant", np.ones(3, np.float32), None, "'is_constant' must be a bool"),
+    ("is_constant", b"yes", None, "'is_constant' must be a bool, but the AttrValue holds a string"),
+    ("parallel_iterations", np.ones(3, np.int32), None, "'parallel_iterations' must be an int"),
+    ("parallel_iterations", 2.5, None, "'parallel_iterations' must be an int"),
+    ("parallel_iterations", DType.FLOAT, None, "'parallel_iterations' must be an int"),
+])
+def test_enter_attr_of_the_wrong_kind_names_the_node(attr, value, kind, message):
+    with pytest.raises(GraphValidationError, match=message) as e:
+        frames.analyze(_enter_attr(attr, value, kind))
+    assert "'e'" in str(e.value) and "\n" not in str(e.value)
+
+
+def test_empty_attr_value_is_refused_not_read_as_default():
+    g = small_loop(Graph())
+    g["e"].attr["is_constant"].Clear()  # present, but holds nothing
+    with pytest.raises(GraphValidationError, match="holds nothing"):
+        frames.analyze(g)
+
+
+def test_enter_attrs_of_the_right_kind_are_read():
+    g = _enter_attr("parallel_iterations", 3)
+    g["e"].set_attr("is_constant", False)
+    f = frames.analyze(g).frames["f"]
+    assert f.parallel_iterations == 3 and f.constant_enters == []
+    g["e"].set_attr("is_constant", True)
+    assert frames.analyze(g).frames["f"].constant_enters == ["e"]
+
+
+def test_merge_input_with_a_tensor_dtype_attr_is_not_a_crash():
+    g = small_loop(Graph())
+    g.add_node("u", "MyUnknownOp", attrs={"T": np.ones(2, np.float32)})
+    g.add_node("mu", "Merge", ["u", "x"], {"T": F, "N": 2})
+    info = frames.analyze(g)  # an unknown op's T that is not a type says nothing
+    assert info.frame_of("mu") is None
+
+
+def test_the_cli_reports_a_malformed_enter_with_one_line(tmp_path):
+    """partition refuses (exit 2, the node named); info and render describe the graph anyway,
+    with the problem in the summary (they work on malformed control flow by design)."""
+    from helpers import tfg_cli
+
+    path = tmp_path / "g.pb"
+    io.save(_enter_attr("frame_name", np.ones(3, np.float32)), str(path))
+    out = tmp_path / "p.pb"
+    p = tfg_cli("partition", path, "--devices", "cpu:2", "-o", out, check=False)
+    err = p.stderr.decode()
+    assert p.returncode == 2 and not out.exists(), err
+    assert err.strip().count("\n") == 0 and "'e'" in err and "Traceback" not in err
+    p = tfg_cli("info", path, check=False)
+    assert p.returncode == 0, p.stderr
+    assert b"control flow: malformed: Enter 'e': attr 'frame_name'" in p.stdout
+    p = tfg_cli("render", path, "-o", tmp_path / "r.dot", check=False)
+    assert p.returncode == 0, p.stderr
