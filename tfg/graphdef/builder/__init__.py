@@ -29,6 +29,7 @@ from tfg.graphdef.builder.control_flow import (  # noqa: F401
 from tfg.graphdef.builder.control_flow import tuple_ as tuple  # noqa: F401,A001
 from tfg.graphdef.builder import training as train  # noqa: F401
 from tfg.graphdef.builder import nn_ops as nn  # noqa: F401
+from tfg.graphdef.builder import collective  # noqa: F401
 
 Graph = GraphBuilder  # `with tb.Graph() as g:` reads like TensorFlow
 get_default_graph = get_default_builder
