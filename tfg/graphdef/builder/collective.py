@@ -103,12 +103,13 @@ def reduce_sum(tensors, device=None, devices=None, name=None):
     return reduce(tensors, "sum", device=device, devices=devices, name=name)
 
 
-def broadcast(tensor, devices, name=None):
+def broadcast(tensor, devices, source=None, name=None):
     """One copy of `tensor` on each of `devices` (Identity nodes, in the order given).
 
     Before: t on dev0; broadcast(t, [dev0, dev1, dev2, dev3]).
     After:  out_0 on dev0 and out_1 on dev1 read t; out_2 on dev2 reads out_0 and out_3 on
             dev3 reads out_1 (a binomial tree: log2(n) rounds, no device sends twice a round).
+    `source`: the device `tensor` is on, when its node has none.
     """
     b = get_default_builder()
     with b.name_scope(name or "broadcast") as scope:
@@ -116,7 +117,7 @@ def broadcast(tensor, devices, name=None):
         devs = [_device_string(d) for d in devices]
         if not devs:
             raise TfgInputError(f"{scope.rstrip('/')}: no devices to broadcast to")
-        src = _device_of(t, None, scope.rstrip("/"))
+        src = _device_of(t, source, scope.rstrip("/"), hint="source=")
         return _broadcast_tree(b, t, src, devs, t.dtype.base, t.shape)
 
 
@@ -166,24 +167,33 @@ def _reduce_tree(b, items, merge, dt, shape):
 
 
 def _broadcast_tree(b, value, src_dev, devs, dt, shape):
-    """Identity copies of value (on src_dev) onto each of devs; a copy made on one round is a
-    source on the next, so the fan-out doubles per round instead of src sending n times."""
+    """Identity copies of value (on src_dev) onto each of devs. Each round, every device that
+    holds the value sends it to one device that does not (so log2(n) rounds, not n - 1 sends
+    from src); a member on a device that already holds it copies locally."""
     outs = [None] * len(devs)
-    # The member on the source device copies locally first; then the rest in order.
-    pending = sorted(range(len(devs)), key=lambda i: devs[i] != src_dev)
-    holders = [value]
+    holders = {src_dev: value}  # device -> the copy there that later rounds send on
+    pending = list(range(len(devs)))
     while pending:
-        new = []
-        for h in holders:
-            if not pending:
+        rest = []
+        for k in pending:
+            if devs[k] in holders:  # already there: a local copy, no transfer
+                outs[k] = _copy(b, holders[devs[k]], devs[k], k, dt, shape)
+            else:
+                rest.append(k)
+        pending, new = rest, {}
+        for h in list(holders.values()):
+            k = next((k for k in pending if devs[k] not in new), None)
+            if k is None:
                 break
-            k = pending.pop(0)
-            with b.device(devs[k]):
-                outs[k] = make("Identity", [h], {"T": dt}, f"out_{k}", [dt],
-                               [shape]).outputs[0]
-            new.append(outs[k])
-        holders = holders + new
+            pending.remove(k)
+            outs[k] = new[devs[k]] = _copy(b, h, devs[k], k, dt, shape)
+        holders.update(new)
     return outs
+
+
+def _copy(b, tensor, dev, k, dt, shape):
+    with b.device(dev):
+        return make("Identity", [tensor], {"T": dt}, f"out_{k}", [dt], [shape]).outputs[0]
 
 
 # --- members ----------------------------------------------------------------------------------
@@ -224,13 +234,13 @@ def _compatible(a, c):
     return len(a) == len(c) and all(x is None or y is None or x == y for x, y in zip(a, c))
 
 
-def _device_of(t, given, what):
+def _device_of(t, given, what, hint="devices=[...]"):
     if given is not None:
         return _device_string(given)
     dev = t.op.node.device
     if not dev:
         raise TfgInputError(f"{what}: tensor {t.name!r} has no device; build it under "
-                            "tb.device(...) or pass devices=[...]")
+                            f"tb.device(...) or pass {hint}")
     return dev
 
 
