@@ -13,8 +13,14 @@ the one tagged exactly "serve"). Its GraphDef is what every tfg command works on
 friendly input/output keys to tensor names (`tfg run DIR --signature serving_default --feed
 x=...`). The variables/ folder is a tensor bundle: an SSTable index (LevelDB's layout, no
 compression) of BundleEntryProto and raw little-endian data shards; `read_variables` decodes it
-and checks every CRC. TF2 SavedModels (functions, resource variables in an object graph) are
-outside what tfg executes; their GraphDef still loads.
+and checks every CRC.
+
+TF2 SavedModels (tf.saved_model.save) keep the computation in the graph's function library and
+the variables as resource variables: `load_graph` inlines every function call
+(tfg.graphdef.functions) and `restore_variables` runs the saver's restore function
+(tfg.graphdef.savedmodel_tf2), so `tfg run DIR --signature serving_default` works for both.
+A call that cannot be inlined (control flow v2, an op tfg does not know) stays a call node;
+running anything that needs it is refused with the reason.
 """
 import os
 import struct
@@ -42,6 +48,8 @@ class SavedModelInfo:
     tags: list
     signatures: dict = field(default_factory=dict)  # name -> {method, inputs, outputs}
     available_tags: list = field(default_factory=list)  # every MetaGraphDef's tag set
+    saver: dict = field(default_factory=dict)  # SaverDef strings (restore_op_name, ...)
+    functions: dict = None  # TF2: {"inlined": n, "not_inlined": {call node: why}}
 
     @property
     def variables_prefix(self):
@@ -151,15 +159,24 @@ def load_graph(path, tags=None):
     After:  the {serve} GraphDef as a Graph; graph.saved_model.signatures from its SignatureDefs.
     """
     from tfg.graphdef.io import loads
+    from tfg.graphdef.functions import CALL_OPS, inline_functions, library_functions
+    from tfg.graphdef.savedmodel_tf2 import saver_def
 
     path = os.fspath(path)
     sm = read_saved_model(path)
     mg = select_meta_graph(sm, tags, source=path)
     graph = loads(mg.graph_def.SerializeToString(), f"{path} (MetaGraphDef graph_def)")
+    functions = None
+    lib = library_functions(graph)
+    if any(n.op in CALL_OPS or n.op in lib for n in graph):  # a TF2 SavedModel
+        inlined = inline_functions(graph, strict=False)
+        graph = inlined.graph
+        functions = {"inlined": inlined.count, "not_inlined": inlined.skipped}
     folder = path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
     graph.saved_model = SavedModelInfo(
         path=folder, tags=sorted(mg.meta_info_def.tags), signatures=signatures_of(mg),
-        available_tags=[sorted(m.meta_info_def.tags) for m in sm.meta_graphs])
+        available_tags=[sorted(m.meta_info_def.tags) for m in sm.meta_graphs],
+        saver=saver_def(mg), functions=functions)
     return graph
 
 
@@ -223,16 +240,41 @@ def _decode_entry(name, entry, shard, prefix):
     from tfg.tensorboard.crc32c import masked_crc32c
 
     dtype = DType(entry.dtype)
-    if dtype == DType.STRING:
-        raise TfgInputError(f"{prefix}: variable {name!r} holds strings, which tfg cannot read "
-                            "from a tensor bundle")
     data = shard[entry.offset:entry.offset + entry.size]
     if len(data) != entry.size:
         raise TfgInputError(f"{prefix}: variable {name!r} is truncated")
+    shape = tensors.shape_from_proto(entry.shape) or ()
+    if dtype == DType.STRING:
+        return _decode_strings(name, entry, data, shape, prefix)
     if masked_crc32c(data) != entry.crc32c:
         raise TfgInputError(f"{prefix}: variable {name!r} fails its CRC check")
-    shape = tensors.shape_from_proto(entry.shape) or ()
     return np.frombuffer(data, dtype=dtype.np).reshape(shape).copy()
+
+
+def _decode_strings(name, entry, data, shape, prefix):
+    """A string tensor of a bundle: varint64 lengths, a masked CRC-32C of the lengths (taken as
+    uint32s), then the bytes; the entry's CRC covers lengths (as uint32), that CRC and the bytes
+    (TensorFlow's tensor_bundle writes them this way, e.g. _CHECKPOINTABLE_OBJECT_GRAPH)."""
+    from tfg.tensorboard.crc32c import crc32c, mask
+
+    count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    pos, lengths = 0, []
+    for _ in range(count):
+        n, pos = _varint(data, pos)
+        lengths.append(n)
+    crc = crc32c(b"".join(struct.pack("<I", n & 0xFFFFFFFF) for n in lengths))
+    stored = data[pos:pos + 4]
+    if len(stored) != 4 or struct.unpack("<I", stored)[0] != mask(crc) or \
+            pos + 4 + sum(lengths) != len(data):
+        raise TfgInputError(f"{prefix}: string variable {name!r} is malformed")
+    body = data[pos + 4:]
+    if mask(crc32c(body, crc32c(stored, crc))) != entry.crc32c:
+        raise TfgInputError(f"{prefix}: variable {name!r} fails its CRC check")
+    out, pos = [], 0
+    for n in lengths:
+        out.append(bytes(body[pos:pos + n]))
+        pos += n
+    return np.array(out, dtype=object).reshape(shape)
 
 
 def _table_entries(data, source):
@@ -303,7 +345,8 @@ def restore_variables(session, graph, values):
 
     Before: a fresh Session of a SavedModel's graph (variables uninitialized).
     After:  every variable the bundle holds has its saved value, as TensorFlow's loader's
-            restore op would leave it.
+            restore op would leave it. Resource variables (a TF2 SavedModel) are restored by
+            running the saver's restore op (see tfg.graphdef.savedmodel_tf2).
     """
     from tfg.kernels.resources import Ref
 
@@ -316,10 +359,10 @@ def restore_variables(session, graph, values):
             short = node.get_attr("shared_name", b"").decode() or node.name
             declared[node.name] = (container, short, node.get_attr("dtype", None),
                                    node.get_attr("shape", None))
-        elif node.op == "VarHandleOp":
-            raise TfgInputError(f"variable {node.name!r} is a resource variable "
-                                "(VarHandleOp): restoring those from a SavedModel is not "
-                                "supported")
+        elif node.op == "VarHandleOp":  # a TF2 SavedModel: its restore function knows them
+            from tfg.graphdef.savedmodel_tf2 import restore_resource_variables
+
+            return restore_resource_variables(session, graph, values)
     for name, value in values.items():
         if name not in declared:
             continue  # e.g. a slot variable of an optimizer that the graph was pruned of
@@ -332,8 +375,11 @@ def restore_variables(session, graph, values):
 
 def describe(info):
     """The JSON-ready `saved_model` section of `tfg info` for a SavedModelInfo."""
-    return {"path": info.path, "tags": info.tags, "available_tags": info.available_tags,
-            "variables": info.variables_prefix is not None, "signatures": info.signatures}
+    out = {"path": info.path, "tags": info.tags, "available_tags": info.available_tags,
+           "variables": info.variables_prefix is not None, "signatures": info.signatures}
+    if info.functions is not None:
+        out["functions"] = info.functions
+    return out
 
 
 def format_signatures(info):
@@ -347,6 +393,12 @@ def format_signatures(info):
     lines = [f"saved model: tags {','.join(info.tags) or '(none)'} (variables: "
              f"{'yes' if info.variables_prefix else 'no'})",
              f"signatures ({len(info.signatures)}):"]
+    if info.functions is not None:  # TF2: say what was inlined and what cannot run
+        skipped = info.functions["not_inlined"]
+        lines.insert(1, f"functions: {info.functions['inlined']} calls inlined"
+                        f"{f', {len(skipped)} not' if skipped else ''}")
+        for call in sorted(skipped):
+            lines.insert(2, f"  not inlined: {skipped[call]}")
     for name, sig in info.signatures.items():
         lines.append(f"  {name} ({sig['method'] or 'no method'})")
         for kind, label in (("inputs", "in "), ("outputs", "out")):
@@ -397,4 +449,9 @@ def bind_signature(graph, name, feeds, fetches):
         bound[inputs[base]["name"] if base in inputs else key] = value
     keys = list(fetches) or list(outputs)
     tensors = [outputs[k]["name"] if k in outputs else k for k in keys]
+    from tfg.graphdef.names import parse_input
+    from tfg.graphdef.savedmodel_tf2 import check_inlined
+
+    for key, t in zip(keys, tensors):
+        check_inlined(graph, [parse_input(t).node], f"signature {name!r} output {key!r}")
     return bound, tensors, keys

@@ -1,0 +1,257 @@
+"""Function inlining: calls into a GraphDef's function library become plain nodes.
+
+TF2 graphs (a SavedModel's MetaGraphDef, `concrete_function.graph.as_graph_def()`) keep the
+computation in `graph.library`: the main graph holds `StatefulPartitionedCall` /
+`PartitionedCall` nodes (attr `f` names the function) or nodes whose op *is* a function name.
+`inline_functions` replaces every such call with the called FunctionDef's body, recursively:
+
+    Before: x = Placeholder; w = VarHandleOp
+            call = StatefulPartitionedCall(x, w, f=dense)      # dense: MatMul(x, Read(w))
+            y = Identity(call:0)
+    After:  call/ReadVariableOp = ReadVariableOp(w)
+            call/MatMul = MatMul(x, call/ReadVariableOp)
+            call = IdentityN(call/MatMul, ^<control outputs of dense>)
+            y = Identity(call:0)
+
+Body nodes are renamed under the call's name; a body input `arg` is the call's input for that
+argument, `node:out_arg:i` (FunctionDef addressing) becomes `call/node:k`, where k counts the
+outputs of `node`'s op before `out_arg` (from the op signature, or the callee's output list for
+a nested call). The call node's name survives as an IdentityN of the function's results that
+also waits on its control outputs (the ops a tf.function must run), so `call:k` tensors and
+`^call` control edges elsewhere keep their meaning; a call with no results becomes a NoOp.
+Control inputs of the call gate the whole body (through `call/input_control_node`).
+
+What cannot be inlined (a missing or recursive function, an op tfg has no signature for,
+control flow v2 `If`/`While`, `SymbolicGradient`, polymorphic functions) raises a
+`FunctionInliningError` naming the function and node; with `strict=False` that call is kept
+as it is and the reason recorded, so the rest of the graph still inlines.
+"""
+from dataclasses import dataclass, field
+
+from tfg.errors import TfgInputError
+from tfg.graphdef.graph import Node
+from tfg.graphdef.names import input_string
+from tfg.schemas.dtypes import DType
+from tfg.schemas.ops.registry import get_op, has_op
+from tfg.schemas.ops.signature import _arg_dtypes
+from tfg.schemas.proto import node_def_pb2
+
+CALL_OPS = frozenset({"PartitionedCall", "StatefulPartitionedCall"})
+# Functional ops whose bodies tfg would have to lower (v2 control flow) or differentiate.
+UNSUPPORTED_OPS = {
+    "If": "control flow v2 (If)", "StatelessIf": "control flow v2 (StatelessIf)",
+    "While": "control flow v2 (While)", "StatelessWhile": "control flow v2 (StatelessWhile)",
+    "Case": "control flow v2 (Case)", "StatelessCase": "control flow v2 (StatelessCase)",
+    "For": "a functional For loop", "SymbolicGradient": "a symbolic gradient function",
+    "RemoteCall": "a remote function call",
+}
+MAX_DEPTH = 64  # nesting deeper than this is a malformed (or adversarial) library
+
+
+class FunctionInliningError(TfgInputError):
+    """A call that cannot be inlined: the message names the function and the node."""
+
+
+@dataclass
+class Inlined:
+    """What `inline_functions` did: the new graph, the number of calls it inlined, and the
+    calls it kept ({call node name: why}) when run with strict=False."""
+
+    graph: object
+    count: int = 0
+    skipped: dict = field(default_factory=dict)
+
+
+def library_functions(graph):
+    """{function name: FunctionDef} of the graph's library (empty without one)."""
+    if graph.library is None:
+        return {}
+    return {f.signature.name: f for f in graph.library.function}
+
+
+def called_function(node, lib):
+    """The name of the function `node` calls, or None when it is no call."""
+    if node.op in CALL_OPS:
+        f = node.get_attr("f", None)
+        name = getattr(f, "name", None)
+        if not name:
+            raise FunctionInliningError(f"node {node.name!r} ({node.op}) has no function attr "
+                                        "'f'")
+        return name
+    return node.op if node.op in lib else None
+
+
+def inline_functions(graph, strict=True):
+    """Inline every function call of `graph` (see the module docstring); returns `Inlined`.
+
+    Before: a graph whose StatefulPartitionedCall nodes call functions of graph.library.
+    After:  Inlined(graph=<the same computation without calls>, count=<calls inlined>,
+            skipped={}) ; the input graph is not modified and the library is kept verbatim.
+    """
+    lib = library_functions(graph)
+    out = graph.copy()
+    result = Inlined(out)
+    queue = [(n.name, ()) for n in out if n.op in CALL_OPS or n.op in lib]
+    while queue:
+        name, chain = queue.pop(0)
+        try:
+            queue.extend(_inline_call(out, out[name], lib, chain))
+            result.count += 1
+        except FunctionInliningError as e:
+            if strict:
+                raise
+            result.skipped[name] = str(e)
+    return result
+
+
+def _inline_call(graph, call, lib, chain):
+    """Replace `call` by its function's body; returns the (name, chain) of nested calls."""
+    fname = called_function(call, lib)
+    where = f"node {call.name!r}"
+    if fname not in lib:
+        raise FunctionInliningError(f"{where} calls function {fname!r}, which the graph's "
+                                    "library does not define")
+    if fname in chain:
+        loop = " -> ".join(chain[chain.index(fname):] + (fname,))
+        raise FunctionInliningError(f"{where}: recursive function call {loop}")
+    if len(chain) >= MAX_DEPTH:
+        raise FunctionInliningError(f"{where}: functions nested deeper than {MAX_DEPTH}")
+    fdef = lib[fname]
+    sig = fdef.signature
+    at = f"function {fname!r} (called by {where})"
+    in_types = [_fixed_type(a, at) for a in sig.input_arg]
+    out_types = [_fixed_type(a, at) for a in sig.output_arg]
+    data_in = [input_string(r.node, r.port) for r in call.data_inputs]
+    if len(data_in) != len(in_types):
+        raise FunctionInliningError(f"{where} passes {len(data_in)} inputs to {at[9:]}, "
+                                    f"which takes {len(in_types)}")
+
+    body = {nd.name: nd for nd in fdef.node_def}
+    outputs = {name: _output_ranges(nd, lib, fname) for name, nd in body.items()}
+    prefix = call.name + "/"
+    taken = set(graph.node_names()) - {call.name}
+    rename = {}
+    for name in body:  # renamed only where the plain prefix would collide with a graph node
+        new, i = prefix + name, 1
+        while new in taken:
+            new, i = f"{prefix}{name}_{i}", i + 1
+        rename[name] = new
+        taken.add(new)
+
+    gate = None
+    controls = [input_string(c, -1) for c in call.control_inputs]
+    args = dict(zip((a.name for a in sig.input_arg), data_in))
+    new_nodes = []
+    if controls:  # the call's control inputs must precede every node of the body
+        gate = _fresh(prefix + "input_control_node", taken)
+        new_nodes.append(_make(gate, "NoOp", controls, call.device))
+        for i, (arg, t) in enumerate(zip(sig.input_arg, in_types)):
+            ident = _fresh(f"{prefix}input/_{i}", taken)
+            new_nodes.append(_make(ident, "Identity", [args[arg.name], "^" + gate],
+                                   call.device, {"T": t}))
+            args[arg.name] = ident
+
+    def resolve(s, node_name):
+        if s.startswith("^"):
+            if s[1:] not in body:
+                raise FunctionInliningError(f"{at}: node {node_name!r} has control input "
+                                            f"{s!r}, which is no node of the function")
+            return "^" + rename[s[1:]]
+        if s in args:
+            return args[s]
+        parts = s.split(":")
+        if len(parts) != 3 or parts[0] not in body or not parts[2].isdigit():
+            raise FunctionInliningError(f"{at}: node {node_name!r} has input {s!r}, which is "
+                                        "neither an argument nor node:output:index of the "
+                                        "function")
+        ranges = outputs[parts[0]]
+        if parts[1] not in ranges or int(parts[2]) >= ranges[parts[1]][1]:
+            raise FunctionInliningError(f"{at}: node {node_name!r} reads {s!r}, which "
+                                        f"{body[parts[0]].op} does not output")
+        return input_string(rename[parts[0]], ranges[parts[1]][0] + int(parts[2]))
+
+    nested = []
+    for name, nd in body.items():
+        copy = node_def_pb2.NodeDef()
+        copy.CopyFrom(nd)
+        node = Node.from_proto(copy)
+        node._name = rename[name]
+        node.inputs = [resolve(s, name) for s in nd.input]
+        node.device = nd.device or call.device
+        if gate is not None and not nd.input:
+            node.inputs = ["^" + gate]
+        new_nodes.append(node)
+        if nd.op in CALL_OPS or nd.op in lib:
+            nested.append((node.name, chain + (fname,)))
+
+    rets = []
+    for arg in sig.output_arg:
+        if arg.name not in fdef.ret:
+            raise FunctionInliningError(f"{at}: output {arg.name!r} has no ret entry")
+        rets.append(resolve(fdef.ret[arg.name], f"ret {arg.name}"))
+    ctrl_rets = []
+    for key in sorted(fdef.control_ret):
+        target = fdef.control_ret[key]
+        ctrl_rets.append(resolve("^" + target, f"control_ret {key}"))
+    if out_types:
+        result = _make(call.name, "IdentityN", rets + ctrl_rets, call.device, {"T": out_types})
+    else:
+        result = _make(call.name, "NoOp", ctrl_rets, call.device)
+
+    graph.remove_node(call.name)
+    for node in new_nodes:
+        graph.add(node)
+    graph.add(result)
+    return nested
+
+
+def _fixed_type(arg, at):
+    if arg.number_attr or arg.type_list_attr or arg.type_attr or not arg.type:
+        raise FunctionInliningError(f"{at}: argument {arg.name!r} has an attr-dependent type "
+                                    "(a polymorphic function), which tfg does not instantiate")
+    return DType(arg.type)
+
+
+def _output_ranges(nd, lib, fname):
+    """{output arg name: (first output index, count)} of a body node."""
+    at = f"function {fname!r} node {nd.name!r}"
+    for key, av in nd.attr.items():
+        if av.WhichOneof("value") == "placeholder":
+            raise FunctionInliningError(f"{at}: attr {key!r} is a placeholder (${av.placeholder}"
+                                        "), which tfg does not instantiate")
+    if nd.op in UNSUPPORTED_OPS:
+        raise FunctionInliningError(f"{at}: op {nd.op} is {UNSUPPORTED_OPS[nd.op]}, which tfg "
+                                    "does not support inside functions")
+    node = Node.from_proto(nd)
+    if nd.op in CALL_OPS:
+        tout = node.get_attr("Tout", [])
+        return {"output": (0, len(tout) if isinstance(tout, list) else 0)}
+    if nd.op in lib:
+        return {a.name: (i, 1) for i, a in enumerate(lib[nd.op].signature.output_arg)}
+    if not has_op(nd.op):
+        raise FunctionInliningError(f"{at}: unknown op {nd.op!r}")
+    sig = get_op(nd.op, nd.name)
+    ranges, start = {}, 0
+    for arg in sig.outputs:
+        try:
+            n = len(_arg_dtypes(node, arg, sig))
+        except TfgInputError as e:
+            raise FunctionInliningError(f"{at}: {e}") from None
+        ranges[arg.name] = (start, n)
+        start += n
+    return ranges
+
+
+def _make(name, op, inputs, device, attrs=None):
+    node = Node(name, op, inputs, device)
+    for key, value in (attrs or {}).items():
+        node.set_attr(key, value, "list(type)" if isinstance(value, list) else None)
+    return node
+
+
+def _fresh(name, taken):
+    new, i = name, 1
+    while new in taken:
+        new, i = f"{name}_{i}", i + 1
+    taken.add(new)
+    return new

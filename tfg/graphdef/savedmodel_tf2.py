@@ -1,0 +1,154 @@
+"""TF2 SavedModels (tf.saved_model.save): function calls inlined, resource variables restored.
+
+A TF2 SavedModel's main graph is a shell: placeholders (`serving_default_x`), one VarHandleOp
+per variable, and StatefulPartitionedCall nodes calling functions of the graph's library (the
+signatures, the saver's save and restore functions). At load time tfg inlines the calls
+(tfg.graphdef.functions), so the signature outputs (`StatefulPartitionedCall:0`) are computed
+by plain nodes. The variables are restored the way TensorFlow's loader does it: by running the
+MetaGraphDef's saver restore op (`saver_def.restore_op_name`, the inlined
+`__inference__traced_restore` call: RestoreV2 -> AssignVariableOp on each VarHandleOp), with
+the RestoreV2 outputs fed from the tensor bundle tfg decoded (keys such as
+`l1/w/.ATTRIBUTES/VARIABLE_VALUE`, the object graph's checkpoint keys):
+
+    >>> info = saver_def(meta_graph)
+    {'filename_tensor_name': 'saver_filename:0', 'restore_op_name': 'StatefulPartitionedCall_2'}
+    >>> restore_resource_variables(sess, graph, read_variables("export/tf2"))
+    ['l1/b/.ATTRIBUTES/VARIABLE_VALUE', 'l1/w/.ATTRIBUTES/VARIABLE_VALUE', ...]
+"""
+import numpy as np
+
+from tfg.errors import TfgInputError
+from tfg.graphdef.names import parse_input
+
+_SAVER_FIELDS = {1: "filename_tensor_name", 2: "save_tensor_name", 3: "restore_op_name"}
+
+
+def saver_def(meta_graph):
+    """{filename_tensor_name, save_tensor_name, restore_op_name} of a MetaGraphDef's SaverDef
+    (field 3), or {} without one.
+
+    tfg's MetaGraphDef schema does not model the saver (it survives as an unknown field), so
+    the three strings are read off the wire: SaverDef fields 1-3 are length-delimited.
+    """
+    out = {}
+    for number, value in _fields(meta_graph.SerializeToString()):
+        if number == 3 and isinstance(value, bytes):
+            for sub, sval in _fields(value):
+                if sub in _SAVER_FIELDS and isinstance(sval, bytes):
+                    out[_SAVER_FIELDS[sub]] = sval.decode("utf-8", "replace")
+    return out
+
+
+def _fields(buf):
+    """(field number, int or bytes) of each top-level field of a serialized message."""
+    from tfg.graphdef.savedmodel import _varint
+
+    pos = 0
+    while pos < len(buf):
+        key, pos = _varint(buf, pos)
+        number, wire = key >> 3, key & 7
+        if wire == 0:
+            value, pos = _varint(buf, pos)
+        elif wire == 1:
+            value, pos = buf[pos:pos + 8], pos + 8
+        elif wire == 2:
+            size, pos = _varint(buf, pos)
+            value, pos = buf[pos:pos + size], pos + size
+        elif wire == 5:
+            value, pos = buf[pos:pos + 4], pos + 4
+        else:  # groups: not used by the messages read here
+            raise TfgInputError(f"MetaGraphDef: unsupported wire type {wire} in field {number}")
+        if pos > len(buf):
+            raise TfgInputError("MetaGraphDef: truncated field while reading the saver")
+        yield number, value
+
+
+def ancestors(graph, names):
+    """Every node the given node names depend on (data and control), themselves included."""
+    seen, stack = set(), [n for n in names if n in graph]
+    while stack:
+        name = stack.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        stack.extend(r.node for r in graph[name].input_refs if r.node in graph)
+    return seen
+
+
+def check_inlined(graph, node_names, what):
+    """Refuse to run `node_names` when they depend on a call tfg could not inline.
+
+    Before: fetches ['StatefulPartitionedCall:0'] whose function holds an `If`.
+    After:  TfgInputError("signature output 'y' needs node 'StatefulPartitionedCall/cond',
+            which tfg could not inline: function 'f' node 'cond': op If is control flow v2 ...")
+    """
+    info = getattr(graph, "saved_model", None)
+    skipped = (info.functions or {}).get("not_inlined", {}) if info is not None else {}
+    if not skipped:
+        return
+    needed = ancestors(graph, node_names)
+    for call in sorted(skipped):
+        if call in needed:
+            raise TfgInputError(f"{what} needs node {call!r}, which tfg could not inline: "
+                                f"{skipped[call]}")
+
+
+def restore_resource_variables(session, graph, values):
+    """Run the SavedModel's restore op with RestoreV2's outputs fed from `values`.
+
+    Before: a Session of an inlined TF2 SavedModel graph; resource variables unset.
+    After:  each VarHandleOp's variable holds its checkpoint value; returns the checkpoint keys
+            restored, sorted.
+    """
+    info = graph.saved_model
+    op = (info.saver or {}).get("restore_op_name")
+    filename = (info.saver or {}).get("filename_tensor_name")
+    if not op or parse_input(op).node not in graph:
+        raise TfgInputError(f"{info.path}: the graph has resource variables (VarHandleOp) but "
+                            "no saver restore op to restore them with")
+    op = parse_input(op).node
+    check_inlined(graph, [op], "restoring the variables")
+    feeds = {}
+    restored = []
+    for name in sorted(ancestors(graph, [op])):
+        node = graph[name]
+        if node.op != "RestoreV2":
+            continue
+        keys = _const_strings(graph, node, 1, "tensor_names")
+        slices = _const_strings(graph, node, 2, "shape_and_slices")
+        if any(slices):
+            raise TfgInputError(f"node {name!r}: restoring slices of partitioned variables is "
+                                "not supported")
+        for i, key in enumerate(keys):
+            if key not in values:
+                raise TfgInputError(f"node {name!r} restores {key!r}, which "
+                                    f"{info.path}/variables does not hold")
+            feeds[f"{name}:{i}"] = values[key]
+            restored.append(key)
+    if not feeds:
+        raise TfgInputError(f"{info.path}: the restore op {op!r} reads no RestoreV2 tensors")
+    if filename and parse_input(filename).node in graph:
+        feeds[filename] = np.array(info.variables_prefix or "", dtype=object)
+    session.run(None, feeds=feeds, targets=[op])
+    init = info.signatures.get("__saved_model_init_op", {}).get("outputs", {})
+    init_ops = [parse_input(t["name"]).node for t in init.values() if t["name"]]
+    init_ops = [n for n in init_ops if n in graph]
+    if init_ops:  # what TF's loader runs after restoring (table initializers, ...)
+        check_inlined(graph, init_ops, "the SavedModel's init op")
+        session.run(None, targets=init_ops)
+    return sorted(restored)
+
+
+def _const_strings(graph, node, index, what):
+    refs = node.data_inputs
+    if len(refs) <= index:
+        raise TfgInputError(f"node {node.name!r} ({node.op}) lacks its {what} input")
+    src = graph.get(refs[index].node)
+    while src is not None and src.op == "Identity" and src.data_inputs:
+        src = graph.get(src.data_inputs[0].node)
+    if src is None or src.op != "Const":
+        raise TfgInputError(f"node {node.name!r}: its {what} are not a constant, so tfg cannot "
+                            "tell which checkpoint keys it restores")
+    value = np.asarray(src.get_attr("value")).reshape(-1)
+    return [v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)
+            for v in value.tolist()]
