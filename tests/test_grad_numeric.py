@@ -133,7 +133,9 @@ SKIP = {"Switch", "RefSwitch", "Merge", "RefMerge", "Enter", "RefEnter", "Exit",
         "NextIteration", "RefNextIteration", "RefIdentity", "PreventGradient", "ReadVariableOp"}
 
 
-def _build(op, inputs, attrs):
+def _build(op, inputs, attrs, static=False):
+    """The op fed by Placeholders of unknown shape (the gradients' dynamic-shape path) or,
+    with static=True, of declared shape (shapes known while building the gradient)."""
     g = Graph()
     factory = NodeFactory()
     factory.graph, factory._dtypes = g, {}
@@ -142,7 +144,8 @@ def _build(op, inputs, attrs):
         dtype = DType.from_numpy(value.dtype)
         name = f"in{i}"
         if kind == "p":
-            g.add_node(name, "Placeholder", attrs={"dtype": dtype})
+            shape = {"shape": list(value.shape)} if static else {}
+            g.add_node(name, "Placeholder", attrs={"dtype": dtype, **shape})
             feeds[f"{name}:0"] = value
         else:
             g.add_node(name, "Const", attrs={"dtype": dtype, "value": value})
@@ -175,14 +178,53 @@ def _finish(g, feeds, only=None):
     return outs, weights, terms
 
 
+# More shapes for the rules with a static-shape fast path (constant reduction shapes,
+# constant broadcast axes): kept dims, every axis, negative and several axes, scalars,
+# size-1 dims of an operand that get broadcast.
+VARIANTS = [
+    ("Sum", [P(r(2, 3)), C([1], i32)], {"keep_dims": True}),
+    ("Sum", [P(r(2, 3, 2)), C([0, 1, 2], i32)], {}),
+    ("Sum", [P(np.array(0.3)), C(np.zeros(0, i32))], {}),
+    ("Sum", [P(r(2, 1, 3)), C([1], i32)], {}),
+    ("Mean", [P(r(2, 3, 2)), C([0, 2], i32)], {"keep_dims": True}),
+    ("Mean", [P(r(4)), C(-1, i32)], {}),
+    ("Prod", [P(pos(2, 3, 2)), C([2, 0], i32)], {}),
+    ("Prod", [P(pos(2, 3)), C(-1, i32)], {"keep_dims": True}),
+    ("Max", [P(r(2, 3, 2)), C([-1, 0], i32)], {}),
+    ("Min", [P(r(3, 2)), C([0, 1], i32)], {"keep_dims": True}),
+    ("Mul", [P(r(2, 1, 3)), P(r(4, 3))], {}),
+    ("AddV2", [P(np.array(0.4)), P(r(3))], {}),
+    ("Sub", [P(r(1)), P(r(2, 3))], {}),
+    ("RealDiv", [P(r(3, 1)), P(pos(1, 1, 4))], {}),
+    ("SquaredDifference", [P(r(2, 3)), P(r(2, 3))], {}),
+]
+
+
+def _variant_id(v):
+    return f"{v[0]}-" + "-".join("x".join(map(str, value.shape)) or "scalar"
+                                  for _, value in v[1])
+
+
+@pytest.mark.parametrize("static", [False, True], ids=["dynamic", "static"])
+@pytest.mark.parametrize("variant", VARIANTS, ids=[_variant_id(v) for v in VARIANTS])
+def test_shape_variants_match_finite_differences(variant, static):
+    op, inputs, attrs = variant
+    _check(op, (inputs, attrs), static)
+
+
+@pytest.mark.parametrize("static", [False, True], ids=["dynamic", "static"])
 @pytest.mark.parametrize("op", sorted(SPECS))
-def test_gradient_matches_finite_differences(op):
+def test_gradient_matches_finite_differences(op, static):
     spec = SPECS[op]
     if spec is None:
         pytest.skip("covered elsewhere")
+    _check(op, spec, static)
+
+
+def _check(op, spec, static):
     inputs, attrs = spec[0], spec[1]
     eps, tol = (spec[2], spec[3]) if len(spec) > 2 else (1e-6, 1e-5)
-    g, feeds = _build(op, inputs, attrs)
+    g, feeds = _build(op, inputs, attrs, static)
     outs, weights, terms = _finish(g, feeds, spec[4] if len(spec) > 4 else None)
     xs = sorted(feeds)
     g2 = grad(g, terms, xs)

@@ -335,3 +335,97 @@ def test_conformance_grad_cases(case):
                           dict(np.load(d / "feeds.npz")))
     for x, v in zip(meta["xs"], got):
         np.testing.assert_allclose(v, expected[x], rtol=meta["rtol"], atol=meta["atol"])
+
+
+@pytest.mark.skipif(not (CONFORMANCE / "grad_while").is_dir(),
+                    reason="../shared/conformance is not present")
+@pytest.mark.parametrize("case", ["grad_mlp", "grad_cond_0", "grad_cond_1", "grad_while"])
+def test_conformance_grad_adds_no_more_nodes_than_tensorflow(case):
+    """tf.gradients' node count for the same forward graph (recorded in case.json) bounds
+    what tfg grad adds, the exposed grad/<x> Identity nodes included."""
+    import json
+
+    d = CONFORMANCE / case
+    meta = json.loads((d / "case.json").read_text())
+    g = io.load(str(d / "graph.pb"))
+    assert len(g) == meta["tf_node_count"]
+    added = new_nodes(g, grad(g, meta["ys"], meta["xs"]))
+    assert len(added) <= meta["tf_grad_graph_node_count"] - meta["tf_node_count"], added
+
+
+# --- static shapes and unneeded partials -------------------------------------------------------
+def _broadcast_model(shape_x, shape_b):
+    """y = mean((x @ w + b) ** 2) with placeholders of the given (maybe unknown) shapes."""
+    with tb.Graph() as g:
+        x = tb.placeholder(tb.float32, shape_x, name="x")
+        w = tb.placeholder(tb.float32, [3, 4] if shape_x else None, name="w")
+        b = tb.placeholder(tb.float32, shape_b, name="b")
+        h = tb.matmul(x, w) + b
+        tb.identity(tb.reduce_mean(h * h), name="y")
+    return g.graph
+
+
+BROADCAST_FEEDS = {"x:0": np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3),
+                   "w:0": np.linspace(-1, 2, 12, dtype=np.float32).reshape(3, 4),
+                   "b:0": np.array([0.5, -0.25, 1.0, 2.0], np.float32)}
+
+
+def test_known_shapes_give_constant_shapes_and_axes():
+    """With every shape known the reductions' shapes and the broadcast axes are constants
+    (TensorFlow's fast paths); with unknown shapes they are computed at run time. Both give
+    the same gradients."""
+    dynamic_ops = {"Shape", "Size", "DynamicStitch", "BroadcastGradientArgs", "Range"}
+    static_g, dynamic_g = _broadcast_model([2, 3], [4]), _broadcast_model(None, None)
+    s2 = grad(static_g, ["y"], ["w", "b"])
+    d2 = grad(dynamic_g, ["y"], ["w", "b"])
+    static_ops = ops_of(s2, new_nodes(static_g, s2))
+    assert not dynamic_ops & set(static_ops), static_ops
+    assert static_ops["Tile"] == 1 and static_ops["BroadcastTo"] == 0
+    assert {"DynamicStitch", "BroadcastGradientArgs"} <= set(ops_of(d2, new_nodes(dynamic_g, d2)))
+    # b's partial is Sum over the batch axis only: the add's other operand passes g through.
+    assert static_ops["Sum"] == 1
+    got_s = Session(s2).run(["grad/w", "grad/b"], BROADCAST_FEEDS)
+    got_d = Session(d2).run(["grad/w", "grad/b"], BROADCAST_FEEDS)
+    for a, c in zip(got_s, got_d):
+        np.testing.assert_allclose(a, c, rtol=1e-6)
+
+    def f(b):
+        h = BROADCAST_FEEDS["x:0"].astype(np.float64) @ BROADCAST_FEEDS["w:0"] + b
+        return np.mean(h * h)
+
+    np.testing.assert_allclose(got_s[1], numeric_gradient(f, BROADCAST_FEEDS["b:0"], 1e-4),
+                               rtol=1e-3, atol=1e-4)
+
+
+def test_partials_that_reach_no_x_are_not_built():
+    """d loss / d labels (LogSoftmax, Neg, Mul) is not built when only the weights are
+    differentiated, and it is when the labels are an x too; the constant operand of an add
+    gets no partial."""
+    with tb.Graph() as b:
+        x = tb.placeholder(tb.float32, [2, 3], name="x")
+        labels = tb.placeholder(tb.float32, [2, 3], name="labels")
+        w = tb.placeholder(tb.float32, [3, 3], name="w")
+        logits = tb.matmul(x, w) + tb.constant(np.ones(3, np.float32), name="bias")
+        xent = tb.softmax_cross_entropy_with_logits(labels=labels, logits=logits)
+        tb.identity(tb.reduce_sum(xent), name="loss")
+    g = b.graph
+    only_w = grad(g, ["loss"], ["w"])
+    added = ops_of(only_w, new_nodes(g, only_w))
+    assert added["LogSoftmax"] == 0 and added["Neg"] == 0, added
+    assert added["Sum"] == 0, added  # the bias's partial would be Sum(g, [0])
+    with_labels = grad(g, ["loss"], ["w", "labels"])
+    assert ops_of(with_labels, new_nodes(g, with_labels))["LogSoftmax"] == 1
+    feeds = {"x:0": np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3),
+             "labels:0": np.array([[0.2, 0.3, 0.5], [1, 0, 0]], np.float32),
+             "w:0": np.linspace(-1, 1, 9, dtype=np.float32).reshape(3, 3)}
+    gw, = Session(only_w).run(["grad/w"], feeds)
+    gw2, gl = Session(with_labels).run(["grad/w", "grad/labels"], feeds)
+    np.testing.assert_allclose(gw, gw2, rtol=1e-6)
+
+    def loss(lab):
+        z = feeds["x:0"].astype(np.float64) @ feeds["w:0"] + 1.0
+        logp = z - np.log(np.sum(np.exp(z), axis=1, keepdims=True))
+        return -np.sum(lab * logp)
+
+    np.testing.assert_allclose(gl, numeric_gradient(loss, feeds["labels:0"], 1e-4),
+                               rtol=1e-3, atol=1e-4)

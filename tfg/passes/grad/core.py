@@ -18,7 +18,7 @@ import warnings
 
 from tfg.errors import TfgInputError
 from tfg.graphdef import frames
-from tfg.graphdef.names import parse_tensor
+from tfg.graphdef.names import parse_input, parse_tensor
 from tfg.passes.grad.emitter import (
     EXIT_OPS, Ctx, NodeFactory, OpView, Scope, canon, node_of)
 from tfg.passes.grad.loops import GradLoopState
@@ -85,7 +85,14 @@ class Builder(NodeFactory):
         """Zeros shaped like forward tensor t, made in ctx (its shape saved if t is in a loop)."""
         if ctx.frame is None:
             return f"{self.new_node(ctx, 'ZerosLike', [t], {}, f'{name}/zeros')}:0"
-        shape = self.fwd_shape(t)
+        static = self.static_shape(t)
+        if static is not None:  # no forward Shape to save per iteration
+            shape = self.new_node(ctx, "Const", [], {
+                "dtype": DType.INT32, "value": _scalar(list(static), DType.INT32)},
+                f"{name}/zeros/Shape")
+            shape = f"{shape}:0"
+        else:
+            shape = self.fwd_shape(t)
         zero = self.new_node(ctx, "Const", [], {"dtype": self.dtype_of(t),
                                                 "value": _scalar(0, self.dtype_of(t))},
                              f"{name}/zeros/Const")
@@ -101,6 +108,8 @@ class Builder(NodeFactory):
             except Exception:  # inference is an optimization only
                 self._infer = {}
         node, _, port = canon(t).rpartition(":")
+        if node not in self.forward:
+            return None  # made by the gradient: not in the inferred forward graph
         return getattr(self._infer.get((node, int(port))), "shape", None)
 
     def static_shape(self, t):
@@ -113,6 +122,15 @@ class Builder(NodeFactory):
     def static_rank(self, t):
         shape = self._inferred_shape(t)
         return None if shape is None else len(shape)
+
+    def static_value(self, t):
+        """Forward tensor t's value when inference knows all of it (a Const, a folded shape),
+        else None. Backward tensors are never known."""
+        self._inferred_shape(t)  # makes sure inference ran
+        node, _, port = canon(t).rpartition(":")
+        if node not in self.forward:
+            return None
+        return getattr(self._infer.get((node, int(port))), "value", None)
 
     def same_static_shape(self, x, y):
         sx, sy = self.static_shape(canon(x)), self.static_shape(canon(y))
@@ -162,6 +180,7 @@ def grad(graph, ys, xs, grad_ys=None, prefix="grad", warn=None, optimizer=None):
         b.grads[y].append(gy)
     _backprop(b, y_refs, x_refs)
     _expose(b, x_refs, out_names, warn)
+    _prune(g, graph, out_names)
     if optimizer:
         from tfg.passes.grad.training import add_training
 
@@ -313,6 +332,24 @@ def _expose(b, x_refs, out_names, warn):
             (warn or (lambda m: warnings.warn(m, GradientWarning, stacklevel=3)))(msg)
             total = _zeros_for_x(b, x)
         made[out] = b.new_node(b.root, "Identity", [total], {}, out)
+
+
+def _prune(g, original, roots):
+    """Remove the added nodes that no exposed gradient needs.
+
+    Gradient functions return a partial for every input, and the backward pass sums what
+    reaches each tensor; partials towards inputs that lead to no x (the labels of a loss,
+    a constant operand) end nowhere. TensorFlow never builds them; dropping them afterwards is
+    the same graph. Control inputs count as needs (stack pushes, loop synchronisation)."""
+    keep = set()
+    stack = list(roots)
+    while stack:
+        name = stack.pop()
+        if name in keep or name in original:
+            continue
+        keep.add(name)
+        stack.extend(parse_input(i).node for i in g[name].inputs)
+    g.remove_nodes([n for n in g.node_names() if n not in original and n not in keep])
 
 
 def _zeros_for_x(b, x):

@@ -123,7 +123,20 @@ class Scope:
                        name=name)
 
     def shape(self, t, out_type=DType.INT32):
+        """t's shape: a Const when shape inference knows it (TensorFlow's array_ops.shape does
+        the same), else a Shape node."""
+        static = self.static_shape(t)
+        if static is not None and out_type is not None:
+            return self.const(list(static), out_type, name="Shape")
         return self.op("Shape", [t], {"out_type": out_type})
+
+    def static_shape(self, t):
+        """The fully known shape of forward tensor t (a tuple), else None."""
+        return self.builder.static_shape(t)
+
+    def static_value(self, t):
+        """The value of forward tensor t when it is known at graph-build time, else None."""
+        return self.builder.static_value(t)
 
     def same_shape(self, x, y):
         return self.builder.same_static_shape(x, y)

@@ -3,8 +3,12 @@ as TensorFlow's math_grad.py computes them: the output gradient is reshaped to t
 shape with kept dims and broadcast back over the reduced axes.
 
     Before: y = Sum(x[2,3,4], axes=[1])
-    After:  BroadcastTo(Reshape(g, DynamicStitch([range(3), [1]], [Shape(x), [1]])), Shape(x))
+    After:  Tile(Reshape(g, [2,1,4]), [1,3,1])          (shape and axes known when building)
+    Else:   BroadcastTo(Reshape(g, DynamicStitch([range(rank), axes], [Shape(x), 1s])),
+                        Shape(x))
 """
+import numpy as np
+
 from tfg.passes.grad.registry import gradient
 from tfg.schemas.dtypes import DType
 
@@ -32,8 +36,41 @@ def reduced_shape(b, input_shape, axes):
     return b.op("DynamicStitch", [full, axes, input_shape, ones], {"N": 2})
 
 
+def static_reduction(b, op):
+    """(input shape, kept-dims output shape) as tuples when the reduction's input shape and
+    axes are known while building the gradient (TensorFlow's fast path), else None."""
+    shape = b.static_shape(op.inputs[0])
+    axes = b.static_value(op.inputs[1])
+    if shape is None or axes is None:
+        return None
+    rank = len(shape)
+    axes = np.asarray(axes).reshape(-1)
+    if axes.dtype.kind not in "iu" or any(a < -rank or a >= rank for a in axes.tolist()):
+        return None  # a bad axis: the dynamic path fails at run time, as the forward op does
+    reduced = {int(a) % rank for a in axes.tolist()}
+    return shape, tuple(1 if i in reduced else d for i, d in enumerate(shape))
+
+
+def _kept_shape(b, op, shape=None):
+    """The reduction's output shape with kept dims: a Const when known, else computed."""
+    static = static_reduction(b, op)
+    if static is not None:
+        return b.const(list(static[1]), DType.INT32, name="kept_shape")
+    return reduced_shape(b, shape if shape is not None else b.shape(op.inputs[0]),
+                         _axes_int32(b, op))
+
+
 def _sum_grad_to_input(b, op, g):
     """g (shaped like the reduction's output) broadcast back to the input's shape."""
+    static = static_reduction(b, op)
+    if static is not None:
+        shape, kept = static
+        if not op.attr("keep_dims", False):  # with kept dims g is shaped `kept` already
+            g = b.op("Reshape", [g, b.const(list(kept), DType.INT32)])
+        multiples = [d // k if k else 1 for d, k in zip(shape, kept)]
+        if all(m == 1 for m in multiples):
+            return g
+        return b.op("Tile", [g, b.const(multiples, DType.INT32, name="multiples")])
     shape = b.shape(op.inputs[0])
     kept = reduced_shape(b, shape, _axes_int32(b, op))
     return b.op("BroadcastTo", [b.op("Reshape", [g, kept]), shape])
@@ -48,6 +85,13 @@ def _sum(b, op, grads):
 def _mean(b, op, grads):
     x = op.inputs[0]
     full = _sum_grad_to_input(b, op, grads[0])
+    static = static_reduction(b, op)
+    if static is not None:
+        shape, kept = static
+        factor = int(np.prod(shape, dtype=np.int64)) // max(int(np.prod(kept, dtype=np.int64)), 1)
+        if factor == 1:
+            return [full, None]
+        return [b.op("RealDiv", [full, b.const(factor, op.input_dtype(0), name="factor")]), None]
     factor = b.op("FloorDiv", [b.op("Size", [x]), b.op("Maximum", [
         b.op("Size", [op.outputs[0]]), b.const(1, DType.INT32)])])
     return [b.op("RealDiv", [full, b.op("Cast", [factor], {"DstT": op.input_dtype(0)})]), None]
@@ -55,8 +99,7 @@ def _mean(b, op, grads):
 
 def _min_max(b, op, grads):
     x, y = op.inputs[0], op.outputs[0]
-    shape = b.shape(x)
-    kept = reduced_shape(b, shape, _axes_int32(b, op))
+    kept = _kept_shape(b, op)
     y = b.op("Reshape", [y, kept])
     g = b.op("Reshape", [grads[0], kept])
     indicators = b.op("Cast", [b.op("Equal", [y, x])], {"DstT": op.input_dtype(0)})
@@ -72,9 +115,11 @@ def _prod(b, op, grads):
     """Products of everything but each element, with exclusive cumprods (zeros are fine)."""
     x = op.inputs[0]
     i32 = DType.INT32
+    static = static_reduction(b, op)
+    if static is not None:
+        return [_prod_static(b, op, grads[0], static[0]), None]
     shape = b.shape(x)
-    g = b.op("BroadcastTo", [b.op("Reshape", [grads[0], reduced_shape(
-        b, shape, _axes_int32(b, op))]), shape])
+    g = b.op("BroadcastTo", [b.op("Reshape", [grads[0], _kept_shape(b, op, shape)]), shape])
     rank = b.op("Rank", [x])
     axes = b.op("Reshape", [_axes_int32(b, op), b.const([-1], i32)])
     reduced = b.op("FloorMod", [b.op("AddV2", [axes, rank]), rank])
@@ -92,6 +137,26 @@ def _prod(b, op, grads):
     y = b.op("Reshape", [_mul(b, left, right), b.shape(permuted)])
     out = _mul(b, g, b.op("Transpose", [y, b.op("InvertPermutation", [perm])]))
     return [b.op("Reshape", [out, shape]), None]
+
+
+def _prod_static(b, op, g, shape):
+    """_prod with the permutation and the flattened sizes computed while building."""
+    i32 = DType.INT32
+    rank = len(shape)
+    reduced = list(dict.fromkeys(int(a) % rank for a in
+                                 np.asarray(b.static_value(op.inputs[1])).reshape(-1).tolist()))
+    other = [i for i in range(rank) if i not in reduced]
+    perm = reduced + other
+    size = (lambda dims: int(np.prod([shape[i] for i in dims], dtype=np.int64)))
+    g = _sum_grad_to_input(b, op, g)
+    permuted = b.op("Transpose", [op.inputs[0], b.const(perm, i32, name="perm")])
+    flat = b.op("Reshape", [permuted, b.const([size(reduced), size(other)], i32)])
+    zero = b.const(0, i32, name="axis")
+    left = b.op("Cumprod", [flat, zero], {"exclusive": True})
+    right = b.op("Cumprod", [flat, zero], {"exclusive": True, "reverse": True})
+    y = b.op("Reshape", [_mul(b, left, right), b.const([shape[i] for i in perm], i32)])
+    inverse = np.argsort(perm).tolist()
+    return _mul(b, g, b.op("Transpose", [y, b.const(inverse, i32, name="inverse_perm")]))
 
 
 @gradient("L2Loss")

@@ -119,10 +119,20 @@ def broadcast_binary(b, x, y, gx, gy):
     """Reduce the full-shaped partial gradients gx, gy of a broadcasting op to x's and y's shapes.
 
     Before: gx, gy shaped like the broadcast output.  After: BroadcastGradientArgs(Shape(x),
-    Shape(y)) -> Sum + Reshape, as TensorFlow does. Either of gx, gy may be None.
+    Shape(y)) -> Sum + Reshape, as TensorFlow does. Either of gx, gy may be None. When both
+    shapes are known while building, the axes are constants and an operand that needs no
+    reduction gets its gradient unchanged (TensorFlow's SmartBroadcastGradientArgs):
+
+        x[16,12] + b[12]  ->  gx = g, gb = Sum(g, [0])
     """
     if b.same_shape(x, y):
         return gx, gy
+    shape_x, shape_y = b.static_shape(x), b.static_shape(y)
+    static = static_broadcast_axes(shape_x, shape_y)
+    if static is not None:
+        (rx, reshape_x), (ry, reshape_y) = static
+        return (_reduce_static(b, gx, shape_x, rx, reshape_x),
+                _reduce_static(b, gy, shape_y, ry, reshape_y))
     sx, sy = b.shape(x), b.shape(y)
     args = b.op("BroadcastGradientArgs", [sx, sy])
     rx, ry = b.out(args, 0), b.out(args, 1)
@@ -131,3 +141,39 @@ def broadcast_binary(b, x, y, gx, gy):
     if gy is not None:
         gy = reduce_to(b, gy, sy, ry)
     return gx, gy
+
+
+def static_broadcast_axes(sx, sy):
+    """For fully known shapes sx, sy: ((axes_x, reshape_x), (axes_y, reshape_y)), the axes of
+    the broadcast output each operand's gradient is summed over, and whether the sum must be
+    reshaped back (it must when one of the operand's own size-1 dims was broadcast, not only
+    leading dims). None when a shape is unknown or the two do not broadcast (the dynamic path
+    then fails at run time, as the forward op does)."""
+    if sx is None or sy is None:
+        return None
+    rank = max(len(sx), len(sy))
+    px, py = (1,) * (rank - len(sx)) + tuple(sx), (1,) * (rank - len(sy)) + tuple(sy)
+    out = []
+    for dx, dy in zip(px, py):
+        if dx != dy and 1 not in (dx, dy):
+            return None
+        out.append(dy if dx == 1 else dx)
+
+    def axes(shape, padded):
+        lead = rank - len(shape)
+        own = [i for i in range(lead, rank) if padded[i] == 1 and out[i] != 1]
+        return list(range(lead)) + own, bool(own)
+
+    return axes(sx, px), axes(sy, py)
+
+
+def _reduce_static(b, grad, shape, axes, reshape):
+    """Sum grad over the constant `axes` (and Reshape it to `shape` when asked)."""
+    if grad is None or not axes:
+        return grad
+    from tfg.schemas.dtypes import DType
+
+    summed = b.op("Sum", [grad, b.const(axes, DType.INT32, name="axes")], {"keep_dims": False})
+    if not reshape:
+        return summed
+    return b.op("Reshape", [summed, b.const(list(shape), DType.INT32, name="shape")])
