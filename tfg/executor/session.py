@@ -12,7 +12,9 @@ anything runs. A graph whose nodes carry full device names and talk through `_Se
 (what `tfg partition` writes) runs one executor per device over a shared rendezvous; other
 graphs run on the first device. Variables, queues and random streams live as long as the
 Session. `max_memory` (bytes or '4G'; default: the machine's memory) refuses, before
-allocating, any tensor larger than it (tfg/executor/limits.py).
+allocating, any tensor larger than it (tfg/executor/limits.py). `blas_threads` caps the BLAS
+library's threads while a step runs (default: half the cores, or $TFG_BLAS_THREADS; 0 leaves
+BLAS alone; tfg/executor/blas.py says why).
 """
 import os
 import threading
@@ -20,6 +22,7 @@ import threading
 import numpy as np
 
 from tfg.errors import TfgInputError, TfgRuntimeError
+from tfg.executor import blas
 from tfg.executor import feeds as F
 from tfg.executor import limits
 from tfg.executor import partitions
@@ -54,7 +57,8 @@ class _Prepared:
 class Session:
     """Runs one graph; see the module docstring."""
 
-    def __init__(self, graph, devices=None, cluster=None, fast_path=True, max_memory=None):
+    def __init__(self, graph, devices=None, cluster=None, fast_path=True, max_memory=None,
+                 blas_threads=None):
         if isinstance(graph, (str, os.PathLike)):
             graph = io.load(graph)
         self._remote = None
@@ -74,6 +78,9 @@ class Session:
         # checked before allocating (tfg/executor/limits.py).
         self.memory_limit = limits.resolve_limit(max_memory)
         self._check_elementwise = max_memory is not None or limits.overcommits()
+        # BLAS threads busy-wait on the cores the executor's pool needs: capped while a step
+        # runs (None: BLAS left as it is).
+        self.blas_threads = blas.resolve_blas_threads(blas_threads)
 
     # --- running --------------------------------------------------------------------------
     def run(self, fetches=None, feeds=None, targets=None, trace=False):
@@ -104,7 +111,8 @@ class Session:
                 prepared = self._cache[key] = self._prepare(feed_refs, refs, targets)
         graph = self._graph()
         feed_values = [F.convert_feed(graph, r, v) for r, v in feed_items]
-        values = self._execute(prepared, feed_values, trace)
+        with blas.blas_limit(self.blas_threads):
+            values = self._execute(prepared, feed_values, trace)
         return F.shape_results(values, how)
 
     def _graph(self):

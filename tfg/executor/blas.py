@@ -1,0 +1,190 @@
+"""How many threads the BLAS library (numpy's OpenBLAS, or MKL/BLIS) may use while a step runs.
+
+    >>> limit = resolve_blas_threads(None)   # the default: half the cores, at least 1
+    >>> with blas_limit(limit):              # while any step runs, BLAS uses <= limit threads
+    ...     sess_step()
+    >>> # afterwards the library's own setting is back
+
+Why: OpenBLAS's worker threads busy-wait between calls. The executor runs non-BLAS kernels on
+its own thread pool and TensorFlow-style graphs mix many small matmuls with elementwise ops, so
+BLAS threads spin on the cores the executor needs (measured on 2 cores: an MLP step 3x slower
+with 2 BLAS threads than with 1, the RNN benchmark 5x). The default keeps half the cores for
+the executor's pool. An explicit BLAS setting in the environment (OPENBLAS_NUM_THREADS,
+OMP_NUM_THREADS, MKL_NUM_THREADS) is the user's choice: the default then leaves BLAS alone.
+
+Concurrent sessions share one process-wide setting: the first step to start saves the
+library's value and sets the limit, the last one to end restores it (steps wanting different
+limits get the smallest). threadpoolctl is used when installed; otherwise OpenBLAS is found
+among the loaded libraries (Linux /proc/self/maps) and driven through its C API. Without
+either, the limit is not applied (`blas_control_available()` says so).
+"""
+import ctypes
+import os
+import threading
+
+from tfg.errors import TfgInputError
+
+ENV_VAR = "TFG_BLAS_THREADS"
+_USER_ENV = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "GOTO_NUM_THREADS")
+_SET_NAMES = ("openblas_set_num_threads", "scipy_openblas_set_num_threads64_",
+              "scipy_openblas_set_num_threads", "openblas_set_num_threads64_")
+_GET_NAMES = ("openblas_get_num_threads", "scipy_openblas_get_num_threads64_",
+              "scipy_openblas_get_num_threads", "openblas_get_num_threads64_")
+
+_lock = threading.Lock()
+_backend = None  # resolved once: a _Backend, or False when no BLAS can be controlled
+_active = {}  # token -> limit of each step running now
+_saved = None  # the library's setting before the first active step
+
+
+class _Backend:
+    """get() -> current threads; set(n)."""
+
+    def __init__(self, get, set_):
+        self.get = get
+        self.set = set_
+
+
+def _threadpoolctl_backend():
+    try:
+        from threadpoolctl import ThreadpoolController
+    except ImportError:
+        return None
+    libs = [lib for lib in ThreadpoolController().lib_controllers if lib.user_api == "blas"]
+    if not libs:
+        return None
+
+    def set_(n):
+        for lib in libs:
+            lib.set_num_threads(n)
+
+    return _Backend(lambda: min(lib.get_num_threads() or 1 for lib in libs), set_)
+
+
+def _openblas_paths():
+    try:
+        with open("/proc/self/maps") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return []
+    paths = []
+    for line in lines:
+        path = line.split(None, 5)[-1] if line.count(" ") >= 5 else ""
+        base = os.path.basename(path)
+        if "openblas" in base and ".so" in base and path not in paths:
+            paths.append(path)
+    return paths
+
+
+def _ctypes_backend():
+    import numpy  # noqa: F401 - loads its BLAS, so that it shows in the process's maps
+
+    for path in _openblas_paths():
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        get = next((getattr(lib, n) for n in _GET_NAMES if hasattr(lib, n)), None)
+        set_ = next((getattr(lib, n) for n in _SET_NAMES if hasattr(lib, n)), None)
+        if get is None or set_ is None:
+            continue
+        get.restype, get.argtypes = ctypes.c_int, []
+        set_.restype, set_.argtypes = None, [ctypes.c_int]
+        return _Backend(get, lambda n, f=set_: f(int(n)))
+    return None
+
+
+def _get_backend(prefer_threadpoolctl=True):
+    global _backend
+    if _backend is None:
+        b = _threadpoolctl_backend() if prefer_threadpoolctl else None
+        _backend = b or _ctypes_backend() or False
+    return _backend or None
+
+
+def blas_control_available():
+    """Whether this process's BLAS thread count can be set (threadpoolctl or OpenBLAS)."""
+    return _get_backend() is not None
+
+
+def current_blas_threads():
+    """The BLAS library's thread count now, or None when it cannot be read."""
+    b = _get_backend()
+    return b.get() if b is not None else None
+
+
+def _auto():
+    if any(os.environ.get(k) for k in _USER_ENV):
+        return None  # the user chose BLAS's threads already
+    return max(1, (os.cpu_count() or 1) // 2)
+
+
+def resolve_blas_threads(value):
+    """The BLAS thread limit a Session uses: an int >= 1, or None for 'leave BLAS alone'.
+
+    `value`: None (the default: $TFG_BLAS_THREADS if set, else 'auto'), 'auto' (half the
+    cores, or nothing when the user set a BLAS variable), an int (0 = leave BLAS alone), or a
+    string of one.
+    Before: resolve_blas_threads(None) on 2 cores.  After: 1.
+    """
+    source = "blas_threads"
+    if value is None:
+        value = os.environ.get(ENV_VAR)
+        if value is None:
+            return _auto()
+        source = f"${ENV_VAR}"
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text == "auto":
+            return _auto()
+        try:
+            value = int(text)
+        except ValueError:
+            raise TfgInputError(f"{source}: expected a thread count (an integer >= 0, 0 = "
+                                f"leave BLAS alone) or 'auto', got {value!r}") from None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise TfgInputError(f"{source}: expected an integer >= 0 (0 = leave BLAS alone) or "
+                            f"'auto', got {value!r}")
+    return value or None
+
+
+class blas_limit:
+    """Context manager: BLAS uses at most `limit` threads inside (None: no change).
+
+    Re-entrant and thread-safe: see the module docstring.
+    """
+
+    __slots__ = ("limit", "token")
+
+    def __init__(self, limit):
+        self.limit = limit
+        self.token = None
+
+    def __enter__(self):
+        global _saved
+        if self.limit is None:
+            return self
+        backend = _get_backend()
+        if backend is None:
+            return self
+        with _lock:
+            self.token = object()
+            if not _active:
+                _saved = backend.get()
+            _active[self.token] = self.limit
+            want = min(_active.values())
+            if backend.get() != want:
+                backend.set(want)
+        return self
+
+    def __exit__(self, *exc):
+        if self.token is None:
+            return False
+        backend = _get_backend()
+        with _lock:
+            del _active[self.token]
+            self.token = None
+            want = min(_active.values()) if _active else _saved
+            if want is not None and backend.get() != want:
+                backend.set(want)
+        return False
