@@ -24,6 +24,14 @@ def tag_option(f):
                              "list; default: the only one, else `serve`).")(f)
 
 
+def progress_option(f):
+    """`--progress/--no-progress`: the one-line progress display on stderr (tfg.cli.progress);
+    by default shown only when stderr is a terminal, so pipes and logs stay clean."""
+    return click.option("--progress/--no-progress", "progress", default=None,
+                        help="Show a progress line on stderr after 1 s (default: only when "
+                             "stderr is a terminal).")(f)
+
+
 def read_graph(path, tag=None):
     """A Graph from a .pb/.pbtxt path, `-` (stdin), or a SavedModel folder/saved_model.pb."""
     if tag:

@@ -1,7 +1,13 @@
 """`tfg optimize`: run graph optimization passes (Grappler's pipeline by default)."""
+import json
+import time
+
 import click
 
-from tfg.cli.common import graph_argument, output_options, read_graph, split_names, write_graph
+from tfg.cli.common import (graph_argument, output_options, progress_option, read_graph,
+                            split_names, write_graph)
+from tfg.cli.progress import Progress, passes_line
+from tfg.errors import TfgInputError
 
 
 @click.command("optimize")
@@ -19,19 +25,28 @@ from tfg.cli.common import graph_argument, output_options, read_graph, split_nam
 @click.option("--rounds", type=click.IntRange(1, 10), default=2, show_default=True,
               help="How many times the pipeline runs.")
 @click.option("--report", is_flag=True, help="Per pass: nodes before/after and time, to stderr.")
+@click.option("--json", "as_json", is_flag=True,
+              help="With --report: the report as one JSON document (stderr).")
 @click.option("--list", "list_", is_flag=True, help="Print the passes and what each does.")
+@progress_option
 @output_options
-def command(graph, passes, keep, feeds, devices, rounds, report, list_, output, fmt):
+def command(graph, passes, keep, feeds, devices, rounds, report, as_json, list_, progress,
+            output, fmt):
     """Optimize GRAPH: prune, CSE, constant folding, arithmetic, layout and remapping.
 
-    Placeholders are always kept and never folded (a user may feed them).
+    Placeholders are always kept and never folded (a user may feed them). The report goes to
+    stderr, so the graph on stdout can still be piped.
 
     \b
     Example:
       tfg optimize model.pb --keep loss,train_op -o opt.pb --report
       tfg optimize model.pb --passes prune,constfold --keep out
+      tfg optimize model.pb --report --json 2>report.json | tfg run - --fetch out
     """
     from tfg.passes.manager import DEFAULT_PIPELINE, list_passes, optimize
+    if as_json and not report:
+        raise TfgInputError("--json applies to --report (the graph itself is written as "
+                            "GraphDef); add --report")
     if list_:
         click.echo(f"default pipeline ({' -> '.join(DEFAULT_PIPELINE)}), 2 rounds:")
         for name, doc, default in list_passes():
@@ -39,9 +54,18 @@ def command(graph, passes, keep, feeds, devices, rounds, report, list_, output, 
         return
     g = read_graph(graph)
     rows = []
-    out = optimize(g, passes=passes, keep=split_names(keep), feeds=split_names(feeds),
-                   devices=devices or (), rounds=rounds, report=rows)
-    if report:
+    start = time.perf_counter()
+    with Progress(0, describe=passes_line, enabled=progress) as bar:
+        def on_pass(name, index, total):
+            bar.total = total
+            bar.update(index, name)
+
+        out = optimize(g, passes=passes, keep=split_names(keep), feeds=split_names(feeds),
+                       devices=devices or (), rounds=rounds, report=rows, on_pass=on_pass)
+    seconds = time.perf_counter() - start
+    if report and as_json:
+        click.echo(json.dumps(report_json(rows, len(g), len(out), seconds), indent=2), err=True)
+    elif report:
         click.echo(f"{'pass':10s} {'round':>5s} {'before':>8s} {'after':>8s} {'ms':>9s}", err=True)
         for r in rows:
             note = f"  rolled back: {r['error']}" if r["error"] else ""
@@ -54,3 +78,22 @@ def command(graph, passes, keep, feeds, devices, rounds, report, list_, output, 
                 click.echo(f"tfg: warning: pass {r['pass']} failed and was rolled back: "
                            f"{r['error']}", err=True)
     write_graph(out, output, fmt)
+
+
+def report_json(rows, nodes_before, nodes_after, seconds):
+    """The --report --json document: one entry per pass run, then totals.
+
+        {"passes": [{"name": "prune", "round": 1, "nodes_before": 40, "nodes_after": 31,
+                     "seconds": 0.0012, "changed": true, "error": null}, ...],
+         "totals": {"nodes_before": 40, "nodes_after": 17, "seconds": 0.05, "passes_run": 16,
+                    "passes_changed": 5, "rolled_back": 0, "rounds": 2}}
+    """
+    passes = [{"name": r["pass"], "round": r["round"], "nodes_before": r["before"],
+               "nodes_after": r["after"], "seconds": round(r["seconds"], 6),
+               "changed": bool(r["changed"]), "error": r["error"]} for r in rows]
+    totals = {"nodes_before": nodes_before, "nodes_after": nodes_after,
+              "seconds": round(seconds, 6), "passes_run": len(rows),
+              "passes_changed": sum(p["changed"] for p in passes),
+              "rolled_back": sum(p["error"] is not None for p in passes),
+              "rounds": max((r["round"] for r in rows), default=0)}
+    return {"passes": passes, "totals": totals}

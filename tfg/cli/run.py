@@ -4,13 +4,13 @@ import io as _io
 import json
 import os
 import sys
-import time
 import warnings
 
 import click
 import numpy as np
 
-from tfg.cli.common import graph_argument, read_graph, split_names
+from tfg.cli.common import graph_argument, progress_option, read_graph, split_names
+from tfg.cli.progress import Progress
 from tfg.errors import TfgError, TfgInputError, TfgRuntimeError
 from tfg.graphdef.io import write_bytes_atomic
 
@@ -65,9 +65,10 @@ from tfg.graphdef.io import write_bytes_atomic
 @click.option("--tls-ca", default=None, metavar="PEM",
               help="--cluster: verify the workers' TLS certificates with this CA (turns TLS "
                    "on).")
-def command(graph, fmt, tag, signature, feed_args, feeds_file, fetches, targets, inits, steps, devices, cluster,
-            output, trace_path, save_dir, restore_dir, timeout, auth_token, checkpoint_dir,
-            checkpoint_every, max_memory, tls_ca):
+@progress_option
+def command(graph, fmt, tag, signature, feed_args, feeds_file, fetches, targets, inits, steps,
+            devices, cluster, output, trace_path, save_dir, restore_dir, timeout, auth_token,
+            checkpoint_dir, checkpoint_every, max_memory, tls_ca, progress):
     """Run GRAPH: feed placeholders, compute fetches, run targets.
 
     \b
@@ -134,7 +135,8 @@ def command(graph, fmt, tag, signature, feed_args, feeds_file, fetches, targets,
             values = sess.run(fetch_names, feeds=feeds)
         step_indices = step_indices.remaining()
     if fetch_names or target_names:
-        progress = _Progress(steps) if steps > 1 and sys.stderr.isatty() else None
+        # "step i/N, steps/s, ETA" on a terminal once the steps take over a second.
+        bar = Progress(steps, start=first, enabled=progress if steps > 1 else False, leave=True)
         done = first
         try:
             for i in step_indices:
@@ -142,10 +144,9 @@ def command(graph, fmt, tag, signature, feed_args, feeds_file, fetches, targets,
                 values = sess.run(fetch_names or None, feeds=feeds, targets=target_names,
                                   trace=bool(trace_path) and last)
                 done = i + 1
-                if progress is not None:
-                    progress.update(i + 1)
+                bar.update(done)
         except KeyboardInterrupt:  # Ctrl-C: stop between or inside steps, one line, exit 130
-            _interrupted(done, steps, checkpoint_dir, progress)
+            _interrupted(done, steps, checkpoint_dir, bar)
         except TfgError as e:
             if checkpoint_dir and e.exit_code == 1:  # say what a rerun resumes from and loses
                 msg = (f"{e} [step {done + 1} of {steps} failed; "
@@ -156,8 +157,8 @@ def command(graph, fmt, tag, signature, feed_args, feeds_file, fetches, targets,
                     err = TfgRuntimeError(msg) if e.exit_code == 1 else TfgInputError(msg)
                 raise err from e
             raise
-        if progress is not None:
-            progress.close()
+        finally:  # before any error line: the progress line must not garble it
+            bar.close()
     if save_dir:
         sess.save(save_dir)
     if trace_path and sess.last_trace is not None:
@@ -168,10 +169,9 @@ def command(graph, fmt, tag, signature, feed_args, feeds_file, fetches, targets,
         _emit_values(shown, values, output, fmt)
 
 
-def _interrupted(done, steps, checkpoint_dir, progress):
+def _interrupted(done, steps, checkpoint_dir, bar):
     """Report where a Ctrl-C stopped the steps (and the checkpoint a rerun resumes from)."""
-    if progress is not None:
-        progress.close()
+    bar.close()
     where = f"; {_checkpoint_note(checkpoint_dir, done)}" if checkpoint_dir else ""
     click.echo(f"tfg: interrupted after {done} of {steps} steps{where}", err=True)
     sys.exit(130)
@@ -313,26 +313,3 @@ def _json_value(name, value):
 
     dtype = "string" if arr.dtype == object or arr.dtype.kind in "SU" else str(arr.dtype)
     return {"dtype": dtype, "shape": list(arr.shape), "value": walk(arr)}
-
-
-class _Progress:
-    """A one-line step counter on stderr (only when it is a terminal)."""
-
-    def __init__(self, total):
-        self.total = total
-        self.start = self.last = time.monotonic()
-        self.width = len(str(total))
-
-    def update(self, n):
-        now = time.monotonic()
-        if now - self.last < 0.1 and n < self.total:
-            return
-        self.last = now
-        rate = n / max(now - self.start, 1e-9)
-        sys.stderr.write(f"\rstep {n:>{self.width}}/{self.total}  {rate:8.1f} steps/s")
-        sys.stderr.flush()
-
-    def close(self):
-        sys.stderr.write("\n")
-        sys.stderr.flush()
-

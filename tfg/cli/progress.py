@@ -1,0 +1,165 @@
+"""A one-line progress display on stderr for long commands, shown on a terminal only.
+
+    with Progress(100, describe=steps_line, enabled=None) as p:   # None: stderr is a TTY
+        for i in range(100):
+            step()
+            p.update(i + 1)
+    # on a terminal, after 1 s:  "step 37/100  12.4 steps/s  ETA 0:05" (rewritten in place)
+    # piped, or a run under 1 s:  nothing at all
+
+The line is drawn by a small daemon thread at most 10 times a second, so a long step or a
+long pass still shows its elapsed time, and the caller's loop never pays for drawing. It only
+appears once the command has run for `delay` seconds, so short commands stay silent. It is
+written with carriage returns only (no ANSI codes) and padded with spaces over the previous
+line, so any terminal shows it; stdout is never touched (it carries data).
+"""
+import os
+import sys
+import threading
+import time
+
+INTERVAL = 0.1
+
+
+def default_delay():
+    """Seconds before the line first appears: 1, or TFG_PROGRESS_DELAY (0 = at once)."""
+    try:
+        return max(float(os.environ.get("TFG_PROGRESS_DELAY", "1")), 0.0)
+    except ValueError:
+        return 1.0
+
+
+def wanted(flag, stream=None):
+    """Whether to show progress: `flag` from --progress/--no-progress, None = on a terminal."""
+    if flag is not None:
+        return bool(flag)
+    stream = stream or sys.stderr
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):  # a closed or replaced stream
+        return False
+
+
+def format_duration(seconds):
+    """0:05, 12:40, 1:02:03."""
+    seconds = int(round(max(seconds, 0)))
+    h, rest = divmod(seconds, 3600)
+    m, s = divmod(rest, 60)
+    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
+
+
+def steps_line(p, elapsed):
+    """`step 37/100  12.4 steps/s  ETA 0:05`, at the end `step 100/100  12.4 steps/s  in 0:08`
+    (the rate counts only the steps this process ran, not those resumed from a checkpoint)."""
+    width = len(str(p.total))
+    line = f"step {p.n:>{width}}/{p.total}"
+    done = p.n - p.start
+    if done > 0 and elapsed > 0:
+        rate = done / elapsed
+        line += f"  {rate:.1f} steps/s" if rate >= 1 else f"  {1 / rate:.2f} s/step"
+        if p.n < p.total:
+            line += f"  ETA {format_duration((p.total - p.n) / rate)}"
+        else:  # the line a finished run leaves behind
+            line += f"  in {format_duration(elapsed)}"
+    return line
+
+
+def passes_line(p, elapsed):
+    """`pass 3/16 constfold  0:04` (elapsed time of the whole run)."""
+    if not p.total:  # before the first pass: loading the passes, collecting what to keep
+        return f"optimize: starting  {format_duration(elapsed)}"
+    width = len(str(p.total))
+    return f"pass {p.n:>{width}}/{p.total} {p.label or ''}  {format_duration(elapsed)}"
+
+
+class Progress:
+    """A self-overwriting status line; a no-op unless `enabled` (None: the stream is a TTY).
+
+    `describe(progress, elapsed) -> str` makes the line from `n`, `total`, `start`, `label`.
+    `leave=True` keeps the final line (with a newline) when it was shown; otherwise `close()`
+    erases it, so what follows on stderr starts on a clean line.
+    """
+
+    def __init__(self, total, describe=steps_line, enabled=None, stream=None, start=0,
+                 delay=None, interval=INTERVAL, leave=False):
+        self.stream = stream or sys.stderr
+        self.total, self.start, self.n, self.label = total, start, start, None
+        self.describe, self.interval, self.leave = describe, interval, leave
+        self.delay = default_delay() if delay is None else delay
+        self.enabled = wanted(enabled, self.stream)
+        self.t0 = time.monotonic()
+        self._shown = 0  # width of the line on screen; 0 = nothing drawn yet
+        self._line = None
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = None
+        if self.enabled:
+            self._thread = threading.Thread(target=self._tick, name="tfg-progress", daemon=True)
+            self._thread.start()
+
+    def update(self, n, label=None):
+        """Record progress; drawing happens on the ticker thread."""
+        self.n = n
+        if label is not None:
+            self.label = label
+
+    def close(self):
+        """Stop drawing; erase the line (or keep it with `leave`)."""
+        if self._thread is None:
+            return
+        self._stop.set()
+        self._thread.join(timeout=1.0)
+        self._thread = None
+        with self._lock:
+            if not self._shown:
+                return
+            if self.leave:
+                self._draw_locked()
+                self._write("\n")
+            else:
+                self._write("\r" + " " * self._shown + "\r")
+            self._shown = 0
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def _tick(self):
+        # The first draw waits for the delay: a command that ends sooner prints nothing.
+        if self._stop.wait(self.delay):
+            return
+        while True:
+            with self._lock:
+                if self._stop.is_set():
+                    return
+                self._draw_locked()
+            if self._stop.wait(self.interval):
+                return
+
+    def _draw_locked(self):
+        line = self.describe(self, time.monotonic() - self.t0)
+        # A line wider than the terminal wraps, and "\r" then rewrites only its last row.
+        line = line[:max(_columns(self.stream) - 1, 10)]
+        if line == self._line:  # 10 Hz redraws of an unchanged line are wasted terminal I/O
+            return
+        self._line = line
+        pad = " " * max(self._shown - len(line), 0)
+        self._write("\r" + line + pad)
+        self._shown = len(line)
+
+    def _write(self, text):
+        try:
+            self.stream.write(text)
+            self.stream.flush()
+        except (OSError, ValueError):  # the terminal went away: stop drawing, keep running
+            self._stop.set()
+
+
+def _columns(stream):
+    try:
+        return os.get_terminal_size(stream.fileno()).columns or 80
+    except (AttributeError, OSError, ValueError):
+        return 80
