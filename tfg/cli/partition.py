@@ -1,4 +1,5 @@
-"""`tfg partition`: one subgraph per device, joined by _Send/_Recv, in one GraphDef."""
+"""`tfg partition`: one subgraph per device, joined by _Send/_Recv, in one GraphDef (and, with
+`--split DIR`, one file per device)."""
 import click
 
 from tfg.cli.common import graph_argument, output_options, read_graph, write_graph
@@ -9,7 +10,10 @@ from tfg.cli.place import device_options
 @graph_argument
 @device_options
 @output_options
-def command(graph, devices, cluster, cost_model, hard, output, fmt):
+@click.option("--split", "split_dir", default=None, metavar="DIR",
+              help="Also write DIR/<device>.pb, one GraphDef per device, and DIR/index.json "
+                   "(device -> file, node counts); DIR is created if missing.")
+def command(graph, devices, cluster, cost_model, hard, output, fmt, split_dir):
     """Partition GRAPH per device: nodes without a device are placed first, then every edge
     between devices becomes a _Send/_Recv pair (loops split across devices get a control
     loop on each). `tfg run` runs the result without placing again.
@@ -18,9 +22,24 @@ def command(graph, devices, cluster, cost_model, hard, output, fmt):
     Example:
       tfg partition model.pb --devices cpu:3 | tfg run - --devices cpu:3 --fetch out
       tfg partition model.pb --cluster worker=127.0.0.1:2222,127.0.0.1:2223 -o parts.pb
+      tfg partition model.pb --devices cpu:2 -o parts.pb --split parts/
     """
     from tfg.passes.partition import partition
+    from tfg.passes.partition.files import StagedSplit, check_split_dir, split_files
 
+    if split_dir is not None:
+        if not split_dir:
+            raise click.BadParameter("needs a directory", param_hint="--split")
+        check_split_dir(split_dir)  # before the work, not after it
     g = read_graph(graph)
-    write_graph(partition(g, devices, cost_model=cost_model, soft=not hard, cluster=cluster),
-                output, fmt)
+    parted = partition(g, devices, cost_model=cost_model, soft=not hard, cluster=cluster)
+    if split_dir is None:
+        write_graph(parted, output, fmt)
+        return
+    staged = StagedSplit(split_dir, *split_files(parted, fmt or "pb"))
+    try:
+        write_graph(parted, output, fmt)
+    except BaseException:
+        staged.discard()  # the combined graph failed: no per-device files either
+        raise
+    staged.commit()
