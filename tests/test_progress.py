@@ -5,6 +5,7 @@ import io
 import os
 import pty
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -204,3 +205,37 @@ def test_optimize_shows_the_pass_on_a_terminal(mlp):
     assert p.returncode == 0 and "sleepy" in p.stderr.decode()
     assert "\r" not in p.stderr.decode()  # piped: the report only
 
+
+
+def test_ctrl_c_ends_the_line_before_the_message(mlp):
+    master, slave = pty.openpty()
+    env = dict(os.environ, TFG_PROGRESS_DELAY="0")
+    env.pop("TFG_DEBUG", None)
+    p = subprocess.Popen(_train(mlp, 10**7), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=slave, env=env, cwd=ROOT)
+    os.close(slave)
+    err = b""
+    try:
+        deadline = time.monotonic() + 60
+        while b"steps/s" not in err and time.monotonic() < deadline:
+            err += os.read(master, 4096)
+        p.send_signal(signal.SIGINT)
+        while True:
+            try:
+                data = os.read(master, 4096)
+            except OSError:
+                break
+            if not data:
+                break
+            err += data
+    finally:
+        os.close(master)
+        p.stdout.close()
+        if p.poll() is None:
+            p.kill()
+        p.wait(timeout=60)
+    text = err.decode(errors="replace")
+    assert p.returncode == 130, text
+    # the last progress line is kept, then the message starts on a line of its own
+    assert re.search(r"\rstep +\d+/10000000 [^\r\n]*\r?\ntfg: interrupted after \d+ of "
+                     r"10000000 steps\r?\n$", text), text
