@@ -2,9 +2,9 @@
 """Make the fixtures of tests/test_savedmodel.py and tests/test_tensorboard.py (needs
 TensorFlow; never imports tfg).
 
-    /tmp/tfenv/bin/python tools/gen_savedmodel_fixtures.py
+    /tmp/tfenv/bin/python tools/gen_savedmodel_fixtures.py [v1|tf2]   (default: both)
 
-Writes tests/fixtures/savedmodel/:
+Writes tests/fixtures/savedmodel/ (v1):
 - mlp/: a v1 SavedModel (tf.compat.v1.saved_model.Builder, tag "serve") of a small classifier
   with reference variables and two signatures: `serving_default` (inputs {x}, outputs {probs,
   classes}) and `logits` (inputs {x}, outputs {logits}); variables/ is TensorFlow's tensor
@@ -15,17 +15,25 @@ Writes tests/fixtures/savedmodel/:
   and frozen_expected.npz keyed by tensor name (probs:0).
 - tf_events/: an events file TensorFlow's own FileWriter wrote for the frozen graph, so tfg's
   reader is checked against TensorFlow's writer (CRCs, Event layout).
+
+and (tf2, in a separate process: TF2 saving needs eager mode, the v1 part disables it):
+- tf2_mlp/: tf.saved_model.save of a tf.Module MLP (two Dense modules whose __call__ is a
+  tf.function of their own, so the signature function nests calls; tf.Variables, i.e. resource
+  variables), signatures `serving_default` ({x} -> {logits, probs}) and `classify` ({x} ->
+  {classes}); the variables are changed after creation, so only variables/ has their values.
+- tf2_keras/: a Keras Sequential (Dense relu, Dense softmax) exported by Keras'
+  `model.export(format="tf_saved_model")` (signatures `serve` and `serving_default`).
+- tf2_feeds.npz (x), tf2_expected.npz (`<model>/<signature>/<output key>` -> what TensorFlow
+  computed through the loaded SavedModel's signature).
 """
 import glob
 import os
 import shutil
+import subprocess
+import sys
 
 import numpy as np
 import tensorflow.compat.v1 as tf
-
-tf.disable_eager_execution()
-tf.disable_control_flow_v2()
-tf.disable_resource_variables()
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "fixtures",
                    "savedmodel")
@@ -50,10 +58,21 @@ def build():
     return x, logits, probs, classes, train
 
 
-def main():
-    if os.path.isdir(OUT):
-        shutil.rmtree(OUT)
-    os.makedirs(OUT)
+V1_OUTPUTS = ("mlp", "tf_events", "mlp_feeds.npz", "mlp_expected.npz", "frozen.pb",
+              "frozen_expected.npz")
+
+
+def main_v1():
+    tf.disable_eager_execution()
+    tf.disable_control_flow_v2()
+    tf.disable_resource_variables()
+    os.makedirs(OUT, exist_ok=True)
+    for name in V1_OUTPUTS:
+        path = os.path.join(OUT, name)
+        if os.path.isdir(path):
+            shutil.rmtree(path)
+        elif os.path.exists(path):
+            os.remove(path)
     feeds = {"x": np.random.RandomState(7).randn(5, 4).astype(np.float32)}
     g = tf.Graph()
     with g.as_default():
@@ -98,8 +117,82 @@ def main():
         writer.close()
     path = glob.glob(os.path.join(events_dir, "events.out.tfevents.*"))[0]
     os.rename(path, os.path.join(events_dir, "events.out.tfevents.0000000000.tf"))
-    print("wrote", OUT)
+    print("wrote", OUT, "(v1)")
+
+
+def main_tf2():
+    import tensorflow as tf2
+
+    for name in ("tf2_mlp", "tf2_keras", "tf2_feeds.npz", "tf2_expected.npz"):
+        path = os.path.join(OUT, name)
+        if os.path.isdir(path):
+            shutil.rmtree(path)
+        elif os.path.exists(path):
+            os.remove(path)
+    x = np.random.RandomState(7).randn(5, 4).astype(np.float32)
+    expected = {}
+
+    class Dense(tf2.Module):
+        def __init__(self, n_in, n_out, rng, name=None):
+            super().__init__(name=name)
+            self.w = tf2.Variable(rng.randn(n_in, n_out).astype(np.float32), name="w")
+            self.b = tf2.Variable(np.zeros(n_out, np.float32), name="b")
+
+        @tf2.function
+        def __call__(self, x):
+            return tf2.matmul(x, self.w) + self.b
+
+    class MLP(tf2.Module):
+        def __init__(self):
+            super().__init__()
+            rng = np.random.RandomState(3)
+            self.l1 = Dense(4, 8, rng)
+            self.l2 = Dense(8, 3, rng)
+
+        @tf2.function(input_signature=[tf2.TensorSpec([None, 4], tf2.float32)])
+        def __call__(self, x):
+            logits = self.l2(tf2.nn.relu(self.l1(x)))
+            return {"logits": logits, "probs": tf2.nn.softmax(logits)}
+
+        @tf2.function(input_signature=[tf2.TensorSpec([None, 4], tf2.float32)])
+        def classify(self, x):
+            return {"classes": tf2.argmax(self(x)["probs"], axis=1)}
+
+    mlp = MLP()
+    # Values that differ from the ones the variables were created with: a loader that did not
+    # restore variables/ would compute something else.
+    for var in mlp.trainable_variables:
+        var.assign_add(0.1 * np.random.RandomState(11).randn(*var.shape).astype(np.float32))
+    path = os.path.join(OUT, "tf2_mlp")
+    tf2.saved_model.save(mlp, path, signatures={"serving_default": mlp.__call__,
+                                                "classify": mlp.classify})
+
+    import keras
+
+    keras.utils.set_random_seed(5)
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(8, activation="relu"),
+                              keras.layers.Dense(3, activation="softmax")])
+    model.export(os.path.join(OUT, "tf2_keras"), format="tf_saved_model", verbose=False)
+
+    for name in ("tf2_mlp", "tf2_keras"):  # what TF computes through the saved signatures
+        loaded = tf2.saved_model.load(os.path.join(OUT, name))
+        for sig_name, fn in loaded.signatures.items():
+            (key,) = fn.structured_input_signature[1]
+            for out_key, value in fn(**{key: tf2.constant(x)}).items():
+                expected[f"{name}/{sig_name}/{out_key}"] = value.numpy()
+    for stray in glob.glob(os.path.join(OUT, "tf2_*", "fingerprint.pb")):
+        os.remove(stray)  # changes on every save; tfg does not read it
+    np.savez(os.path.join(OUT, "tf2_feeds.npz"), x=x)
+    np.savez(os.path.join(OUT, "tf2_expected.npz"), **expected)
+    print("wrote", OUT, "(tf2)", sorted(expected))
 
 
 if __name__ == "__main__":
-    main()
+    which = sys.argv[1] if len(sys.argv) > 1 else "all"
+    if which == "v1":
+        main_v1()
+    elif which == "tf2":
+        main_tf2()
+    else:  # each in its own process: v1 graph mode and TF2 eager mode do not mix
+        for part in ("v1", "tf2"):
+            subprocess.run([sys.executable, os.path.abspath(__file__), part], check=True)

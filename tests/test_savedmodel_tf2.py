@@ -1,0 +1,211 @@
+"""TF2 SavedModels (tools/gen_savedmodel_fixtures.py tf2): function calls inlined at load time,
+resource variables restored by the saver's restore function, outputs equal to what TensorFlow
+computed through the same signatures; malformed libraries refused with exit 2."""
+import json
+import re
+import shutil
+
+import numpy as np
+import pytest
+
+from conftest import FIXTURES
+from helpers import tfg_cli
+from tfg.errors import TfgInputError
+from tfg.executor.session import Session
+from tfg.graphdef import io, savedmodel
+from tfg.graphdef.functions import CALL_OPS
+
+SAVED = FIXTURES / "savedmodel"
+MLP = SAVED / "tf2_mlp"
+KERAS = SAVED / "tf2_keras"
+X = np.load(SAVED / "tf2_feeds.npz")["x"]
+EXPECTED = np.load(SAVED / "tf2_expected.npz")
+
+
+def _run_signature(model, sig, out):
+    g = io.load(str(SAVED / model))
+    sess = Session(g)
+    savedmodel.restore_variables(sess, g, savedmodel.read_variables(g.saved_model.path))
+    (key,) = g.saved_model.signatures[sig]["inputs"]
+    feeds, tensors, _ = savedmodel.bind_signature(g, sig, {key: X}, [out])
+    return sess.run(tensors, feeds=feeds)[0]
+
+
+@pytest.mark.parametrize("key", sorted(EXPECTED.files))
+def test_outputs_equal_tensorflow(key):
+    model, sig, out = key.split("/")
+    got = _run_signature(model, sig, out)
+    assert got.dtype == EXPECTED[key].dtype and got.shape == EXPECTED[key].shape
+    np.testing.assert_allclose(got, EXPECTED[key], rtol=1e-5, atol=1e-6)
+
+
+def test_load_inlines_every_runnable_call():
+    g = io.load(str(MLP))
+    info = g.saved_model
+    assert sorted(info.signatures) == ["__saved_model_init_op", "classify", "serving_default"]
+    # The save function writes files with ops tfg does not know: it alone stays a call.
+    calls = [n.name for n in g if n.op in CALL_OPS]
+    assert calls == sorted(info.functions["not_inlined"])
+    assert len(calls) == 1 and "unknown op" in info.functions["not_inlined"][calls[0]]
+    assert info.functions["inlined"] >= 6  # 2 signatures x (wrapper, __call__, 2 x Dense) ...
+    assert info.saver["restore_op_name"] in g and g[info.saver["restore_op_name"]].op == \
+        "IdentityN"
+    # Signature outputs keep their names: the call node became an IdentityN of the results.
+    out = info.signatures["serving_default"]["outputs"]["logits"]["name"]
+    call = g[out.split(":")[0]]
+    assert call.op == "IdentityN" and len(call.get_attr("T")) == 2
+    # The bodies are under the call's name; the nested Dense calls are inlined too.
+    assert sum(n.op == "MatMul" for n in g if n.name.startswith(call.name + "/")) == 2
+    assert g.library is not None and len(g.library.function) >= 6  # kept verbatim
+
+
+def test_variables_restored_through_the_object_graph_keys():
+    values = savedmodel.read_variables(MLP)
+    assert "l1/w/.ATTRIBUTES/VARIABLE_VALUE" in values
+    graph_proto = values["_CHECKPOINTABLE_OBJECT_GRAPH"]  # a string tensor of the bundle
+    assert graph_proto.dtype == object and graph_proto.shape == ()
+    assert b"l1" in graph_proto.item() and b"VARIABLE_VALUE" in graph_proto.item()
+    g = io.load(str(MLP))
+    sess = Session(g)
+    restored = savedmodel.restore_variables(sess, g, values)
+    assert "l2/b/.ATTRIBUTES/VARIABLE_VALUE" in restored
+    handles = {n.name: n for n in g if n.op == "VarHandleOp"}
+    for name in handles:  # every variable now reads its checkpoint value
+        value = sess.run(f"{name}/Read/ReadVariableOp:0")
+        assert any(np.array_equal(value, v) for k, v in values.items() if k.endswith("VALUE"))
+
+
+def test_cli_run_by_signature(tmp_path):
+    np.save(tmp_path / "x.npy", X)
+    out = tmp_path / "out.npz"
+    tfg_cli("run", MLP, "--signature", "serving_default", "--feed", f"x=@{tmp_path}/x.npy",
+            "-o", out)
+    got = np.load(out)
+    assert sorted(got.files) == ["logits", "probs"]
+    for key in got.files:
+        np.testing.assert_allclose(got[key], EXPECTED[f"tf2_mlp/serving_default/{key}"],
+                                   rtol=1e-5, atol=1e-6)
+    p = tfg_cli("run", MLP, "--signature", "classify", "--feeds", SAVED / "tf2_feeds.npz",
+                "--fetch", "classes", "--format", "json")
+    assert json.loads(p.stdout)["classes"]["value"] == \
+        EXPECTED["tf2_mlp/classify/classes"].tolist()
+    p = tfg_cli("run", KERAS, "--signature", "serving_default", "--feed",
+                f"keras_tensor=@{tmp_path}/x.npy", "-o", out)
+    np.testing.assert_allclose(np.load(out)["output_0"],
+                               EXPECTED["tf2_keras/serving_default/output_0"], rtol=1e-5,
+                               atol=1e-6)
+
+
+def test_cli_info_shows_signatures_and_functions():
+    out = tfg_cli("info", MLP).stdout.decode()
+    assert "saved model: tags serve (variables: yes)" in out
+    assert "  serving_default (tensorflow/serving/predict)" in out
+    assert "    in  x: serving_default_x:0 float32 [?, 4]" in out
+    assert re.search(r"    out probs: StatefulPartitionedCall(_\d+)?:1 float32 \[\?, 3\]", out)
+    assert "calls inlined, 1 not" in out and "__inference__traced_save" in out
+    js = json.loads(tfg_cli("info", MLP, "--json").stdout)
+    assert js["saved_model"]["functions"]["inlined"] >= 6
+    assert js["saved_model"]["signatures"]["classify"]["outputs"]["classes"]["dtype"] == "int64"
+
+
+# --- malformed libraries ---------------------------------------------------------------------
+
+def _mutated(tmp_path, edit):
+    """A copy of tf2_mlp whose MetaGraphDef `edit(meta_graph)` changed."""
+    dst = tmp_path / "model"
+    shutil.copytree(MLP, dst)
+    sm = savedmodel.read_saved_model(MLP)
+    edit(sm.meta_graphs[0])
+    (dst / "saved_model.pb").write_bytes(sm.SerializeToString())
+    return dst
+
+
+def _functions(mg):
+    return {f.signature.name: f for f in mg.graph_def.library.function}
+
+
+def _serving_call(mg):
+    """(the main graph's call node of serving_default, the FunctionDef it calls)."""
+    name = mg.signature_def["serving_default"].outputs["probs"].name.split(":")[0]
+    node = next(n for n in mg.graph_def.node if n.name == name)
+    return node, _functions(mg)[node.attr["f"].func.name]
+
+
+def _run_serving(model):
+    return tfg_cli("run", model, "--signature", "serving_default", "--feed",
+                   "x=[[1,2,3,4]]", check=False)
+
+
+def _assert_refused(p, *parts):
+    err = p.stderr.decode()
+    assert p.returncode == 2, err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    for part in parts:
+        assert part in err, err
+
+
+def test_missing_function_exits_2(tmp_path):
+    def edit(mg):
+        node, _ = _serving_call(mg)
+        node.attr["f"].func.name = "no_such_function"
+
+    p = _run_serving(_mutated(tmp_path, edit))
+    _assert_refused(p, "no_such_function", "StatefulPartitionedCall", "does not define")
+    # The rest of the model still loads (and info says what is wrong).
+    out = tfg_cli("info", tmp_path / "model").stdout.decode()
+    assert "no_such_function" in out
+
+
+def test_recursive_function_exits_2(tmp_path):
+    def edit(mg):
+        _, wrapper = _serving_call(mg)
+        inner = next(n for n in wrapper.node_def if n.op in CALL_OPS)
+        inner.attr["f"].func.name = wrapper.signature.name  # the wrapper calls itself
+
+    p = _run_serving(_mutated(tmp_path, edit))
+    _assert_refused(p, "recursive function call", "signature 'serving_default' output")
+
+
+def test_unsupported_ops_in_functions_exit_2(tmp_path):
+    def unknown(mg):
+        for f in _functions(mg).values():
+            for n in f.node_def:
+                if n.op == "Relu":
+                    n.op = "FancyRelu"
+
+    _assert_refused(_run_serving(_mutated(tmp_path / "a", unknown)), "unknown op 'FancyRelu'",
+                    "node 'Relu'", "function '__inference")
+
+    def v2_cond(mg):  # each traced copy of Dense.__call__
+        for f in _functions(mg).values():
+            for n in f.node_def:
+                if n.op == "AddV2":
+                    n.op = "StatelessIf"
+
+    _assert_refused(_run_serving(_mutated(tmp_path / "b", v2_cond)), "control flow v2",
+                    "node 'add'")
+
+
+def test_missing_checkpoint_key_exits_2(tmp_path):
+    def edit(mg):
+        for f in mg.graph_def.library.function:
+            for n in f.node_def:
+                if n.name == "RestoreV2/tensor_names":
+                    t = n.attr["value"].tensor
+                    t.string_val[0] = b"nowhere/.ATTRIBUTES/VARIABLE_VALUE"
+
+    p = _run_serving(_mutated(tmp_path, edit))
+    _assert_refused(p, "nowhere/.ATTRIBUTES/VARIABLE_VALUE", "does not hold")
+
+
+def test_corrupt_string_entry_fails_crc(tmp_path):
+    dst = tmp_path / "model"
+    shutil.copytree(MLP, dst)
+    values = savedmodel.read_variables(dst)
+    blob = values["_CHECKPOINTABLE_OBJECT_GRAPH"].item()
+    shard = next((dst / "variables").glob("variables.data-*"))
+    data = shard.read_bytes()
+    at = data.index(blob) + len(blob) // 2
+    shard.write_bytes(data[:at] + bytes([data[at] ^ 1]) + data[at + 1:])
+    with pytest.raises(TfgInputError, match="_CHECKPOINTABLE_OBJECT_GRAPH.*CRC"):
+        savedmodel.read_variables(dst)
