@@ -69,3 +69,43 @@ def test_text_report_unchanged_and_json_needs_report(tmp_path):
     assert p.returncode == 2 and b"--json" in p.stderr and b"Traceback" not in p.stderr
     assert len(p.stderr.decode().strip().splitlines()) == 1
     assert not (tmp_path / "j.pb").exists()  # no partial output
+
+
+def test_list_json():
+    doc = json.loads(tfg_cli("optimize", "--list", "--json").stdout)
+    names = [p["name"] for p in doc["passes"]]
+    assert doc["pipeline"][:3] == ["prune", "cse", "constfold"] and doc["rounds"] == 2
+    assert set(doc["pipeline"]) <= set(names)
+    assert all(p["doc"] and p["default"] == (p["name"] in doc["pipeline"])
+               for p in doc["passes"])
+
+
+# A pass that raises, registered in the child before the CLI runs: the manager rolls it back
+# and the JSON report carries the error instead of a warning line.
+_FAILING_PASS = """
+import sys
+from tfg.passes.manager import register_pass
+@register_pass("broken", "test pass: raises")
+def broken(graph, opts):
+    graph.remove_node(next(iter(graph)).name)
+    raise RuntimeError("boom")
+from tfg.cli import main
+main(sys.argv[1:])
+"""
+
+
+def test_report_json_rolled_back_pass(tmp_path):
+    import subprocess
+    import sys
+
+    src = _graph(tmp_path)
+    p = subprocess.run([sys.executable, "-c", _FAILING_PASS, "optimize", str(src), "--passes",
+                        "cse,broken", "--keep", "y,z2", "--report", "--json"],
+                       capture_output=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stderr.decode())  # no warning line around the document
+    broken = [r for r in doc["passes"] if r["name"] == "broken"]
+    assert broken and all("boom" in r["error"] and not r["changed"] for r in broken)
+    assert all(r["nodes_after"] == r["nodes_before"] for r in broken)  # rolled back
+    assert doc["totals"]["rolled_back"] == len(broken)
+    assert doc["totals"]["nodes_after"] == len(io.loads(p.stdout))

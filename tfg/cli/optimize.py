@@ -26,7 +26,8 @@ from tfg.errors import TfgInputError
               help="How many times the pipeline runs.")
 @click.option("--report", is_flag=True, help="Per pass: nodes before/after and time, to stderr.")
 @click.option("--json", "as_json", is_flag=True,
-              help="With --report: the report as one JSON document (stderr).")
+              help="With --report: the report as one JSON document (stderr); with --list: "
+                   "the passes as JSON.")
 @click.option("--list", "list_", is_flag=True, help="Print the passes and what each does.")
 @progress_option
 @output_options
@@ -43,18 +44,17 @@ def command(graph, passes, keep, feeds, devices, rounds, report, as_json, list_,
       tfg optimize model.pb --passes prune,constfold --keep out
       tfg optimize model.pb --report --json 2>report.json | tfg run - --fetch out
     """
-    from tfg.passes.manager import DEFAULT_PIPELINE, list_passes, optimize
-    if as_json and not report:
-        raise TfgInputError("--json applies to --report (the graph itself is written as "
-                            "GraphDef); add --report")
+    from tfg.passes.manager import optimize
+    if as_json and not (report or list_):
+        raise TfgInputError("--json applies to --report and --list (the graph itself is "
+                            "written as GraphDef)")
     if list_:
-        click.echo(f"default pipeline ({' -> '.join(DEFAULT_PIPELINE)}), 2 rounds:")
-        for name, doc, default in list_passes():
-            click.echo(f"  {name:10s} {'*' if default else ' '} {doc}")
+        _print_list(as_json)
         return
     g = read_graph(graph)
     rows = []
     start = time.perf_counter()
+    # The line is erased when the block ends, before the report or an error is printed.
     with Progress(0, describe=passes_line, enabled=progress) as bar:
         def on_pass(name, index, total):
             bar.total = total
@@ -63,21 +63,38 @@ def command(graph, passes, keep, feeds, devices, rounds, report, as_json, list_,
         out = optimize(g, passes=passes, keep=split_names(keep), feeds=split_names(feeds),
                        devices=devices or (), rounds=rounds, report=rows, on_pass=on_pass)
     seconds = time.perf_counter() - start
-    if report and as_json:
+    if report and as_json:  # the whole of stderr stays one JSON document
         click.echo(json.dumps(report_json(rows, len(g), len(out), seconds), indent=2), err=True)
     elif report:
-        click.echo(f"{'pass':10s} {'round':>5s} {'before':>8s} {'after':>8s} {'ms':>9s}", err=True)
-        for r in rows:
-            note = f"  rolled back: {r['error']}" if r["error"] else ""
-            click.echo(f"{r['pass']:10s} {r['round']:5d} {r['before']:8d} {r['after']:8d} "
-                       f"{r['seconds'] * 1000:9.1f}{note}", err=True)
-        click.echo(f"nodes: {len(g)} -> {len(out)}", err=True)
+        _print_report(rows, len(g), len(out))
     else:
         for r in rows:
             if r["error"]:
                 click.echo(f"tfg: warning: pass {r['pass']} failed and was rolled back: "
                            f"{r['error']}", err=True)
     write_graph(out, output, fmt)
+
+
+def _print_list(as_json):
+    from tfg.passes.manager import DEFAULT_PIPELINE, DEFAULT_ROUNDS, list_passes
+    if as_json:
+        passes = [{"name": name, "doc": doc, "default": default}
+                  for name, doc, default in list_passes()]
+        click.echo(json.dumps({"pipeline": list(DEFAULT_PIPELINE), "rounds": DEFAULT_ROUNDS,
+                               "passes": passes}, indent=2))
+        return
+    click.echo(f"default pipeline ({' -> '.join(DEFAULT_PIPELINE)}), {DEFAULT_ROUNDS} rounds:")
+    for name, doc, default in list_passes():
+        click.echo(f"  {name:10s} {'*' if default else ' '} {doc}")
+
+
+def _print_report(rows, nodes_before, nodes_after):
+    click.echo(f"{'pass':10s} {'round':>5s} {'before':>8s} {'after':>8s} {'ms':>9s}", err=True)
+    for r in rows:
+        note = f"  rolled back: {r['error']}" if r["error"] else ""
+        click.echo(f"{r['pass']:10s} {r['round']:5d} {r['before']:8d} {r['after']:8d} "
+                   f"{r['seconds'] * 1000:9.1f}{note}", err=True)
+    click.echo(f"nodes: {nodes_before} -> {nodes_after}", err=True)
 
 
 def report_json(rows, nodes_before, nodes_after, seconds):
