@@ -239,3 +239,14 @@ def test_ctrl_c_ends_the_line_before_the_message(mlp):
     # the last progress line is kept, then the message starts on a line of its own
     assert re.search(r"\rstep +\d+/10000000 [^\r\n]*\r?\ntfg: interrupted after \d+ of "
                      r"10000000 steps\r?\n$", text), text
+
+
+def test_delay_from_the_environment(monkeypatch):
+    from tfg.cli.progress import default_delay
+
+    for value, want in (("0", 0.0), ("2.5", 2.5), ("-3", 0.0), ("nan", 1.0), ("inf", 1.0),
+                        ("soon", 1.0), ("1e9", 86400.0)):
+        monkeypatch.setenv("TFG_PROGRESS_DELAY", value)
+        assert default_delay() == want, value
+    monkeypatch.delenv("TFG_PROGRESS_DELAY")
+    assert default_delay() == 1.0

@@ -13,6 +13,7 @@ appears once the command has run for `delay` seconds, so short commands stay sil
 written with carriage returns only (no ANSI codes) and padded with spaces over the previous
 line, so any terminal shows it; stdout is never touched (it carries data).
 """
+import math
 import os
 import sys
 import threading
@@ -24,9 +25,11 @@ INTERVAL = 0.1
 def default_delay():
     """Seconds before the line first appears: 1, or TFG_PROGRESS_DELAY (0 = at once)."""
     try:
-        return max(float(os.environ.get("TFG_PROGRESS_DELAY", "1")), 0.0)
+        delay = float(os.environ.get("TFG_PROGRESS_DELAY", "1"))
     except ValueError:
         return 1.0
+    # nan or inf would break Event.wait in the ticker thread; a day means "never" anyway
+    return min(max(delay, 0.0), 86400.0) if math.isfinite(delay) else 1.0
 
 
 def wanted(flag, stream=None):
