@@ -163,3 +163,15 @@ def test_graph_without_calls_is_unchanged():
     g = _graph([("x", "Const", [], _const(X))], [SPLIT_DIFF])
     res = inline_functions(g)
     assert res.count == 0 and res.graph.to_proto() == g.to_proto()
+
+
+def test_colocation_follows_the_renaming():
+    f = _fdef("f", [("x", F)], [("y", F)],
+              [("a", "Neg", ["x"], {"T": F}),
+               ("n", "Neg", ["a:y:0"], {"T": F, "_class": [b"loc:@a", b"loc:@x"]})],
+              {"y": "n:y:0"})
+    out = inline_functions(_graph([("x", "Const", [], _const(X)), ("call", "f", ["x"], {})],
+                                  [f])).graph
+    # a body node gets its new name; other names (here the caller's x) are left alone
+    assert out["call/n"].get_attr("_class") == [b"loc:@call/a", b"loc:@x"]
+    np.testing.assert_array_equal(Session(out).run("call:0"), X)

@@ -178,6 +178,12 @@ def _inline_call(graph, call, lib, chain):
         node._name = rename[name]
         node.inputs = [resolve(s, name) for s in nd.input]
         node.device = nd.device or call.device
+        if "_class" in copy.attr:  # colocation names a body node by its unprefixed name
+            locs = copy.attr["_class"].list.s
+            for i, loc in enumerate(locs):
+                target = loc[5:].decode("utf-8", "replace")
+                if loc.startswith(b"loc:@") and target in rename:
+                    locs[i] = b"loc:@" + rename[target].encode()
         if gate is not None and not nd.input:
             node.inputs = ["^" + gate]
         new_nodes.append(node)
