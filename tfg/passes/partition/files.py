@@ -46,10 +46,12 @@ def file_names(devices, ext="pb"):
     of the device string tells them apart) and never `index.json`."""
     names, taken = {}, {INDEX}
     for device in devices:
-        name = device_file_name(device, ext)
-        if name in taken:
-            digest = hashlib.sha1(device.encode("utf-8", "surrogateescape")).hexdigest()[:8]
-            name = f"{name[:-len(ext) - 1]}_{digest}.{ext}"
+        name = stem = device_file_name(device, ext)[:-len(ext) - 1]
+        digest = hashlib.sha1(device.encode("utf-8", "surrogateescape")).hexdigest()
+        width = 8
+        while f"{name}.{ext}" in taken:  # longer digests until unique (in practice: once)
+            name, width = f"{stem}_{digest[:width]}", width + 8
+        name = f"{name}.{ext}"
         taken.add(name)
         names[device] = name
     return names
