@@ -36,18 +36,21 @@ D, H, C = 4, 16, 3  # input features, hidden units, classes
 VARS = ("w1", "b1", "w2", "b2")
 
 
-def sample_batch(n=32, seed=0):
-    """{'x': [n, D] float32, 'labels': [n] int32}: three noisy linear classes."""
+def sample_batch(n=32, seed=0, dims=(D, H, C)):
+    """{'x': [n, d] float32, 'labels': [n] int32}: c noisy linear classes."""
+    d, _, c = dims
     rng = np.random.RandomState(seed)
-    x = rng.randn(n, D).astype(np.float32)
-    labels = np.argmax(x[:, :C] + 0.3 * rng.randn(n, C), axis=1).astype(np.int32)
+    x = rng.randn(n, d).astype(np.float32)
+    labels = np.argmax(x[:, :c] + 0.3 * rng.randn(n, c), axis=1).astype(np.int32)
     return {"x": x, "labels": labels}
 
 
-def initial_values(seed=1):
+def initial_values(seed=1, dims=(D, H, C)):
+    d, h, c = dims
     rng = np.random.RandomState(seed)
-    return {"w1": (0.5 * rng.randn(D, H)).astype(np.float32), "b1": np.zeros(H, np.float32),
-            "w2": (0.5 * rng.randn(H, C)).astype(np.float32), "b2": np.zeros(C, np.float32)}
+    scale = min(0.5, 2.0 / np.sqrt(d))
+    return {"w1": (scale * rng.randn(d, h)).astype(np.float32), "b1": np.zeros(h, np.float32),
+            "w2": (scale * rng.randn(h, c)).astype(np.float32), "b2": np.zeros(c, np.float32)}
 
 
 def _forward(x, labels, init):
@@ -55,24 +58,27 @@ def _forward(x, labels, init):
     v = {k: tb.Variable(val, name=k) for k, val in init.items()}
     h = tb.relu(tb.bias_add(x @ v["w1"], v["b1"]))
     logits = tb.bias_add(h @ v["w2"], v["b2"], name="logits")
-    xent = tb.softmax_cross_entropy_with_logits(labels=tb.one_hot(labels, C), logits=logits)
+    classes = init["b2"].shape[0]
+    xent = tb.softmax_cross_entropy_with_logits(labels=tb.one_hot(labels, classes),
+                                                logits=logits)
     return tb.reduce_mean(xent, name="loss")
 
 
-def build(devices, batch=32, learning_rate=0.5, seed=1):
+def build(devices, batch=32, learning_rate=0.5, seed=1, dims=(D, H, C)):
     """The data-parallel graph over `devices` (one replica each); returns a tfg Graph.
 
     The global batch is split evenly: replica r reads rows [r*b, (r+1)*b) with b = batch / n.
+    `dims`: (inputs, hidden units, classes).
     """
     n = len(devices)
     if batch % n:
         raise ValueError(f"batch {batch} does not split evenly over {n} replicas")
-    init = initial_values(seed)
+    init = initial_values(seed, dims)
     g = tb.Graph()
     with g:
         for r, dev in enumerate(devices):
             with tb.device(dev), tb.name_scope(f"replica_{r}"):
-                x = tb.placeholder(tb.float32, [batch // n, D], name="x")
+                x = tb.placeholder(tb.float32, [batch // n, dims[0]], name="x")
                 labels = tb.placeholder(tb.int32, [batch // n], name="labels")
                 _forward(x, labels, init)
         tb.global_variables_initializer()
