@@ -22,21 +22,37 @@ X = np.load(SAVED / "tf2_feeds.npz")["x"]
 EXPECTED = np.load(SAVED / "tf2_expected.npz")
 
 
-def _run_signature(model, sig, out):
+def _run_signature(model, sig, out, x=X):
     g = io.load(str(SAVED / model))
     sess = Session(g)
     savedmodel.restore_variables(sess, g, savedmodel.read_variables(g.saved_model.path))
     (key,) = g.saved_model.signatures[sig]["inputs"]
-    feeds, tensors, _ = savedmodel.bind_signature(g, sig, {key: X}, [out])
+    feeds, tensors, _ = savedmodel.bind_signature(g, sig, {key: x}, [out])
     return sess.run(tensors, feeds=feeds)[0]
 
 
 @pytest.mark.parametrize("key", sorted(EXPECTED.files))
 def test_outputs_equal_tensorflow(key):
     model, sig, out = key.split("/")
-    got = _run_signature(model, sig, out)
+    out, _, neg = out.partition(":")  # `:neg`: TensorFlow's output for -x
+    got = _run_signature(model, sig, out, -X if neg else X)
     assert got.dtype == EXPECTED[key].dtype and got.shape == EXPECTED[key].shape
     np.testing.assert_allclose(got, EXPECTED[key], rtol=1e-5, atol=1e-6)
+
+
+def test_control_flow_v2_cond_runs_one_branch():
+    g = io.load(str(SAVED / "tf2_cond"))
+    assert not g.saved_model.functions["not_inlined"].keys() - {
+        n.name for n in g if n.op == "StatefulPartitionedCall"}
+    ifs = [n for n in g if n.op == "IdentityN" and n.name + "/switch_pred" in g]
+    assert len(ifs) == 1  # the If node kept its name, now fed by Merges
+    merges = [g[i] for i in ifs[0].inputs if not i.startswith("^")]
+    assert [m.op for m in merges] == ["Merge"]
+    # the counter is incremented only by the true branch (sum(x) > 0): 5 restored, and the
+    # fixture's x has a negative sum, so +0 for x and +1 for -x
+    assert float(X.sum()) < 0
+    assert int(EXPECTED["tf2_cond/serving_default/calls"]) == 5
+    assert int(EXPECTED["tf2_cond/serving_default/calls:neg"]) == 6
 
 
 def test_load_inlines_every_runnable_call():
@@ -176,13 +192,13 @@ def test_unsupported_ops_in_functions_exit_2(tmp_path):
     _assert_refused(_run_serving(_mutated(tmp_path / "a", unknown)), "unknown op 'FancyRelu'",
                     "node 'Relu'", "function '__inference")
 
-    def v2_cond(mg):  # each traced copy of Dense.__call__
+    def v2_while(mg):  # each traced copy of Dense.__call__
         for f in _functions(mg).values():
             for n in f.node_def:
                 if n.op == "AddV2":
-                    n.op = "StatelessIf"
+                    n.op = "StatelessWhile"
 
-    _assert_refused(_run_serving(_mutated(tmp_path / "b", v2_cond)), "control flow v2",
+    _assert_refused(_run_serving(_mutated(tmp_path / "b", v2_while)), "control flow v2",
                     "node 'add'")
 
 

@@ -23,8 +23,13 @@ and (tf2, in a separate process: TF2 saving needs eager mode, the v1 part disabl
   {classes}); the variables are changed after creation, so only variables/ has their values.
 - tf2_keras/: a Keras Sequential (Dense relu, Dense softmax) exported by Keras'
   `model.export(format="tf_saved_model")` (signatures `serve` and `serving_default`).
+- tf2_cond/: a tf.Module whose signature uses tf.cond (a StatelessIf/If in the function, i.e.
+  control flow v2) on the sign of sum(x); the true branch also increments a counter variable,
+  and the signature returns the counter read after the cond (so the untaken branch must not
+  run, and the read must wait for the taken one).
 - tf2_feeds.npz (x), tf2_expected.npz (`<model>/<signature>/<output key>` -> what TensorFlow
-  computed through the loaded SavedModel's signature).
+  computed through the loaded SavedModel's signature, freshly loaded for each call; keys ending
+  in `:neg` were computed with -x).
 """
 import glob
 import os
@@ -123,7 +128,7 @@ def main_v1():
 def main_tf2():
     import tensorflow as tf2
 
-    for name in ("tf2_mlp", "tf2_keras", "tf2_feeds.npz", "tf2_expected.npz"):
+    for name in ("tf2_mlp", "tf2_keras", "tf2_cond", "tf2_feeds.npz", "tf2_expected.npz"):
         path = os.path.join(OUT, name)
         if os.path.isdir(path):
             shutil.rmtree(path)
@@ -174,12 +179,36 @@ def main_tf2():
                               keras.layers.Dense(3, activation="softmax")])
     model.export(os.path.join(OUT, "tf2_keras"), format="tf_saved_model", verbose=False)
 
-    for name in ("tf2_mlp", "tf2_keras"):  # what TF computes through the saved signatures
-        loaded = tf2.saved_model.load(os.path.join(OUT, name))
-        for sig_name, fn in loaded.signatures.items():
+    class Cond(tf2.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = tf2.Variable(np.random.RandomState(5).randn(4, 3).astype(np.float32),
+                                  name="w")
+            self.calls = tf2.Variable(0, dtype=tf2.int64, name="calls")
+
+        @tf2.function(input_signature=[tf2.TensorSpec([None, 4], tf2.float32)])
+        def __call__(self, x):
+            def positive():
+                self.calls.assign_add(1)
+                return tf2.nn.relu(tf2.matmul(x, self.w))
+
+            y = tf2.cond(tf2.reduce_sum(x) > 0, positive,
+                         lambda: -2.0 * tf2.matmul(x, self.w))
+            return {"y": y, "calls": self.calls.read_value()}
+
+    cond = Cond()
+    cond.calls.assign(5)
+    tf2.saved_model.save(cond, os.path.join(OUT, "tf2_cond"),
+                         signatures={"serving_default": cond.__call__})
+
+    runs = [("tf2_mlp", x, ""), ("tf2_keras", x, ""), ("tf2_cond", x, ""),
+            ("tf2_cond", -x, ":neg")]
+    for name, value, suffix in runs:  # what TF computes through the saved signatures
+        for sig_name in tf2.saved_model.load(os.path.join(OUT, name)).signatures:
+            fn = tf2.saved_model.load(os.path.join(OUT, name)).signatures[sig_name]  # fresh
             (key,) = fn.structured_input_signature[1]
-            for out_key, value in fn(**{key: tf2.constant(x)}).items():
-                expected[f"{name}/{sig_name}/{out_key}"] = value.numpy()
+            for out_key, out in fn(**{key: tf2.constant(value)}).items():
+                expected[f"{name}/{sig_name}/{out_key}{suffix}"] = out.numpy()
     for stray in glob.glob(os.path.join(OUT, "tf2_*", "fingerprint.pb")):
         os.remove(stray)  # changes on every save; tfg does not read it
     np.savez(os.path.join(OUT, "tf2_feeds.npz"), x=x)

@@ -21,8 +21,9 @@ also waits on its control outputs (the ops a tf.function must run), so `call:k` 
 `^call` control edges elsewhere keep their meaning; a call with no results becomes a NoOp.
 Control inputs of the call gate the whole body (through `call/input_control_node`).
 
-What cannot be inlined (a missing or recursive function, an op tfg has no signature for,
-control flow v2 `If`/`While`, `SymbolicGradient`, polymorphic functions) raises a
+Control flow v2 `If`/`StatelessIf` is lowered to v1 Switch/Merge with its branches inlined
+(tfg.graphdef.lower_if). What cannot be inlined (a missing or recursive function, an op tfg has
+no signature for, control flow v2 `While`/`Case`, `SymbolicGradient`, polymorphic functions) raises a
 `FunctionInliningError` naming the function and node; with `strict=False` that call is kept
 as it is and the reason recorded, so the rest of the graph still inlines.
 """
@@ -37,9 +38,9 @@ from tfg.schemas.ops.signature import _arg_dtypes
 from tfg.schemas.proto import node_def_pb2
 
 CALL_OPS = frozenset({"PartitionedCall", "StatefulPartitionedCall"})
+IF_OPS = frozenset({"If", "StatelessIf"})  # lowered to Switch/Merge (tfg.graphdef.lower_if)
 # Functional ops whose bodies tfg would have to lower (v2 control flow) or differentiate.
 UNSUPPORTED_OPS = {
-    "If": "control flow v2 (If)", "StatelessIf": "control flow v2 (StatelessIf)",
     "While": "control flow v2 (While)", "StatelessWhile": "control flow v2 (StatelessWhile)",
     "Case": "control flow v2 (Case)", "StatelessCase": "control flow v2 (StatelessCase)",
     "For": "a functional For loop", "SymbolicGradient": "a symbolic gradient function",
@@ -91,11 +92,15 @@ def inline_functions(graph, strict=True):
     lib = library_functions(graph)
     out = graph.copy()
     result = Inlined(out)
-    queue = [(n.name, ()) for n in out if n.op in CALL_OPS or n.op in lib]
+    from tfg.graphdef.lower_if import lower_if
+
+    queue = [(n.name, ()) for n in out if n.op in CALL_OPS or n.op in IF_OPS or n.op in lib]
     while queue:
         name, chain = queue.pop(0)
         try:
-            queue.extend(_inline_call(out, out[name], lib, chain))
+            node = out[name]
+            lower = lower_if if node.op in IF_OPS else _inline_call
+            queue.extend(lower(out, node, lib, chain))
             result.count += 1
         except FunctionInliningError as e:
             if strict:
@@ -187,7 +192,7 @@ def _inline_call(graph, call, lib, chain):
         if gate is not None and not nd.input:
             node.inputs = ["^" + gate]
         new_nodes.append(node)
-        if nd.op in CALL_OPS or nd.op in lib:
+        if nd.op in CALL_OPS or nd.op in IF_OPS or nd.op in lib:
             nested.append((node.name, chain + (fname,)))
 
     rets = []
@@ -229,7 +234,7 @@ def _output_ranges(nd, lib, fname):
         raise FunctionInliningError(f"{at}: op {nd.op} is {UNSUPPORTED_OPS[nd.op]}, which tfg "
                                     "does not support inside functions")
     node = Node.from_proto(nd)
-    if nd.op in CALL_OPS:
+    if nd.op in CALL_OPS or nd.op in IF_OPS:
         tout = node.get_attr("Tout", [])
         return {"output": (0, len(tout) if isinstance(tout, list) else 0)}
     if nd.op in lib:

@@ -1,0 +1,99 @@
+"""Control flow v2 `If` / `StatelessIf` lowered to v1 Switch/Merge (as TensorFlow's LowerIfOp).
+
+    Before: out = StatelessIf(pred, a, b, then_branch=t, else_branch=e, Tout=[float])
+    After:  out/switch_pred = Switch(pred, pred)
+            out/switch_0 = Switch(a, pred); out/switch_1 = Switch(b, pred)
+            out/then = PartitionedCall(out/switch_0:1, out/switch_1:1, ^out/pivot_t, f=t)
+            out/else = PartitionedCall(out/switch_0,   out/switch_1,   ^out/pivot_f, f=e)
+            out/merge_0 = Merge(out/then, out/else)
+            out = IdentityN(out/merge_0, ^out/branch_executed)
+
+The two branch calls are then inlined like any call (tfg.graphdef.functions): the pivot
+control input gates every node of a branch, so the untaken branch is dead (its stateful ops do
+not run) and each Merge forwards the taken branch's value. `branch_executed` (a Merge of one
+Identity per branch, each waiting for its branch call) carries the If's control outputs
+without making the result wait on the dead branch. The If's own control inputs gate the
+Switches. The node keeps its name, so `if:k` and `^if` elsewhere keep their meaning.
+"""
+from tfg.graphdef.graph import Node
+from tfg.graphdef.names import input_string
+from tfg.schemas.dtypes import DType
+
+
+def lower_if(graph, node, lib, chain):
+    """Replace the If `node` of `graph` (see module docstring); returns the (name, chain) of
+    the two branch calls, for the caller's inlining queue."""
+    from tfg.graphdef.functions import FunctionInliningError
+
+    where = f"node {node.name!r} ({node.op})"
+    data = [input_string(r.node, r.port) for r in node.data_inputs]
+    if not data:
+        raise FunctionInliningError(f"{where} has no condition input")
+    tcond = node.get_attr("Tcond", DType.BOOL)
+    if tcond != DType.BOOL:
+        raise FunctionInliningError(f"{where}: a condition of type {tcond} (not bool) is not "
+                                    "supported")
+    tin = node.get_attr("Tin", [])
+    tout = node.get_attr("Tout", [])
+    if not isinstance(tin, list) or not isinstance(tout, list) or len(tin) != len(data) - 1:
+        raise FunctionInliningError(f"{where}: attrs Tin/Tout do not match its {len(data) - 1} "
+                                    "inputs")
+    branches = {}
+    for key in ("then_branch", "else_branch"):
+        f = node.get_attr(key, None)
+        if not getattr(f, "name", None):
+            raise FunctionInliningError(f"{where} has no function attr {key!r}")
+        branches[key] = f
+
+    name, device = node.name, node.device
+    taken = set(graph.node_names()) - {name}
+
+    def fresh(base):
+        new, i = f"{name}/{base}", 1
+        while new in taken:
+            new, i = f"{name}/{base}_{i}", i + 1
+        taken.add(new)
+        return new
+
+    pred, controls = data[0], ["^" + c for c in node.control_inputs]
+    new = []
+
+    def add(base, op, inputs, attrs=None):
+        n = Node(fresh(base), op, inputs, device)
+        for key, value in (attrs or {}).items():
+            n.set_attr(key, value, "list(type)" if isinstance(value, list) else None)
+        new.append(n)
+        return n.name
+
+    switch_pred = add("switch_pred", "Switch", [pred, pred] + controls, {"T": DType.BOOL})
+    pivots = {"else_branch": add("pivot_f", "Identity", [switch_pred], {"T": DType.BOOL}),
+              "then_branch": add("pivot_t", "Identity", [f"{switch_pred}:1"],
+                                 {"T": DType.BOOL})}
+    switches = [add(f"switch_{i}", "Switch", [x, pred] + controls, {"T": t})
+                for i, (x, t) in enumerate(zip(data[1:], tin))]
+    calls, done = {}, []
+    for key, port, base in (("then_branch", 1, "then"), ("else_branch", 0, "else")):
+        call = Node(fresh(base), "PartitionedCall",
+                    [input_string(s, port) for s in switches] + ["^" + pivots[key]], device)
+        call.set_attr("f", branches[key])
+        call.set_attr("Tin", list(tin), "list(type)")
+        call.set_attr("Tout", list(tout), "list(type)")
+        new.append(call)
+        calls[key] = call.name
+        done.append(add(f"{base}_done", "Identity", [pivots[key], "^" + call.name],
+                        {"T": DType.BOOL}))
+    executed = add("branch_executed", "Merge", done, {"T": DType.BOOL, "N": 2})
+    merges = [add(f"merge_{i}", "Merge", [input_string(calls["then_branch"], i),
+                                          input_string(calls["else_branch"], i)],
+                  {"T": t, "N": 2})
+              for i, t in enumerate(tout)]
+    if tout:
+        result = Node(name, "IdentityN", merges + ["^" + executed], device)
+        result.set_attr("T", list(tout), "list(type)")
+    else:
+        result = Node(name, "NoOp", ["^" + executed], device)
+    graph.remove_node(name)
+    for n in new:
+        graph.add(n)
+    graph.add(result)
+    return [(calls["then_branch"], chain), (calls["else_branch"], chain)]
