@@ -61,13 +61,6 @@ _POOL_LOCK = threading.Lock()
 _POOL_PAYS = (os.cpu_count() or 1) > 1
 
 
-def _large(args):
-    for a in args:
-        if getattr(a, "nbytes", 0) >= P.POOL_MIN_BYTES:
-            return True
-    return False
-
-
 def thread_pool():
     """The process-wide pool for inter-op parallelism, sized to the machine."""
     global _POOL
@@ -79,8 +72,15 @@ def thread_pool():
 
 
 def call_kernel(item, step, args):
-    """Run `item`'s kernel on `args` (a list, refs already resolved) -> list of outputs."""
+    """Run `item`'s kernel on `args` (a list; Refs it takes by value are read here)."""
+    if item.deref is not None:
+        _deref(item.deref, args)
     out = item.fn(item.ctx, step, *args) if item.needs_step else item.fn(item.ctx, *args)
+    return _outputs(item, out)
+
+
+def _outputs(item, out):
+    """A kernel's return value as the list of the op's outputs (checked against its count)."""
     n = item.num_outputs
     if n == 1:
         if type(out) is tuple or type(out) is list:
@@ -97,13 +97,18 @@ def call_kernel(item, step, args):
     return list(out)
 
 
-def resolve_refs(item, args):
-    """Read Ref inputs the kernel takes by value (at the time it runs, as TensorFlow does)."""
-    keep = item.ref_inputs
-    for i, a in enumerate(args):
-        if type(a) is Ref and i not in keep:
+def _deref(indices, args):
+    """Read the Refs at `indices` (the plan's inputs that may carry one the kernel takes by
+    value), at the time the kernel runs, as TensorFlow does."""
+    for i in indices:
+        a = args[i]
+        if type(a) is Ref:
             args[i] = a.get()
-    return args
+
+
+_FRAME_KINDS = frozenset({P.ENTER, P.EXIT, P.NEXT})
+_FORWARD_KINDS = frozenset({P.ENTER, P.EXIT, P.NEXT, P.IDENT})  # output 0 = input 0
+_INDEX = tuple(np.int32(i) for i in range(8))  # Merge's value_index outputs
 
 
 class StepGroup:
@@ -191,13 +196,15 @@ class DataflowRun:
         self.frames[""] = root
         it0 = root.iterations[0]
         for iid in self.plan.roots:
-            self.ready.append((self.items[iid], root, 0, False))
+            self.ready.append((self.items[iid], root, 0, False, None))
             it0.outstanding_ops += 1
-        ready, group = self.ready, self.group
+        ready, group, dispatch, popleft = self.ready, self.group, self._dispatch, self.ready.popleft
         while True:
             while ready and group.error is None:
-                self._dispatch(ready.popleft())
-                if not self.queue.empty():
+                dispatch(popleft())
+                # Only pool kernels and Recvs post completions (a wake-up after an error
+                # elsewhere needs no drain: the loop condition sees the error).
+                if self.inflight and not self.queue.empty():
                     self._drain(block=False)
             if group.error is not None or self.inflight == 0:
                 break
@@ -238,20 +245,76 @@ class DataflowRun:
                 self._propagate(tn, outputs)
 
     def _dispatch(self, tn):
-        item, frame, it, dead = tn
+        item, frame, it, dead, args = tn
         kind = item.kind
-        if kind == P.RECV:
+        if kind is P.RECV:
             return self._start_recv(tn)
-        args = self._take_inputs(item, frame, it)
-        if kind == P.KERNEL and not dead and (item.blocking or (
-                item.poolable and _POOL_PAYS and (self.ready or self.pool_inflight)
-                and _large(args))):
+        if args is None:  # several inputs: gathered in the iteration's slots
+            if item.num_inputs:
+                args = frame.iterations[it].inputs.pop(item.id, None)
+                if args is None:  # every input was dead (or arrived by control edge only)
+                    args = [NOVAL] * item.num_inputs
+                elif self.trace is not None:
+                    self._release(args)
+            else:
+                args = []
+        elif self.trace is not None:
+            self._release(args)
+        if dead:
+            if kind is P.SEND:
+                return self._send(tn, NOVAL)
+            return self._propagate(tn, [NOVAL] * item.num_outputs)
+        if kind is not P.KERNEL:
+            # The executor's own ops, the frequent ones first (a loop runs them every
+            # iteration).
+            if kind in _FORWARD_KINDS:  # Enter, Exit, NextIteration, LoopCond
+                value = args[0]
+                if type(value) is Ref and not item.keeps_ref:
+                    value = value.get()
+                return self._propagate(tn, [value])
+            if kind is P.SWITCH:
+                try:
+                    outputs = self._switch(item, args)
+                except Exception as e:  # noqa: BLE001 - a bad predicate ends the step
+                    self.group.fail(node_error(item, e))
+                    return
+                return self._propagate(tn, outputs)
+            if kind is P.MERGE:
+                for i, value in enumerate(args):
+                    if value is not NOVAL:
+                        if type(value) is Ref and not item.keeps_ref:
+                            value = value.get()
+                        return self._propagate(
+                            tn, [value, _INDEX[i] if i < len(_INDEX) else np.int32(i)])
+                return self._propagate(tn, [NOVAL, NOVAL])
+            if kind is P.SEND:
+                return self._send(tn, args[0])
+            if kind is P.FEED:
+                return self._propagate(tn, [self.feed_values[item.feed_index]])
+            return self._propagate(tn, [])  # NoOp, ControlTrigger
+        to_pool = item.blocking
+        if not to_pool and item.poolable and _POOL_PAYS and (self.ready or self.pool_inflight):
+            for a in args:  # worth a hand-off only for large inputs
+                if getattr(a, "nbytes", 0) >= P.POOL_MIN_BYTES:
+                    to_pool = True
+                    break
+        if to_pool:
             self.inflight += 1
             self.pool_inflight += 1
             thread_pool().submit(self._pool_task, tn, args)
             return
         try:
-            outputs = self._compute(tn, args)
+            if self.trace is None:  # the kernel call inline: most nodes of a step come here
+                if item.deref is not None:
+                    _deref(item.deref, args)
+                out = (item.fn(item.ctx, self.step, *args) if item.needs_step
+                       else item.fn(item.ctx, *args))
+                if item.num_outputs == 1 and type(out) is not tuple and type(out) is not list:
+                    outputs = [out]
+                else:
+                    outputs = _outputs(item, out)
+            else:
+                outputs = self._run_kernel(item, args)
         except Exception as e:  # noqa: BLE001 - every kernel failure ends the step
             self.group.fail(node_error(item, e))
             return
@@ -265,7 +328,7 @@ class DataflowRun:
             self.post((tn, None, node_error(tn[0], e), True, None))
 
     def _start_recv(self, tn):
-        item, frame, it, _ = tn
+        item, frame, it = tn[0], tn[1], tn[2]
         key = f"{item.key_prefix}{frame.frame_id}:{it}"
         rid = id(tn)
         self.recv_waiting[rid] = key
@@ -286,19 +349,9 @@ class DataflowRun:
         self.rendezvous.recv_async(key, arrived)
 
     # --- running one node -----------------------------------------------------------------
-    def _take_inputs(self, item, frame, it):
-        if not item.num_inputs:
-            return []
-        args = frame.iterations[it].inputs.pop(item.id, None)
-        if args is None:  # every input was dead (or arrived by control edge only)
-            return [NOVAL] * item.num_inputs
-        if self.trace is not None:
-            self._release(args)
-        return args
-
     def _run_kernel(self, item, args):
         start = time.perf_counter_ns() if self.trace is not None else 0
-        outputs = call_kernel(item, self.step, resolve_refs(item, args))
+        outputs = call_kernel(item, self.step, args)
         if self.trace is not None:
             self._record(item, start)
         return outputs
@@ -308,99 +361,110 @@ class DataflowRun:
         self.trace.append((item.name, item.op, self.device_name, start, end - start,
                            threading.get_ident()))
 
-    def _compute(self, tn, args):
-        item, frame, it, dead = tn
-        kind = item.kind
-        if kind == P.SEND:
-            value = NOVAL if dead else args[0]
+    def _send(self, tn, value):
+        item, frame, it = tn[0], tn[1], tn[2]
+        try:
             if type(value) is Ref:
                 value = value.get()
             key = f"{item.key_prefix}{frame.frame_id}:{it}"
             self.rendezvous.send(key, None if value is NOVAL else value, value is NOVAL)
-            return []
-        if dead:
-            return [NOVAL] * item.num_outputs
-        if kind == P.KERNEL:
-            return self._run_kernel(item, args)
-        if kind == P.FEED:
-            return [self.feed_values[item.feed_index]]
-        if kind == P.MERGE:
-            for i, a in enumerate(args):
-                if a is not NOVAL:
-                    return [self._forward(item, a), np.int32(i)]
-            return [NOVAL, NOVAL]
-        if kind == P.SWITCH:
-            data, pred = args
-            if type(pred) is Ref:
-                pred = pred.get()
-            data = self._forward(item, data)
-            if not isinstance(pred, (np.ndarray, np.generic, bool)):
-                pred = to_host(pred)  # a predicate computed on a GPU
-            return [NOVAL, data] if bool(np.asarray(pred)) else [data, NOVAL]
-        if kind in (P.ENTER, P.EXIT, P.NEXT, P.IDENT):
-            return [self._forward(item, args[0])]
-        return []  # NoOp, ControlTrigger
+        except Exception as e:  # noqa: BLE001
+            self.group.fail(node_error(item, e))
+            return
+        self._propagate(tn, [])
 
     @staticmethod
-    def _forward(item, value):
-        if type(value) is Ref and not item.keeps_ref:
-            return value.get()
-        return value
+    def _switch(item, args):
+        data, pred = args
+        if type(pred) is Ref:
+            pred = pred.get()
+        if type(data) is Ref and not item.keeps_ref:
+            data = data.get()
+        if not isinstance(pred, (np.ndarray, np.generic, bool)):
+            pred = to_host(pred)  # a predicate computed on a GPU
+        return [NOVAL, data] if bool(pred) else [data, NOVAL]
 
     # --- propagation (TensorFlow's PropagateOutputs) -----------------------------------
     def _propagate(self, tn, outputs):
-        item, frame, it, dead = tn
+        item, frame, it, dead = tn[0], tn[1], tn[2], tn[3]
         if item.fetch_ports:
             for port, fi in item.fetch_ports:
                 self.results[fi] = outputs[port]
+        kind = item.kind
+        if kind is P.KERNEL or kind not in _FRAME_KINDS:
+            state = frame.iterations[it]
+            if item.succ:
+                self._activate(state, frame, it, item, dead, outputs)
+        else:
+            if not self._propagate_frames(item, frame, it, dead, outputs):
+                return
+            state = frame.iterations[it]
+        state.outstanding_ops -= 1
+        if state.outstanding_ops == 0 and self._cleanup_iterations(frame, it):
+            self._frame_done(frame)
+
+    def _propagate_frames(self, item, frame, it, dead, outputs):
+        """Enter/Exit/NextIteration: deliver into another frame or iteration (False: failed)."""
         kind = item.kind
         if kind == P.ENTER:
             child = self._child_frame(frame, it, item)
             if item.is_constant:
                 child.inv_values.append((item, outputs[0]))
                 for i in range(child.iteration_count + 1):
-                    self._activate(child, i, item, outputs[0] is NOVAL, outputs)
+                    self._activate(child.iterations[i], child, i, item, outputs[0] is NOVAL,
+                                   outputs)
             else:
-                self._activate(child, 0, item, dead, outputs)
+                self._activate(child.iterations[0], child, 0, item, dead, outputs)
             child.pending_inputs -= 1
-        elif kind in (P.EXIT, P.NEXT) and frame.parent is None:
+        elif frame.parent is None:
             # No Enter leads here (a malformed loop): an input error, not a scheduler crash.
             self.group.fail(GraphValidationError(
                 f"node {item.name!r} ({item.op}) is not inside a while loop: no Enter node "
                 "leads to it"))
-            return
+            return False
         elif kind == P.EXIT:
             if dead:
                 if it == frame.iteration_count:
                     frame.dead_exits.append(item)
             else:
-                self._activate(frame.parent, frame.parent_iter, item, False, outputs)
-        elif kind == P.NEXT:
-            if not dead:
-                if (it == frame.iteration_count
-                        and frame.outstanding_iterations == frame.max_parallel):
-                    frame.next_iter_roots.append((item, outputs[0]))
-                else:
-                    if it == frame.iteration_count:
-                        self._increment_iteration(frame)
-                    self._activate(frame, it + 1, item, False, outputs)
-        else:
-            self._activate(frame, it, item, dead, outputs)
-        self._decrement_outstanding(frame, it)
+                parent = frame.parent
+                self._activate(parent.iterations[frame.parent_iter], parent, frame.parent_iter,
+                               item, False, outputs)
+        elif not dead:  # NextIteration
+            if (it == frame.iteration_count
+                    and frame.outstanding_iterations == frame.max_parallel):
+                frame.next_iter_roots.append((item, outputs[0]))
+            else:
+                if it == frame.iteration_count:
+                    self._increment_iteration(frame)
+                self._activate(frame.iterations[it + 1], frame, it + 1, item, False, outputs)
+        return True
 
-    def _activate(self, frame, it, item, is_dead, outputs):
-        """Deliver `item`'s outputs along its out edges in (frame, it); queue ready nodes."""
-        state = frame.iterations[it]
+    def _activate(self, state, frame, it, item, is_dead, outputs):
+        """Deliver `item`'s outputs along its out edges in (frame, it), whose per-iteration
+        state is `state`; queue the nodes that become ready."""
         pend, deadc, inputs = state.pending, state.dead, state.inputs
-        items, ready = self.items, self.ready
+        ready = self.ready
         track = self.trace is not None
-        for dst, port, idx in item.out_edges:
-            d = items[dst]
+        queued = 0
+        for d, dst, port, idx, is_merge, pending_init in item.succ:
+            if pending_init == 1 and not is_merge:
+                # One input edge: it is ready now; its argument travels in the ready entry.
+                if port >= 0:
+                    value = outputs[port]
+                    if track:
+                        self._hold(value)
+                    ready.append((d, frame, it, d.kind is not P.TRIGGER and (
+                        is_dead or value is NOVAL), [value]))
+                else:  # a control edge; no data inputs
+                    ready.append((d, frame, it, is_dead and d.kind is not P.TRIGGER, []))
+                queued += 1
+                continue
             p = pend.get(dst)
             if p is None:
-                p = d.pending_init
-            need_input = False
-            if d.is_merge:
+                p = pending_init
+            if is_merge:
+                need_input = False
                 if port < 0:
                     p -= 2
                     pend[dst] = p
@@ -419,26 +483,39 @@ class DataflowRun:
                     # branch must end instead of waiting for a NextIteration.
                     dst_dead = dc == d.num_inputs or item.kind == P.ENTER
                     is_ready = p == 1 and dst_dead
-            else:
-                p -= 1
-                pend[dst] = p
-                if is_dead or (port >= 0 and outputs[port] is NOVAL):
+                if need_input:
+                    self._store(inputs, d, idx, outputs[port], track)
+                if is_ready:
+                    ready.append((d, frame, it, dst_dead, None))
+                    queued += 1
+                continue
+            p -= 1
+            pend[dst] = p
+            if port >= 0:
+                value = outputs[port]
+                if is_dead or value is NOVAL:
                     deadc[dst] = deadc.get(dst, 0) + 1
-                need_input = port >= 0
-                is_ready = p == 0
-                dst_dead = is_ready and deadc.get(dst, 0) > 0
-            if need_input:
                 slots = inputs.get(dst)
                 if slots is None:
                     slots = inputs[dst] = [NOVAL] * d.num_inputs
-                slots[idx] = outputs[port]
+                slots[idx] = value
                 if track:
-                    self._hold(outputs[port])
-            if is_ready:
-                if d.kind == P.TRIGGER:
-                    dst_dead = False
-                ready.append((d, frame, it, dst_dead))
-                state.outstanding_ops += 1
+                    self._hold(value)
+            elif is_dead:
+                deadc[dst] = deadc.get(dst, 0) + 1
+            if p == 0:
+                # A ControlTrigger runs even when its inputs are dead.
+                ready.append((d, frame, it, d.kind is not P.TRIGGER and dst in deadc, None))
+                queued += 1
+        state.outstanding_ops += queued
+
+    def _store(self, inputs, d, idx, value, track):
+        slots = inputs.get(d.id)
+        if slots is None:
+            slots = inputs[d.id] = [NOVAL] * d.num_inputs
+        slots[idx] = value
+        if track:
+            self._hold(value)
 
     def _child_frame(self, frame, it, item):
         path = frame.child_path(it, item.frame_name)
@@ -457,16 +534,11 @@ class DataflowRun:
         frame.outstanding_iterations += 1
         frame.dead_exits = []
         roots, frame.next_iter_roots = frame.next_iter_roots, []
+        state = frame.iterations[n]
         for item, value in roots:
-            self._activate(frame, n, item, value is NOVAL, [value])
+            self._activate(state, frame, n, item, value is NOVAL, [value])
         for item, value in frame.inv_values:
-            self._activate(frame, n, item, value is NOVAL, [value])
-
-    def _decrement_outstanding(self, frame, it):
-        state = frame.iterations[it]
-        state.outstanding_ops -= 1
-        if state.outstanding_ops == 0 and self._cleanup_iterations(frame, it):
-            self._frame_done(frame)
+            self._activate(state, frame, n, item, value is NOVAL, [value])
 
     def _cleanup_iterations(self, frame, it):
         while it <= frame.iteration_count and frame.is_iteration_done(it):
@@ -485,7 +557,7 @@ class DataflowRun:
             if parent is None:
                 return
             for item in frame.dead_exits:
-                self._activate(parent, pit, item, True, [NOVAL])
+                self._activate(parent.iterations[pit], parent, pit, item, True, [NOVAL])
             parent.iterations[pit].outstanding_frames -= 1
             frame = parent if self._cleanup_iterations(parent, pit) else None
 

@@ -60,7 +60,8 @@ class Item:
     __slots__ = ("id", "node", "name", "op", "kind", "fn", "ctx", "needs_step", "ref_inputs",
                  "num_inputs", "num_outputs", "out_edges", "pending_init", "is_merge",
                  "frame_name", "is_constant", "parallel_iterations", "poolable", "blocking",
-                 "key_prefix", "fetch_ports", "feed_index", "keeps_ref", "forwards_input")
+                 "key_prefix", "fetch_ports", "feed_index", "keeps_ref", "forwards_input",
+                 "succ", "deref")
 
     def __init__(self, id_, name, op, kind, node=None):
         self.id = id_
@@ -87,6 +88,11 @@ class Item:
         self.feed_index = -1
         self.keeps_ref = False
         self.forwards_input = False
+        # Filled by Plan: out_edges with the destination Item itself and what the executor reads
+        # of it per edge, (item, id, port, idx, is_merge, pending_init), and
+        # the input indices where a Ref may arrive that the kernel takes by value (None: none).
+        self.succ = ()
+        self.deref = None
 
     def __repr__(self):
         return f"<Item {self.id} {self.name} {self.kind}>"
@@ -106,6 +112,36 @@ class Plan:
         self.has_recv = any(it.kind == RECV for it in items)
         self.has_send = any(it.kind == SEND for it in items)
         self.schedule = None  # the fast path's precomputed schedule, built on demand
+        _link(items)
+
+
+def _link(items):
+    """Bind what the executor would otherwise look up per node and edge at run time."""
+    sources = {}  # (dst id, input index) -> (src item, port)
+    for it in items:
+        it.succ = tuple((items[dst], dst, port, idx, items[dst].is_merge,
+                         items[dst].pending_init) for dst, port, idx in it.out_edges)
+        for dst, port, idx in it.out_edges:
+            if port >= 0:
+                sources[(dst, idx)] = (it, port)
+    for it in items:
+        if it.kind != KERNEL:
+            continue
+        deref = tuple(i for i in range(it.num_inputs) if i not in it.ref_inputs
+                      and _may_carry_ref(*sources.get((it.id, i), (None, 0))))
+        it.deref = deref or None
+
+
+def _may_carry_ref(src, port):
+    """Whether output `port` of `src` can be a Ref (a reference variable's handle)."""
+    if src is None:
+        return True
+    if src.kind == KERNEL:
+        dtypes = src.ctx.output_dtypes
+        return port >= len(dtypes) or dtypes[port].is_ref
+    if src.kind in (FEED, RECV):
+        return False  # feeds are converted arrays; a _Send reads its Ref before sending
+    return src.keeps_ref and not (src.kind == MERGE and port == 1)
 
 
 def build_plan(graph, device, feeds=(), fetches=(), targets=()):
