@@ -9,6 +9,7 @@ import pytest
 
 from helpers import numeric_gradient
 from tfg.executor.session import Session
+from tfg.graphdef.attrs import Shape
 from tfg.graphdef.graph import Graph
 from tfg.passes.grad import grad, registered
 from tfg.passes.grad.emitter import NodeFactory
@@ -55,9 +56,9 @@ SPECS = {
     "Sigmoid": ([P(r(3))], {}), "Erf": ([P(r(3))], {}), "Sign": ([P(away(3))], {}),
     "Cast": ([P(r(3))], {"DstT": DType.FLOAT}, 1e-3, 1e-3),
     "Identity": ([P(r(3))], {}), "Snapshot": ([P(r(3))], {}),
-    "EnsureShape": ([P(r(2, 3))], {"shape": [2, 3]}),
+    "EnsureShape": ([P(r(2, 3))], {"shape": Shape((2, 3))}),
     "CheckNumerics": ([P(r(3))], {"message": b"x"}),
-    "PlaceholderWithDefault": ([P(r(3))], {"shape": [3]}),
+    "PlaceholderWithDefault": ([P(r(3))], {"shape": Shape((3,))}),
     "IdentityN": ([P(r(3)), P(r(2))], {}),
     "Relu": ([P(away(4))], {}), "Relu6": ([P(away(4) * 8)], {}), "Elu": ([P(away(4))], {}),
     "Selu": ([P(away(4))], {}), "LeakyRelu": ([P(away(4))], {"alpha": 0.3}),
@@ -144,7 +145,7 @@ def _build(op, inputs, attrs, static=False):
         dtype = DType.from_numpy(value.dtype)
         name = f"in{i}"
         if kind == "p":
-            shape = {"shape": list(value.shape)} if static else {}
+            shape = {"shape": Shape(value.shape)} if static else {}
             g.add_node(name, "Placeholder", attrs={"dtype": dtype, **shape})
             feeds[f"{name}:0"] = value
         else:

@@ -169,6 +169,45 @@ def test_errors_name_the_problem():
         grad(b.graph, "yi", "x")
 
 
+def _with_extra_input(g, node, extra):
+    gd = g.to_proto()
+    for nd in gd.node:
+        if nd.name == node:
+            nd.input.append(extra)
+    return io.loads(gd.SerializeToString())
+
+
+def test_malformed_graphs_are_input_errors_naming_the_node():
+    """The input graph is validated first: a dangling input, a data input too many, an input
+    port the producer does not have; each is an input error naming the node."""
+    from tfg.errors import GraphValidationError
+
+    g = mlp()
+    matmul = next(n.name for n in g if n.op == "MatMul")
+    for extra, why in (("nope:3", "names no node"), ("x:0", "input"), ("x:5", "")):
+        with pytest.raises(GraphValidationError, match=f"{matmul}.*{why}"):
+            grad(_with_extra_input(g, matmul, extra), ["y"], ["w"])
+    # The input graph is not required to consist of known ops off the path.
+    g2 = mlp()
+    g2.add_node("custom", "MyCustomOp", ["x"])
+    assert "grad/w" in grad(g2, ["y"], ["w"])
+
+
+def test_a_gradient_function_failing_on_the_graph_is_an_input_error(monkeypatch):
+    """A graph that validates but that a gradient rule cannot use is the input's fault (exit 2
+    on the CLI), named by node, not an internal error."""
+    from tfg.errors import GraphValidationError
+    from tfg.passes.grad import registry
+
+    def broken(b, op, grads):
+        x, y = op.inputs[:1]  # as a rule unpacking inputs the node does not have
+        return [x, y]
+
+    monkeypatch.setitem(registry._GRADS, "Tanh", registry.GradDef("Tanh", broken))
+    with pytest.raises(GraphValidationError, match=r"'h' \(Tanh\): cannot build.*ValueError"):
+        grad(mlp(), ["y"], ["w"])
+
+
 def test_x_inside_a_loop_is_refused():
     g = io.load(str(CF))
     inner = next(n.name for n in g if n.op == "Identity" and n.name.startswith("outer/"))
@@ -192,11 +231,12 @@ def test_gradient_wrt_ref_variable_and_resource_variable():
 
 
 def test_resource_variable_read():
+    from tfg.graphdef.attrs import Shape
     from tfg.graphdef.graph import Graph
     from tfg.schemas.dtypes import DType
 
     g = Graph()
-    g.add_node("v", "VarHandleOp", attrs={"dtype": DType.FLOAT, "shape": [3],
+    g.add_node("v", "VarHandleOp", attrs={"dtype": DType.FLOAT, "shape": Shape((3,)),
                                           "shared_name": b"v"})
     g.add_node("init_value", "Const", attrs={"dtype": DType.FLOAT,
                                              "value": np.array([1, 2, 3], np.float32)})
@@ -319,6 +359,13 @@ def test_cli_errors_and_warnings(tmp_path):
     assert b"z" in ok.stderr and out.exists()
     usage = tfg_cli("grad", src, "--xs", "x", check=False)
     assert usage.returncode == 2
+    bad_src = tmp_path / "bad.pb"
+    io.save(_with_extra_input(b.graph, "y", "nope:3"), str(bad_src))
+    bad_out = tmp_path / "bad_out.pb"
+    dangling = tfg_cli("grad", bad_src, "--ys", "y", "--xs", "x", "-o", bad_out, check=False)
+    assert dangling.returncode == 2 and b"'y'" in dangling.stderr and b"nope:3" in dangling.stderr
+    assert b"Traceback" not in dangling.stderr
+    assert len(dangling.stderr.strip().splitlines()) == 1 and not bad_out.exists()
 
 
 @pytest.mark.skipif(not (CONFORMANCE / "grad_while").is_dir(),

@@ -16,6 +16,7 @@ from tfg.cli import cli as cli_main
 from tfg.errors import TfgInputError
 from helpers import tfg_cli
 from tfg.graphdef import io
+from tfg.graphdef.attrs import Shape
 from tfg.passes.grad import grad
 from tfg.passes.grad.training import parse_optimizer
 
@@ -95,7 +96,7 @@ def test_resource_variables_train():
     f = DType.FLOAT
     g.add_node("x", "Const", [], {"dtype": f, "value": np.array([[1.0, 2.0], [3.0, 1.0]],
                                                                np.float32)})
-    g.add_node("w", "VarHandleOp", [], {"dtype": f, "shape": [2, 1], "shared_name": "w"})
+    g.add_node("w", "VarHandleOp", [], {"dtype": f, "shape": Shape((2, 1)), "shared_name": "w"})
     g.add_node("w0", "Const", [], {"dtype": f, "value": np.zeros((2, 1), np.float32)})
     g.add_node("w/Assign", "AssignVariableOp", ["w", "w0"], {"dtype": f})
     g.add_node("w/read", "ReadVariableOp", ["w"], {"dtype": f})

@@ -16,9 +16,10 @@ an output port p > 0).
 import collections
 import warnings
 
-from tfg.errors import TfgInputError
+from tfg.errors import GraphValidationError, TfgError, TfgInputError
 from tfg.graphdef import frames
 from tfg.graphdef.names import parse_input, parse_tensor
+from tfg.graphdef.validate import validate
 from tfg.passes.grad.emitter import (
     EXIT_OPS, Ctx, NodeFactory, OpView, Scope, canon, node_of)
 from tfg.passes.grad.loops import GradLoopState
@@ -115,9 +116,10 @@ class Builder(NodeFactory):
     def static_shape(self, t):
         """t's fully known shape, else None."""
         shape = self._inferred_shape(t)
-        if shape is None or any(d is None for d in shape):
+        # Dims beyond int32 stay dynamic: the constant shapes and axes are int32 tensors.
+        if shape is None or any(d is None or not 0 <= d < 2 ** 31 for d in shape):
             return None
-        return tuple(shape)
+        return tuple(int(d) for d in shape)
 
     def static_rank(self, t):
         shape = self._inferred_shape(t)
@@ -162,6 +164,9 @@ def grad(graph, ys, xs, grad_ys=None, prefix="grad", warn=None, optimizer=None):
     grad_ys = _names(grad_ys, "grad_ys") if grad_ys else None
     if grad_ys is not None and len(grad_ys) != len(ys):
         raise TfgInputError(f"--grad-ys has {len(grad_ys)} names for {len(ys)} ys")
+    # A structurally broken graph (a dangling input, a wrong input count, a bad attr) is
+    # refused here with a message naming the node, before any gradient function reads it.
+    validate(graph, require_known_ops=False)
     g = graph.copy()
     info = frames.analyze(g)
     b = Builder(g, info, _unique_scope(g, "gradients"))
@@ -285,7 +290,16 @@ def _visit(b, node, stop, second):
                     dt = b.dtype_of(t)
                     if og is None and (dt is None or dt.is_differentiable):
                         out_grads[i] = b.zeros_like(t, after, scope_name)
-            result = gd.fn(Scope(b, after, scope_name), OpView(b, node), out_grads)
+            try:
+                result = gd.fn(Scope(b, after, scope_name), OpView(b, node), out_grads)
+            except TfgError:
+                raise
+            except (ValueError, TypeError, IndexError, KeyError) as e:
+                # A graph that passed validation but whose structure the rule cannot use
+                # (inputs the op does not have, attrs of the wrong kind): the input's fault.
+                raise GraphValidationError(
+                    f"node {name!r} ({node.op}): cannot build its gradient: "
+                    f"{type(e).__name__}: {e}") from e
             in_grads = [result] if isinstance(result, str) else list(result)
             if len(in_grads) != len(inputs):
                 raise TfgInputError(

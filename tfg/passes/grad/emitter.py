@@ -226,8 +226,12 @@ class NodeFactory:
 
     def exit(self, t, ctx, name):
         """Exit tensor t of ctx's frame into ctx.parent."""
+        dtype = self.dtype_of(t)
+        if dtype is None:
+            raise GraphValidationError(f"node {node_of(t)!r}: the dtype of {canon(t)} is unknown; "
+                                       "its gradient cannot leave the while loop")
         name = self.graph.unique_name(name)
-        self.graph.add_node(name, "Exit", [_input(t)], {"T": self.dtype_of(t)})
+        self.graph.add_node(name, "Exit", [_input(t)], {"T": dtype})
         self.bwd[name] = ctx.parent
         return f"{name}:0"
 

@@ -116,7 +116,7 @@ def _prod(b, op, grads):
     x = op.inputs[0]
     i32 = DType.INT32
     static = static_reduction(b, op)
-    if static is not None:
+    if static is not None and int(np.prod(static[0], dtype=np.int64)) < 2 ** 31:
         return [_prod_static(b, op, grads[0], static[0]), None]
     shape = b.shape(x)
     g = b.op("BroadcastTo", [b.op("Reshape", [grads[0], _kept_shape(b, op, shape)]), shape])
