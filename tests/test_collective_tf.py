@@ -126,3 +126,49 @@ def test_groups_the_lowering_refuses(case, message):
         lower_collectives(_edit(case))
     assert message in str(err.value)
     assert "node" in str(err.value) or "collective group_key=" in str(err.value)
+
+
+def test_collective_reduce_inside_a_split_while_loop():
+    """CollectiveReduce members in a while body on two devices (as tf.while_loop with
+    collectives writes them): the lowered trees, the mean's constant included, stay in the
+    loop's frame and run once per iteration."""
+    from tfg import builder as tb
+    from tfg.graphdef.builder.math_ops import make
+
+    cpu = ["/device:CPU:0", "/device:CPU:1"]
+    attrs = {"T": tb.float32, "group_size": 2, "group_key": 1, "instance_key": 5,
+             "merge_op": b"Add", "final_op": b"Div", "subdiv_offsets": [0]}
+    g = tb.Graph()
+    with g:
+        with tb.device(cpu[0]):
+            a0 = tb.placeholder(tb.float32, [2], name="a0")
+            i0 = tb.constant(0, name="i0")
+        with tb.device(cpu[1]):
+            a1 = tb.placeholder(tb.float32, [2], name="a1")
+
+        def body(i, x, y):
+            outs = []
+            for k, (v, dev) in enumerate(((x, cpu[0]), (y, cpu[1]))):
+                with tb.device(dev):
+                    outs.append(make("CollectiveReduce", [v * float(k + 2)], attrs,
+                                     f"member{k}", [tb.float32]).outputs[0])
+            with tb.device(cpu[0]):
+                return (i + 1, *outs)
+
+        def cond(i, x, y):
+            with tb.device(cpu[0]):
+                return tb.less(i, 3)
+
+        _, o0, o1 = tb.while_loop(cond, body, [i0, a0, a1])
+        with tb.device(cpu[0]):
+            tb.identity(o0, name="out0")
+        with tb.device(cpu[1]):
+            tb.identity(o1, name="out1")
+    low = lower_collectives(g.graph)
+    assert not has_collectives(low)
+    x, y = np.array([1.0, -2.0], np.float32), np.array([0.5, 3.0], np.float32)
+    got = Session(low, devices="cpu:2").run(["out0", "out1"], feeds={"a0": x, "a1": y})
+    for _ in range(3):
+        x = y = (x * 2 + y * 3) / 2
+    np.testing.assert_allclose(got[0], x, rtol=1e-6)
+    np.testing.assert_array_equal(got[1], got[0])

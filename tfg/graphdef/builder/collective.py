@@ -46,7 +46,9 @@ def all_reduce(tensors, merge="sum", mean=False, devices=None, name=None):
         items, dt, shape = _members(tensors, devices, what, merge)
         root, root_dev = _reduce_tree(b, items, merge, dt, shape)
         if mean:
-            with b.device(root_dev):
+            # The control input puts the constant in the reduced value's frame: needed when a
+            # graph pass (no builder context) lowers a collective inside a while loop.
+            with b.device(root_dev), b.control_dependencies([root]):
                 n = convert_to_tensor(float(len(items)) if dt.is_floating else len(items),
                                       dt, name="group_size")
                 root = make("RealDiv", [root, n], {"T": dt}, "mean", [dt], [shape]).outputs[0]
