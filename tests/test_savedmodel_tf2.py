@@ -55,6 +55,18 @@ def test_control_flow_v2_cond_runs_one_branch():
     assert int(EXPECTED["tf2_cond/serving_default/calls:neg"]) == 6
 
 
+def test_control_flow_v2_while_becomes_a_v1_loop():
+    g = io.load(str(SAVED / "tf2_while"))
+    ops = [n.op for n in g]
+    assert "While" not in ops and "StatelessWhile" not in ops
+    assert ops.count("LoopCond") == 1 and ops.count("Enter") == ops.count("Exit") > 2
+    frames = {n.get_attr("frame_name") for n in g if n.op == "Enter"}
+    assert len(frames) == 1
+    # the data-dependent trip count, and the counter restored (10) plus one per iteration
+    assert int(EXPECTED["tf2_while/serving_default/iterations"]) == 6
+    assert int(EXPECTED["tf2_while/serving_default/steps"]) == 16
+
+
 def test_load_inlines_every_runnable_call():
     g = io.load(str(MLP))
     info = g.saved_model
@@ -192,13 +204,13 @@ def test_unsupported_ops_in_functions_exit_2(tmp_path):
     _assert_refused(_run_serving(_mutated(tmp_path / "a", unknown)), "unknown op 'FancyRelu'",
                     "node 'Relu'", "function '__inference")
 
-    def v2_while(mg):  # each traced copy of Dense.__call__
+    def v2_case(mg):  # each traced copy of Dense.__call__
         for f in _functions(mg).values():
             for n in f.node_def:
                 if n.op == "AddV2":
-                    n.op = "StatelessWhile"
+                    n.op = "StatelessCase"
 
-    _assert_refused(_run_serving(_mutated(tmp_path / "b", v2_while)), "control flow v2",
+    _assert_refused(_run_serving(_mutated(tmp_path / "b", v2_case)), "control flow v2",
                     "node 'add'")
 
 

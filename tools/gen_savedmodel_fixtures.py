@@ -27,6 +27,9 @@ and (tf2, in a separate process: TF2 saving needs eager mode, the v1 part disabl
   control flow v2) on the sign of sum(x); the true branch also increments a counter variable,
   and the signature returns the counter read after the cond (so the untaken branch must not
   run, and the read must wait for the taken one).
+- tf2_while/: a tf.Module whose signature runs a data-dependent while loop (a While in the
+  function, control flow v2) that reads a variable and increments a step counter each
+  iteration; outputs the final state, the iteration count and the counter.
 - tf2_feeds.npz (x), tf2_expected.npz (`<model>/<signature>/<output key>` -> what TensorFlow
   computed through the loaded SavedModel's signature, freshly loaded for each call; keys ending
   in `:neg` were computed with -x).
@@ -128,7 +131,8 @@ def main_v1():
 def main_tf2():
     import tensorflow as tf2
 
-    for name in ("tf2_mlp", "tf2_keras", "tf2_cond", "tf2_feeds.npz", "tf2_expected.npz"):
+    for name in ("tf2_mlp", "tf2_keras", "tf2_cond", "tf2_while", "tf2_feeds.npz",
+                 "tf2_expected.npz"):
         path = os.path.join(OUT, name)
         if os.path.isdir(path):
             shutil.rmtree(path)
@@ -201,8 +205,29 @@ def main_tf2():
     tf2.saved_model.save(cond, os.path.join(OUT, "tf2_cond"),
                          signatures={"serving_default": cond.__call__})
 
+    class Loop(tf2.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = tf2.Variable(np.random.RandomState(3).randn(4, 4).astype(np.float32),
+                                  name="w")
+            self.steps = tf2.Variable(0, dtype=tf2.int64, name="steps")
+
+        @tf2.function(input_signature=[tf2.TensorSpec([None, 4], tf2.float32)])
+        def __call__(self, x):
+            i, h = tf2.constant(0), x
+            while tf2.reduce_max(tf2.abs(h)) > 0.5:  # |h| shrinks towards 1/3: it ends
+                h = 0.7 * h + 0.1 * tf2.tanh(tf2.matmul(h, self.w))
+                i += 1
+                self.steps.assign_add(1)
+            return {"h": h, "iterations": i, "steps": self.steps.read_value()}
+
+    loop = Loop()
+    loop.steps.assign(10)
+    tf2.saved_model.save(loop, os.path.join(OUT, "tf2_while"),
+                         signatures={"serving_default": loop.__call__})
+
     runs = [("tf2_mlp", x, ""), ("tf2_keras", x, ""), ("tf2_cond", x, ""),
-            ("tf2_cond", -x, ":neg")]
+            ("tf2_cond", -x, ":neg"), ("tf2_while", x, "")]
     for name, value, suffix in runs:  # what TF computes through the saved signatures
         for sig_name in tf2.saved_model.load(os.path.join(OUT, name)).signatures:
             fn = tf2.saved_model.load(os.path.join(OUT, name)).signatures[sig_name]  # fresh

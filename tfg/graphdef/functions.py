@@ -21,9 +21,10 @@ also waits on its control outputs (the ops a tf.function must run), so `call:k` 
 `^call` control edges elsewhere keep their meaning; a call with no results becomes a NoOp.
 Control inputs of the call gate the whole body (through `call/input_control_node`).
 
-Control flow v2 `If`/`StatelessIf` is lowered to v1 Switch/Merge with its branches inlined
-(tfg.graphdef.lower_if). What cannot be inlined (a missing or recursive function, an op tfg has
-no signature for, control flow v2 `While`/`Case`, `SymbolicGradient`, polymorphic functions) raises a
+Control flow v2 is lowered to the v1 primitives with its functions inlined: `If`/`StatelessIf`
+to Switch/Merge (tfg.graphdef.lower_if), `While`/`StatelessWhile` to Enter/Merge/Switch/
+NextIteration/Exit (tfg.graphdef.lower_while). What cannot be inlined (a missing or recursive
+function, an op tfg has no signature for, `Case`, `SymbolicGradient`, polymorphic functions) raises a
 `FunctionInliningError` naming the function and node; with `strict=False` that call is kept
 as it is and the reason recorded, so the rest of the graph still inlines.
 """
@@ -39,9 +40,9 @@ from tfg.schemas.proto import node_def_pb2
 
 CALL_OPS = frozenset({"PartitionedCall", "StatefulPartitionedCall"})
 IF_OPS = frozenset({"If", "StatelessIf"})  # lowered to Switch/Merge (tfg.graphdef.lower_if)
+WHILE_OPS = frozenset({"While", "StatelessWhile"})  # lowered to a v1 loop (lower_while)
 # Functional ops whose bodies tfg would have to lower (v2 control flow) or differentiate.
 UNSUPPORTED_OPS = {
-    "While": "control flow v2 (While)", "StatelessWhile": "control flow v2 (StatelessWhile)",
     "Case": "control flow v2 (Case)", "StatelessCase": "control flow v2 (StatelessCase)",
     "For": "a functional For loop", "SymbolicGradient": "a symbolic gradient function",
     "RemoteCall": "a remote function call",
@@ -93,13 +94,15 @@ def inline_functions(graph, strict=True):
     out = graph.copy()
     result = Inlined(out)
     from tfg.graphdef.lower_if import lower_if
+    from tfg.graphdef.lower_while import lower_while
 
-    queue = [(n.name, ()) for n in out if n.op in CALL_OPS or n.op in IF_OPS or n.op in lib]
+    queue = [(n.name, ()) for n in out if is_functional(n, lib)]
     while queue:
         name, chain = queue.pop(0)
         try:
             node = out[name]
-            lower = lower_if if node.op in IF_OPS else _inline_call
+            lower = (lower_if if node.op in IF_OPS else
+                     lower_while if node.op in WHILE_OPS else _inline_call)
             queue.extend(lower(out, node, lib, chain))
             result.count += 1
         except FunctionInliningError as e:
@@ -192,7 +195,7 @@ def _inline_call(graph, call, lib, chain):
         if gate is not None and not nd.input:
             node.inputs = ["^" + gate]
         new_nodes.append(node)
-        if nd.op in CALL_OPS or nd.op in IF_OPS or nd.op in lib:
+        if is_functional(nd, lib):
             nested.append((node.name, chain + (fname,)))
 
     rets = []
@@ -216,6 +219,11 @@ def _inline_call(graph, call, lib, chain):
     return nested
 
 
+def is_functional(node, lib):
+    """Whether inline_functions replaces `node` (a Node or NodeDef): a call or v2 control flow."""
+    return node.op in CALL_OPS or node.op in IF_OPS or node.op in WHILE_OPS or node.op in lib
+
+
 def _fixed_type(arg, at):
     if arg.number_attr or arg.type_list_attr or arg.type_attr or not arg.type:
         raise FunctionInliningError(f"{at}: argument {arg.name!r} has an attr-dependent type "
@@ -234,8 +242,8 @@ def _output_ranges(nd, lib, fname):
         raise FunctionInliningError(f"{at}: op {nd.op} is {UNSUPPORTED_OPS[nd.op]}, which tfg "
                                     "does not support inside functions")
     node = Node.from_proto(nd)
-    if nd.op in CALL_OPS or nd.op in IF_OPS:
-        tout = node.get_attr("Tout", [])
+    if nd.op in CALL_OPS or nd.op in IF_OPS or nd.op in WHILE_OPS:
+        tout = node.get_attr("T" if nd.op in WHILE_OPS else "Tout", [])
         return {"output": (0, len(tout) if isinstance(tout, list) else 0)}
     if nd.op in lib:
         return {a.name: (i, 1) for i, a in enumerate(lib[nd.op].signature.output_arg)}

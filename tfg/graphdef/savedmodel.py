@@ -159,7 +159,7 @@ def load_graph(path, tags=None):
     After:  the {serve} GraphDef as a Graph; graph.saved_model.signatures from its SignatureDefs.
     """
     from tfg.graphdef.io import loads
-    from tfg.graphdef.functions import CALL_OPS, inline_functions, library_functions
+    from tfg.graphdef.functions import is_functional, inline_functions, library_functions
     from tfg.graphdef.savedmodel_tf2 import saver_def
 
     path = os.fspath(path)
@@ -168,7 +168,7 @@ def load_graph(path, tags=None):
     graph = loads(mg.graph_def.SerializeToString(), f"{path} (MetaGraphDef graph_def)")
     functions = None
     lib = library_functions(graph)
-    if any(n.op in CALL_OPS or n.op in lib for n in graph):  # a TF2 SavedModel
+    if any(is_functional(n, lib) for n in graph):  # a TF2 SavedModel
         inlined = inline_functions(graph, strict=False)
         graph = inlined.graph
         functions = {"inlined": inlined.count, "not_inlined": inlined.skipped}
