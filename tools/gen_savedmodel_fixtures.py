@@ -30,6 +30,9 @@ and (tf2, in a separate process: TF2 saving needs eager mode, the v1 part disabl
 - tf2_while/: a tf.Module whose signature runs a data-dependent while loop (a While in the
   function, control flow v2) that reads a variable and increments a step counter each
   iteration; outputs the final state, the iteration count and the counter.
+- v1_resource/: a v1 SavedModel (Builder, graph mode) mixing a resource variable (w,
+  VarHandleOp) and a reference variable (v), both changed before saving; its saver's restore
+  op (save/restore_all) restores both.
 - tf2_feeds.npz (x), tf2_expected.npz (`<model>/<signature>/<output key>` -> what TensorFlow
   computed through the loaded SavedModel's signature, freshly loaded for each call; keys ending
   in `:neg` were computed with -x).
@@ -131,8 +134,8 @@ def main_v1():
 def main_tf2():
     import tensorflow as tf2
 
-    for name in ("tf2_mlp", "tf2_keras", "tf2_cond", "tf2_while", "tf2_feeds.npz",
-                 "tf2_expected.npz"):
+    for name in ("tf2_mlp", "tf2_keras", "tf2_cond", "tf2_while", "v1_resource",
+                 "tf2_feeds.npz", "tf2_expected.npz"):
         path = os.path.join(OUT, name)
         if os.path.isdir(path):
             shutil.rmtree(path)
@@ -234,11 +237,34 @@ def main_tf2():
             (key,) = fn.structured_input_signature[1]
             for out_key, out in fn(**{key: tf2.constant(value)}).items():
                 expected[f"{name}/{sig_name}/{out_key}{suffix}"] = out.numpy()
+    expected.update(v1_resource_variables(x))
     for stray in glob.glob(os.path.join(OUT, "tf2_*", "fingerprint.pb")):
         os.remove(stray)  # changes on every save; tfg does not read it
     np.savez(os.path.join(OUT, "tf2_feeds.npz"), x=x)
     np.savez(os.path.join(OUT, "tf2_expected.npz"), **expected)
     print("wrote", OUT, "(tf2)", sorted(expected))
+
+
+def v1_resource_variables(x):
+    """v1_resource/ (see the module docstring); returns its expected outputs."""
+    g = tf.Graph()
+    with g.as_default():
+        xp = tf.placeholder(tf.float32, [None, 4], name="x")
+        w = tf.get_variable("w", initializer=np.random.RandomState(3).randn(4, 3).astype(
+            np.float32), use_resource=True)
+        v = tf.get_variable("v", initializer=np.ones(3, np.float32), use_resource=False)
+        y = tf.add(tf.matmul(xp, w), v, name="y")
+        with tf.Session(graph=g) as sess:
+            sess.run(tf.global_variables_initializer())
+            sess.run([w.assign(w * 2), v.assign(v * 3)])
+            info = tf.saved_model.utils.build_tensor_info
+            builder = tf.saved_model.Builder(os.path.join(OUT, "v1_resource"))
+            builder.add_meta_graph_and_variables(sess, ["serve"], signature_def_map={
+                "serving_default": tf.saved_model.signature_def_utils.build_signature_def(
+                    inputs={"x": info(xp)}, outputs={"y": info(y)},
+                    method_name="tensorflow/serving/predict")})
+            builder.save()
+            return {"v1_resource/serving_default/y": sess.run(y, {xp: x})}
 
 
 if __name__ == "__main__":
