@@ -67,7 +67,7 @@ for line in sys.stdin:
 '''
 
 
-def run(tf_python, reps=7, warmup=2, steps=50, batch=32, hidden=128):
+def run(tf_python, reps=7, warmup=2, steps=50, batch=32, hidden=128, blas_threads=None):
     """Time the RNN row; returns a dict (graph, nodes, tf/tfg medians, ratio, max_abs_err).
 
     Before: nothing.  After: {"graph": "rnn50+grad", "tf_median_s": ..., "ratio": ...}.
@@ -91,7 +91,7 @@ def run(tf_python, reps=7, warmup=2, steps=50, batch=32, hidden=128):
         t0 = time.perf_counter()
         g = tfg.grad(tfg.load(os.path.join(tmp, "rnn.pb")), "loss", "W,U")
         grad_build_s = time.perf_counter() - t0
-        sess = Session(g)
+        sess = Session(g, blas_threads=blas_threads)
         fetches = ["loss:0", "grad/W:0", "grad/U:0"]
         feeds = {"x:0": ref["x"]}
         out = sess.run(fetches, feeds)
@@ -119,7 +119,8 @@ def run(tf_python, reps=7, warmup=2, steps=50, batch=32, hidden=128):
         worker.wait(timeout=30)
     row = {"graph": f"rnn{steps}+grad", "nodes": meta["nodes"], "nodes_after_grad": len(g),
            "tf_median_s": statistics.median(tf_t), "tfg_median_s": statistics.median(tfg_t),
-           "tfg_grad_build_s": grad_build_s, "max_rel_err_vs_tf": err}
+           "tfg_grad_build_s": grad_build_s, "max_rel_err_vs_tf": err,
+           "tfg_blas_threads": sess.blas_threads}
     row["ratio"] = row["tfg_median_s"] / row["tf_median_s"]
     return row
 
@@ -129,8 +130,11 @@ def main():
     ap.add_argument("--tf-python", default="/tmp/tfenv/bin/python")
     ap.add_argument("--reps", type=int, default=7)
     ap.add_argument("--steps", type=int, default=50)
+    ap.add_argument("--blas-threads", type=int, default=None,
+                    help="BLAS threads for tfg's steps (default: the Session's; 0: leave alone)")
     a = ap.parse_args()
-    print(json.dumps(run(a.tf_python, a.reps, steps=a.steps), indent=1))
+    print(json.dumps(run(a.tf_python, a.reps, steps=a.steps, blas_threads=a.blas_threads),
+                     indent=1))
 
 
 if __name__ == "__main__":

@@ -133,6 +133,9 @@ def main():
     ap.add_argument("--cases", default="chain,mlp,cnn")
     ap.add_argument("--dataflow", action="store_true",
                     help="force tfg's dataflow executor (no precomputed fast-path schedule)")
+    ap.add_argument("--blas-threads", type=int, default=None,
+                    help="BLAS threads for tfg's steps (default: the Session's, half the cores; "
+                         "0: leave BLAS alone)")
     ap.add_argument("--out", default=os.path.join(HERE, "results", "run.json"))
     a = ap.parse_args()
     tf_python = find_tf_python(a.tf_python)
@@ -166,7 +169,7 @@ def main():
             graph = tfg.load(os.path.join(tmp, name + ".pb"))
             with np.load(os.path.join(tmp, name + "_feeds.npz")) as f:
                 feeds = {k: f[k] for k in f.files}
-            sess = Session(graph, fast_path=not a.dataflow)
+            sess = Session(graph, fast_path=not a.dataflow, blas_threads=a.blas_threads)
             if meta["init"]:
                 sess.run(None, targets=meta["init"])
 
@@ -201,7 +204,8 @@ def main():
     os.makedirs(os.path.dirname(a.out), exist_ok=True)
     with open(a.out, "w") as f:
         json.dump({"cpu_count": os.cpu_count(), "executor": "dataflow" if a.dataflow else "auto",
-                   "reps": max(5, a.reps), "rows": rows}, f,
+                   "blas_threads": sess.blas_threads, "reps": max(5, a.reps),
+                   "loadavg_after": os.getloadavg()[0], "rows": rows}, f,
                   indent=1)
     return 0
 

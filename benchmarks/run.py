@@ -12,7 +12,11 @@ bench_optimize.py. TF-vs-tfg timings alternate A B A B and report the median of 
 Peak memory is the growth of peak RSS over one steady-state step (Linux: the peak is reset
 through /proc/<pid>/clear_refs), the same measure for both sides; tfg's tracemalloc peak is
 reported too. --quick shrinks the large graphs (10x fewer nodes) for a smoke run.
-Writes benchmarks/results/suite.json.
+tfg's Session caps BLAS threads while a step runs (default: half the cores; --blas-threads N
+sets it for every row, 0 leaves BLAS alone); the rows mlp and cnn are also timed again with
+BLAS on every core ("mlp/blas=N"), which wins on a quiet machine and loses under load. Each
+row records the 1-minute load average before and after it, so figures taken on a busy
+machine say so. Writes benchmarks/results/suite.json.
 """
 import argparse
 import json
@@ -63,8 +67,18 @@ def peak_rss_growth(pid, step):
     return max(0, _status(pid, "VmHWM") - base)
 
 
-def graph_rows(names, tf_python, reps, warmup):
-    """chain / mlp / cnn through bench_run's TensorFlow worker, with memory."""
+def loadavg():
+    try:
+        return round(os.getloadavg()[0], 2)
+    except OSError:  # not on this platform
+        return None
+
+
+def graph_rows(names, tf_python, reps, warmup, blas_threads=None, variants=()):
+    """chain / mlp / cnn through bench_run's TensorFlow worker, with memory.
+
+    `variants`: (graph name, blas_threads) pairs timed again as rows "<name>/blas=<n>".
+    """
     import bench_run
     import tfg
     from tfg.executor import Session
@@ -85,10 +99,13 @@ def graph_rows(names, tf_python, reps, warmup):
         return float(worker.stdout.readline())
 
     rows = []
+    runs = [(name, blas_threads, name) for name in names]
+    runs += [(name, n, f"{name}/blas={n}") for name, n in variants if name in names]
     try:
-        for name in names:
+        for name, blas, label in runs:
+            load_before = loadavg()
             meta = json.load(open(os.path.join(tmp, name + ".json")))
-            sess = Session(tfg.load(os.path.join(tmp, name + ".pb")))
+            sess = Session(tfg.load(os.path.join(tmp, name + ".pb")), blas_threads=blas)
             with np.load(os.path.join(tmp, name + "_feeds.npz")) as f:
                 feeds = {k: f[k] for k in f.files}
             if meta["init"]:
@@ -108,8 +125,9 @@ def graph_rows(names, tf_python, reps, warmup):
             for _ in range(max(5, reps)):  # A B A B
                 tf_t.append(tf_time(name))
                 tfg_t.append(tfg_time())
-            row = {"graph": name, "nodes": meta["nodes"], "tf_median_s": statistics.median(tf_t),
-                   "tfg_median_s": statistics.median(tfg_t)}
+            row = {"graph": label, "nodes": meta["nodes"], "tf_median_s": statistics.median(tf_t),
+                   "tfg_median_s": statistics.median(tfg_t),
+                   "tfg_blas_threads": sess.blas_threads}
             row["ratio"] = row["tfg_median_s"] / row["tf_median_s"]
             row["tf_peak_rss_growth_b"] = peak_rss_growth(worker.pid, lambda: tf_time(name))
             row["tfg_peak_rss_growth_b"] = peak_rss_growth(os.getpid(), tfg_step)
@@ -131,6 +149,7 @@ def graph_rows(names, tf_python, reps, warmup):
                                           "not judged")
             elif name == "cnn":
                 row["meets_target"] = row["ratio"] <= 1.5
+            row["loadavg_before_after"] = [load_before, loadavg()]
             rows.append(row)
     finally:
         worker.stdin.close()
@@ -191,8 +210,10 @@ def fmt(row):
         extra = f"{row['tfg_us_per_node']:.2f} µs/node"
     if row.get("tfg_tracemalloc_peak_b"):
         extra += f" tfg tracemalloc peak {row['tfg_tracemalloc_peak_b'] / 2**20:.1f}MiB"
+    if row.get("loadavg_before_after"):
+        extra += " load {}->{}".format(*row["loadavg_before_after"])
     if "meets_target" in row:
-        target = TARGETS.get(row["graph"].split("50")[0], "")
+        target = TARGETS.get(row["graph"].split("50")[0].split("/")[0], "")
         extra += f" [{target}: {'ok' if row['meets_target'] else 'MISSED'}]"
     return (f"{row['graph']:9} {row.get('nodes', 0):7d} {ms('tf_median_s')} "
             f"{ms('tfg_median_s')} {ratio} {mem}  {extra}")
@@ -206,7 +227,13 @@ def main():
     ap.add_argument("--reps", type=int, default=7)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--out", default=os.path.join(HERE, "results", "suite.json"))
+    ap.add_argument("--blas-threads", type=int, default=None,
+                    help="BLAS threads for tfg's steps (default: the Session's, half the "
+                         "cores; 0: leave BLAS alone)")
+    ap.add_argument("--no-blas-variants", action="store_true",
+                    help="skip the extra mlp/cnn rows with BLAS on every core")
     a = ap.parse_args()
+    started = time.perf_counter()
     want = [r for r in a.rows.split(",") if r]
     bad = set(want) - set(ALL_ROWS)
     if bad:
@@ -220,12 +247,18 @@ def main():
         if tf_python is None:
             print("TensorFlow is not importable (pass --tf-python): skipping TF rows")
         else:
+            cores = os.cpu_count() or 1
+            variants = [] if a.no_blas_variants or cores < 2 else [
+                ("mlp", cores), ("cnn", cores)]
             if graphs:
-                rows += graph_rows(graphs, tf_python, a.reps, a.warmup)
+                rows += graph_rows(graphs, tf_python, a.reps, a.warmup, a.blas_threads,
+                                   variants)
             if "rnn" in want:
                 import bench_rnn
-                row = bench_rnn.run(tf_python, a.reps)
+                load_before = loadavg()
+                row = bench_rnn.run(tf_python, a.reps, blas_threads=a.blas_threads)
                 row["meets_target"] = row["ratio"] <= 2.0
+                row["loadavg_before_after"] = [load_before, loadavg()]
                 rows.append(row)
     if "optimize" in want:
         rows.append(optimize_row(100_000 // scale))
@@ -243,8 +276,10 @@ def main():
     os.makedirs(os.path.dirname(a.out), exist_ok=True)
     with open(a.out, "w") as f:
         json.dump({"cpu_count": os.cpu_count(), "python": platform.python_version(),
-                   "quick": a.quick, "reps": max(5, a.reps), "targets": TARGETS, "rows": rows},
+                   "quick": a.quick, "reps": max(5, a.reps), "targets": TARGETS,
+                   "wall_s": round(time.perf_counter() - started, 1), "rows": rows},
                   f, indent=1)
+    print(f"suite took {time.perf_counter() - started:.0f} s; wrote {a.out}")
     return 0
 
 

@@ -87,11 +87,19 @@ class Schedule:
             ctx = None
             try:
                 for fn, ctx, ins, out, st, deref, free in self.entries:
-                    if deref is None:
-                        if st:
-                            r = fn(ctx, step, *[vals[i] for i in ins])
+                    if deref is None and not st:
+                        # Unpacked by arity: a list per call costs as much as a tiny kernel.
+                        n = len(ins)
+                        if n == 1:
+                            r = fn(ctx, vals[ins[0]])
+                        elif n == 2:
+                            r = fn(ctx, vals[ins[0]], vals[ins[1]])
+                        elif n == 0:
+                            r = fn(ctx)
                         else:
                             r = fn(ctx, *[vals[i] for i in ins])
+                    elif deref is None:
+                        r = fn(ctx, step, *[vals[i] for i in ins])
                     else:
                         args = [vals[i] for i in ins]
                         for p in deref:
