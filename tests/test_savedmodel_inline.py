@@ -176,3 +176,17 @@ def test_colocation_follows_the_renaming():
     # a body node gets its new name; other names (here the caller's x) are left alone
     assert out["call/n"].get_attr("_class") == [b"loc:@call/a", b"loc:@x"]
     np.testing.assert_array_equal(Session(out).run("call:0"), X)
+
+
+def test_exponential_library_is_refused(monkeypatch):
+    from tfg.graphdef import functions
+
+    monkeypatch.setattr(functions, "MAX_NODES", 200)
+    fs = [_fdef("f0", [("x", F)], [("y", F)], [("n", "Neg", ["x"], {"T": F})], {"y": "n:y:0"})]
+    for i in range(1, 12):  # f_i calls f_(i-1) twice: 2**11 copies of f0's body
+        fs.append(_fdef(f"f{i}", [("x", F)], [("y", F)],
+                        [("a", f"f{i - 1}", ["x"], {}), ("b", f"f{i - 1}", ["a:y:0"], {})],
+                        {"y": "b:y:0"}))
+    g = _graph([("x", "Const", [], _const(X)), ("call", "f11", ["x"], {})], fs)
+    with pytest.raises(FunctionInliningError, match="past 200 nodes"):
+        inline_functions(g, strict=False)

@@ -96,11 +96,22 @@ def test_variables_restored_through_the_object_graph_keys():
     g = io.load(str(MLP))
     sess = Session(g)
     restored = savedmodel.restore_variables(sess, g, values)
-    assert "l2/b/.ATTRIBUTES/VARIABLE_VALUE" in restored
+    assert restored == [f"{layer}/{v}/.ATTRIBUTES/VARIABLE_VALUE" for layer in ("l1", "l2")
+                        for v in ("b", "w")]  # the object graph is read, not assigned
     handles = {n.name: n for n in g if n.op == "VarHandleOp"}
     for name in handles:  # every variable now reads its checkpoint value
         value = sess.run(f"{name}/Read/ReadVariableOp:0")
         assert any(np.array_equal(value, v) for k, v in values.items() if k.endswith("VALUE"))
+
+
+def test_v1_saved_model_with_resource_variables():
+    g = io.load(str(SAVED / "v1_resource"))
+    assert {g["w"].op, g["v"].op} == {"VarHandleOp", "VariableV2"}
+    assert g.saved_model.functions is None  # nothing to inline
+    sess = Session(g)
+    # its saver's restore op (save/restore_all) restores both kinds
+    assert savedmodel.restore_variables(sess, g, savedmodel.read_variables(g.saved_model.path)) \
+        == ["v", "w"]
 
 
 def test_cli_run_by_signature(tmp_path):

@@ -28,10 +28,13 @@ function, an op tfg has no signature for, `Case`, `SymbolicGradient`, polymorphi
 `FunctionInliningError` naming the function and node; with `strict=False` that call is kept
 as it is and the reason recorded, so the rest of the graph still inlines.
 """
+from collections import deque
 from dataclasses import dataclass, field
 
 from tfg.errors import TfgInputError
 from tfg.graphdef.graph import Node
+from tfg.graphdef.lower_if import lower_if
+from tfg.graphdef.lower_while import lower_while
 from tfg.graphdef.names import input_string
 from tfg.schemas.dtypes import DType
 from tfg.schemas.ops.registry import get_op, has_op
@@ -48,6 +51,8 @@ UNSUPPORTED_OPS = {
     "RemoteCall": "a remote function call",
 }
 MAX_DEPTH = 64  # nesting deeper than this is a malformed (or adversarial) library
+# A small library can still expand exponentially (f calls g twice, g calls h twice, ...).
+MAX_NODES = 1_000_000
 
 
 class FunctionInliningError(TfgInputError):
@@ -93,12 +98,13 @@ def inline_functions(graph, strict=True):
     lib = library_functions(graph)
     out = graph.copy()
     result = Inlined(out)
-    from tfg.graphdef.lower_if import lower_if
-    from tfg.graphdef.lower_while import lower_while
-
-    queue = [(n.name, ()) for n in out if is_functional(n, lib)]
+    queue = deque((n.name, ()) for n in out if is_functional(n, lib))
     while queue:
-        name, chain = queue.pop(0)
+        name, chain = queue.popleft()
+        if len(out) > MAX_NODES:  # refused even with strict=False: nothing sensible is left
+            raise FunctionInliningError(f"inlining node {name!r} would grow the graph past "
+                                        f"{MAX_NODES} nodes; the function library expands "
+                                        "too much")
         try:
             node = out[name]
             lower = (lower_if if node.op in IF_OPS else

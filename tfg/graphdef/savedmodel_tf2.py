@@ -124,7 +124,8 @@ def restore_resource_variables(session, graph, values):
                 raise TfgInputError(f"node {name!r} restores {key!r}, which "
                                     f"{info.path}/variables does not hold")
             feeds[f"{name}:{i}"] = values[key]
-            restored.append(key)
+            if graph.consumers(name, port=i):  # not the object graph, read but never assigned
+                restored.append(key)
     if not feeds:
         raise TfgInputError(f"{info.path}: the restore op {op!r} reads no RestoreV2 tensors")
     if filename and parse_input(filename).node in graph:
