@@ -111,7 +111,7 @@ def inline_functions(graph, strict=True):
                      lower_while if node.op in WHILE_OPS else _inline_call)
             queue.extend(lower(out, node, lib, chain))
             result.count += 1
-        except FunctionInliningError as e:
+        except TfgInputError as e:  # raised before the graph changed: the call stays
             if strict:
                 raise
             result.skipped[name] = str(e)
