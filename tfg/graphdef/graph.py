@@ -30,7 +30,8 @@ _NO_DEFAULT = object()
 class Node:
     """One NodeDef. Change inputs/name/device through the setters (or Graph methods)."""
 
-    __slots__ = ("_graph", "_name", "op", "_inputs", "_refs", "device", "_nd", "_attr_cache")
+    __slots__ = ("_graph", "_name", "op", "_inputs", "_refs", "device", "_nd", "_attr_cache",
+                 "_shared")
 
     def __init__(self, name, op, inputs=(), device="", nodedef=None):
         self._graph = None
@@ -41,6 +42,9 @@ class Node:
         self.device = device
         self._nd = nodedef if nodedef is not None else node_def_pb2.NodeDef()
         self._attr_cache = None
+        # True while `_nd` may be shared with a copy (copy-on-write: `copy()` is O(1) per node
+        # and the pass manager copies the whole graph before every pass).
+        self._shared = False
 
     def __repr__(self):
         return f"<Node {self._name} op={self.op} inputs={list(self._inputs)}>"
@@ -85,6 +89,12 @@ class Node:
     @property
     def attr(self):
         """The NodeDef attr map (name -> AttrValue message), mutable in place."""
+        self._own()
+        return self._nd.attr
+
+    @property
+    def attr_view(self):
+        """The attr map for reading only (no copy made; it may be shared with copies)."""
         return self._nd.attr
 
     def get_attr(self, name, default=_NO_DEFAULT):
@@ -106,27 +116,39 @@ class Node:
         return name in self._nd.attr
 
     def set_attr(self, name, value, kind=None):
+        self._own()
         self._nd.attr[name].CopyFrom(attrcodec.encode(value, kind))
         self._attr_cache = None
 
     def del_attr(self, name):
         if name in self._nd.attr:
+            self._own()
             del self._nd.attr[name]
         self._attr_cache = None
 
     # --- NodeDef --------------------------------------------------------------------------
+    def _own(self):
+        """Give this node a private NodeDef before it is written to (copy-on-write)."""
+        if self._shared:
+            nd = node_def_pb2.NodeDef()
+            nd.CopyFrom(self._nd)
+            self._nd = nd
+            self._shared = False
+
     def to_proto(self, out=None):
         """This node as a NodeDef (written into `out` when given)."""
         nd = self._nd
-        if nd.name != self._name:
+        inputs_differ = tuple(nd.input) != self._inputs
+        if (inputs_differ or nd.name != self._name or nd.op != self.op
+                or nd.device != self.device):
+            self._own()
+            nd = self._nd
             nd.name = self._name
-        if nd.op != self.op:
             nd.op = self.op
-        if nd.device != self.device:
             nd.device = self.device
-        if tuple(nd.input) != self._inputs:
-            del nd.input[:]
-            nd.input.extend(self._inputs)
+            if inputs_differ:
+                del nd.input[:]
+                nd.input.extend(self._inputs)
         if out is None:
             out = node_def_pb2.NodeDef()
         out.CopyFrom(nd)
@@ -137,7 +159,14 @@ class Node:
         return Node(nd.name, nd.op, tuple(nd.input), nd.device, nodedef=nd)
 
     def copy(self):
-        return Node.from_proto(self.to_proto())
+        """An independent Node (not in any graph). The NodeDef is shared until either side
+        writes to it, so copying is cheap."""
+        n = Node(self._name, self.op, self._inputs, self.device, nodedef=self._nd)
+        n._refs = self._refs  # immutable tuples: safe to share
+        if self._attr_cache:
+            n._attr_cache = dict(self._attr_cache)
+        n._shared = self._shared = True
+        return n
 
 
 class Graph:
@@ -152,6 +181,7 @@ class Graph:
         self._version = 0
         self._consumers = None
         self._consumers_version = -1
+        self._topo = None  # (version, back-edge node names, order) of the last topo_order()
 
     # --- access ---------------------------------------------------------------------------
     def __len__(self):
@@ -273,33 +303,47 @@ class Graph:
         """Nodes so that every input comes first, except NextIteration back edges.
 
         Raises GraphValidationError naming nodes of a cycle that no NextIteration breaks.
+        The order is cached until the graph's edges change (passes ask for it many times).
         """
+        nodes = self._nodes
+        back = [name for name, node in nodes.items() if node.op in BACK_EDGE_OPS]
+        cached = self._topo
+        if cached is not None and cached[0] == self._version and cached[1] == back:
+            return list(cached[2])  # same edges, same back edges (an op may change in place)
         indeg = {}
-        succ = defaultdict(list)
-        for node in self._nodes.values():
+        succ = {}
+        for name, node in nodes.items():
             n = 0
-            for ref in node.input_refs:
-                src = self._nodes.get(ref.node)
+            refs = node._refs if node._refs is not None else node.input_refs
+            for ref in refs:
+                src = nodes.get(ref.node)
                 if src is None or src.op in BACK_EDGE_OPS:
                     continue
                 n += 1
-                succ[ref.node].append(node._name)
-            indeg[node._name] = n
+                lst = succ.get(ref.node)
+                if lst is None:
+                    succ[ref.node] = [name]
+                else:
+                    lst.append(name)
+            indeg[name] = n
         ready = [name for name, d in indeg.items() if d == 0]
         order = []
+        append = order.append
         while ready:
             name = ready.pop()
-            order.append(self._nodes[name])
+            append(nodes[name])
             for s in succ.get(name, ()):
-                indeg[s] -= 1
-                if indeg[s] == 0:
+                d = indeg[s] - 1
+                indeg[s] = d
+                if d == 0:
                     ready.append(s)
         if len(order) != len(self._nodes):
             stuck = sorted(name for name, d in indeg.items() if d > 0)
             raise GraphValidationError(
                 f"cycle not broken by a NextIteration among nodes {stuck[:5]}"
                 + (f" (and {len(stuck) - 5} more)" if len(stuck) > 5 else ""))
-        return order
+        self._topo = (self._version, back, order)
+        return list(order)
 
     def copy(self):
         g = Graph()
@@ -309,8 +353,13 @@ class Graph:
             g.library.CopyFrom(self.library)
         g._extra = self._extra
         g._versions_present = self._versions_present
-        for node in self._nodes.values():
-            g.add(node.copy())
+        nodes = g._nodes
+        for name, node in self._nodes.items():
+            n = node.copy()
+            n._graph = g
+            nodes[name] = n
+        if self._topo is not None and self._topo[0] == self._version:
+            g._topo = (g._version, self._topo[1], [nodes[n._name] for n in self._topo[2]])
         return g
 
     # --- GraphDef -------------------------------------------------------------------------

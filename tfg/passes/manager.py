@@ -13,8 +13,10 @@ with `verify=True` (tests) the error is raised instead, and the graph is checked
 pass: inputs exist with valid ports, no cycle that a NextIteration does not break, every
 preserved node still there with its op's outputs.
 """
+import gc
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from tfg.errors import GraphValidationError, TfgError, TfgInputError
@@ -101,24 +103,57 @@ def optimize(graph, passes=None, keep=(), feeds=(), devices=(), rounds=DEFAULT_R
     _load_passes()
     names = _pass_names(passes)
     opts = make_options(graph, keep, feeds, devices, verify)
-    current = graph.copy()
     total = sum(1 for rnd in range(rounds) for name in names
                 if not (PASSES[name].first_round_only and rnd > 0))
     index = 0
-    for rnd in range(rounds):
-        round_changed = False
-        for name in names:
-            info = PASSES[name]
-            if info.first_round_only and rnd > 0:
-                continue
-            index += 1
-            if on_pass is not None:
-                on_pass(name, index, total)
-            current, changed = run_pass(info, current, opts, rnd, report)
-            round_changed |= changed
-        if not round_changed:
-            break
+    with collector_paused():
+        current = graph.copy()
+        for rnd in range(rounds):
+            round_changed = False
+            for name in names:
+                info = PASSES[name]
+                if info.first_round_only and rnd > 0:
+                    continue
+                index += 1
+                if on_pass is not None:
+                    on_pass(name, index, total)
+                result, changed = run_pass(info, current, opts, rnd, report)
+                if result is not current:
+                    _discard(current)
+                current = result
+                round_changed |= changed
+            if not round_changed:
+                break
     return current
+
+
+@contextmanager
+def collector_paused():
+    """Pause CPython's cyclic garbage collector while passes run.
+
+    Why: a large graph is millions of small long-lived objects (nodes, input tuples, attr
+    caches), and every pass allocates more; each full collection re-scans all of them, so on
+    a 100,000-node graph the collector took more time than the passes. Reference counting
+    still frees what the passes drop (`_discard` breaks the graph<->node cycles), and the
+    collector resumes afterwards for anything else.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _discard(graph):
+    """Break the node -> graph back references of an intermediate graph nobody will use again,
+    so reference counting frees it without the cyclic collector."""
+    for node in graph:
+        node._graph = None
+    graph._nodes = {}
+    graph._consumers = None
+    graph._topo = None
 
 
 def run_pass(info, graph, opts, rnd=0, report=None):
@@ -135,11 +170,14 @@ def run_pass(info, graph, opts, rnd=0, report=None):
     except TfgError as e:
         if opts.verify:
             raise
-        error, work, changed = f"{type(e).__name__}: {e}", graph, False
+        error, changed = f"{type(e).__name__}: {e}", False
     except Exception as e:  # noqa: BLE001 - a failing pass is rolled back, as Grappler does
         if opts.verify:
             raise
-        error, work, changed = f"internal {type(e).__name__}: {e}", graph, False
+        error, changed = f"internal {type(e).__name__}: {e}", False
+    if error is not None:
+        _discard(work)
+        work = graph
     if report is not None:
         report.append({"pass": info.name, "round": rnd + 1, "before": before,
                        "after": len(work), "seconds": time.perf_counter() - start,
@@ -163,6 +201,12 @@ def _pass_names(passes):
 
 def remove_dead(graph, opts):
     """Delete side-effect-free nodes that nothing reads and nobody asked to keep."""
+    # Most passes leave nothing dead: find candidates with one cheap sweep before building the
+    # consumer index that removal needs.
+    consumed = {ref.node for n in graph for ref in n.input_refs}
+    preserved = opts.preserved
+    if all(n.name in consumed or n.name in preserved for n in graph):
+        return False
     ctx = RewriteContext(graph, opts)
     dead = [n.name for n in graph if not ctx.has_consumers(n.name) and removable(ctx, n)]
     for name in dead:

@@ -124,11 +124,13 @@ def graph_rewrite(ctx, rules, max_rounds=20):
         else:
             for op in pat.ops:
                 by_op[op].append((pat, fn))
+    if generic:
+        by_op = defaultdict(lambda: generic, {op: r + generic for op, r in by_op.items()})
     changed_any = False
     for _ in range(max_rounds):
         changed = False
         for node in ctx.ordered_nodes():
-            for pat, fn in by_op.get(node.op, []) + generic:
+            for pat, fn in by_op.get(node.op, generic):
                 if ctx.graph.get(node.name) is not node:
                     break  # removed or replaced by an earlier rule
                 binds = pat.match(ctx, node)

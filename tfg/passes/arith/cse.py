@@ -20,21 +20,35 @@ _ALLOWED_STATEFUL = frozenset({"Assert"})
 _INPLACE = frozenset({"InplaceUpdate", "InplaceAdd", "InplaceSub"})
 
 
-def _candidate(ctx, node):
+_SIG_OK = {}  # id(signature) -> (signature, whether its nodes may be merged at all)
+
+
+def _op_candidate(op):
+    """The op's signature if nodes of `op` may be merged at all, else None (the signature
+    checks are made once per signature, not once per node)."""
     from tfg.schemas.ops import get_op, has_op
+    if op in _NEVER or not has_op(op):
+        return None
+    sig = get_op(op)
+    hit = _SIG_OK.get(id(sig))
+    if hit is None or hit[0] is not sig:
+        ok = not (sig.stateful and op not in _ALLOWED_STATEFUL) and not sig.has_ref_inputs
+        hit = _SIG_OK[id(sig)] = (sig, ok)
+    return sig if hit[1] else None
+
+
+def _candidate(ctx, node):
     from tfg.schemas.ops.signature import output_dtypes
-    if node.op in _NEVER or ctx.preserved(node.name) or not has_op(node.op):
+    sig = _op_candidate(node.op)
+    if sig is None or ctx.preserved(node.name):
         return None
-    sig = get_op(node.op)
-    if sig.stateful and node.op not in _ALLOWED_STATEFUL:
-        return None
-    if any(a.is_ref for a in sig.inputs):
-        return None
-    try:
-        if any(dt.is_ref for dt in output_dtypes(node)):
+    if not all(a.dtype is not None and not (a.is_ref or a.number_attr or a.type_list_attr)
+               for a in sig.outputs):
+        try:  # an attr-typed output may be a ref type, a malformed attr is no candidate
+            if any(dt.is_ref for dt in output_dtypes(node)):
+                return None
+        except TfgError:
             return None
-    except TfgError:
-        return None
     if any(c.op in _INPLACE for c, _ in ctx.consumers(node.name)):
         return None
     return sig
@@ -46,7 +60,7 @@ def _key(node, sig):
         data = sorted(data)
     ctrls = tuple(sorted(node.control_inputs))
     attrs = tuple(sorted((k, v.SerializeToString(deterministic=True))
-                         for k, v in node.attr.items()))
+                         for k, v in node.attr_view.items()))
     return (node.op, node.device, tuple(data), ctrls, attrs)
 
 
