@@ -143,7 +143,7 @@ def test_missing_and_recursive_functions():
     ([("n", "Neg", ["x"], {"T": F})], "n:nope:0", "reads 'n:nope:0', which Neg does not"),
     ([("n", "Neg", ["x"], {"T": F})], "n:y:1", "reads 'n:y:1'"),
     ([("n", "Neg", ["w"], {"T": F})], "n:y:0", "has input 'w', which is neither"),
-    ([("n", "Case", ["x"], {})], "n:output:0", "op Case is control flow v2"),
+    ([("n", "For", ["x"], {})], "n:output:0", "op For is a functional For loop"),
     ([("n", "While", ["x"], {"T": [F]})], "n:output:0", "has no function attr 'cond'"),
 ])
 def test_refusals_name_function_and_node(body, ret, message):

@@ -22,20 +22,29 @@ X = np.load(SAVED / "tf2_feeds.npz")["x"]
 EXPECTED = np.load(SAVED / "tf2_expected.npz")
 
 
-def _run_signature(model, sig, out, x=X):
+def _run_signature(model, sig, out, feeds):
     g = io.load(str(SAVED / model))
     sess = Session(g)
     savedmodel.restore_variables(sess, g, savedmodel.read_variables(g.saved_model.path))
-    (key,) = g.saved_model.signatures[sig]["inputs"]
-    feeds, tensors, _ = savedmodel.bind_signature(g, sig, {key: x}, [out])
-    return sess.run(tensors, feeds=feeds)[0]
+    bound, tensors, _ = savedmodel.bind_signature(g, sig, feeds, [out])
+    return sess.run(tensors, feeds=bound)[0]
+
+
+def _feeds(model, sig, variant):
+    """The signature's feeds for an expected key's variant: `` x, `neg` -x, `iN` x and i=N."""
+    inputs = io.load(str(SAVED / model)).saved_model.signatures[sig]["inputs"]
+    x_key = next(k for k in inputs if k != "i")
+    feeds = {x_key: -X if variant == "neg" else X}
+    if variant.startswith("i"):
+        feeds["i"] = np.int32(variant[1:])
+    return feeds
 
 
 @pytest.mark.parametrize("key", sorted(EXPECTED.files))
 def test_outputs_equal_tensorflow(key):
     model, sig, out = key.split("/")
-    out, _, neg = out.partition(":")  # `:neg`: TensorFlow's output for -x
-    got = _run_signature(model, sig, out, -X if neg else X)
+    out, _, variant = out.partition(":")
+    got = _run_signature(model, sig, out, _feeds(model, sig, variant))
     assert got.dtype == EXPECTED[key].dtype and got.shape == EXPECTED[key].shape
     np.testing.assert_allclose(got, EXPECTED[key], rtol=1e-5, atol=1e-6)
 
@@ -53,6 +62,17 @@ def test_control_flow_v2_cond_runs_one_branch():
     assert float(X.sum()) < 0
     assert int(EXPECTED["tf2_cond/serving_default/calls"]) == 5
     assert int(EXPECTED["tf2_cond/serving_default/calls:neg"]) == 6
+
+
+def test_control_flow_v2_case_runs_one_branch():
+    g = io.load(str(SAVED / "tf2_case"))
+    assert not any(n.op in ("Case", "StatelessCase") for n in g)
+    merges = [n for n in g if n.op == "Merge" and n.name.endswith("/merge_0")]
+    assert len(merges) == 1 and len(merges[0].data_inputs) == 3  # one input per branch
+    # each branch bumps its own counter slot (restored as [10, 20, 30]); index 7 is out of
+    # range, so the last branch runs
+    for i, hits in ((0, [11, 20, 30]), (1, [10, 21, 30]), (2, [10, 20, 31]), (7, [10, 20, 31])):
+        assert EXPECTED[f"tf2_case/serving_default/hits:i{i}"].tolist() == hits
 
 
 def test_control_flow_v2_while_becomes_a_v1_loop():
@@ -215,13 +235,13 @@ def test_unsupported_ops_in_functions_exit_2(tmp_path):
     _assert_refused(_run_serving(_mutated(tmp_path / "a", unknown)), "unknown op 'FancyRelu'",
                     "node 'Relu'", "function '__inference")
 
-    def v2_case(mg):  # each traced copy of Dense.__call__
+    def gradient(mg):  # each traced copy of Dense.__call__
         for f in _functions(mg).values():
             for n in f.node_def:
                 if n.op == "AddV2":
-                    n.op = "StatelessCase"
+                    n.op = "SymbolicGradient"
 
-    _assert_refused(_run_serving(_mutated(tmp_path / "b", v2_case)), "control flow v2",
+    _assert_refused(_run_serving(_mutated(tmp_path / "b", gradient)), "symbolic gradient",
                     "node 'add'")
 
 

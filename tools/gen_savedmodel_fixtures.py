@@ -30,6 +30,9 @@ and (tf2, in a separate process: TF2 saving needs eager mode, the v1 part disabl
 - tf2_while/: a tf.Module whose signature runs a data-dependent while loop (a While in the
   function, control flow v2) that reads a variable and increments a step counter each
   iteration; outputs the final state, the iteration count and the counter.
+- tf2_case/: a tf.Module whose signature ({x, i}) runs tf.switch_case(i, 3 branches) (a Case
+  in the function), each branch bumping its own slot of a hit-counter variable; keys ending in
+  `:iN` were computed with i=N (i=7 is out of range: the last branch is the default).
 - v1_resource/: a v1 SavedModel (Builder, graph mode) mixing a resource variable (w,
   VarHandleOp) and a reference variable (v), both changed before saving; its saver's restore
   op (save/restore_all) restores both.
@@ -134,7 +137,7 @@ def main_v1():
 def main_tf2():
     import tensorflow as tf2
 
-    for name in ("tf2_mlp", "tf2_keras", "tf2_cond", "tf2_while", "v1_resource",
+    for name in ("tf2_mlp", "tf2_keras", "tf2_cond", "tf2_while", "tf2_case", "v1_resource",
                  "tf2_feeds.npz", "tf2_expected.npz"):
         path = os.path.join(OUT, name)
         if os.path.isdir(path):
@@ -229,13 +232,40 @@ def main_tf2():
     tf2.saved_model.save(loop, os.path.join(OUT, "tf2_while"),
                          signatures={"serving_default": loop.__call__})
 
-    runs = [("tf2_mlp", x, ""), ("tf2_keras", x, ""), ("tf2_cond", x, ""),
-            ("tf2_cond", -x, ":neg"), ("tf2_while", x, "")]
-    for name, value, suffix in runs:  # what TF computes through the saved signatures
+    class Case(tf2.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = tf2.Variable(np.random.RandomState(3).randn(4, 3).astype(np.float32),
+                                  name="w")
+            self.hits = tf2.Variable([0, 0, 0], dtype=tf2.int64, name="hits")
+
+        @tf2.function(input_signature=[tf2.TensorSpec([None, 4], tf2.float32),
+                                       tf2.TensorSpec([], tf2.int32)])
+        def __call__(self, x, i):
+            def branch(k, fn):
+                def run():
+                    self.hits.assign_add(tf2.one_hot(k, 3, dtype=tf2.int64))
+                    return fn(tf2.matmul(x, self.w))
+                return run
+
+            y = tf2.switch_case(i, [branch(0, tf2.nn.relu), branch(1, tf2.tanh),
+                                    branch(2, lambda v: -v)])
+            return {"y": y, "hits": self.hits.read_value()}
+
+    case = Case()
+    case.hits.assign([10, 20, 30])
+    tf2.saved_model.save(case, os.path.join(OUT, "tf2_case"),
+                         signatures={"serving_default": case.__call__})
+
+    runs = [("tf2_mlp", x, {}, ""), ("tf2_keras", x, {}, ""), ("tf2_cond", x, {}, ""),
+            ("tf2_cond", -x, {}, ":neg"), ("tf2_while", x, {}, "")]
+    runs += [("tf2_case", x, {"i": np.int32(i)}, f":i{i}") for i in (0, 1, 2, 7)]
+    for name, value, extra, suffix in runs:  # what TF computes through the saved signatures
         for sig_name in tf2.saved_model.load(os.path.join(OUT, name)).signatures:
             fn = tf2.saved_model.load(os.path.join(OUT, name)).signatures[sig_name]  # fresh
-            (key,) = fn.structured_input_signature[1]
-            for out_key, out in fn(**{key: tf2.constant(value)}).items():
+            key = next(k for k in fn.structured_input_signature[1] if k not in extra)
+            feeds = {key: tf2.constant(value), **{k: tf2.constant(v) for k, v in extra.items()}}
+            for out_key, out in fn(**feeds).items():
                 expected[f"{name}/{sig_name}/{out_key}{suffix}"] = out.numpy()
     expected.update(v1_resource_variables(x))
     for stray in glob.glob(os.path.join(OUT, "tf2_*", "fingerprint.pb")):

@@ -21,10 +21,11 @@ also waits on its control outputs (the ops a tf.function must run), so `call:k` 
 `^call` control edges elsewhere keep their meaning; a call with no results becomes a NoOp.
 Control inputs of the call gate the whole body (through `call/input_control_node`).
 
-Control flow v2 is lowered to the v1 primitives with its functions inlined: `If`/`StatelessIf`
-to Switch/Merge (tfg.graphdef.lower_if), `While`/`StatelessWhile` to Enter/Merge/Switch/
-NextIteration/Exit (tfg.graphdef.lower_while). What cannot be inlined (a missing or recursive
-function, an op tfg has no signature for, `Case`, `SymbolicGradient`, polymorphic functions) raises a
+Control flow v2 is lowered to the v1 primitives with its functions inlined: `If` and `Case`
+(and their stateless forms) to Switch/Merge (tfg.graphdef.lower_if), `While`/`StatelessWhile`
+to Enter/Merge/Switch/NextIteration/Exit (tfg.graphdef.lower_while). What cannot be inlined (a
+missing or recursive function, an op tfg has no signature for, `SymbolicGradient`, polymorphic
+functions) raises a
 `FunctionInliningError` naming the function and node; with `strict=False` that call is kept
 as it is and the reason recorded, so the rest of the graph still inlines.
 """
@@ -33,7 +34,7 @@ from dataclasses import dataclass, field
 
 from tfg.errors import TfgInputError
 from tfg.graphdef.graph import Node
-from tfg.graphdef.lower_if import lower_if
+from tfg.graphdef.lower_if import lower_case, lower_if
 from tfg.graphdef.lower_while import lower_while
 from tfg.graphdef.names import input_string
 from tfg.schemas.dtypes import DType
@@ -44,9 +45,9 @@ from tfg.schemas.proto import node_def_pb2
 CALL_OPS = frozenset({"PartitionedCall", "StatefulPartitionedCall"})
 IF_OPS = frozenset({"If", "StatelessIf"})  # lowered to Switch/Merge (tfg.graphdef.lower_if)
 WHILE_OPS = frozenset({"While", "StatelessWhile"})  # lowered to a v1 loop (lower_while)
+CASE_OPS = frozenset({"Case", "StatelessCase"})  # lowered to Switch/Merge (lower_if)
 # Functional ops whose bodies tfg would have to lower (v2 control flow) or differentiate.
 UNSUPPORTED_OPS = {
-    "Case": "control flow v2 (Case)", "StatelessCase": "control flow v2 (StatelessCase)",
     "For": "a functional For loop", "SymbolicGradient": "a symbolic gradient function",
     "RemoteCall": "a remote function call",
 }
@@ -107,8 +108,8 @@ def inline_functions(graph, strict=True):
                                         "too much")
         try:
             node = out[name]
-            lower = (lower_if if node.op in IF_OPS else
-                     lower_while if node.op in WHILE_OPS else _inline_call)
+            lower = (lower_if if node.op in IF_OPS else lower_case if node.op in CASE_OPS
+                     else lower_while if node.op in WHILE_OPS else _inline_call)
             queue.extend(lower(out, node, lib, chain))
             result.count += 1
         except TfgInputError as e:  # raised before the graph changed: the call stays
@@ -227,7 +228,8 @@ def _inline_call(graph, call, lib, chain):
 
 def is_functional(node, lib):
     """Whether inline_functions replaces `node` (a Node or NodeDef): a call or v2 control flow."""
-    return node.op in CALL_OPS or node.op in IF_OPS or node.op in WHILE_OPS or node.op in lib
+    return node.op in CALL_OPS or node.op in IF_OPS or node.op in CASE_OPS or \
+        node.op in WHILE_OPS or node.op in lib
 
 
 def _fixed_type(arg, at):
@@ -248,7 +250,7 @@ def _output_ranges(nd, lib, fname):
         raise FunctionInliningError(f"{at}: op {nd.op} is {UNSUPPORTED_OPS[nd.op]}, which tfg "
                                     "does not support inside functions")
     node = Node.from_proto(nd)
-    if nd.op in CALL_OPS or nd.op in IF_OPS or nd.op in WHILE_OPS:
+    if nd.op in CALL_OPS or nd.op in IF_OPS or nd.op in CASE_OPS or nd.op in WHILE_OPS:
         tout = node.get_attr("T" if nd.op in WHILE_OPS else "Tout", [])
         return {"output": (0, len(tout) if isinstance(tout, list) else 0)}
     if nd.op in lib:

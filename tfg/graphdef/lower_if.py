@@ -1,4 +1,5 @@
-"""Control flow v2 `If` / `StatelessIf` lowered to v1 Switch/Merge (as TensorFlow's LowerIfOp).
+"""Control flow v2 conditionals lowered to v1 Switch/Merge (as TensorFlow's LowerIfOp and
+LowerCaseOp): `If` / `StatelessIf` here, `Case` / `StatelessCase` in `lower_case`.
 
     Before: out = StatelessIf(pred, a, b, then_branch=t, else_branch=e, Tout=[float])
     After:  out/switch_pred = Switch(pred, pred)
@@ -15,6 +16,8 @@ Identity per branch, each waiting for its branch call) carries the If's control 
 without making the result wait on the dead branch. The If's own control inputs gate the
 Switches. The node keeps its name, so `if:k` and `^if` elsewhere keep their meaning.
 """
+import numpy as np
+
 from tfg.graphdef.graph import Node
 from tfg.graphdef.names import input_string
 from tfg.schemas.dtypes import DType
@@ -97,3 +100,89 @@ def lower_if(graph, node, lib, chain):
         graph.add(n)
     graph.add(result)
     return [(calls["then_branch"], chain), (calls["else_branch"], chain)]
+
+
+def lower_case(graph, node, lib, chain):
+    """Replace the Case/StatelessCase `node`: one predicate per branch, then as for If.
+
+    Before: out = Case(index, a, branches=[f0, f1, f2], Tout=[float])
+    After:  out/is_0 = Equal(index, 0); out/is_1 = Equal(index, 1)
+            out/is_2 = LogicalNot(out/is_0 or out/is_1)     # the last branch is the default:
+                                                            # an out-of-range index takes it
+            per branch k: out/switch_pred_k = Switch(out/is_k, out/is_k),
+            out/pivot_k = Identity(out/switch_pred_k:1), out/switch_k_i = Switch(a_i, out/is_k),
+            out/branch_k = PartitionedCall(out/switch_k_i:1 ..., ^out/pivot_k, f=fk)
+            out/merge_j = Merge(out/branch_0:j, out/branch_1:j, out/branch_2:j)
+            out = IdentityN(out/merge_j ..., ^out/branch_executed)
+    Exactly one predicate is true, so exactly one branch is live.
+    """
+    from tfg.graphdef.functions import FunctionInliningError
+
+    where = f"node {node.name!r} ({node.op})"
+    data = [input_string(r.node, r.port) for r in node.data_inputs]
+    tin = node.get_attr("Tin", [])
+    tout = node.get_attr("Tout", [])
+    funcs = node.get_attr("branches", [])
+    if not data or not isinstance(tin, list) or not isinstance(tout, list) or \
+            len(tin) != len(data) - 1:
+        raise FunctionInliningError(f"{where}: attrs Tin/Tout do not match its inputs")
+    if not isinstance(funcs, list) or not funcs or not all(getattr(f, "name", None)
+                                                           for f in funcs):
+        raise FunctionInliningError(f"{where} has no branch functions")
+    name, device = node.name, node.device
+    taken = set(graph.node_names()) - {name}
+    new = []
+
+    def add(base, op, inputs, attrs=None):
+        new_name, i = f"{name}/{base}", 1
+        while new_name in taken:
+            new_name, i = f"{name}/{base}_{i}", i + 1
+        taken.add(new_name)
+        n = Node(new_name, op, inputs, device)
+        for key, value in (attrs or {}).items():
+            n.set_attr(key, value, "list(type)" if isinstance(value, list) else None)
+        new.append(n)
+        return n.name
+
+    index, controls = data[0], ["^" + c for c in node.control_inputs]
+    # Constants wait on the index's producer: inside a loop they must join its frame.
+    anchor = ["^" + node.data_inputs[0].node] + controls
+    preds = []
+    for k in range(len(funcs) - 1):
+        const = add(f"index_{k}", "Const", anchor, {"dtype": DType.INT32,
+                                                    "value": np.array(k, np.int32)})
+        preds.append(add(f"is_{k}", "Equal", [index, const], {"T": DType.INT32}))
+    if preds:
+        any_other = preds[0]
+        for k, p in enumerate(preds[1:], 1):
+            any_other = add(f"any_{k}", "LogicalOr", [any_other, p])
+        preds.append(add(f"is_{len(funcs) - 1}", "LogicalNot", [any_other]))
+    else:  # one branch: it always runs; a true predicate in the index's frame
+        const = add("index_0", "Const", anchor, {"dtype": DType.BOOL, "value": np.array(True)})
+        preds.append(const)
+    calls, done = [], []
+    for k, (f, pred) in enumerate(zip(funcs, preds)):
+        switch_pred = add(f"switch_pred_{k}", "Switch", [pred, pred] + controls,
+                          {"T": DType.BOOL})
+        pivot = add(f"pivot_{k}", "Identity", [f"{switch_pred}:1"], {"T": DType.BOOL})
+        switches = [add(f"switch_{k}_{i}", "Switch", [x, pred] + controls, {"T": t})
+                    for i, (x, t) in enumerate(zip(data[1:], tin))]
+        call = add(f"branch_{k}", "PartitionedCall",
+                   [f"{s}:1" for s in switches] + ["^" + pivot],
+                   {"f": f, "Tin": list(tin), "Tout": list(tout)})
+        calls.append(call)
+        done.append(add(f"branch_{k}_done", "Identity", [pivot, "^" + call], {"T": DType.BOOL}))
+    executed = add("branch_executed", "Merge", done, {"T": DType.BOOL, "N": len(done)})
+    merges = [add(f"merge_{j}", "Merge", [input_string(c, j) for c in calls],
+                  {"T": t, "N": len(calls)})
+              for j, t in enumerate(tout)]
+    if tout:
+        result = Node(name, "IdentityN", merges + ["^" + executed], device)
+        result.set_attr("T", list(tout), "list(type)")
+    else:
+        result = Node(name, "NoOp", ["^" + executed], device)
+    graph.remove_node(name)
+    for n in new:
+        graph.add(n)
+    graph.add(result)
+    return [(c, chain) for c in calls]
