@@ -26,7 +26,7 @@ from tfg.schemas.dtypes import DType
 def lower_if(graph, node, lib, chain):
     """Replace the If `node` of `graph` (see module docstring); returns the (name, chain) of
     the two branch calls, for the caller's inlining queue."""
-    from tfg.graphdef.functions import FunctionInliningError
+    from tfg.graphdef.functions import FunctionInliningError, Taken
 
     where = f"node {node.name!r} ({node.op})"
     data = [input_string(r.node, r.port) for r in node.data_inputs]
@@ -49,7 +49,7 @@ def lower_if(graph, node, lib, chain):
         branches[key] = f
 
     name, device = node.name, node.device
-    taken = set(graph.node_names()) - {name}
+    taken = Taken(graph, name)
 
     def fresh(base):
         new, i = f"{name}/{base}", 1
@@ -116,7 +116,7 @@ def lower_case(graph, node, lib, chain):
             out = IdentityN(out/merge_j ..., ^out/branch_executed)
     Exactly one predicate is true, so exactly one branch is live.
     """
-    from tfg.graphdef.functions import FunctionInliningError
+    from tfg.graphdef.functions import FunctionInliningError, Taken
 
     where = f"node {node.name!r} ({node.op})"
     data = [input_string(r.node, r.port) for r in node.data_inputs]
@@ -130,7 +130,7 @@ def lower_case(graph, node, lib, chain):
                                                            for f in funcs):
         raise FunctionInliningError(f"{where} has no branch functions")
     name, device = node.name, node.device
-    taken = set(graph.node_names()) - {name}
+    taken = Taken(graph, name)
     new = []
 
     def add(base, op, inputs, attrs=None):

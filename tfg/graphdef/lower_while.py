@@ -24,7 +24,7 @@ from tfg.schemas.dtypes import DType
 def lower_while(graph, node, lib, chain):
     """Replace the While `node` of `graph` (see module docstring); returns the (name, chain)
     of the cond and body calls, for the caller's inlining queue."""
-    from tfg.graphdef.functions import FunctionInliningError
+    from tfg.graphdef.functions import FunctionInliningError, Taken
 
     where = f"node {node.name!r} ({node.op})"
     data = [input_string(r.node, r.port) for r in node.data_inputs]
@@ -44,7 +44,7 @@ def lower_while(graph, node, lib, chain):
                                     "return one bool")
     parallel = node.get_attr("parallel_iterations", 10)
     name, device = node.name, node.device
-    taken = set(graph.node_names()) - {name}
+    taken = Taken(graph, name)
     new = []
 
     def add(base, op, inputs, attrs=None):
