@@ -1,6 +1,7 @@
 """tfg.grad: structure of the backward graph, the API's edge cases and errors, variables,
 graphs made by tfg's own builder, and `tfg grad` end to end."""
 import collections
+import re
 
 import numpy as np
 import pytest
@@ -187,6 +188,11 @@ def test_malformed_graphs_are_input_errors_naming_the_node():
     for extra, why in (("nope:3", "names no node"), ("x:0", "input"), ("x:5", "")):
         with pytest.raises(GraphValidationError, match=f"{matmul}.*{why}"):
             grad(_with_extra_input(g, matmul, extra), ["y"], ["w"])
+    for weird in ("a:b", "^x"):
+        g3 = mlp()
+        g3.add_node(weird, "NoOp")
+        with pytest.raises(GraphValidationError, match=re.escape(repr(weird))):
+            grad(g3, ["y"], ["w"])
     # The input graph is not required to consist of known ops off the path.
     g2 = mlp()
     g2.add_node("custom", "MyCustomOp", ["x"])

@@ -9,6 +9,13 @@ backward frame of the loop it runs in. New nodes go under the `gradients/` name 
 gradient of each x is exposed as the Identity `<prefix>/<node>` (`<prefix>/<node>_<port>` for
 an output port p > 0).
 
+The input graph is validated first (tfg.graphdef.validate; unknown ops are allowed off the
+path): a malformed graph is a GraphValidationError naming the node, never a crash inside a
+gradient rule. Shapes known from shape inference make shapes, reduction shapes and broadcast
+axes constants, as TensorFlow's static-shape fast paths do; the partials that lead to no x
+(a loss's labels, a constant operand) are pruned at the end, so the graph holds what
+tf.gradients would build.
+
     >>> g2 = grad(g, ys=["loss"], xs=["w1", "b1"])
     >>> [n.name for n in g2 if n.name.startswith("grad/")]
     ['grad/w1', 'grad/b1']
@@ -167,6 +174,7 @@ def grad(graph, ys, xs, grad_ys=None, prefix="grad", warn=None, optimizer=None):
     # A structurally broken graph (a dangling input, a wrong input count, a bad attr) is
     # refused here with a message naming the node, before any gradient function reads it.
     validate(graph, require_known_ops=False)
+    _check_names(graph)
     g = graph.copy()
     info = frames.analyze(g)
     b = Builder(g, info, _unique_scope(g, "gradients"))
@@ -346,6 +354,16 @@ def _expose(b, x_refs, out_names, warn):
             (warn or (lambda m: warnings.warn(m, GradientWarning, stacklevel=3)))(msg)
             total = _zeros_for_x(b, x)
         made[out] = b.new_node(b.root, "Identity", [total], {}, out)
+
+
+def _check_names(graph):
+    """Refuse node names that cannot be read back as tensor names (`a:b`, `^x`): the builder
+    refers to every tensor as `node:port`, as TensorFlow, which never allows them, does."""
+    for node in graph:
+        if ":" in node.name or node.name.startswith("^"):
+            raise GraphValidationError(
+                f"node {node.name!r} ({node.op}): ':' and a leading '^' are not allowed in node "
+                "names")
 
 
 def _prune(g, original, roots):
