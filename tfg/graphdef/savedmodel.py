@@ -19,7 +19,8 @@ TF2 SavedModels (tf.saved_model.save) keep the computation in the graph's functi
 the variables as resource variables: `load_graph` inlines every function call
 (tfg.graphdef.functions) and `restore_variables` runs the saver's restore function
 (tfg.graphdef.savedmodel_tf2), so `tfg run DIR --signature serving_default` works for both.
-A call that cannot be inlined (control flow v2, an op tfg does not know) stays a call node;
+Control flow v2 (If, Case, While) is lowered to v1 Switch/Merge/Enter/Exit. A call that cannot
+be inlined (an op tfg does not know, a missing or recursive function) stays a call node;
 running anything that needs it is refused with the reason.
 """
 import os
@@ -157,6 +158,9 @@ def load_graph(path, tags=None):
 
     Before: export/1/saved_model.pb holding MetaGraphDefs tagged {serve} and {train}.
     After:  the {serve} GraphDef as a Graph; graph.saved_model.signatures from its SignatureDefs.
+            A TF2 SavedModel's function calls come back inlined (graph.saved_model.functions
+            says how many, and which could not be), and graph.saved_model.saver holds the
+            SaverDef's tensor and op names.
     """
     from tfg.graphdef.io import loads
     from tfg.graphdef.functions import is_functional, inline_functions, library_functions
@@ -397,8 +401,7 @@ def format_signatures(info):
         skipped = info.functions["not_inlined"]
         lines.insert(1, f"functions: {info.functions['inlined']} calls inlined"
                         f"{f', {len(skipped)} not' if skipped else ''}")
-        for call in sorted(skipped):
-            lines.insert(2, f"  not inlined: {skipped[call]}")
+        lines[2:2] = [f"  not inlined: {skipped[call]}" for call in sorted(skipped)]
     for name, sig in info.signatures.items():
         lines.append(f"  {name} ({sig['method'] or 'no method'})")
         for kind, label in (("inputs", "in "), ("outputs", "out")):
