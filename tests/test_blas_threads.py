@@ -1,4 +1,5 @@
 """The BLAS thread cap a Session applies while a step runs (tfg/executor/blas.py)."""
+import json
 import os
 import threading
 
@@ -152,3 +153,44 @@ def test_concurrent_sessions_leave_the_library_as_it_was():
         t.join()
     assert not errors
     assert blas.current_blas_threads() == before
+
+
+def _cli_graph(tmp_path):
+    from tfg.graphdef import io
+
+    path = tmp_path / "mm.pb"
+    io.save(_graph(), str(path))
+    return path
+
+
+def test_cli_blas_threads_option_runs_the_same(tmp_path):
+    from helpers import tfg_cli
+
+    path = _cli_graph(tmp_path)
+    x = "[[1,2,0,0],[0,1,0,0],[0,0,1,0],[0,0,0,1]]"
+    outs = [tfg_cli("run", path, "--feed", f"x={x}", "--fetch", "y", "--format", "json",
+                    *extra).stdout for extra in ([], ["--blas-threads", "1"],
+                                                 ["--blas-threads", "0"])]
+    assert outs[0] == outs[1] == outs[2]
+    assert json.loads(outs[0])["y"]["value"] == [[1, 4, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0],
+                                                 [0, 0, 0, 1]]
+
+
+@pytest.mark.parametrize("args,env,match", [
+    (["--blas-threads", "-1"], {}, "--blas-threads"),
+    (["--blas-threads", "two"], {}, "--blas-threads"),
+    ([], {blas.ENV_VAR: "lots"}, "TFG_BLAS_THREADS"),
+    (["--blas-threads", "1", "--cluster", "worker=127.0.0.1:1"], {}, "--blas-threads"),
+])
+def test_cli_bad_blas_threads_is_a_usage_error(tmp_path, monkeypatch, args, env, match):
+    from helpers import tfg_cli
+
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    x = "[[1,2,3,4],[1,2,3,4],[1,2,3,4],[1,2,3,4]]"
+    p = tfg_cli("run", _cli_graph(tmp_path), "--feed", f"x={x}", "--fetch", "y", *args,
+                check=False)
+    err = p.stderr.decode()
+    assert p.returncode == 2, err
+    assert match in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1

@@ -62,13 +62,16 @@ from tfg.graphdef.io import write_bytes_atomic
 @click.option("--max-memory", default=None, metavar="SIZE",
               help="Refuse, before allocating, any tensor larger than SIZE (512M, 4G; "
                    "default: the machine's memory).")
+@click.option("--blas-threads", default=None, metavar="N",
+              help="Threads the BLAS library may use while a step runs (default: half the "
+                   "cores, or $TFG_BLAS_THREADS; 0: leave BLAS as it is).")
 @click.option("--tls-ca", default=None, metavar="PEM",
               help="--cluster: verify the workers' TLS certificates with this CA (turns TLS "
                    "on).")
 @progress_option
 def command(graph, fmt, tag, signature, feed_args, feeds_file, fetches, targets, inits, steps,
             devices, cluster, output, trace_path, save_dir, restore_dir, timeout, auth_token,
-            checkpoint_dir, checkpoint_every, max_memory, tls_ca, progress):
+            checkpoint_dir, checkpoint_every, max_memory, blas_threads, tls_ca, progress):
     """Run GRAPH: feed placeholders, compute fetches, run targets.
 
     \b
@@ -102,6 +105,12 @@ def command(graph, fmt, tag, signature, feed_args, feeds_file, fetches, targets,
     if max_memory is not None and cluster is not None:
         raise TfgInputError("--max-memory applies to local runs (each worker refuses tensors "
                             "larger than its machine's memory)")
+    if blas_threads is not None:
+        if cluster is not None:
+            raise TfgInputError("--blas-threads applies to local runs, not to --cluster")
+        from tfg.executor.blas import resolve_blas_threads
+
+        blas_threads = resolve_blas_threads(blas_threads, "--blas-threads") or 0
     if cluster is not None:  # the cluster options travel with the spec (distributed/)
         from tfg.executor.distributed import ClusterConfig
 
@@ -111,7 +120,8 @@ def command(graph, fmt, tag, signature, feed_args, feeds_file, fetches, targets,
     from tfg.executor.limits import parse_size
 
     sess = Session(g, devices=devices, cluster=cluster,
-                   max_memory=None if max_memory is None else parse_size(max_memory))
+                   max_memory=None if max_memory is None else parse_size(max_memory),
+                   blas_threads=blas_threads)
     saved = getattr(g, "saved_model", None)
     if saved is not None and saved.variables_prefix:  # as TensorFlow's loader restores them
         from tfg.graphdef import savedmodel

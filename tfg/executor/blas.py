@@ -119,15 +119,15 @@ def _auto():
     return max(1, (os.cpu_count() or 1) // 2)
 
 
-def resolve_blas_threads(value):
+def resolve_blas_threads(value, name="blas_threads"):
     """The BLAS thread limit a Session uses: an int >= 1, or None for 'leave BLAS alone'.
 
     `value`: None (the default: $TFG_BLAS_THREADS if set, else 'auto'), 'auto' (half the
     cores, or nothing when the user set a BLAS variable), an int (0 = leave BLAS alone), or a
-    string of one.
+    string of one. `name` is what an error calls the setting.
     Before: resolve_blas_threads(None) on 2 cores.  After: 1.
     """
-    source = "blas_threads"
+    source = name
     if value is None:
         value = os.environ.get(ENV_VAR)
         if value is None:
