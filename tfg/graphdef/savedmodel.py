@@ -401,7 +401,7 @@ def format_signatures(info):
         skipped = info.functions["not_inlined"]
         lines.insert(1, f"functions: {info.functions['inlined']} calls inlined"
                         f"{f', {len(skipped)} not' if skipped else ''}")
-        lines[2:2] = [f"  not inlined: {skipped[call]}" for call in sorted(skipped)]
+        lines[2:2] = [f"  not inlined: {call}: {skipped[call]}" for call in sorted(skipped)]
     for name, sig in info.signatures.items():
         lines.append(f"  {name} ({sig['method'] or 'no method'})")
         for kind, label in (("inputs", "in "), ("outputs", "out")):
