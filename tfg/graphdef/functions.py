@@ -160,11 +160,19 @@ def _inline_call(graph, call, lib, chain):
     if controls:  # the call's control inputs must precede every node of the body
         gate = _fresh(prefix + "input_control_node", taken)
         new_nodes.append(_make(gate, "NoOp", controls, call.device))
-        for i, (arg, t) in enumerate(zip(sig.input_arg, in_types)):
-            ident = _fresh(f"{prefix}input/_{i}", taken)
-            new_nodes.append(_make(ident, "Identity", [args[arg.name], "^" + gate],
-                                   call.device, {"T": t}))
-            args[arg.name] = ident
+    gated = {}
+
+    def argument(name):
+        """The tensor an argument reads: the call's input, behind an Identity that waits on
+        the gate when the call has control inputs (made on first use)."""
+        if gate is None:
+            return args[name]
+        if name not in gated:
+            i = next(k for k, a in enumerate(sig.input_arg) if a.name == name)
+            gated[name] = _fresh(f"{prefix}input/_{i}", taken)
+            new_nodes.append(_make(gated[name], "Identity", [args[name], "^" + gate],
+                                   call.device, {"T": in_types[i]}))
+        return gated[name]
 
     def resolve(s, node_name):
         if s.startswith("^"):
@@ -173,7 +181,7 @@ def _inline_call(graph, call, lib, chain):
                                             f"{s!r}, which is no node of the function")
             return "^" + rename[s[1:]]
         if s in args:
-            return args[s]
+            return argument(s)
         parts = s.split(":")
         if len(parts) != 3 or parts[0] not in body or not parts[2].isdigit():
             raise FunctionInliningError(f"{at}: node {node_name!r} has input {s!r}, which is "
