@@ -270,7 +270,9 @@ class DataflowRun:
             if kind in _FORWARD_KINDS:  # Enter, Exit, NextIteration, LoopCond
                 value = args[0]
                 if type(value) is Ref and not item.keeps_ref:
-                    value = value.get()
+                    value = self._read_ref(item, value)
+                    if value is NOVAL:
+                        return
                 return self._propagate(tn, [value])
             if kind is P.SWITCH:
                 try:
@@ -283,7 +285,9 @@ class DataflowRun:
                 for i, value in enumerate(args):
                     if value is not NOVAL:
                         if type(value) is Ref and not item.keeps_ref:
-                            value = value.get()
+                            value = self._read_ref(item, value)
+                            if value is NOVAL:
+                                return
                         return self._propagate(
                             tn, [value, _INDEX[i] if i < len(_INDEX) else np.int32(i)])
                 return self._propagate(tn, [NOVAL, NOVAL])
@@ -360,6 +364,14 @@ class DataflowRun:
         end = time.perf_counter_ns()
         self.trace.append((item.name, item.op, self.device_name, start, end - start,
                            threading.get_ident()))
+
+    def _read_ref(self, item, ref):
+        """A Ref's value, or NOVAL after failing the step (an uninitialized variable)."""
+        try:
+            return ref.get()
+        except Exception as e:  # noqa: BLE001
+            self.group.fail(node_error(item, e))
+            return NOVAL
 
     def _send(self, tn, value):
         item, frame, it = tn[0], tn[1], tn[2]
