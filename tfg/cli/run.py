@@ -95,6 +95,7 @@ def command(graph, fmt, tag, signature, feed_args, feeds_file, fetches, targets,
         raise TfgInputError("-o needs at least one --fetch")
     feeds = _read_feeds(feeds_file, feed_args)
     g = read_graph(graph, tag)
+    g = _inline_plain_graph_functions(g)
     shown = list(fetch_names)  # the names values are reported under
     if signature:  # keys of a SavedModel signature -> tensor names
         from tfg.graphdef import savedmodel
@@ -323,3 +324,14 @@ def _json_value(name, value):
 
     dtype = "string" if arr.dtype == object or arr.dtype.kind in "SU" else str(arr.dtype)
     return {"dtype": dtype, "shape": list(arr.shape), "value": walk(arr)}
+
+
+def _inline_plain_graph_functions(g):
+    """A plain GraphDef (not a SavedModel, which inlines on load) whose nodes call functions of
+    its library runs with the calls inlined; a call that cannot be inlined is an input error."""
+    from tfg.graphdef.functions import inline_functions, is_functional, library_functions
+
+    lib = library_functions(g)
+    if getattr(g, "saved_model", None) is None and any(is_functional(n, lib) for n in g):
+        return inline_functions(g).graph
+    return g
