@@ -27,6 +27,9 @@ BACK_EDGE_OPS = frozenset({"NextIteration", "RefNextIteration"})
 _NO_DEFAULT = object()
 
 
+_new_node = object.__new__
+
+
 class Node:
     """One NodeDef. Change inputs/name/device through the setters (or Graph methods)."""
 
@@ -161,10 +164,16 @@ class Node:
     def copy(self):
         """An independent Node (not in any graph). The NodeDef is shared until either side
         writes to it, so copying is cheap."""
-        n = Node(self._name, self.op, self._inputs, self.device, nodedef=self._nd)
+        n = _new_node(Node)  # no __init__: this runs for every node before every pass
+        n._graph = None
+        n._name = self._name
+        n.op = self.op
+        n._inputs = self._inputs
         n._refs = self._refs  # immutable tuples: safe to share
-        if self._attr_cache:
-            n._attr_cache = dict(self._attr_cache)
+        n.device = self.device
+        n._nd = self._nd
+        cache = self._attr_cache
+        n._attr_cache = dict(cache) if cache else None
         n._shared = self._shared = True
         return n
 

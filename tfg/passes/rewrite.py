@@ -220,8 +220,8 @@ class RewriteContext:
     def shape(self, ref):
         """The static shape (tuple, None entries unknown) of a tensor, or None if unknown."""
         if self._shapes is None:
-            from tfg.passes.constfold.shapes import static_shapes
-            self._shapes = static_shapes(self.graph)
+            from tfg.passes.constfold.shapes import LazyShapes
+            self._shapes = LazyShapes(self.graph)
         value = self.const_value(ref)
         if value is not None:
             return tuple(np.shape(value))

@@ -40,6 +40,72 @@ def static_shapes(graph):
     return _fallback(graph)
 
 
+_EAGER_OPS = frozenset({"NextIteration", "RefNextIteration", "StackPushV2", "StackPopV2"})
+
+
+class LazyShapes:
+    """`static_shapes` of the graph as it is now, computed per tensor on first `get`.
+
+    The passes ask for the shapes of a few tensors, and whole-graph inference costs about as
+    much as the rest of constant folding on a large graph. Inference is per node from its
+    inputs, so inferring only the ancestors of what is asked gives the same answers, on a
+    snapshot (a cheap copy-on-write copy) so that later edits do not show, as with the eager
+    map. Loops (their Merges are relaxed over the whole loop), stacks, cycles and inference
+    errors go to the eager `static_shapes` of the snapshot.
+
+        >>> LazyShapes(g).get(("x", 0))     # x = Placeholder(shape=[2, 3])
+        (2, 3)
+    """
+
+    def __init__(self, graph):
+        self._graph = graph.copy()
+        self._infos = {}
+        self._done = set()
+        self._eager = None
+        if any(n.op in _EAGER_OPS for n in self._graph):
+            self._eager = static_shapes(self._graph)
+
+    def get(self, key, default=None):
+        if self._eager is None and key[0] not in self._done and not self._infer(key[0]):
+            self._eager = static_shapes(self._graph)
+        if self._eager is not None:
+            return self._eager.get(key, default)
+        info = self._infos.get(key)
+        return default if info is None else _shape_of(info)
+
+    def _infer(self, name):
+        """Infer `name` and its data ancestors (depth first); False on a cycle or an error."""
+        from tfg.graphdef.infer import UNKNOWN, infer_node
+        from tfg.graphdef.names import CONTROL
+        graph, infos, done, visiting = self._graph, self._infos, self._done, set()
+        stack = [(name, False)]
+        while stack:
+            n, expanded = stack.pop()
+            if n in done:
+                continue
+            node = graph.get(n)
+            if node is None:
+                done.add(n)
+                continue
+            refs = [r for r in node.input_refs if r.port != CONTROL]
+            if expanded:
+                try:
+                    outs = infer_node(node, [infos.get((r.node, r.port), UNKNOWN) for r in refs])
+                except Exception:  # noqa: BLE001 - as static_shapes: the eager path decides
+                    return False
+                for port, info in enumerate(outs):
+                    infos[(n, port)] = info
+                visiting.discard(n)
+                done.add(n)
+                continue
+            if n in visiting:
+                return False  # a cycle that no NextIteration breaks
+            visiting.add(n)
+            stack.append((n, True))
+            stack.extend((r.node, False) for r in refs if r.node not in done)
+        return True
+
+
 def _shape_of(ti):
     shape = getattr(ti, "shape", None)
     if shape is None:
