@@ -258,6 +258,8 @@ def m_no_loopcond(gd, rng):
         return None
     how = rng.choice(["identity", "bypass"])
     for c in conds:
+        if how == "bypass" and not c.input:  # an earlier mutation left it without an input
+            continue
         if how == "identity":
             c.op = "Identity"
             c.attr["T"].type = 10

@@ -128,7 +128,10 @@ def format_for_path(path, fmt=None):
 def write_bytes_atomic(path, data):
     """Write `data` to `path` via a temp file in the same folder, fsync, rename."""
     folder = os.path.dirname(os.path.abspath(path)) or "."
-    fd, tmp = tempfile.mkstemp(prefix=".tfg-", dir=folder)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".tfg-", dir=folder)
+    except OSError as e:  # no such folder, not writable: the user's path, not a tfg bug
+        raise TfgInputError(f"cannot write {path}: {e.strerror}") from None
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
