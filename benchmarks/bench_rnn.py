@@ -10,7 +10,8 @@ adds tf.gradients(loss, [W, U]) in its own graph and times loss + both gradients
 tfg loads the forward GraphDef, differentiates it with tfg.grad (which must build the loop's
 backward frame itself) and runs the same fetches with tfg.Session. Steps alternate A B A B
 (TensorFlow, tfg); the median of --reps each is reported. The gradients are also compared, so a
-fast wrong answer cannot pass. `run(...)` is what benchmarks/run.py calls.
+fast wrong answer cannot pass. `run(...)` is what benchmarks/run.py calls; the script writes
+benchmarks/results/rnn.json.
 """
 import argparse
 import json
@@ -132,9 +133,16 @@ def main():
     ap.add_argument("--steps", type=int, default=50)
     ap.add_argument("--blas-threads", type=int, default=None,
                     help="BLAS threads for tfg's steps (default: the Session's; 0: leave alone)")
+    ap.add_argument("--out", default=os.path.join(HERE, "results", "rnn.json"))
     a = ap.parse_args()
-    print(json.dumps(run(a.tf_python, a.reps, steps=a.steps, blas_threads=a.blas_threads),
-                     indent=1))
+    load_before = os.getloadavg()[0]
+    row = run(a.tf_python, a.reps, steps=a.steps, blas_threads=a.blas_threads)
+    row["loadavg_before_after"] = [load_before, os.getloadavg()[0]]
+    text = json.dumps(row, indent=1)
+    print(text)
+    os.makedirs(os.path.dirname(a.out), exist_ok=True)
+    with open(a.out, "w") as f:
+        f.write(text + "\n")
 
 
 if __name__ == "__main__":

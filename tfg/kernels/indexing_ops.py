@@ -117,6 +117,11 @@ def _gather(params, indices, axis, batch_dims):
     axis = norm_axis(axis, params.ndim)
     if batch_dims > axis or batch_dims > idx.ndim:
         fail(f"batch_dims ({batch_dims}) must be <= axis ({axis}) and <= rank(indices)")
+    if batch_dims == 0 and idx.ndim == 0 and idx.dtype.kind in "iu":
+        # One index (a loop's time step): a copied slice, without min/max reductions.
+        i = int(idx)
+        if 0 <= i < params.shape[axis]:
+            return params[(slice(None),) * axis + (i,)].copy()
     _check_indices(idx, params.shape[axis])
     if batch_dims == 0:
         return np.take(params, idx, axis=axis)
