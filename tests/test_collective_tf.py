@@ -172,3 +172,14 @@ def test_collective_reduce_inside_a_split_while_loop():
         x = y = (x * 2 + y * 3) / 2
     np.testing.assert_allclose(got[0], x, rtol=1e-6)
     np.testing.assert_array_equal(got[1], got[0])
+
+
+def test_tfg_run_lowers_tensorflow_collectives_when_partitioning(tmp_path):
+    """`tfg run --devices cpu:3` on TensorFlow's graph: partitioning lowers the collectives."""
+    from helpers import tfg_cli
+
+    out = tmp_path / "out.npz"
+    tfg_cli("run", CASE / "graph.pbtxt", "--devices", "cpu:3", "--feeds", CASE / "feeds.npz",
+            "--fetch", ",".join(META["fetches"]), "-o", out)
+    got = np.load(out)
+    check([got[name] for name in META["fetches"]])

@@ -30,6 +30,10 @@ def partition(graph, devices=None, cost_model=None, soft=True, cluster=None,
     Before: a:0 (CPU:0) -> b (CPU:1).
     After:  a -> a/_1 (_Send, CPU:0);  a/_2 (_Recv, CPU:1) -> b.
     """
+    from tfg.passes.collective import has_collectives, lower_collectives
+
+    if has_collectives(graph):  # TensorFlow's collective ops become trees of ordinary ops
+        graph = lower_collectives(graph)
     if devices is None and cluster is None and all(
             n.device and DeviceSpec.parse(n.device).is_full() for n in graph):
         out = graph.copy()
