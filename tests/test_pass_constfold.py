@@ -151,3 +151,33 @@ def test_fed_const_is_not_folded():
     out = optimize(b.g, passes=["constfold"], keep=["y"], feeds=["c"], verify=True)
     assert out["y"].op == "Neg"
     assert run(out, ["y"], {"c": np.float32(3.0)})[0] == -3.0
+
+
+def test_large_output_is_refused_before_it_is_evaluated(monkeypatch):
+    # 16 MiB from 12 bytes of inputs: the size comes from shape inference, the kernel never
+    # runs (it would allocate the whole tensor to find out).
+    from tfg.passes.constfold import fold
+
+    evaluated = []
+    real = fold.evaluate
+    monkeypatch.setattr(fold, "evaluate", lambda node, ins: evaluated.append(node.op)
+                        or real(node, ins))
+    b = (G().const("dims", [1 << 12, 1 << 10], I32).const("v", 1.0)
+         .op("big", "Fill", "dims", "v", index_type=I32).op("o", "Neg", "big")
+         .const("two", [2], I32).op("small", "Fill", "two", "v", index_type=I32)
+         .op("o2", "Neg", "small"))
+    out = cf(b.g, ["o", "o2"])
+    assert out["big"].op == "Fill" and "Fill" in evaluated  # only the small one ran
+    assert evaluated.count("Fill") == 1 and out["o2"].op == "Const"
+
+
+def test_output_nbytes_from_shapes_without_running():
+    from tfg.passes.constfold.fold import output_nbytes
+
+    b = (G().const("dims", [1 << 14, 1 << 13], I32).const("v", 1.0)
+         .op("big", "Fill", "dims", "v", index_type=I32)
+         .const("m", [[1.0, 2.0]]).const("mult", [3, 1000], I32).op("t", "Tile", "m", "mult"))
+    dims, v = np.array([1 << 14, 1 << 13], np.int32), np.float32(1.0)
+    assert output_nbytes(b.g["big"], [dims, v]) == (1 << 27) * 4
+    m, mult = np.ones((1, 2), np.float32), np.array([3, 1000], np.int32)
+    assert output_nbytes(b.g["t"], [m, mult]) == 3 * 2000 * 4

@@ -15,6 +15,8 @@ read by a Switch on the LoopCond, the condition evaluates from constants, the fr
 preserved node and no stateful op outside the body, and nothing outside reads the frame except
 through its Exits.
 """
+import numpy as np
+
 from tfg.errors import TfgError
 from tfg.graphdef.names import TensorRef, input_string
 from tfg.passes.constfold.switch import fold_constant_switches
@@ -172,7 +174,7 @@ def _eval_iteration0(ctx, ref, frame, memo, depth=0):
 
 
 def _eval_op(ctx, node, port, frame, memo, depth):
-    from tfg.passes.constfold.fold import evaluate
+    from tfg.passes.constfold.fold import evaluate, output_nbytes, too_large
     from tfg.schemas.ops import get_op, has_op
     if not has_op(node.op) or get_op(node.op).stateful:
         return None
@@ -184,6 +186,8 @@ def _eval_op(ctx, node, port, frame, memo, depth):
         args.append(v)
     if node.op in ("Identity", "LoopCond"):
         return args[0]
+    if too_large(output_nbytes(node, args), sum(np.asarray(a).nbytes for a in args)):
+        return None  # not worth allocating to prove a loop never runs
     try:
         outs = evaluate(node, args)
     except (TfgError, Exception):  # noqa: BLE001 - anything unexpected: not provable

@@ -115,6 +115,48 @@ class _NotFoldable(Exception):
     pass
 
 
+def output_nbytes(node, inputs):
+    """Bytes the node's outputs would take, from static shape inference on its constant
+    inputs, without running it; None when some output's shape or dtype is not known.
+
+        >>> output_nbytes(fill, [np.array([1 << 14, 1 << 13], np.int32), np.float32(1)])
+        536870912                            # a Fill of [16384, 8192] float32: never evaluated
+    """
+    from tfg.graphdef.infer import infer_node
+    try:
+        outs = infer_node(node, [_const_info(v) for v in inputs])
+    except Exception:  # noqa: BLE001 - inference is best effort: None means "not known"
+        return None
+    total = 0
+    for info in outs:
+        if info.dtype is None or info.shape is None or any(d is None for d in info.shape):
+            return None
+        count = 1
+        for d in info.shape:
+            count *= d
+        base = info.dtype.base
+        try:  # a string is at least a pointer, as numpy holds it
+            itemsize = 8 if base == DType.STRING else base.np.itemsize
+        except TfgError:
+            return None
+        total += count * itemsize
+    return total
+
+
+def _const_info(value):
+    """The TensorInfo shape inference gives a Const holding `value` (values of small tensors
+    only, as tfg.graphdef.infer keeps them)."""
+    from tfg.graphdef.infer import TensorInfo
+    from tfg.schemas.ops.value_fns import MAX_ELEMENTS
+    value = np.asarray(value)
+    dtype = DType.from_numpy(value.dtype)
+    if value.dtype == object or value.size > MAX_ELEMENTS or value.ndim > 8:
+        return TensorInfo(dtype, tuple(value.shape))
+    elems = (tuple(int(x) for x in value.reshape(-1))
+             if value.dtype.kind in "iu" and value.size <= 64 else None)
+    return TensorInfo(dtype, tuple(value.shape), value, elems)
+
+
 def fold_constants(ctx):
     """Evaluate every foldable node (topological order, so chains fold in one sweep)."""
     changed = False
@@ -123,15 +165,18 @@ def fold_constants(ctx):
             continue
         refs = node.data_inputs
         inputs = [ctx.const_value(r) for r in refs]
+        in_bytes = sum(np.asarray(v).nbytes for v in inputs)
+        # Decide on the size before evaluating: a Fill of 8 GiB must not be allocated to find
+        # out that it is too large to keep.
+        if too_large(output_nbytes(node, inputs), in_bytes):
+            continue
         try:
             outs = evaluate(node, inputs)
         except (_NotFoldable, TfgError, ArithmeticError, ValueError, TypeError, IndexError,
                 KeyError, NotImplementedError, MemoryError):
             continue  # a kernel error here is the run's error to report, not the optimizer's
-        in_bytes = sum(np.asarray(v).nbytes for v in inputs)
-        out_bytes = sum(v.nbytes for v in outs)
-        if out_bytes > in_bytes and out_bytes > MAX_CONSTANT_BYTES:
-            continue
+        if too_large(sum(v.nbytes for v in outs), in_bytes):
+            continue  # the shape was not known statically (or inference was wrong)
         ctrls = ["^" + c for c in node.control_inputs]
         for r in refs:
             ctrls += ["^" + c for c in ctx.graph[r.node].control_inputs]
@@ -145,6 +190,11 @@ def fold_constants(ctx):
         for p in producers:
             ctx.remove_if_dead(p)
     return changed
+
+
+def too_large(out_bytes, in_bytes):
+    """Folding would bloat the graph: larger than the inputs, and than MAX_CONSTANT_BYTES."""
+    return out_bytes is not None and out_bytes > in_bytes and out_bytes > MAX_CONSTANT_BYTES
 
 
 def _fold_multi(ctx, node, outs, ctrls):
