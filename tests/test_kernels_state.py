@@ -120,6 +120,15 @@ def test_resource_apply_matches_ref_apply(name, nslots, args, attrs):
         assert got.dtype == np.float32
 
 
+@pytest.mark.parametrize("shape", [(), (3,), (2, 3)])
+def test_apply_gradient_descent_of_any_rank(shape):
+    """A scalar variable too (its product alpha * delta is a numpy scalar, not an array)."""
+    v = Ref("v")
+    v.assign(np.full(shape, 1.0, f32))
+    run("ApplyGradientDescent", v, f32(0.5), np.full(shape, 0.25, f32))
+    np.testing.assert_array_equal(v.get(), np.full(shape, 0.875, f32))
+
+
 def test_apply_refuses_mismatched_grad():
     v = Ref("v")
     v.assign(np.zeros(3, f32))

@@ -17,7 +17,8 @@ from tfg.kernels.state_ops import resolve
 
 def _gradient_descent(attrs, var, alpha, delta):
     step = np.multiply(alpha, delta)
-    if step.dtype == np.result_type(var, step) and step.shape == np.shape(var):
+    if (isinstance(step, np.ndarray)  # a 0-d product is a numpy scalar: no out= into it
+            and step.dtype == np.result_type(var, step) and step.shape == np.shape(var)):
         # The same arithmetic, into the fresh product: one large allocation a step, not two.
         return (np.subtract(var, step, out=step),)
     return (var - step,)
