@@ -118,7 +118,11 @@ for line in sys.stdin:
 
 
 def find_tf_python(arg):
-    for cand in ([arg] if arg else ["python3"]):
+    """The first of `arg`, /tmp/tfenv/bin/python (where this project's docs install it) and
+    python3 that can import tensorflow, or None."""
+    for cand in ([arg] if arg else []) + ["/tmp/tfenv/bin/python", "python3"]:
+        if not cand or (os.sep in cand and not os.path.exists(cand)):
+            continue
         p = subprocess.run([cand, "-c", "import tensorflow"], capture_output=True)
         if p.returncode == 0:
             return cand

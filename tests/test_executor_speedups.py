@@ -103,3 +103,14 @@ def test_views_and_lookups_never_go_to_the_pool():
     plan = build_plan(list(g), DeviceSet.from_spec("cpu:1").default)
     pool = {it.name: it.poolable for it in plan.items if it.kind == "kernel"}
     assert pool["row"] is False and pool["mm"] is False and pool["t"] is True
+
+
+@pytest.mark.parametrize("op,inputs", [("Enter", []), ("Switch", ["c"])])
+def test_malformed_builtin_fails_naming_the_node(op, inputs):
+    g = Graph()
+    g.add_node("c", "Const", [], {"dtype": F, "value": np.float32(1)})
+    attrs = {"T": F, "frame_name": b"L"} if op == "Enter" else {"T": F}
+    g.add_node("n", op, inputs, attrs)
+    g.add_node("out", "Exit" if op == "Enter" else "Identity", ["n"], {"T": F})
+    with pytest.raises(TfgRuntimeError, match=rf"'n' \({op}\)"):
+        Session(g).run("out")

@@ -111,6 +111,16 @@ _FORWARD_KINDS = frozenset({P.ENTER, P.EXIT, P.NEXT, P.IDENT})  # output 0 = inp
 _INDEX = tuple(np.int32(i) for i in range(8))  # Merge's value_index outputs
 
 
+def _merge(item, args):
+    """Merge: the first live input and its index; dead when none is live."""
+    for i, value in enumerate(args):
+        if value is not NOVAL:
+            if type(value) is Ref and not item.keeps_ref:
+                value = value.get()
+            return [value, _INDEX[i] if i < len(_INDEX) else np.int32(i)]
+    return [NOVAL, NOVAL]
+
+
 class StepGroup:
     """What the executors of one step share: the step context, tracing, and idle detection."""
 
@@ -265,37 +275,30 @@ class DataflowRun:
                 return self._send(tn, NOVAL)
             return self._propagate(tn, [NOVAL] * item.num_outputs)
         if kind is not P.KERNEL:
-            # The executor's own ops, the frequent ones first (a loop runs them every
-            # iteration).
-            if kind in _FORWARD_KINDS:  # Enter, Exit, NextIteration, LoopCond
-                value = args[0]
-                if type(value) is Ref and not item.keeps_ref:
-                    value = self._read_ref(item, value)
-                    if value is NOVAL:
-                        return
-                return self._propagate(tn, [value])
-            if kind is P.SWITCH:
-                try:
+            # The executor's own ops, inline; a malformed node (an Enter without an input, a
+            # Switch without a predicate) fails the step naming it, as a kernel would.
+            try:
+                if kind in _FORWARD_KINDS:  # Enter, Exit, NextIteration, LoopCond
+                    value = args[0]
+                    if type(value) is Ref and not item.keeps_ref:
+                        value = value.get()
+                    outputs = [value]
+                elif kind is P.SWITCH:
                     outputs = self._switch(item, args)
-                except Exception as e:  # noqa: BLE001 - a bad predicate ends the step
-                    self.group.fail(node_error(item, e))
-                    return
-                return self._propagate(tn, outputs)
-            if kind is P.MERGE:
-                for i, value in enumerate(args):
-                    if value is not NOVAL:
-                        if type(value) is Ref and not item.keeps_ref:
-                            value = self._read_ref(item, value)
-                            if value is NOVAL:
-                                return
-                        return self._propagate(
-                            tn, [value, _INDEX[i] if i < len(_INDEX) else np.int32(i)])
-                return self._propagate(tn, [NOVAL, NOVAL])
-            if kind is P.SEND:
-                return self._send(tn, args[0])
-            if kind is P.FEED:
-                return self._propagate(tn, [self.feed_values[item.feed_index]])
-            return self._propagate(tn, [])  # NoOp, ControlTrigger
+                elif kind is P.MERGE:
+                    outputs = _merge(item, args)
+                elif kind is P.SEND:
+                    outputs, sent = None, args[0]
+                elif kind is P.FEED:
+                    outputs = [self.feed_values[item.feed_index]]
+                else:
+                    outputs = []  # NoOp, ControlTrigger
+            except Exception as e:  # noqa: BLE001 - every failure ends the step
+                self.group.fail(node_error(item, e))
+                return
+            if outputs is None:
+                return self._send(tn, sent)
+            return self._propagate(tn, outputs)
         to_pool = item.blocking
         if not to_pool and item.poolable and _POOL_PAYS and (self.ready or self.pool_inflight):
             for a in args:  # worth a hand-off only for large inputs
@@ -364,14 +367,6 @@ class DataflowRun:
         end = time.perf_counter_ns()
         self.trace.append((item.name, item.op, self.device_name, start, end - start,
                            threading.get_ident()))
-
-    def _read_ref(self, item, ref):
-        """A Ref's value, or NOVAL after failing the step (an uninitialized variable)."""
-        try:
-            return ref.get()
-        except Exception as e:  # noqa: BLE001
-            self.group.fail(node_error(item, e))
-            return NOVAL
 
     def _send(self, tn, value):
         item, frame, it = tn[0], tn[1], tn[2]
