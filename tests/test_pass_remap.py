@@ -110,3 +110,36 @@ def test_training_batchnorm_not_fused_into_conv():
             .op("conv", "Conv2D", "input", "filter", **CONV), training=True)
     out = rm(b.g, ["bn"])
     assert out["bn"].op == "FusedBatchNormV3"
+
+
+def test_fused_matmul_kernel_is_bit_for_bit_and_leaves_inputs_alone():
+    # The fused kernel adds the bias and applies the activation in the matmul's output buffer;
+    # the values must be exactly the unfused kernels', and no input may be written.
+    from tfg.kernels.context import KernelContext
+    from tfg.kernels.registry import get_kernel
+
+    x = RNG.standard_normal((5, 7)).astype(np.float32)
+    w = RNG.standard_normal((7, 3)).astype(np.float32)
+    bias = RNG.standard_normal(3).astype(np.float32)
+    for act in ("Relu", "Relu6", "Elu", None):
+        b = (G().ph("x", [5, 7]).const("w", w).const("bias", bias)
+             .op("mm", "MatMul", "x", "w").op("ba", "BiasAdd", "mm", "bias"))
+        last = "ba"
+        if act:
+            b.op("act", act, "ba")
+            last = "act"
+        out = rm(b.g, [last])
+        node = out[last]
+        assert node.op == "_FusedMatMul"
+        ins = [x.copy(), w.copy(), bias.copy()]
+        got = get_kernel(node.op, "CPU", last).fn(KernelContext.for_node(node), *ins)
+        y = np.matmul(x, w) + bias
+        if act == "Relu":
+            y = np.maximum(y, np.float32(0))
+        elif act == "Relu6":
+            y = np.clip(y, np.float32(0), np.float32(6))
+        elif act == "Elu":
+            y = np.where(y < 0, np.expm1(np.minimum(y, 0)), y).astype(np.float32)
+        np.testing.assert_array_equal(got, y)
+        for before, after in zip((x, w, bias), ins):
+            np.testing.assert_array_equal(before, after)

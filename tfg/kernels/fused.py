@@ -26,10 +26,13 @@ _ACTIVATIONS = {
 
 
 def _base(ctx, op, *inputs):
-    """Run the registered kernel of `op` with this node's attrs."""
-    kd = get_kernel(op, "CPU", ctx.name)
-    sub = KernelContext(ctx.node, ctx.attrs, ctx.xp, ctx.device, ctx.output_dtypes)
-    return np.asarray(kd.fn(sub, *inputs))
+    """Run the registered kernel of `op` with this node's attrs (looked up once per node)."""
+    hit = ctx.cache.get("base")
+    if hit is None or hit[0] != op:
+        kd = get_kernel(op, "CPU", ctx.name)
+        sub = KernelContext(ctx.node, ctx.attrs, ctx.xp, ctx.device, ctx.output_dtypes)
+        hit = ctx.cache["base"] = (op, kd.fn, sub)
+    return np.asarray(hit[1](hit[2], *inputs))
 
 
 def _channel_axis(ctx, ndim):
@@ -52,18 +55,58 @@ def _batch_norm(y, scale, offset, mean, var, eps, axis):
     return ((y.astype(np.float32) - r(mean)) * inv * r(scale) + r(offset)).astype(y.dtype)
 
 
-def _apply_fused(ctx, y, args):
-    ops = [o.decode() if isinstance(o, bytes) else o for o in ctx.attrs.get("fused_ops", [])]
+def _bias_inplace(y, b, axis):
+    """y += b along `axis`, in y's memory (the same values as `_bias`)."""
+    b = np.asarray(b)
+    if axis != y.ndim - 1:
+        shape = [1] * y.ndim
+        shape[axis] = -1
+        b = b.reshape(shape)
+    np.add(y, b, out=y)
+    return y
+
+
+# Activations written into their input's memory: the same values as _ACTIVATIONS (and as the
+# unfused kernels), without a temporary and a copy per step.
+_INPLACE_ACTIVATIONS = {
+    "Relu": lambda y, a: np.maximum(y, np.zeros((), y.dtype), out=y),
+    "Relu6": lambda y, a: np.clip(y, np.zeros((), y.dtype), np.asarray(6, y.dtype), out=y),
+    "Identity": lambda y, a: y,
+}
+
+
+def _owned(y, inputs):
+    """Whether the fused steps may write into `y`: a writable array of its own (the base
+    kernel's fresh output), not a view of an input."""
+    return (isinstance(y, np.ndarray) and y.flags.writeable and y.flags.owndata
+            and not any(isinstance(x, np.ndarray) and np.may_share_memory(y, x)
+                        for x in inputs))
+
+
+def _apply_fused(ctx, y, args, inputs=()):
+    ops = ctx.cache.get("fused_ops")
+    if ops is None:
+        ops = ctx.cache["fused_ops"] = [o.decode() if isinstance(o, bytes) else o
+                                        for o in ctx.attrs.get("fused_ops", [])]
     axis = _channel_axis(ctx, y.ndim)
+    # The matmul/convolution output is fresh: bias and activation go into it in place.
+    inplace = _owned(y, tuple(inputs) + tuple(args))
     i = 0
     for op in ops:
         if op == "BiasAdd":
-            y = _bias(y, args[i], axis)
+            b = np.asarray(args[i])
+            if inplace and (b.dtype == y.dtype or np.can_cast(np.result_type(y, b), y.dtype,
+                                                               "same_kind")):
+                y = _bias_inplace(y, b, axis)
+            else:
+                y = _bias(y, b, axis)
             i += 1
         elif op == "FusedBatchNorm":
             scale, offset, mean, var = args[i:i + 4]
             y = _batch_norm(y, scale, offset, mean, var, ctx.attrs.get("epsilon", 1e-4), axis)
             i += 4
+        elif inplace and op in _INPLACE_ACTIVATIONS:
+            y = _INPLACE_ACTIVATIONS[op](y, ctx.attrs.get("leakyrelu_alpha", 0.2))
         elif op in _ACTIVATIONS:
             y = _ACTIVATIONS[op](y, ctx.attrs.get("leakyrelu_alpha", 0.2))
         else:
@@ -75,17 +118,17 @@ def _apply_fused(ctx, y, args):
 @kernel("_FusedConv2D")
 def fused_conv2d(ctx, x, w, *args):
     n = int(ctx.attrs.get("num_args", 0))
-    return _apply_fused(ctx, _base(ctx, "Conv2D", x, w), args[:n])
+    return _apply_fused(ctx, _base(ctx, "Conv2D", x, w), args[:n], (x, w))
 
 
 @kernel("_FusedDepthwiseConv2dNative")
 def fused_depthwise(ctx, x, w, *args):
-    return _apply_fused(ctx, _base(ctx, "DepthwiseConv2dNative", x, w), args)
+    return _apply_fused(ctx, _base(ctx, "DepthwiseConv2dNative", x, w), args, (x, w))
 
 
 @kernel("_FusedMatMul")
 def fused_matmul(ctx, a, b, *args):
-    return _apply_fused(ctx, _base(ctx, "MatMul", a, b), args)
+    return _apply_fused(ctx, _base(ctx, "MatMul", a, b), args, (a, b))
 
 
 @kernel("_FusedBatchNormEx")

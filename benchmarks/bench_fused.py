@@ -1,0 +1,129 @@
+"""Benchmark the remapper's fused MatMul: one MLP step as written (MatMul, BiasAdd, Relu per
+layer) against the same graph after `tfg optimize` (one _FusedMatMul per layer), in one run.
+
+    python3 benchmarks/bench_fused.py [--reps 15] [--batch 128] [--train]
+
+The MLP is bench_run.py's: 784-1024-1024-10 at batch 128, weights as constants (inference);
+with --train, the SGD training step (tfg grad, then optimize: fused ops have no gradient, so
+the gradient is taken first, as TensorFlow's Grappler also sees it). Both graphs get their own
+Session; steps alternate A B A B after a warm-up, and the medians and their ratio are printed
+and written to benchmarks/results/fused.json. Outputs are compared first (they must match).
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+
+from tfg import builder as tb  # noqa: E402
+from tfg.executor import Session  # noqa: E402
+from tfg.passes.manager import optimize  # noqa: E402
+
+SIZES = (784, 1024, 1024, 10)
+
+
+def build_mlp(batch, train):
+    """(graph, fetches, targets, feeds) of the forward MLP or its SGD training step."""
+    rng = np.random.default_rng(0)
+    with tb.Graph() as g:
+        x = tb.placeholder("float32", [batch, SIZES[0]], name="x")
+        h, params = x, []
+        for i, (n_in, n_out) in enumerate(zip(SIZES, SIZES[1:])):
+            w0 = (rng.standard_normal((n_in, n_out)) * 0.05).astype(np.float32)
+            b0 = (rng.standard_normal(n_out) * 0.1).astype(np.float32)
+            if train:
+                w = tb.Variable(w0, name=f"l{i}_w")
+                b = tb.Variable(b0, name=f"l{i}_b")
+                params += [w, b]
+            else:
+                w, b = tb.constant(w0, name=f"l{i}_w"), tb.constant(b0, name=f"l{i}_b")
+            h = tb.bias_add(tb.matmul(h, w), b, name=f"l{i}_z")
+            if i < len(SIZES) - 2:
+                h = tb.relu(h, name=f"l{i}_relu")
+        out = tb.identity(h, name="logits")
+        feeds = {"x:0": rng.standard_normal((batch, SIZES[0])).astype(np.float32)}
+        if not train:
+            return g.graph, ["logits:0"], [], feeds, []
+        labels = tb.placeholder("float32", [batch, SIZES[-1]], name="labels")
+        tb.reduce_mean(tb.softmax_cross_entropy_with_logits(labels=labels, logits=out),
+                       name="loss")
+        init = tb.variables_initializer(params, name="init")
+        feeds["labels:0"] = np.eye(SIZES[-1], dtype=np.float32)[rng.integers(0, 10, batch)]
+    from tfg.passes.grad.core import grad
+    trained = grad(g.graph, "loss", [p.op.name for p in params], optimizer="sgd:0.01")
+    return trained, ["loss:0"], ["train"], feeds, [init.name]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--reps", type=int, default=15, help="timed steps per side (>= 5)")
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--batch", type=int, default=128)
+    ap.add_argument("--train", action="store_true", help="the SGD training step")
+    ap.add_argument("--out", default=os.path.join(HERE, "results", "fused.json"))
+    a = ap.parse_args()
+
+    graph, fetches, targets, feeds, init = build_mlp(a.batch, a.train)
+    keep = [f.split(":")[0] for f in fetches] + targets + init
+    fused = optimize(graph, keep=keep)
+    n_fused = sum(n.op == "_FusedMatMul" for n in fused)
+    if n_fused == 0:
+        raise SystemExit("tfg optimize fused no MatMul: nothing to compare")
+    sessions = {}
+    for name, g in (("unfused", graph), ("fused", fused)):
+        sess = Session(g)
+        if init:
+            sess.run(None, targets=init)
+        sessions[name] = sess
+    if not a.train:  # a training step changes the variables: compare the forward only
+        ref = sessions["unfused"].run(fetches, feeds)
+        got = sessions["fused"].run(fetches, feeds)
+        for r, o in zip(ref, got):
+            np.testing.assert_allclose(o, r, rtol=1e-5, atol=1e-5)
+
+    def step(name):
+        # Wall time, and the process's CPU time: on a machine shared with other work the CPU
+        # time is the steadier figure (the Session runs BLAS on a capped number of threads).
+        t, c = time.perf_counter(), time.process_time()
+        sessions[name].run(fetches, feeds, targets=targets)
+        return time.perf_counter() - t, time.process_time() - c
+
+    for _ in range(a.warmup):
+        step("unfused")
+        step("fused")
+    times = {"unfused": [], "fused": []}
+    for _ in range(max(5, a.reps)):  # A B A B
+        times["unfused"].append(step("unfused"))
+        times["fused"].append(step("fused"))
+    row = {"graph": "mlp_train" if a.train else "mlp", "batch": a.batch,
+           "sizes": list(SIZES), "nodes_unfused": len(graph), "nodes_fused": len(fused),
+           "fused_matmuls": n_fused, "reps": max(5, a.reps)}
+    for name, ts in times.items():
+        row[f"{name}_median_s"] = statistics.median(t for t, _ in ts)
+        row[f"{name}_cpu_median_s"] = statistics.median(c for _, c in ts)
+    row["fused_over_unfused"] = row["fused_median_s"] / row["unfused_median_s"]
+    row["fused_over_unfused_cpu"] = row["fused_cpu_median_s"] / row["unfused_cpu_median_s"]
+    print(f"{row['graph']} (batch {a.batch}): {len(graph)} nodes as written, {len(fused)} after "
+          f"optimize ({n_fused} _FusedMatMul); median of {row['reps']}, A B A B")
+    for kind, sfx in (("wall", ""), ("cpu", "_cpu")):
+        print(f"  {kind:4s} unfused {row[f'unfused{sfx}_median_s'] * 1e3:8.2f} ms   fused "
+              f"{row[f'fused{sfx}_median_s'] * 1e3:8.2f} ms   fused/unfused "
+              f"{row[f'fused_over_unfused{sfx}']:.3f}")
+    results = {}
+    if os.path.exists(a.out):
+        with open(a.out) as f:
+            results = json.load(f)
+    results["cpu_count"] = os.cpu_count()
+    results.setdefault("rows", {})[f"{row['graph']}_b{a.batch}"] = row
+    with open(a.out, "w") as f:
+        json.dump(results, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
