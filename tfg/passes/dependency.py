@@ -15,9 +15,12 @@ Never touched: preserved nodes, frame ops (Enter/Exit/Merge/Switch/NextIteration
 Assert, CheckNumerics, ControlTrigger, stateful ops, nodes reading a Switch (a control edge from
 a Switch fires on either branch), and paths through Merges or frame ops.
 """
+from tfg.errors import TfgError
 from tfg.graphdef.names import TensorRef
 from tfg.passes.manager import register_pass
 from tfg.passes.rewrite import FRAME_OPS, SWITCH_OPS, RewriteContext
+from tfg.schemas.ops import get_op, has_op
+from tfg.schemas.ops.signature import ref_input_indices
 
 _NEVER = frozenset({"Assert", "CheckNumerics", "ControlTrigger", "Print", "PrintV2",
                     "_Send", "_Recv", "_HostSend", "_HostRecv"}) | FRAME_OPS
@@ -78,7 +81,6 @@ def _bypass_identity(ctx, node):
 
 
 def _side_effect_free(ctx, node):
-    from tfg.schemas.ops import get_op, has_op
     if node.op in _NEVER or ctx.preserved(node.name) or not has_op(node.op):
         return False
     if get_op(node.op).stateful or _writes_ref(node):
@@ -91,8 +93,6 @@ def _side_effect_free(ctx, node):
 
 
 def _writes_ref(node):
-    from tfg.errors import TfgError
-    from tfg.schemas.ops.signature import ref_input_indices
     try:
         return bool(ref_input_indices(node))
     except TfgError:

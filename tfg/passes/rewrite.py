@@ -19,6 +19,8 @@ import numpy as np
 from tfg.errors import TfgError
 from tfg.graphdef.names import CONTROL, TensorRef, input_string, parse_input
 from tfg.schemas.dtypes import DType
+from tfg.schemas.ops import get_op, has_op
+from tfg.schemas.ops.signature import output_dtypes
 
 SWITCH_OPS = frozenset({"Switch", "RefSwitch"})
 FRAME_OPS = frozenset({"Enter", "RefEnter", "Exit", "RefExit", "NextIteration",
@@ -153,24 +155,31 @@ class RewriteContext:
         self.graph = graph
         self.opts = opts or PassOptions()
         self.stage = stage
-        self._cons = defaultdict(dict)  # producer -> {consumer name: Node}
+        cons = self._cons = defaultdict(dict)  # producer -> {consumer name: Node}
+        has_frames = False
         for node in graph:
-            for ref in node.input_refs:
-                self._cons[ref.node][node.name] = node
+            name = node.name
+            for src, _ in node.input_refs:
+                cons[src][name] = node
+            if not has_frames and node.op in ("Enter", "RefEnter"):
+                has_frames = True
         self._shapes = None
-        self.has_frames = any(n.op in ("Enter", "RefEnter") for n in graph)
+        self.has_frames = has_frames
 
     # --- facts ------------------------------------------------------------------------------
     def preserved(self, name):
         return name in self.opts.preserved
 
     def consumers(self, name, port=None, include_control=False):
+        cons = self._cons.get(name)
+        if not cons:
+            return []
         out = []
-        for node in list(self._cons.get(name, {}).values()):
-            for i, ref in enumerate(node.input_refs):
-                if ref.node != name or (ref.is_control and not include_control):
+        for node in cons.values():
+            for i, (src, p) in enumerate(node.input_refs):
+                if src != name or (p == CONTROL and not include_control):
                     continue
-                if port is not None and ref.port != port:
+                if port is not None and p != port:
                     continue
                 out.append((node, i))
         return out
@@ -179,8 +188,15 @@ class RewriteContext:
         return bool(self._cons.get(name))
 
     def control_consumers(self, name):
-        return [n for n, i in self.consumers(name, include_control=True)
-                if n.input_refs[i].is_control]
+        cons = self._cons.get(name)
+        if not cons:
+            return []
+        out = []
+        for node in cons.values():
+            for src, p in node.input_refs:
+                if p == CONTROL and src == name:
+                    out.append(node)
+        return out
 
     def is_interior(self, node):
         """A node a rewrite may absorb: one data consumer, no control edges, not preserved."""
@@ -211,7 +227,6 @@ class RewriteContext:
         if node is None:
             return None
         try:
-            from tfg.schemas.ops.signature import output_dtypes
             dts = output_dtypes(node)
             return dts[ref.port] if ref.port < len(dts) else None
         except (TfgError, IndexError, KeyError):
@@ -361,7 +376,6 @@ def removable(ctx, node):
     """Side-effect-free and not preserved: safe to delete once unused."""
     if ctx.preserved(node.name) or node.op in PLACEHOLDERS:
         return False
-    from tfg.schemas.ops import get_op, has_op
     if not has_op(node.op):
         return False
     sig = get_op(node.op)

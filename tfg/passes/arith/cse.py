@@ -12,6 +12,9 @@ nodes whose op tfg has no signature for.
 from tfg.errors import TfgError
 from tfg.graphdef.names import TensorRef
 from tfg.passes.rewrite import RewriteContext
+from tfg.schemas.dtypes import DType
+from tfg.schemas.ops import get_op, has_op
+from tfg.schemas.ops.signature import output_dtypes
 
 _NEVER = frozenset({"Enter", "RefEnter", "Exit", "RefExit", "NextIteration", "RefNextIteration",
                     "CheckNumerics", "_Send", "_Recv", "_HostSend", "_HostRecv",
@@ -26,7 +29,6 @@ _SIG_OK = {}  # id(signature) -> (signature, whether its nodes may be merged at 
 def _op_candidate(op):
     """The op's signature if nodes of `op` may be merged at all, else None (the signature
     checks are made once per signature, not once per node)."""
-    from tfg.schemas.ops import get_op, has_op
     if op in _NEVER or not has_op(op):
         return None
     sig = get_op(op)
@@ -38,12 +40,10 @@ def _op_candidate(op):
 
 
 def _candidate(ctx, node):
-    from tfg.schemas.ops.signature import output_dtypes
     sig = _op_candidate(node.op)
     if sig is None or ctx.preserved(node.name):
         return None
-    if not all(a.dtype is not None and not (a.is_ref or a.number_attr or a.type_list_attr)
-               for a in sig.outputs):
+    if not _plain_outputs(node, sig):
         try:  # an attr-typed output may be a ref type, a malformed attr is no candidate
             if any(dt.is_ref for dt in output_dtypes(node)):
                 return None
@@ -52,6 +52,19 @@ def _candidate(ctx, node):
     if any(c.op in _INPLACE for c, _ in ctx.consumers(node.name)):
         return None
     return sig
+
+
+def _plain_outputs(node, sig):
+    """True when every output is one tensor of a fixed dtype, or of a non-ref dtype the node
+    sets itself (the common `T`): what output_dtypes would say, without building the list."""
+    for a in sig.outputs:
+        if a.is_ref or a.number_attr or a.type_list_attr:
+            return False
+        if a.dtype is None:
+            dt = node.get_attr(a.type_attr, None)
+            if not isinstance(dt, DType) or dt.is_ref:
+                return False  # missing (default), malformed or a ref: the full check decides
+    return True
 
 
 def _key(node, sig):

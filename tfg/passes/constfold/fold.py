@@ -14,6 +14,7 @@ from tfg.errors import TfgError
 from tfg.graphdef.names import TensorRef
 from tfg.passes.rewrite import CONST_OPS, FRAME_OPS, PLACEHOLDERS
 from tfg.schemas.dtypes import DType
+from tfg.schemas.ops import get_op, has_op
 
 # Output larger than the inputs and above this: folding would bloat the graph file.
 MAX_CONSTANT_BYTES = 100 * 1024
@@ -79,7 +80,6 @@ def foldable(ctx, node):
     refs = node.data_inputs
     if not refs:
         return False
-    from tfg.schemas.ops import get_op, has_op
     if not has_op(node.op) or get_op(node.op).stateful:
         return False
     if not ctx.has_consumers(node.name) and not ctx.preserved(node.name):
