@@ -7,7 +7,11 @@ iterations, dead values; TensorFlow's v1 executor semantics, as an interpreter.
     >>> run.results            # fetched values, in fetch order
 
 A value is an array (or a `Ref`), or NOVAL for a dead output; a ready node is (item, frame,
-iteration, is_dead). One scheduler thread owns all the state; a kernel worth it runs on the
+iteration, is_dead, args): a node with one input edge carries its argument list there, the
+others find theirs in the iteration's input slots (args None). The hot paths (a kernel call,
+Enter/Exit/NextIteration, Switch, Merge) run inline in `_dispatch`: a loop runs them for every
+iteration, and each avoided call or dict lookup shows in the RNN benchmark (docs/performance.md).
+One scheduler thread owns all the state; a kernel worth it runs on the
 shared thread pool while the scheduler goes on, and posts its outputs back through a queue,
 as does a `_Recv` whose value arrives. Nothing blocks the scheduler, so partitions that wait
 for each other never deadlock, and a real deadlock (every executor idle with work pending) is
