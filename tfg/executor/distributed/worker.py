@@ -20,7 +20,7 @@ from concurrent import futures
 import grpc
 
 from tfg.errors import TfgError, TfgInputError, TfgRuntimeError
-from tfg.executor import limits, partitions
+from tfg.executor import blas, limits, partitions
 from tfg.executor.devices import DeviceSet
 from tfg.executor.distributed import rpc
 from tfg.executor.distributed.rendezvous import RemoteRendezvous, aborted_by
@@ -103,6 +103,9 @@ class WorkerService(worker_pb2_grpc.WorkerServiceServicer):
         self.serving = True
         self.log = log
         self._handles = itertools.count(1)
+        # As a local Session: BLAS capped per step ($TFG_BLAS_THREADS, else half the cores),
+        # so a worker's matmuls do not contend with its own executor threads.
+        self.blas_threads = blas.resolve_blas_threads(None)
 
     # --- helpers --------------------------------------------------------------------------
     def _log(self, context, method, what=""):
@@ -226,8 +229,9 @@ class WorkerService(worker_pb2_grpc.WorkerServiceServicer):
             missing = [n for n in reg.feed_names if n not in feeds]
             if missing:
                 raise TfgInputError(f"RunGraph: feed {missing[0]!r} was not sent")
-            values, group = self._execute(step, sess, reg, [feeds[n] for n in reg.feed_names],
-                                          request.trace)
+            with blas.blas_limit(self.blas_threads):
+                values, group = self._execute(step, sess, reg,
+                                              [feeds[n] for n in reg.feed_names], request.trace)
             for name, value in zip(_fetch_names(reg), values):
                 if value is NOVAL:
                     raise TfgRuntimeError(f"fetch {name!r} has no value: it is dead (computed "
