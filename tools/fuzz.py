@@ -416,10 +416,11 @@ class Hang(BaseException):
     """Raised by the alarm in an in-process command that ran past the time bound."""
 
 
-def run_in_process(argv, time_bound=TIME_BOUND_S):
+def run_in_process(argv, time_bound=None):
     """tfg.cli.main(argv) with swapped std streams -> (exit code, stderr text, seconds)."""
     from tfg.cli import main
 
+    time_bound = TIME_BOUND_S if time_bound is None else time_bound  # read when called
     old = sys.stdin, sys.stdout, sys.stderr
     out, err = pyio.BytesIO(), pyio.BytesIO()
     streams = (pyio.TextIOWrapper(pyio.BytesIO(b"")),
@@ -459,8 +460,9 @@ def _limit_memory():
     resource.setrlimit(resource.RLIMIT_AS, (8 << 30, 8 << 30))
 
 
-def run_as_process(argv, time_bound=TIME_BOUND_S):
+def run_as_process(argv, time_bound=None):
     """`python -m tfg ARGV` (address space capped at 8 GiB) -> (code, stderr, seconds)."""
+    time_bound = TIME_BOUND_S if time_bound is None else time_bound
     start = time.monotonic()
     try:
         p = subprocess.run([sys.executable, "-m", "tfg", *argv], capture_output=True,
@@ -499,12 +501,23 @@ def problems(sub, code, err, output):
     return bad
 
 
+def _keep(data, stem):
+    """Save a mutant that failed (or looped) where its reproducer can find it."""
+    keep = pathlib.Path(os.environ.get("TFG_FUZZ_KEEP", pathlib.Path(tempfile.gettempdir())
+                                       / "tfg-fuzz-failures"))
+    keep.mkdir(parents=True, exist_ok=True)
+    saved = keep / f"{stem}.pb"
+    saved.write_bytes(data)
+    return saved
+
+
 class Report:
     def __init__(self):
         self.tried = collections.Counter()  # subcommand -> inputs tried
         self.codes = collections.defaultdict(collections.Counter)  # subcommand -> exit codes
         self.mutators = collections.Counter()
         self.failures = []
+        self.cancelled = []  # run mutants stopped at the time bound (loops that never end)
         self.slowest = (0.0, None)
 
     def summary(self):
@@ -515,6 +528,7 @@ class Report:
             lines.append(f"{sub:<10} {self.tried[sub]:>7}  {codes}")
         lines.append(f"total inputs: {sum(self.tried.values())}, distinct graphs: "
                      f"{sum(self.mutators.values())}, failures: {len(self.failures)}, "
+                     f"runs cancelled at the time bound: {len(self.cancelled)}, "
                      f"slowest command: {self.slowest[0]:.1f}s {self.slowest[1] or ''}")
         return "\n".join(lines)
 
@@ -545,18 +559,20 @@ def fuzz(seeds, rounds=1, rng_seed=0, mutators=MUTATORS, subcommands=SUBCOMMANDS
                         if secs > report.slowest[0]:
                             report.slowest = (secs, f"({sub} on {seed.name} {mutator})")
                         bad = problems(sub, code, err, output)
-                        if bad:
-                            keep = pathlib.Path(os.environ.get(
-                                "TFG_FUZZ_KEEP", pathlib.Path(tempfile.gettempdir())
-                                / "tfg-fuzz-failures"))
-                            keep.mkdir(parents=True, exist_ok=True)
-                            saved = keep / f"{seed.name.replace('/', '_')}-{mutator}-{r}.pb"
-                            saved.write_bytes(data)
-                            report.failures.append(
-                                f"{sub} on {seed.name} after {what}: {'; '.join(bad)} "
-                                f"[repro: tfg {' '.join(argv).replace(str(graph_path), str(saved))}]")
+                        if bad or code == "hang":
+                            saved = _keep(data, f"{seed.name.replace('/', '_')}-{mutator}-"
+                                                 f"s{rng_seed}-r{r}")
+                            repro = ' '.join(argv).replace(str(graph_path), str(saved))
+                            line = f"{sub} on {seed.name} after {what}: "
+                            if bad:
+                                report.failures.append(f"{line}{'; '.join(bad)} "
+                                                       f"[repro: tfg {repro}]")
+                            else:  # a run mutant that loops: cancelled, listed, not a fault
+                                report.cancelled.append(f"{line}cancelled after "
+                                                        f"{secs:.0f}s [repro: tfg {repro}]")
                             if log:
-                                log(report.failures[-1])
+                                log(("FAIL " if bad else "CANCELLED ")
+                                    + (report.failures if bad else report.cancelled)[-1])
                     graph_path.unlink()
     return report
 
@@ -569,14 +585,21 @@ def main():
                     help="run each command as a process (default: in this process)")
     ap.add_argument("--only", default=None, help="comma list of subcommands")
     ap.add_argument("--mutators", default=None, help="comma list of mutators")
+    ap.add_argument("--seeds", default=None,
+                    help="comma list of substrings: only the seeds whose name contains one")
+    ap.add_argument("--time-bound", type=float, default=TIME_BOUND_S,
+                    help=f"seconds per command (default {TIME_BOUND_S:.0f})")
     args = ap.parse_args()
+    globals()["TIME_BOUND_S"] = args.time_bound  # the runners read it when called
     subs = tuple(args.only.split(",")) if args.only else SUBCOMMANDS
     muts = tuple(args.mutators.split(",")) if args.mutators else MUTATORS
     seeds = load_seeds()
+    if args.seeds:
+        seeds = [s for s in seeds if any(part in s.name for part in args.seeds.split(","))]
     start = time.monotonic()
     report = fuzz(seeds, rounds=args.rounds, rng_seed=args.seed, mutators=muts,
                   subcommands=subs, in_process=not args.processes,
-                  log=lambda line: print("FAIL", line, file=sys.stderr))
+                  log=lambda line: print(line, file=sys.stderr))
     print(report.summary())
     print(f"{len(seeds)} seeds, {len(muts)} mutators, {args.rounds} rounds, "
           f"{time.monotonic() - start:.0f}s")

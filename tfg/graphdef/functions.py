@@ -244,7 +244,11 @@ def _fixed_type(arg, at):
     if arg.number_attr or arg.type_list_attr or arg.type_attr or not arg.type:
         raise FunctionInliningError(f"{at}: argument {arg.name!r} has an attr-dependent type "
                                     "(a polymorphic function), which tfg does not instantiate")
-    return DType(arg.type)
+    try:
+        return DType(arg.type)
+    except ValueError:  # a corrupt library: an input error naming the argument
+        raise FunctionInliningError(f"{at}: argument {arg.name!r} has type {arg.type}, which "
+                                    "is not a valid DType") from None
 
 
 def _output_ranges(nd, lib, fname):

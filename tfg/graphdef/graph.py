@@ -16,7 +16,7 @@ from collections import defaultdict
 
 import numpy as np  # noqa: F401  (doctest)
 
-from tfg.errors import GraphValidationError, TfgInputError
+from tfg.errors import GraphFormatError, GraphValidationError, TfgInputError
 from tfg.graphdef import attrs as attrcodec
 from tfg.graphdef.names import CONTROL, TensorRef, input_string, parse_input
 from tfg.schemas.dtypes import DType  # noqa: F401  (doctest)
@@ -109,7 +109,11 @@ class Node:
             if default is _NO_DEFAULT:
                 raise TfgInputError(f"node {self._name!r} ({self.op}) has no attr {name!r}")
             return default
-        value = attrcodec.decode(self._nd.attr[name])
+        try:
+            value = attrcodec.decode(self._nd.attr[name])
+        except GraphFormatError as e:  # a corrupt tensor or dtype: name the node that holds it
+            raise GraphFormatError(f"node {self._name!r} ({self.op}): attr {name!r}: {e}") \
+                from None
         if cache is None:
             cache = self._attr_cache = {}
         cache[name] = value

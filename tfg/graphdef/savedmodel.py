@@ -148,9 +148,19 @@ def signatures_of(meta_graph):
 def _tensor_info(ti):
     shape = tensors.shape_from_proto(ti.tensor_shape) if ti.HasField("tensor_shape") else None
     return {"name": ti.name or None,
-            "dtype": DType(ti.dtype).tf_name if ti.dtype else None,
+            "dtype": _dtype_name(ti.dtype),
             "shape": None if shape is None else [None if d is None or d < 0 else d
                                                  for d in shape]}
+
+
+def _dtype_name(number):
+    """A TensorInfo's dtype as TensorFlow names it (None: unset; a corrupt number is shown)."""
+    if not number:
+        return None
+    try:
+        return DType(number).tf_name
+    except ValueError:
+        return f"<invalid dtype {number}>"
 
 
 def load_graph(path, tags=None):
@@ -243,7 +253,11 @@ def read_variables(path):
 def _decode_entry(name, entry, shard, prefix):
     from tfg.tensorboard.crc32c import masked_crc32c
 
-    dtype = DType(entry.dtype)
+    try:
+        dtype = DType(entry.dtype)
+    except ValueError:  # a corrupt variables index
+        raise TfgInputError(f"{prefix}: variable {name!r} has dtype {entry.dtype}, which is not "
+                            "a valid DType") from None
     data = shard[entry.offset:entry.offset + entry.size]
     if len(data) != entry.size:
         raise TfgInputError(f"{prefix}: variable {name!r} is truncated")

@@ -51,7 +51,11 @@ def shape_to_proto(shape, proto=None):
 
 def to_numpy(proto):
     """Decode a TensorProto into a numpy array (strings as an object array of bytes)."""
-    dtype = DType(proto.dtype).base if proto.dtype else DType.INVALID
+    try:
+        dtype = DType(proto.dtype).base if proto.dtype else DType.INVALID
+    except ValueError:  # a corrupt file: an input error naming the value, not a crash
+        raise GraphFormatError(f"tensor constant of dtype {int(proto.dtype)}, which is not a "
+                               "valid DType") from None
     shape = shape_from_proto(proto.tensor_shape)
     if shape is None or any(d is None for d in shape):
         raise GraphFormatError("tensor constant with an unknown shape")

@@ -7,6 +7,8 @@ on import.
     ['MyCustomOp']
     >>> unknown_ops(graph)
     ['MyCustomOp']
+    >>> check_control_flow(graph)                  # what `tfg run` checks (see below)
+    GraphValidationError: node 'c' (Enter): has 0 data inputs, an Enter takes 1
 
 Checked, in this order per node (file order), the first problem raising with a one-line message
 that names the node: input syntax (a data input after a control input), dangling inputs, unknown
@@ -16,7 +18,7 @@ inputs, Merge/Switch/Enter specifics, input ports beyond the producer's outputs,
 against the producer's output dtypes. Then the graph must have no cycle that a NextIteration does
 not break.
 """
-from tfg.errors import GraphValidationError, TfgInputError, UnknownOpError
+from tfg.errors import GraphFormatError, GraphValidationError, TfgInputError, UnknownOpError
 from tfg.graphdef import attrs as attrcodec
 from tfg.graphdef.names import CONTROL
 from tfg.schemas.ops import registry
@@ -50,6 +52,69 @@ def validate(graph, require_known_ops=True):
         _check_edges(node, sig, nodes)
     graph.topo_order()  # raises on a cycle that no NextIteration breaks
     return sorted(unknown)
+
+
+# Ops the executor runs itself (tfg/executor/plan.py's builtins) -> (min, max) data inputs
+# (None: no maximum). Their signatures are not consulted when a graph is run, so a mutated
+# graph (a Const turned into an Enter) must be refused here, not crash the interpreter loop.
+_BUILTIN_ARITY = {
+    "Switch": (2, 2), "RefSwitch": (2, 2), "Merge": (1, None), "RefMerge": (1, None),
+    "Enter": (1, 1), "RefEnter": (1, 1), "Exit": (1, 1), "RefExit": (1, 1),
+    "NextIteration": (1, 1), "RefNextIteration": (1, 1), "LoopCond": (1, 1),
+    "_Send": (1, 1), "_HostSend": (1, 1),
+}
+
+
+def check_builtin_inputs(node, n_data=None):
+    """Raise GraphValidationError when a node the executor runs itself has the wrong number of
+    data inputs (`n_data`, counted from the node when None) or an Enter has no frame name.
+
+        >>> check_builtin_inputs(graph["while/Enter"])    # Enter(x): fine
+        >>> check_builtin_inputs(graph["c"])              # a Const turned into an Enter
+        GraphValidationError: node 'c' (Enter): has 0 data inputs, an Enter takes 1
+    """
+    bounds = _BUILTIN_ARITY.get(node.op)
+    if bounds is None:
+        return
+    if n_data is None:
+        n_data = sum(1 for r in node.input_refs if r.port != CONTROL)
+    lo, hi = bounds
+    if n_data < lo or (hi is not None and n_data > hi):
+        want = f"at least {lo}" if hi is None else str(lo)
+        extra = " (data, pred)" if node.op.endswith("Switch") else ""
+        raise GraphValidationError(
+            f"{_where(node)}: has {n_data} data input{'s' if n_data != 1 else ''}, "
+            f"a{'n' if node.op[0] in 'AEIOU' else ''} {node.op} takes {want}{extra}")
+    if node.op in ("Enter", "RefEnter"):
+        frame = node.get_attr("frame_name", b"")
+        if isinstance(frame, (bytes, str)) and not frame:
+            raise GraphValidationError(f"{_where(node)}: an Enter needs a non-empty frame_name")
+
+
+def check_control_flow(graph):
+    """What `tfg run` checks before running (TensorFlow refuses such a GraphDef on import):
+    every node the executor runs itself has the data inputs it needs, and every control-flow
+    node (Switch, Merge, Enter, Exit, NextIteration, LoopCond) is valid against its signature,
+    input dtypes included. The executor runs these ops without a kernel that would type-check
+    them: a LoopCond fed an int32 or a Merge of a float and a bool would otherwise run, and
+    may loop forever.
+
+        >>> check_control_flow(graph)        # a loop whose LoopCond reads an int32 Merge
+        GraphValidationError: node 'while/LoopCond' (LoopCond): input 0 ('while/Less') is
+        int32, expected bool
+    """
+    nodes = graph._nodes if hasattr(graph, "_nodes") else {n.name: n for n in graph}
+    for node in graph:
+        if node.op not in _BUILTIN_ARITY:
+            continue
+        check_builtin_inputs(node)
+        sig = registry._OPS.get(node.op)
+        if sig is None or node.op.startswith("_"):  # _Send/_Recv: only the arity matters
+            continue
+        _check_inputs(node, nodes)
+        _check_attrs(node, sig)
+        _check_arity(node, sig)
+        _check_edges(node, sig, nodes)
 
 
 def _where(node):
@@ -97,7 +162,10 @@ def _check_attr_value(node, ad, av):
         raise GraphValidationError(
             f"{_where(node)}: attr {ad.name!r} must be {ad.type}, but the AttrValue holds "
             f"{kind or 'nothing'}")
-    value = attrcodec.decode(av)
+    try:
+        value = attrcodec.decode(av)
+    except GraphFormatError as e:  # a corrupt tensor or dtype: say which node holds it
+        raise GraphValidationError(f"{_where(node)}: attr {ad.name!r}: {e}") from None
     if ad.allowed is not None:
         values = value if ad.type.startswith("list(") else [value]
         allowed = [a.encode() if isinstance(a, str) else a for a in ad.allowed]
