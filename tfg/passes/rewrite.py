@@ -83,14 +83,15 @@ class Pat:
         if self.inputs is None:
             return binds
         refs = node.data_inputs
-        if len(refs) != len(self.inputs):
+        pats = self.inputs
+        if len(refs) != len(pats):
             return None
-        orders = [list(range(len(refs)))]
-        if self.commutative and len(refs) == 2:
-            orders.append([1, 0])
-        for order in orders:
+        b = dict(binds)
+        if all(_match_ref(ctx, p, r, b) for p, r in zip(pats, refs)):
+            return b
+        if self.commutative and len(refs) == 2:  # the operands the other way round
             b = dict(binds)
-            if all(_match_ref(ctx, p, refs[i], b) for p, i in zip(self.inputs, order)):
+            if _match_ref(ctx, pats[0], refs[1], b) and _match_ref(ctx, pats[1], refs[0], b):
                 return b
         return None
 

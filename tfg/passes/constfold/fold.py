@@ -80,6 +80,11 @@ def foldable(ctx, node):
     refs = node.data_inputs
     if not refs:
         return False
+    get = ctx.graph.get
+    for r in refs:  # the cheap test first: most nodes read something that is not a Const
+        src = get(r.node)
+        if src is None or src.op not in CONST_OPS:
+            return False
     if not has_op(node.op) or get_op(node.op).stateful:
         return False
     if not ctx.has_consumers(node.name) and not ctx.preserved(node.name):
