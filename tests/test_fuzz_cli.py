@@ -385,3 +385,45 @@ def test_a_constant_of_an_invalid_dtype_is_an_input_error(tmp_path, sub):
     code, err, _ = fuzz.run_in_process(argv)
     assert code == 2 and not fuzz.problems(sub, code, err, out), err
     assert "'c'" in err and "dtype 33" in err, err
+
+
+def _partitioned_loop_graph():
+    """_loop_graph() as `tfg partition --devices cpu:3` writes it (GraphDef message)."""
+    from tfg.graphdef import io
+    from tfg.passes.partition import partition
+
+    graph = partition(io.loads(_loop_graph().SerializeToString()), "cpu:3",
+                      warn=lambda *a, **k: None)
+    return graph.to_proto()
+
+
+def _run_partitioned(tmp_path, gd):
+    path = tmp_path / "g.pb"
+    path.write_bytes(gd.SerializeToString())
+    out = tmp_path / "r.npz"
+    if out.exists():  # from an earlier run of the same test
+        out.unlink()
+    code, err, _ = fuzz.run_in_process(["run", str(path), "--devices", "cpu:3", "--fetch", "out",
+                                        "-o", str(out)], time_bound=20.0)
+    assert not fuzz.problems("run", code, err, out), err
+    return code, err
+
+
+@pytest.mark.parametrize("op", ["_Send", "_Recv"])
+@pytest.mark.parametrize("attr,kind", [("send_device_incarnation", "tensor"),
+                                       ("send_device_incarnation", "list"),
+                                       ("recv_device", "s")])
+def test_run_refuses_transfer_attrs_of_the_wrong_type(tmp_path, op, attr, kind):
+    """A _Send/_Recv whose incarnation is a tensor or a list, or whose device name is not UTF-8
+    text: building the rendezvous key crashed (TypeError / UnicodeDecodeError, exit 1
+    'internal error'). Now: exit 2 naming the node and the attr."""
+    gd = _partitioned_loop_graph()
+    code, err = _run_partitioned(tmp_path, gd)
+    assert code == 0, err  # the partitioned graph itself runs
+    node = _first(gd, op)
+    if kind == "s":
+        node.attr[attr].s = b"/job:localhost/replica:0/task:0/devic\xe5:CPU:1"
+    else:
+        node.attr[attr].CopyFrom(fuzz._attr_of_kind(random.Random(0), kind))
+    code, err = _run_partitioned(tmp_path, gd)
+    assert code == 2 and f"{node.name!r} ({op})" in err and repr(attr) in err, err

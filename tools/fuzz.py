@@ -5,6 +5,7 @@
     python3 tools/fuzz.py --rounds 2 --seed 7  # smaller, another random stream
     python3 tools/fuzz.py --processes          # each command as its own process (slower;
                                                # also catches crashes of the interpreter)
+    python3 tools/fuzz.py --partitioned --only run   # the seeds partitioned over cpu:3 too
 
 Seeds are the shared conformance graphs (../shared/conformance, when present) and the
 project's executor/partition fixtures. Each round takes a seed, applies one to three mutations
@@ -58,6 +59,7 @@ class Seed:
         self.init = case.get("init") or []
         self.ys = (case.get("ys") or self.fetches)[:1]
         self.xs = case.get("xs") or case.get("feeds") or []
+        self.devices = None  # `tfg run --devices` (a partitioned seed names its devices)
 
     def __repr__(self):
         return f"Seed({self.name})"
@@ -75,6 +77,29 @@ def load_seeds():
             folders += [(f"{area}/{p.name}", p) for p in sorted(base.iterdir())
                         if (p / "case.json").exists() and (p / "graph.pb").exists()]
     return [Seed(name, p) for name, p in folders]
+
+
+def partitioned_seeds(seeds, devices="cpu:3"):
+    """Each seed as `tfg partition --devices DEVICES` writes it (seeds that do not partition
+    are left out): mutants of these hit _Send/_Recv pairs and the per-device control loops of
+    a split while loop, where a lost message could leave a step waiting forever."""
+    import copy
+
+    from tfg.graphdef import io
+    from tfg.passes.partition import partition
+
+    out = []
+    for seed in seeds:
+        try:
+            graph = partition(io.loads(seed.data), devices, warn=lambda *a, **k: None)
+        except Exception:  # noqa: BLE001 - a seed tfg cannot partition is no seed here
+            continue
+        clone = copy.copy(seed)
+        clone.name = "partitioned/" + seed.name
+        clone.data = io.dumps(graph)
+        clone.devices = devices
+        out.append(clone)
+    return out
 
 
 # --- mutations: each takes (GraphDef, Random) and returns a description, or None ----------
@@ -401,6 +426,8 @@ def commands(seed, graph_path, outdir):
                       out / "pa.pb"),
     }
     run = ["run", graph_path, "--max-memory", RUN_MAX_MEMORY, "-o", out / "r.npz"]
+    if seed.devices:
+        run += ["--devices", seed.devices]
     if seed.feeds is not None:
         run += ["--feeds", seed.feeds]
     run += ["--fetch", fetches]
@@ -587,6 +614,8 @@ def main():
     ap.add_argument("--mutators", default=None, help="comma list of mutators")
     ap.add_argument("--seeds", default=None,
                     help="comma list of substrings: only the seeds whose name contains one")
+    ap.add_argument("--partitioned", action="store_true",
+                    help="also fuzz each seed as `tfg partition --devices cpu:3` writes it")
     ap.add_argument("--time-bound", type=float, default=TIME_BOUND_S,
                     help=f"seconds per command (default {TIME_BOUND_S:.0f})")
     args = ap.parse_args()
@@ -594,7 +623,9 @@ def main():
     subs = tuple(args.only.split(",")) if args.only else SUBCOMMANDS
     muts = tuple(args.mutators.split(",")) if args.mutators else MUTATORS
     seeds = load_seeds()
-    if args.seeds:
+    if args.partitioned:
+        seeds += partitioned_seeds(seeds)
+    if args.seeds:  # after partitioning: --seeds partitioned/ keeps only those
         seeds = [s for s in seeds if any(part in s.name for part in args.seeds.split(","))]
     start = time.monotonic()
     report = fuzz(seeds, rounds=args.rounds, rng_seed=args.seed, mutators=muts,

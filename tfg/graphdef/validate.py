@@ -61,8 +61,10 @@ _BUILTIN_ARITY = {
     "Switch": (2, 2), "RefSwitch": (2, 2), "Merge": (1, None), "RefMerge": (1, None),
     "Enter": (1, 1), "RefEnter": (1, 1), "Exit": (1, 1), "RefExit": (1, 1),
     "NextIteration": (1, 1), "RefNextIteration": (1, 1), "LoopCond": (1, 1),
-    "_Send": (1, 1), "_HostSend": (1, 1),
+    "_Send": (1, 1), "_HostSend": (1, 1), "_Recv": (0, 0), "_HostRecv": (0, 0),
 }
+# String attrs of _Send/_Recv that the executor turns into rendezvous keys (text).
+_TRANSFER_TEXT_ATTRS = ("tensor_name", "send_device", "recv_device")
 
 
 def check_builtin_inputs(node, n_data=None):
@@ -93,9 +95,10 @@ def check_builtin_inputs(node, n_data=None):
 
 def check_control_flow(graph):
     """What `tfg run` checks before running (TensorFlow refuses such a GraphDef on import):
-    every node the executor runs itself has the data inputs it needs, and every control-flow
+    every node the executor runs itself has the data inputs it needs, every control-flow
     node (Switch, Merge, Enter, Exit, NextIteration, LoopCond) is valid against its signature,
-    input dtypes included. The executor runs these ops without a kernel that would type-check
+    input dtypes included, and every _Send/_Recv has attrs of the right types (the
+    rendezvous key is made of them). The executor runs these ops without a kernel that would type-check
     them: a LoopCond fed an int32 or a Merge of a float and a bool would otherwise run, and
     may loop forever.
 
@@ -109,12 +112,29 @@ def check_control_flow(graph):
             continue
         check_builtin_inputs(node)
         sig = registry._OPS.get(node.op)
-        if sig is None or node.op.startswith("_"):  # _Send/_Recv: only the arity matters
+        if sig is None:
+            continue
+        if node.op.startswith("_"):  # _Send/_Recv: attrs that make the rendezvous key
+            _check_transfer_attrs(node, sig)
             continue
         _check_inputs(node, nodes)
         _check_attrs(node, sig)
         _check_arity(node, sig)
         _check_edges(node, sig, nodes)
+
+
+def _check_transfer_attrs(node, sig):
+    for name, ad in sig.attrs.items():
+        if name in node.attr:
+            _check_attr_value(node, ad, node.attr[name])
+    for name in _TRANSFER_TEXT_ATTRS:
+        value = node.get_attr(name, b"")
+        if isinstance(value, bytes):
+            try:
+                value.decode("utf-8")
+            except UnicodeDecodeError:
+                raise GraphValidationError(f"{_where(node)}: attr {name!r} is not UTF-8 text "
+                                           f"({value[:40]!r})") from None
 
 
 def _where(node):
