@@ -6,8 +6,9 @@ layer) against the same graph after `tfg optimize` (one _FusedMatMul per layer),
 The MLP is bench_run.py's: 784-1024-1024-10 at batch 128, weights as constants (inference);
 with --train, the SGD training step (tfg grad, then optimize: fused ops have no gradient, so
 the gradient is taken first, as TensorFlow's Grappler also sees it). Both graphs get their own
-Session; steps alternate A B A B after a warm-up, and the medians and their ratio are printed
-and written to benchmarks/results/fused.json. Outputs are compared first (they must match).
+Session; steps alternate A B B A A B ... after a warm-up (interleaved, each side first half of
+the time), and the medians and their ratio are printed and written to
+benchmarks/results/fused.json. Outputs are compared first (they must match).
 """
 import argparse
 import json
@@ -66,6 +67,9 @@ def main():
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--batch", type=int, default=128)
     ap.add_argument("--train", action="store_true", help="the SGD training step")
+    ap.add_argument("--blas-threads", type=int, default=None,
+                    help="BLAS threads for the steps (default: the Session's, half the cores; "
+                         "0: leave BLAS as the environment sets it, e.g. OPENBLAS_NUM_THREADS)")
     ap.add_argument("--out", default=os.path.join(HERE, "results", "fused.json"))
     a = ap.parse_args()
 
@@ -77,7 +81,7 @@ def main():
         raise SystemExit("tfg optimize fused no MatMul: nothing to compare")
     sessions = {}
     for name, g in (("unfused", graph), ("fused", fused)):
-        sess = Session(g)
+        sess = Session(g, blas_threads=a.blas_threads)
         if init:
             sess.run(None, targets=init)
         sessions[name] = sess
@@ -98,10 +102,14 @@ def main():
         step("unfused")
         step("fused")
     times = {"unfused": [], "fused": []}
-    for _ in range(max(5, a.reps)):  # A B A B
-        times["unfused"].append(step("unfused"))
-        times["fused"].append(step("fused"))
+    for i in range(max(5, a.reps)):
+        # A B B A A B ...: interleaved, and each side goes first half of the time (the step
+        # that runs first after the other graph's step was measured ~3% faster either way).
+        for name in (("unfused", "fused") if i % 2 == 0 else ("fused", "unfused")):
+            times[name].append(step(name))
     row = {"graph": "mlp_train" if a.train else "mlp", "batch": a.batch,
+           "blas_threads": a.blas_threads if a.blas_threads is not None else "session default",
+           "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS"),
            "sizes": list(SIZES), "nodes_unfused": len(graph), "nodes_fused": len(fused),
            "fused_matmuls": n_fused, "reps": max(5, a.reps)}
     for name, ts in times.items():
@@ -110,7 +118,7 @@ def main():
     row["fused_over_unfused"] = row["fused_median_s"] / row["unfused_median_s"]
     row["fused_over_unfused_cpu"] = row["fused_cpu_median_s"] / row["unfused_cpu_median_s"]
     print(f"{row['graph']} (batch {a.batch}): {len(graph)} nodes as written, {len(fused)} after "
-          f"optimize ({n_fused} _FusedMatMul); median of {row['reps']}, A B A B")
+          f"optimize ({n_fused} _FusedMatMul); median of {row['reps']}, A B B A")
     for kind, sfx in (("wall", ""), ("cpu", "_cpu")):
         print(f"  {kind:4s} unfused {row[f'unfused{sfx}_median_s'] * 1e3:8.2f} ms   fused "
               f"{row[f'fused{sfx}_median_s'] * 1e3:8.2f} ms   fused/unfused "
@@ -120,7 +128,9 @@ def main():
         with open(a.out) as f:
             results = json.load(f)
     results["cpu_count"] = os.cpu_count()
-    results.setdefault("rows", {})[f"{row['graph']}_b{a.batch}"] = row
+    key = f"{row['graph']}_b{a.batch}" + ("" if a.blas_threads is None else
+                                           f"_blas{a.blas_threads}")
+    results.setdefault("rows", {})[key] = row
     with open(a.out, "w") as f:
         json.dump(results, f, indent=1)
 
