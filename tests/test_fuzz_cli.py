@@ -351,8 +351,8 @@ def test_a_run_that_loops_forever_is_cancelled_and_listed(tmp_path):
 
 
 @pytest.mark.xfail(strict=True, reason="the Python API runs without tfg run's check: needs the "
-                   "one-line check in tfg/executor/plan.py build_plan (h8's executor.diff; "
-                   "remove this marker when it is applied)")
+                   "one-line check in tfg/executor/session.py Session._graph (h8's "
+                   "executor.diff; remove this marker when it is applied)")
 def test_session_refuses_a_control_flow_node_without_its_inputs():
     from tfg.errors import GraphValidationError
     from tfg.executor.session import Session
@@ -363,6 +363,11 @@ def test_session_refuses_a_control_flow_node_without_its_inputs():
     victim.op = "NextIteration"
     victim.attr["T"].type = 1
     with pytest.raises(GraphValidationError, match=f"{victim.name!r} \\(NextIteration\\)"):
+        Session(io.loads(gd.SerializeToString())).run("out")
+    gd = _loop_graph()  # a LoopCond of an int32: an endless loop before
+    cond = _first(gd, "LoopCond")
+    cond.input[0] = _first(gd, "Merge").name
+    with pytest.raises(GraphValidationError, match="expected bool"):
         Session(io.loads(gd.SerializeToString())).run("out")
 
 
@@ -427,3 +432,18 @@ def test_run_refuses_transfer_attrs_of_the_wrong_type(tmp_path, op, attr, kind):
         node.attr[attr].CopyFrom(fuzz._attr_of_kind(random.Random(0), kind))
     code, err = _run_partitioned(tmp_path, gd)
     assert code == 2 and f"{node.name!r} ({op})" in err and repr(attr) in err, err
+
+
+@pytest.mark.parametrize("kind", ["tensor", "func"])
+def test_render_draws_a_transfer_with_attrs_of_the_wrong_type(tmp_path, kind):
+    """render keyed _Send/_Recv pairs by their raw attrs: a tensor or func recv_device crashed it
+    (unhashable type, exit 1). Now the malformed pair is drawn without its rendezvous edge."""
+    gd = _partitioned_loop_graph()
+    recv = _first(gd, "_Recv")
+    recv.attr["recv_device"].CopyFrom(fuzz._attr_of_kind(random.Random(0), kind))
+    path = tmp_path / "g.pb"
+    path.write_bytes(gd.SerializeToString())
+    out = tmp_path / "r.dot"
+    code, err, _ = fuzz.run_in_process(["render", str(path), "-o", str(out)])
+    assert code == 0 and not fuzz.problems("render", code, err, out), err
+    assert recv.name in out.read_text()

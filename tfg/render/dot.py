@@ -12,6 +12,7 @@ the package nor the `dot` binary.
 import html
 from collections import defaultdict
 
+from tfg.errors import TfgError
 from tfg.graphdef.graph import BACK_EDGE_OPS
 from tfg.graphdef.names import CONTROL
 from tfg.render.view import BOX_PREFIX, scope_of
@@ -304,9 +305,22 @@ _SEND_RECV = ("_Send", "_Recv", "_HostSend", "_HostRecv")
 SEND_RECV_COLOUR = "#2ca02c"
 
 
+def _text_attr(node, name):
+    """A string attr as text, or None when the attr holds something else (a malformed node:
+    render describes it rather than failing)."""
+    try:
+        value = node.get_attr(name, b"")
+    except TfgError:
+        return None
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return value if isinstance(value, str) else None
+
+
 def _rendezvous_key(node):
-    return (node.get_attr("tensor_name", b""), node.get_attr("send_device", b""),
-            node.get_attr("recv_device", b""))
+    """(tensor, send device, recv device) of a _Send/_Recv, or None when an attr is not text."""
+    key = tuple(_text_attr(node, name) for name in ("tensor_name", "send_device", "recv_device"))
+    return None if None in key else key
 
 
 def _emit_send_recv_edges(graph, view, lines):
@@ -314,16 +328,17 @@ def _emit_send_recv_edges(graph, view, lines):
     sends = {}
     for name, unit in view.unit_of.items():
         node = graph[name]
-        if node.op in ("_Send", "_HostSend"):
-            sends[_rendezvous_key(node)] = unit
+        key = _rendezvous_key(node) if node.op in ("_Send", "_HostSend") else None
+        if key is not None:
+            sends[key] = unit
     pairs = defaultdict(list)
     for name, unit in view.unit_of.items():
         node = graph[name]
-        if node.op in ("_Recv", "_HostRecv"):
-            src = sends.get(_rendezvous_key(node))
+        key = _rendezvous_key(node) if node.op in ("_Recv", "_HostRecv") else None
+        if key is not None:
+            src = sends.get(key)
             if src is not None and src != unit:
-                pairs[(src, unit)].append(node.get_attr("tensor_name", b"").decode(
-                    "utf-8", "replace"))
+                pairs[(src, unit)].append(key[0])
     for (src, dst), tensors in pairs.items():
         lines.append(f"  {quote(src)} -> {quote(dst)} " + _attrs(
             color=SEND_RECV_COLOUR, style="bold", penwidth="1.6", arrowhead="vee",
