@@ -447,3 +447,22 @@ def test_render_draws_a_transfer_with_attrs_of_the_wrong_type(tmp_path, kind):
     code, err, _ = fuzz.run_in_process(["render", str(path), "-o", str(out)])
     assert code == 0 and not fuzz.problems("render", code, err, out), err
     assert recv.name in out.read_text()
+
+
+@pytest.mark.parametrize("sub", ["place", "partition"])
+def test_place_with_a_string_where_a_shape_belongs(tmp_path, sub):
+    """A Placeholder's shape attr holding 10,000 bytes was read as 10,000 dims of 120: the cost
+    model's FLOP estimate overflowed a float (OverflowError, exit 1). Such shapes are unknown
+    now: placement guesses, as for any unknown shape."""
+    from tfg import builder as tb
+
+    with tb.Graph() as g:
+        x = tb.placeholder(tb.float32, [2, 2], name="x")
+        tb.matmul(x, x, name="mm")
+    gd = g.graph.to_proto()
+    _first(gd, "Placeholder").attr["shape"].s = b"x" * 10000
+    path = tmp_path / "g.pb"
+    path.write_bytes(gd.SerializeToString())
+    out = tmp_path / "o.pb"
+    code, err, _ = fuzz.run_in_process([sub, str(path), "--devices", "cpu:2", "-o", str(out)])
+    assert code == 0 and not fuzz.problems(sub, code, err, out), err

@@ -45,6 +45,33 @@ def tensor_shapes(graph):
     Uses tfg.graphdef.infer when present; otherwise what the graph records itself
     (`_output_shapes`, Placeholder/Variable `shape`, Const values).
     """
+    shapes = _raw_tensor_shapes(graph)
+    # A malformed graph may record anything as a shape (a string attr read as bytes, 10,000
+    # dims): such shapes become unknown, so the cost model guesses instead of overflowing.
+    return {key: _sane_shape(shape) for key, shape in shapes.items()}
+
+
+# Larger tensors cannot exist; estimates from such shapes would overflow a float.
+_MAX_ELEMENTS = 1 << 62
+
+
+def _sane_shape(shape):
+    """`shape` as a tuple of dims (int >= 0 or None), or None when it is not a usable shape."""
+    if not isinstance(shape, (tuple, list)):
+        return None
+    elements = 1
+    for d in shape:
+        if d is None:
+            continue
+        if type(d) is not int or d < 0:
+            return None
+        elements *= d
+        if elements > _MAX_ELEMENTS:
+            return None
+    return tuple(shape)
+
+
+def _raw_tensor_shapes(graph):
     shapes = {}
     try:
         from tfg.graphdef.infer import infer
