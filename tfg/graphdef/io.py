@@ -112,7 +112,8 @@ def dumps(graph, fmt="binary"):
     if fmt in ("pbtxt", "text"):
         return text_format.MessageToString(gd).encode("utf-8")
     if fmt in ("pb", "binary"):
-        return gd.SerializeToString()
+        # Deterministic: map fields (attrs) in key order, so equal graphs give equal bytes.
+        return gd.SerializeToString(deterministic=True)
     raise TfgInputError(f"unknown graph format {fmt!r} (expected pb or pbtxt)")
 
 
