@@ -4,9 +4,10 @@ the project's fixtures, plus hypothesis choosing seeds and mutation chains.
 
 Each command must end with exit 0, exit 2 (bad input) or, for `run`, exit 1 (a runtime
 failure of a valid graph), with one error line on stderr, no traceback, no output file left
-after a failure, within the time bound. CI runs a bounded size (every seed x mutator once, about a minute);
-TFG_FUZZ_FULL=1 runs every seed x mutator for several rounds. The inputs tried per subcommand
-are printed (pytest -s) and asserted.
+after a failure, within the time bound (a `run` that loops for ever is cancelled there; one
+that waits without computing is a failure). CI runs a bounded size (every seed x mutator once,
+plus a few partitioned seeds); TFG_FUZZ_FULL=1 runs every seed, partitioned too, x mutator for
+8 rounds. The inputs tried per subcommand are printed (pytest -s) and asserted.
 """
 import os
 import pathlib
@@ -27,8 +28,12 @@ SEEDS = fuzz.load_seeds()
 
 
 def _ci_seeds():
-    """Every seed, one round in CI (~6000 commands, about a minute); 8 rounds at full size."""
-    return SEEDS
+    """Every seed, one round in CI (~6000 commands, about a minute); 8 rounds at full size.
+    Partitioned seeds (what `tfg partition` writes: _Send/_Recv pairs, per-device control
+    loops) too: a few in CI, all of them at full size."""
+    few = ("conformance/while_accum", "conformance/grad_cond_0", "executor/cond_in_while",
+           "partition/train_variables")
+    return SEEDS + fuzz.partitioned_seeds([s for s in SEEDS if FULL or s.name in few])
 
 
 @pytest.fixture(scope="module")
@@ -178,11 +183,6 @@ def test_grad_of_conv_with_a_dangling_input_is_an_input_error(tmp_path):
     assert p.returncode == 2, p.stderr
 
 
-@pytest.mark.xfail(strict=False, reason="constfold bug (tfg/passes/constfold/fold.py "
-                   "fold_constants): a node is evaluated first and its output discarded when "
-                   "larger than MAX_CONSTANT_BYTES afterwards, so `tfg optimize` on a Fill of "
-                   "8 GiB allocates 8 GiB (15 s) before giving up; the size should be checked "
-                   "from the inputs before evaluating (as tfg/executor/limits.py does)")
 def test_optimize_does_not_materialize_a_large_fill(tmp_path):
     import subprocess
 
@@ -466,3 +466,23 @@ def test_place_with_a_string_where_a_shape_belongs(tmp_path, sub):
     out = tmp_path / "o.pb"
     code, err, _ = fuzz.run_in_process([sub, str(path), "--devices", "cpu:2", "-o", str(out)])
     assert code == 0 and not fuzz.problems(sub, code, err, out), err
+
+
+def test_a_command_that_waits_past_the_time_bound_is_stuck_and_a_failure(tmp_path):
+    """The time bound tells a loop that computes ("hang": a `run` may loop for ever) from a
+    command that waits without computing ("stuck": a deadlock, a failure for any subcommand),
+    by the CPU time it used. A dequeue from a queue that nobody fills waits."""
+    from tfg.graphdef import io
+    from tfg.graphdef.graph import Graph
+    from tfg.schemas.dtypes import DType
+
+    g = Graph()
+    g.add_node("q", "FIFOQueueV2", [], {"component_types": [DType.FLOAT]})
+    g.add_node("deq", "QueueDequeueV2", ["q"], {"component_types": [DType.FLOAT]})
+    path = tmp_path / "g.pb"
+    io.save(g, str(path))
+    code, err, _ = fuzz.run_in_process(["run", str(path), "--fetch", "deq"], time_bound=2.0)
+    assert code == "stuck", (code, err)
+    assert fuzz.problems("run", code, err, None)
+    code, _, _ = fuzz.run_as_process(["run", str(path), "--fetch", "deq"], time_bound=4.0)
+    assert code == "stuck"

@@ -16,6 +16,10 @@ partition and run on the result. Every command must end with exit 0, exit 2 (bad
 exit 1 (a runtime failure of `run`) with ONE line on stderr and no traceback, leave no output
 file when it failed, and finish within the time bound. The report gives the inputs tried per
 subcommand and every failure with the seed, the mutations and the command to reproduce it.
+A `run` past the time bound is cancelled and listed apart (with its reproducer), not counted
+as a failure: a mutant may loop for ever legitimately (a counter that no longer advances, a
+loop bound made 2**20); checked by hand so far, each one was a loop still iterating, not a
+step waiting on a message that never comes (the executor reports those as deadlocks).
 
 No TensorFlow needed. tests/test_fuzz_cli.py runs this engine at a bounded size in CI
 (TFG_FUZZ_FULL=1 runs it at full size).
@@ -45,6 +49,10 @@ SUBCOMMANDS = ("info", "convert", "render", "grad", "optimize", "prune", "place"
                "run")
 TIME_BOUND_S = 30.0  # per command; a run that loops longer is cancelled and reported
 RUN_MAX_MEMORY = "256M"
+# A command cancelled at the time bound that used less CPU than this share of the time was
+# waiting, not computing: "stuck" (a deadlock: a Merge or a Recv waiting for ever), a failure;
+# one that computed all along is "hang" (a loop that never ends), which `run` may do.
+STUCK_CPU_SHARE = 0.05
 
 
 # --- seeds ----------------------------------------------------------------------------------
@@ -440,7 +448,8 @@ def commands(seed, graph_path, outdir):
 
 
 class Hang(BaseException):
-    """Raised by the alarm in an in-process command that ran past the time bound."""
+    """Raised by the alarm in an in-process command that ran past the time bound; its argument
+    is "hang" or "stuck"."""
 
 
 def run_in_process(argv, time_bound=None):
@@ -454,8 +463,16 @@ def run_in_process(argv, time_bound=None):
                pyio.TextIOWrapper(out, write_through=True),
                pyio.TextIOWrapper(err, write_through=True))
 
+    window = _stuck_window(time_bound)
+    last = {}
+
     def on_alarm(signum, frame):
-        raise Hang()
+        if not last:  # at the time bound: watch the CPU for one more short window
+            last["cpu"], last["wall"] = time.process_time(), time.monotonic()
+            signal.setitimer(signal.ITIMER_REAL, window)
+            return
+        raise Hang(_hang_or_stuck(time.process_time() - last["cpu"],
+                                  time.monotonic() - last["wall"]))
 
     prev = signal.signal(signal.SIGALRM, on_alarm)
     # Someone else's alarm (pytest-timeout) is put back afterwards, minus the time we took.
@@ -467,8 +484,8 @@ def run_in_process(argv, time_bound=None):
         code = 0
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-    except Hang:
-        code = "hang"
+    except Hang as e:
+        code = e.args[0]
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, prev)
@@ -481,6 +498,17 @@ def run_in_process(argv, time_bound=None):
     return code, err.getvalue().decode("utf-8", "replace"), time.monotonic() - start
 
 
+def _stuck_window(time_bound):
+    """Seconds of CPU watching after the time bound (startup work must not count)."""
+    return min(1.0, max(0.2, time_bound / 10))
+
+
+def _hang_or_stuck(cpu_s, wall_s):
+    """A command cancelled at the time bound: "hang" if it computed during the last window,
+    "stuck" if it waited."""
+    return "stuck" if cpu_s < STUCK_CPU_SHARE * wall_s else "hang"
+
+
 def _limit_memory():
     import resource
 
@@ -491,13 +519,30 @@ def run_as_process(argv, time_bound=None):
     """`python -m tfg ARGV` (address space capped at 8 GiB) -> (code, stderr, seconds)."""
     time_bound = TIME_BOUND_S if time_bound is None else time_bound
     start = time.monotonic()
+    p = subprocess.Popen([sys.executable, "-m", "tfg", *argv], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                         preexec_fn=_limit_memory, cwd=ROOT)
     try:
-        p = subprocess.run([sys.executable, "-m", "tfg", *argv], capture_output=True,
-                           timeout=time_bound, stdin=subprocess.DEVNULL,
-                           preexec_fn=_limit_memory, cwd=ROOT)
-    except subprocess.TimeoutExpired:
-        return "hang", "", time.monotonic() - start
-    return p.returncode, p.stderr.decode("utf-8", "replace"), time.monotonic() - start
+        _, err = p.communicate(timeout=time_bound)
+    except subprocess.TimeoutExpired:  # watch its CPU for one more short window
+        cpu, wall = _process_cpu_s(p.pid), time.monotonic()
+        try:
+            _, err = p.communicate(timeout=_stuck_window(time_bound))
+        except subprocess.TimeoutExpired:
+            code = _hang_or_stuck(_process_cpu_s(p.pid) - cpu, time.monotonic() - wall)
+            p.kill()
+            p.communicate()
+            return code, "", time.monotonic() - start
+    return p.returncode, err.decode("utf-8", "replace"), time.monotonic() - start
+
+
+def _process_cpu_s(pid):
+    """User + system CPU seconds of a running process, all its threads (Linux /proc)."""
+    try:
+        fields = pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def problems(sub, code, err, output):
@@ -508,6 +553,9 @@ def problems(sub, code, err, output):
         if sub == "run":  # a mutant may loop (a bound of 2**20, a predicate made constant):
             return []     # running it is not a fault as long as it can be stopped (it was)
         return [f"no answer within {TIME_BOUND_S:.0f}s"]
+    if code == "stuck":
+        return [f"no answer within {TIME_BOUND_S:.0f}s, waiting rather than computing (a "
+                "deadlock?)"]
     if code not in allowed:
         bad.append(f"exit {code}")
     if "Traceback" in err:

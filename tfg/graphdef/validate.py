@@ -98,9 +98,9 @@ def check_control_flow(graph):
     every node the executor runs itself has the data inputs it needs, every control-flow
     node (Switch, Merge, Enter, Exit, NextIteration, LoopCond) is valid against its signature,
     input dtypes included, and every _Send/_Recv has attrs of the right types (the
-    rendezvous key is made of them). The executor runs these ops without a kernel that would type-check
-    them: a LoopCond fed an int32 or a Merge of a float and a bool would otherwise run, and
-    may loop forever.
+    rendezvous key is made of them). The executor runs these ops without a kernel that
+    would type-check them: a LoopCond fed an int32 or a Merge of a float and a bool would
+    otherwise run, and may loop for ever.
 
         >>> check_control_flow(graph)        # a loop whose LoopCond reads an int32 Merge
         GraphValidationError: node 'while/LoopCond' (LoopCond): input 0 ('while/Less') is
