@@ -269,7 +269,8 @@ def m_merge_mismatch(gd, rng):
 
 
 def m_exit_without_enter(gd, rng):
-    enter = _pick(rng, gd.node, lambda n: n.op in ("Enter", "RefEnter"))
+    enter = _pick(rng, gd.node, lambda n: n.op in ("Enter", "RefEnter") and n.input
+                  and not n.input[0].startswith("^"))  # an earlier mutation may have cut it
     if enter is not None and rng.random() < 0.5:  # bypass an Enter: its frame loses an input
         for n in gd.node:
             for i, s in enumerate(n.input):

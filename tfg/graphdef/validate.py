@@ -7,7 +7,7 @@ on import.
     ['MyCustomOp']
     >>> unknown_ops(graph)
     ['MyCustomOp']
-    >>> check_for_run(graph)                       # what `tfg run` checks (see below)
+    >>> check_control_flow(graph)                  # what `tfg run` checks (see below)
     GraphValidationError: node 'c' (Enter): has 0 data inputs, an Enter takes 1
 
 Checked, in this order per node (file order), the first problem raising with a one-line message
@@ -123,35 +123,6 @@ def check_control_flow(graph):
         _check_edges(node, sig, nodes)
 
 
-def check_attr_kinds(graph):
-    """Raise GraphValidationError for the first attr whose AttrValue field is not the kind its
-    op's signature declares (a Const whose `value` holds a float instead of a tensor, a `T`
-    holding a string). Only attrs both the node and the signature name are looked at; unknown
-    ops and attrs are left to the kernels. Kernels read attrs as they are: a Const of `inf`
-    where a tensor belongs ran, as a loop step of inf that never ended.
-
-        >>> check_attr_kinds(graph)
-        GraphValidationError: node 'add/y' (Const): attr 'value' must be tensor, but the
-        AttrValue holds f
-    """
-    for node in graph:
-        sig = registry._OPS.get(node.op)
-        if sig is None:
-            continue
-        attrs = node.attr_view if hasattr(node, "attr_view") else node.attr
-        for name in attrs.keys():
-            ad = sig.attrs.get(name)
-            if ad is not None and not _kind_ok(ad, attrcodec.kind_of(attrs[name])):
-                raise GraphValidationError(
-                    f"{_where(node)}: attr {name!r} must be {ad.type}, but the AttrValue holds "
-                    f"{attrcodec.kind_of(attrs[name]) or 'nothing'}")
-
-
-def check_for_run(graph):
-    """What `tfg run` and Session check before running: check_control_flow, then
-    check_attr_kinds (TensorFlow refuses both kinds of graph on import)."""
-    check_control_flow(graph)
-    check_attr_kinds(graph)
 
 
 def _kind_ok(ad, kind):
