@@ -39,6 +39,7 @@ def _train(g, steps=100):
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_losses_match_tensorflow(name):
     g = grad(io.load(FIX / "mlp.pb"), ["loss"], XS, optimizer=CASES[name])
+    tfg.validate(g)  # what `tfg run` checks first: slot variables' attrs are well-typed
     want = np.load(FIX / "mlp.npz")[f"loss/{name}"]
     got = _train(g)
     np.testing.assert_allclose(got[-1], want[-1], rtol=1e-4)

@@ -25,6 +25,7 @@ get no update. Slot initializers join the `init` NoOp when the graph has one; ot
 import numpy as np
 
 from tfg.errors import TfgInputError
+from tfg.graphdef.attrs import Shape
 from tfg.graphdef.names import parse_tensor
 from tfg.schemas.dtypes import DType
 
@@ -104,12 +105,12 @@ class _Trainer:
         name = self.g.unique_name(name)
         init = self.const(f"{name}/Initializer/Const", np.full(shape, fill), dtype)
         if resource:
-            self.g.add_node(name, "VarHandleOp", [], {"dtype": dtype, "shape": list(shape),
+            self.g.add_node(name, "VarHandleOp", [], {"dtype": dtype, "shape": Shape(shape),
                                                       "shared_name": name}, var.device)
             assign = self.g.add_node(f"{name}/Assign", "AssignVariableOp", [name, init],
                                      {"dtype": dtype}, var.device)
         else:
-            self.g.add_node(name, "VariableV2", [], {"dtype": dtype, "shape": list(shape)},
+            self.g.add_node(name, "VariableV2", [], {"dtype": dtype, "shape": Shape(shape)},
                             var.device)
             assign = self.g.add_node(f"{name}/Assign", "Assign", [name, init], {"T": dtype},
                                      var.device)
