@@ -487,9 +487,11 @@ def test_a_command_that_waits_past_the_time_bound_is_stuck_and_a_failure(tmp_pat
     g.add_node("deq", "QueueDequeueV2", ["q"], {"component_types": [DType.FLOAT]})
     path = tmp_path / "g.pb"
     io.save(g, str(path))
-    code, err, _ = fuzz.run_in_process(["run", str(path), "--fetch", "deq"], time_bound=2.0)
+    # Bounds long enough for imports and loading to be over when the CPU is watched, on a
+    # loaded machine too.
+    code, err, _ = fuzz.run_in_process(["run", str(path), "--fetch", "deq"], time_bound=4.0)
     assert code == "stuck", (code, err)
     assert fuzz.problems("run", code, err, None)
-    code, _, _ = fuzz.run_as_process(["run", str(path), "--fetch", "deq"], time_bound=4.0)
+    code, _, _ = fuzz.run_as_process(["run", str(path), "--fetch", "deq"], time_bound=8.0)
     assert code == "stuck"
 
