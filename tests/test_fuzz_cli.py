@@ -51,6 +51,8 @@ def ci_report(tmp_path_factory):
 ROUNDS = 8 if FULL else 1
 
 
+# At full size the fuzz runs for many minutes: past pytest-timeout's default (pyproject.toml).
+@pytest.mark.timeout(4 * 3600 if FULL else 300)
 def test_mutation_fuzzer_over_every_subcommand(ci_report):
     assert not ci_report.failures, "\n".join(ci_report.failures[:20])
     for sub in fuzz.SUBCOMMANDS:
