@@ -68,7 +68,7 @@ def main():
     ap.add_argument("--batch", type=int, default=128)
     ap.add_argument("--train", action="store_true", help="the SGD training step")
     ap.add_argument("--blas-threads", type=int, default=None,
-                    help="BLAS threads for the steps (default: the Session's, half the cores; "
+                    help="BLAS threads for the steps (default: the Session's, BLAS left alone; "
                          "0: leave BLAS as the environment sets it, e.g. OPENBLAS_NUM_THREADS)")
     ap.add_argument("--out", default=os.path.join(HERE, "results", "fused.json"))
     a = ap.parse_args()

@@ -138,7 +138,7 @@ def main():
     ap.add_argument("--dataflow", action="store_true",
                     help="force tfg's dataflow executor (no precomputed fast-path schedule)")
     ap.add_argument("--blas-threads", type=int, default=None,
-                    help="BLAS threads for tfg's steps (default: the Session's, half the cores; "
+                    help="BLAS threads for tfg's steps (default: the Session's, BLAS left alone; "
                          "0: leave BLAS alone)")
     ap.add_argument("--out", default=os.path.join(HERE, "results", "run.json"))
     a = ap.parse_args()

@@ -12,9 +12,10 @@ bench_optimize.py. TF-vs-tfg timings alternate A B A B and report the median of 
 Peak memory is the growth of peak RSS over one steady-state step (Linux: the peak is reset
 through /proc/<pid>/clear_refs), the same measure for both sides; tfg's tracemalloc peak is
 reported too. --quick shrinks the large graphs (10x fewer nodes) for a smoke run.
-tfg's Session caps BLAS threads while a step runs (default: half the cores; --blas-threads N
-sets it for every row, 0 leaves BLAS alone); the rows mlp and cnn are also timed again with
-BLAS on every core ("mlp/blas=N"), which wins on a quiet machine and loses under load. Each
+tfg's Session leaves BLAS's threads alone by default (--blas-threads N caps them for every
+row); the rows mlp and cnn are also timed again with BLAS capped at half the cores
+("mlp/blas=N", Session(blas_threads='auto')), which loses on a quiet machine and wins under
+load. Each
 row records the 1-minute load average before and after it, so figures taken on a busy
 machine say so. Writes benchmarks/results/suite.json.
 """
@@ -228,10 +229,10 @@ def main():
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--out", default=os.path.join(HERE, "results", "suite.json"))
     ap.add_argument("--blas-threads", type=int, default=None,
-                    help="BLAS threads for tfg's steps (default: the Session's, half the "
-                         "cores; 0: leave BLAS alone)")
+                    help="BLAS threads for tfg's steps (default: the Session's, BLAS left "
+                         "alone)")
     ap.add_argument("--no-blas-variants", action="store_true",
-                    help="skip the extra mlp/cnn rows with BLAS on every core")
+                    help="skip the extra mlp/cnn rows with BLAS capped at half the cores")
     a = ap.parse_args()
     started = time.perf_counter()
     want = [r for r in a.rows.split(",") if r]
@@ -248,10 +249,10 @@ def main():
             print("TensorFlow is not importable (pass --tf-python): skipping TF rows")
         else:
             cores = os.cpu_count() or 1
-            variants = [] if a.no_blas_variants or cores < 2 else [
-                ("mlp", cores), ("cnn", cores)]
+            half = max(1, cores // 2)
+            variants = [] if a.no_blas_variants or cores < 2 else [("mlp", half), ("cnn", half)]
             rnn = []
-            if "rnn" in want:  # first: the all-core BLAS variants below leave threads behind
+            if "rnn" in want:  # first: BLAS's threads left spinning by the rows below disturb it
                 import bench_rnn
                 load_before = loadavg()
                 row = bench_rnn.run(tf_python, a.reps, blas_threads=a.blas_threads)

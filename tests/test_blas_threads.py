@@ -23,8 +23,8 @@ def clean_env(monkeypatch):
     return monkeypatch
 
 
-def test_default_is_half_the_cores(clean_env):
-    assert blas.resolve_blas_threads(None) == max(1, (os.cpu_count() or 1) // 2)
+def test_default_leaves_blas_alone_and_auto_is_half_the_cores(clean_env):
+    assert blas.resolve_blas_threads(None) is None
     assert blas.resolve_blas_threads("auto") == max(1, (os.cpu_count() or 1) // 2)
 
 
@@ -36,7 +36,7 @@ def test_explicit_values(clean_env):
 
 def test_user_blas_env_wins_over_the_default(clean_env):
     clean_env.setenv("OPENBLAS_NUM_THREADS", "4")
-    assert blas.resolve_blas_threads(None) is None
+    assert blas.resolve_blas_threads("auto") is None
     assert blas.resolve_blas_threads(2) == 2  # an explicit option still applies
 
 

@@ -1,6 +1,6 @@
 """How many threads the BLAS library (numpy's OpenBLAS, or MKL/BLIS) may use while a step runs.
 
-    >>> limit = resolve_blas_threads(None)   # the default: half the cores, at least 1
+    >>> limit = resolve_blas_threads("auto") # half the cores, at least 1 (default: None)
     >>> with blas_limit(limit):              # while any step runs, BLAS uses <= limit threads
     ...     sess_step()
     >>> # afterwards the library's own setting is back
@@ -8,9 +8,11 @@
 Why: OpenBLAS's worker threads busy-wait between calls. The executor runs non-BLAS kernels on
 its own thread pool and TensorFlow-style graphs mix many small matmuls with elementwise ops, so
 BLAS threads spin on the cores the executor needs (measured on 2 cores: an MLP step 3x slower
-with 2 BLAS threads than with 1, the RNN benchmark 5x). The default keeps half the cores for
-the executor's pool. An explicit BLAS setting in the environment (OPENBLAS_NUM_THREADS,
-OMP_NUM_THREADS, MKL_NUM_THREADS) is the user's choice: the default then leaves BLAS alone.
+with 2 BLAS threads than with 1, the RNN benchmark 5x, while other jobs ran). On a quiet
+machine the opposite holds (the MLP step 0.8x TensorFlow with BLAS on both cores, 1.4-1.8x
+with one), so the default leaves BLAS alone; 'auto' keeps half the cores for the executor's
+pool, for loaded machines. With 'auto', an explicit BLAS setting in the environment
+(OPENBLAS_NUM_THREADS, OMP_NUM_THREADS, MKL_NUM_THREADS) is the user's choice and wins.
 
 Concurrent sessions share one process-wide setting: the first step to start saves the
 library's value and sets the limit, the last one to end restores it (steps wanting different
@@ -122,16 +124,16 @@ def _auto():
 def resolve_blas_threads(value, name="blas_threads"):
     """The BLAS thread limit a Session uses: an int >= 1, or None for 'leave BLAS alone'.
 
-    `value`: None (the default: $TFG_BLAS_THREADS if set, else 'auto'), 'auto' (half the
-    cores, or nothing when the user set a BLAS variable), an int (0 = leave BLAS alone), or a
-    string of one. `name` is what an error calls the setting.
-    Before: resolve_blas_threads(None) on 2 cores.  After: 1.
+    `value`: None (the default: $TFG_BLAS_THREADS if set, else leave BLAS alone), 'auto'
+    (half the cores, or nothing when the user set a BLAS variable), an int (0 = leave BLAS
+    alone), or a string of one. `name` is what an error calls the setting.
+    Before: resolve_blas_threads("auto") on 2 cores.  After: 1.
     """
     source = name
     if value is None:
         value = os.environ.get(ENV_VAR)
         if value is None:
-            return _auto()
+            return None
         source = f"${ENV_VAR}"
     if isinstance(value, str):
         text = value.strip().lower()

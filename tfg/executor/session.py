@@ -13,8 +13,8 @@ anything runs. A graph whose nodes carry full device names and talk through `_Se
 graphs run on the first device. Variables, queues and random streams live as long as the
 Session. `max_memory` (bytes or '4G'; default: the machine's memory) refuses, before
 allocating, any tensor larger than it (tfg/executor/limits.py). `blas_threads` caps the BLAS
-library's threads while a step runs (default: half the cores, or $TFG_BLAS_THREADS; 0 leaves
-BLAS alone; tfg/executor/blas.py says why).
+library's threads while a step runs (an int, 'auto' for half the cores; default:
+$TFG_BLAS_THREADS, else BLAS left alone; tfg/executor/blas.py says why).
 """
 import os
 import threading

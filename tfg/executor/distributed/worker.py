@@ -103,8 +103,7 @@ class WorkerService(worker_pb2_grpc.WorkerServiceServicer):
         self.serving = True
         self.log = log
         self._handles = itertools.count(1)
-        # As a local Session: BLAS capped per step ($TFG_BLAS_THREADS, else half the cores),
-        # so a worker's matmuls do not contend with its own executor threads.
+        # As a local Session: BLAS capped per step when $TFG_BLAS_THREADS says so.
         self.blas_threads = blas.resolve_blas_threads(None)
 
     # --- helpers --------------------------------------------------------------------------
