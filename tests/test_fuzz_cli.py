@@ -358,9 +358,6 @@ def test_a_run_that_loops_forever_is_cancelled_and_listed(tmp_path):
     assert "[repro: tfg run " in report.cancelled[0]
 
 
-@pytest.mark.xfail(strict=True, reason="the Python API runs without tfg run's check: needs the "
-                   "one-line check in tfg/executor/session.py Session._graph (h8's "
-                   "executor.diff; remove this marker when it is applied)")
 def test_session_refuses_a_control_flow_node_without_its_inputs():
     from tfg.errors import GraphValidationError
     from tfg.executor.session import Session

@@ -33,6 +33,7 @@ from tfg.executor.plan import BUILTIN_KINDS, KERNEL, build_plan
 from tfg.executor.rendezvous import LocalRendezvous
 from tfg.graphdef import io
 from tfg.graphdef.names import tensor_name
+from tfg.graphdef.validate import check_control_flow
 from tfg.kernels.resources import Ref, ResourceMgr, StepContext
 
 
@@ -117,6 +118,10 @@ class Session:
 
     def _graph(self):
         if self._exec_graph is None:
+            # Control flow and _Send/_Recv run without kernels that would check them: a
+            # malformed one (Enter(), a LoopCond of an int32) is an input error naming the
+            # node, not an IndexError or a loop that never ends (what `tfg run` checks too).
+            check_control_flow(self.graph)
             self._exec_graph = partitions.executable_graph(self.graph, self.devices)
         return self._exec_graph
 
