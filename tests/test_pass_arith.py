@@ -1,6 +1,7 @@
 """CSE and the arithmetic optimizer: TensorFlow's test scenarios as structure tests, and values
 before/after through the Session."""
 import numpy as np
+import pytest
 
 from test_pass_manager import G, assert_same, ops_of
 from tfg.passes.manager import optimize
@@ -130,3 +131,46 @@ def test_reshape_of_reshape():
     out = ar(b.g, ["r2"])
     assert "r1" not in out and out["r2"].data_inputs[0].node == "x"
     assert_same(b.g, out, ["r2"], {"x": np.arange(6, dtype=np.float32).reshape(2, 3)})
+
+
+def _reduce_reshape(op, x_shape, axes, target, keep_dims=True, extra_consumer=False):
+    i32 = DType.INT32
+    b = (G().ph("x", x_shape).const("axes", np.array(axes, np.int32))
+         .const("s", np.array(target, np.int32))
+         .op("red", op, "x", "axes", Tidx=i32, keep_dims=keep_dims)
+         .op("r", "Reshape", "red", "s", Tshape=i32))
+    if extra_consumer:
+        b.op("other", "Neg", "red")
+    return b
+
+
+@pytest.mark.parametrize("op", ["Sum", "Mean", "Max", "Min", "Prod"])
+@pytest.mark.parametrize("x_shape,axes,target", [
+    ([4, 1], [0], []),          # TF's bias gradient of a scalar: Sum over 0, then drop the 1
+    ([4, 3], [0], [3]),         # plain keep_dims=False
+    ([2, 1, 3], [2], [2]),      # a size-1 dim dropped on top
+    ([2, 3, 1], [0, 1], [1]),   # keeps the last size-1 dim
+])
+def test_keep_dims_reduction_then_squeezing_reshape_is_one_reduction(op, x_shape, axes, target):
+    """   x --red(keep_dims)--> [.., 1, ..] --Reshape(s)--> target
+       => x --red(axes + dropped size-1 axes, keep_dims=False)--> target   (named r)"""
+    b = _reduce_reshape(op, x_shape, axes, target)
+    out = ar(b.g, ["r"])
+    assert out["r"].op == op and not out["r"].get_attr("keep_dims")
+    assert "red" not in out and out["r"].data_inputs[0].node == "x"
+    rng = np.random.default_rng(0)
+    assert_same(b.g, out, ["r"], {"x": rng.uniform(0.5, 2, x_shape).astype(np.float32)})
+
+
+@pytest.mark.parametrize("case", [
+    dict(x_shape=[4, 3], axes=[0], target=[3, 1]),      # the Reshape adds a dim
+    dict(x_shape=[4, 3], axes=[0], target=[3], keep_dims=False),  # nothing to fold
+    dict(x_shape=[4, 3], axes=[0], target=[3], extra_consumer=True),  # red read twice
+    dict(x_shape=[2, 6], axes=[1], target=[1, 2]),      # a real reshape (transposing dims)
+])
+def test_reduction_then_reshape_not_rewritten(case):
+    b = _reduce_reshape("Sum", **case)
+    keep = ["r", "other"] if case.get("extra_consumer") else ["r"]
+    out = ar(b.g, keep)
+    assert out["r"].op == "Reshape" or not case.get("keep_dims", True), ops_of(out)
+    assert "red" in out

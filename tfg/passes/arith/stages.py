@@ -5,6 +5,8 @@
     AddN(x*c1, c2*x, x*c3)        -> x * AddN(c1, c2, c3)
     Neg(Neg(x)), Reciprocal(Reciprocal(x)), LogicalNot(LogicalNot(x)), inverse Transposes -> x
     Cast(x: T -> T) -> x;  Reshape(Reshape(x)) -> Reshape(x);  Reshape to x's shape -> x
+    Reshape(Sum(x[32,1], [0], keep_dims), []) -> Sum(x, [0, 1])  (a keep_dims reduction whose
+    Reshape only drops dims: one reduction over the dropped axes; Mean/Prod/Max/Min likewise)
     a + Neg(b) -> a - b;  Mul(x, x) -> Square(x);  LogicalNot(Equal) -> NotEqual (and the
     orderings for non-float types);  x / Sqrt(y) -> x * Rsqrt(y);  Pow(x, 2|1|.5|0|-.5|-1) ->
     Square/x/Sqrt/OnesLike/Rsqrt/Reciprocal;  Log(x + 1) -> Log1p(x);  Exp(x) - 1 -> Expm1(x);
@@ -201,6 +203,54 @@ def noop_reshape(ctx, node, x, s):
     return _absorb(ctx, node, *[ctx.graph[p] for p in producers if p in ctx.graph])
 
 
+_REDUCTIONS = ("Sum", "Mean", "Prod", "Max", "Min")
+
+
+def _squeezed_axes(shape, axes, target):
+    """Axes of `shape` to drop so that it becomes `target`: all of `axes` (reduced to 1) plus
+    size-1 dims; None when `target` is not `shape` with dims dropped that way."""
+    dropped, j = [], 0
+    for i, d in enumerate(shape):
+        if i in axes:
+            dropped.append(i)
+        elif j < len(target) and d == target[j]:
+            j += 1
+        elif d == 1:
+            dropped.append(i)
+        else:
+            return None
+    return dropped if j == len(target) else None
+
+
+def reduce_then_squeeze(ctx, node, red, s):
+    if not _same_dev(node, red) or not red.get_attr("keep_dims", False):
+        return False
+    x, axes_ref = red.data_inputs
+    sx, target = ctx.full_shape(x), ctx.full_shape(TensorRef(node.name, 0))
+    axes = ctx.const_value(axes_ref)
+    if sx is None or target is None or axes is None or not sx:
+        return False
+    axes = {int(a) % len(sx) for a in np.ravel(axes)}
+    dropped = _squeezed_axes(sx, axes, tuple(target))
+    if dropped is None:
+        return False
+    # Reducing over a size-1 axis leaves the values as they are, for every reduction here.
+    tidx = red.get_attr("Tidx", DType.INT32)
+    if sorted(axes) == dropped:
+        new_axes = axes_ref
+    else:
+        new_axes = TensorRef(ctx.new_const(ctx.stage_name("ReduceSqueeze", node.name),
+                                           np.asarray(dropped), tidx, device=node.device,
+                                           inherit=[axes_ref], anchors=[x]).name, 0)
+    extra = [] if ctx.const_value(s) is not None else [ctx.control_dep_for(s)]
+    ctx.morph(node, red.op, [_s(x), _s(new_axes)] + extra + _ctrls(node),
+              {"T": red.get_attr("T"), "Tidx": tidx, "keep_dims": False})
+    _absorb(ctx, node, red)
+    ctx.remove_if_dead(axes_ref.node)
+    ctx.remove_if_dead(s.node)
+    return True
+
+
 # --- op replacements ------------------------------------------------------------------------------
 
 def mul_square(ctx, node, x):
@@ -323,6 +373,7 @@ def rules():
         (Pat(("Cast", "Bitcast"), [v("x")]), same_type_cast),
         (Pat("Reshape", [interior("Reshape", "inner"), v("s2")]), reshape_reshape),
         (Pat("Reshape", [v("x"), v("s")]), noop_reshape),
+        (Pat("Reshape", [interior(_REDUCTIONS, "red"), v("s")]), reduce_then_squeeze),
         (Pat("Mul", [v("x"), v("x")]), mul_square),
         (Pat("LogicalNot", [interior(("Equal", "NotEqual", "Less", "LessEqual", "Greater",
                                       "GreaterEqual"), "cmp")]), logical_not_cmp),
