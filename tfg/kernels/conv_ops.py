@@ -63,11 +63,28 @@ class _Geom:
         return xp[:, self.pt:self.pt + h, self.pl:self.pl + w, :]
 
 
-def _im2col(xp, g):
-    n, _, _, c = xp.shape
+def _im2col(x, g):
+    """Patch matrix [N*OH*OW, KH*KW*C] of NHWC `x` (any strides: an NCHW input's transpose is
+    fine), rows in output order and columns in the filter's (kh, kw, c) order.
+
+    The padded copy is one allocation (zeros, then the interior assigned: this also makes an
+    NCHW view contiguous in the same pass) instead of np.pad plus ascontiguousarray. With
+    dilation 1 along W the KW taps of a row are adjacent in memory, so (kw, c) is one run of
+    KW*C values and the copy into the patch matrix moves whole runs, not C values at a time.
+    """
+    n, h, w, c = x.shape
+    if g.pt or g.pb or g.pl or g.pr or not x.flags.c_contiguous:
+        xp = np.zeros(g.padded_shape(n, h, w, c), x.dtype)
+        xp[:, g.pt:g.pt + h, g.pl:g.pl + w, :] = x
+    else:
+        xp = x
     sn, sh, sw, sc = xp.strides
-    win = as_strided(xp, (n, g.oh, g.ow, g.kh, g.kw, c),
-                     (sn, sh * g.sh, sw * g.sw, sh * g.dh, sw * g.dw, sc), writeable=False)
+    if g.dw == 1:
+        win = as_strided(xp, (n, g.oh, g.ow, g.kh, g.kw * c),
+                         (sn, sh * g.sh, sw * g.sw, sh * g.dh, sc), writeable=False)
+    else:
+        win = as_strided(xp, (n, g.oh, g.ow, g.kh, g.kw, c),
+                         (sn, sh * g.sh, sw * g.sw, sh * g.dh, sw * g.dw, sc), writeable=False)
     return win.reshape(n * g.oh * g.ow, g.kh * g.kw * c)
 
 
@@ -92,7 +109,7 @@ def conv2d(ctx, x, w):
     if kh == kw == 1 and g.sh == g.sw == 1 and not (g.pt or g.pl):
         y = x.reshape(-1, c) @ w.reshape(c, oc)
     else:
-        y = _im2col(np.ascontiguousarray(g.pad(x)), g) @ w.reshape(-1, oc)
+        y = _im2col(x, g) @ w.reshape(-1, oc)
     return from_nhwc(y.reshape(n, g.oh, g.ow, oc), fmt)
 
 
@@ -131,7 +148,7 @@ def conv2d_backprop_filter(ctx, x, filter_sizes, dy):
     if dy.shape != (n, g.oh, g.ow, oc):
         fail(f"out_backprop shape {list(dy.shape)} does not match the computed output shape "
              f"{[n, g.oh, g.ow, oc]}")
-    cols = _im2col(np.ascontiguousarray(g.pad(x)), g)
+    cols = _im2col(x, g)
     return (cols.T @ dy.reshape(-1, oc)).reshape(kh, kw, c, oc)
 
 
@@ -205,11 +222,11 @@ def _max_pool(ctx, x, ksize=None, strides=None):
         fail(f"MaxPool needs a 4-D input, got {list(x.shape)}")
     g = _pool_geom(ctx, x.shape, ksize, strides)
     xp = g.pad(x, _lowest(x.dtype))
-    out = xp[g.tap(0, 0)].copy()
-    for i in range(g.kh):
-        for j in range(g.kw):
-            if i or j:
-                np.maximum(out, xp[g.tap(i, j)], out=out)
+    taps = [g.tap(i, j) for i in range(g.kh) for j in range(g.kw)]
+    # The first maximum allocates the output (no separate copy of tap 0); the rest go in place.
+    out = np.maximum(xp[taps[0]], xp[taps[1]]) if len(taps) > 1 else xp[taps[0]].copy()
+    for t in taps[2:]:
+        np.maximum(out, xp[t], out=out)
     return from_nhwc(out, fmt)
 
 
