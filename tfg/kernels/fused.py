@@ -77,10 +77,15 @@ _INPLACE_ACTIVATIONS = {
 
 def _owned(y, inputs):
     """Whether the fused steps may write into `y`: a writable array of its own (the base
-    kernel's fresh output), not a view of an input."""
-    return (isinstance(y, np.ndarray) and y.flags.writeable and y.flags.owndata
-            and not any(isinstance(x, np.ndarray) and np.may_share_memory(y, x)
-                        for x in inputs))
+    kernel's fresh output), not one of the inputs. An array that owns its buffer shares it
+    only with views made of it later, and the inputs were made before it: an input can only be
+    `y` itself or a view of it (were the kernel to return an input's base)."""
+    if not (type(y) is np.ndarray and y.flags.owndata and y.flags.writeable):
+        return False
+    for x in inputs:
+        if x is y or getattr(x, "base", None) is y:
+            return False
+    return True
 
 
 def _apply_fused(ctx, y, args, inputs=()):
