@@ -12,6 +12,7 @@ import time
 import threading
 
 from tfg.executor import plan as P
+from tfg.executor.inplace import inplace_kernel
 from tfg.executor.executor import node_error
 from tfg.kernels.resources import Ref
 
@@ -58,16 +59,31 @@ class Schedule:
         for slot, pos in last_use.items():
             if slot not in keep:
                 frees[pos].append(slot)
+        uses = {}  # slot -> number of input edges reading it
+        for it in runnable:
+            for src in ins[it.id]:
+                uses[slot_of[src]] = uses.get(slot_of[src], 0) + 1
         entries = []
         for pos, it in enumerate(runnable):
             in_slots = tuple(slot_of[src] for src in ins[it.id])
+            fn = it.fn
+            for idx, src in enumerate(ins[it.id]):
+                # Overwriting an input is safe only when this is its one reader, it is not
+                # fetched, and its producer's kernel returns a fresh array (inplace.py).
+                slot = slot_of[src]
+                if (src[1] == 0 and uses[slot] == 1 and slot not in keep
+                        and items[src[0]].kind == P.KERNEL):
+                    alt = inplace_kernel(it, items[src[0]], idx)
+                    if alt is not None:
+                        fn = alt
+                        break
             outs = tuple(slot_of[(it.id, p)] for p in range(it.num_outputs))
             free = list(frees[pos])
             free += [s for s in outs if s not in last_use and s not in keep]
             deref = tuple(i for i, src in enumerate(ins[it.id])
                           if i not in it.ref_inputs and _may_be_ref(items[src[0]], src[1]))
             out = outs[0] if len(outs) == 1 else (outs if outs else None)
-            entries.append((it.fn, it.ctx, in_slots, out, it.needs_step, deref or None,
+            entries.append((fn, it.ctx, in_slots, out, it.needs_step, deref or None,
                             tuple(free) or None))
         feed_slots = [(slot_of[(it.id, 0)], it.feed_index) for it in items if it.kind == P.FEED]
         return Schedule(entries, nslots, feed_slots, fetch_slots, plan.device.name)
