@@ -111,6 +111,7 @@ def _deref(indices, args):
 
 
 _FRAME_KINDS = frozenset({P.ENTER, P.EXIT, P.NEXT})
+_TRIGGER = P.TRIGGER
 _FORWARD_KINDS = frozenset({P.ENTER, P.EXIT, P.NEXT, P.IDENT})  # output 0 = input 0
 _INDEX = tuple(np.int32(i) for i in range(8))  # Merge's value_index outputs
 
@@ -474,10 +475,11 @@ class DataflowRun:
                     value = outputs[port]
                     if track:
                         self._hold(value)
-                    ready.append((d, frame, it, d.kind is not P.TRIGGER and (
-                        is_dead or value is NOVAL), [value]))
+                    # Dead-ness first: live values (the usual case) skip the kind test.
+                    ready.append((d, frame, it, (is_dead or value is NOVAL)
+                                  and d.kind is not _TRIGGER, [value]))
                 else:  # a control edge; no data inputs
-                    ready.append((d, frame, it, is_dead and d.kind is not P.TRIGGER, []))
+                    ready.append((d, frame, it, is_dead and d.kind is not _TRIGGER, []))
                 queued += 1
                 continue
             p = pend.get(dst)
@@ -525,7 +527,7 @@ class DataflowRun:
                 deadc[dst] = deadc.get(dst, 0) + 1
             if p == 0:
                 # A ControlTrigger runs even when its inputs are dead.
-                ready.append((d, frame, it, d.kind is not P.TRIGGER and dst in deadc, None))
+                ready.append((d, frame, it, dst in deadc and d.kind is not _TRIGGER, None))
                 queued += 1
         state.outstanding_ops += queued
 
