@@ -146,15 +146,15 @@ def test_a_failed_file_write_removes_what_was_written(tmp_path, monkeypatch):
     out = tmp_path / "o.pb"
     tfg_cli("partition", src, "--devices", "cpu:3", "-o", out)
     parted = io.load(str(out))
-    real, calls = split_files._write_temp, []
+    real, calls = split_files.io.write_temp, []
 
-    def failing(folder, blob):
+    def failing(folder, blob, **kwargs):
         calls.append(folder)
         if len(calls) == 3:
             raise OSError(28, "No space left on device")
-        return real(folder, blob)
+        return real(folder, blob, **kwargs)
 
-    monkeypatch.setattr(split_files, "_write_temp", failing)
+    monkeypatch.setattr(split_files.io, "write_temp", failing)
     parts = tmp_path / "new"
     with pytest.raises(TfgInputError, match="No space left on device"):
         write_split(parted, str(parts))

@@ -126,28 +126,43 @@ def format_for_path(path, fmt=None):
     return "pb"
 
 
-def write_bytes_atomic(path, data):
-    """Write `data` to `path` via a temp file in the same folder, fsync, rename."""
-    folder = os.path.dirname(os.path.abspath(path)) or "."
+def write_temp(folder, data, prefix=".tfg-", target=None):
+    """Write `data` to a new temp file in `folder` (fsynced, with the permissions a plain open()
+    would give, not mkstemp's 0600) and return its path, for the caller to rename into place.
+    Nothing is left behind on failure; `target` is the path an error names (default: folder)."""
     try:
-        fd, tmp = tempfile.mkstemp(prefix=".tfg-", dir=folder)
+        fd, tmp = tempfile.mkstemp(prefix=prefix, dir=folder)
     except OSError as e:  # no such folder, not writable: the user's path, not a tfg bug
-        raise TfgInputError(f"cannot write {path}: {e.strerror}") from None
+        raise TfgInputError(f"cannot write {target or folder}: {e.strerror}") from None
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
-        # mkstemp makes owner-only files; give the result the permissions a plain open() would.
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)
+    except BaseException:
+        _unlink_quietly(tmp)
+        raise
+    return tmp
+
+
+def _unlink_quietly(path):
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def write_bytes_atomic(path, data):
+    """Write `data` to `path` via a temp file in the same folder, fsync, rename."""
+    folder = os.path.dirname(os.path.abspath(path)) or "."
+    tmp = write_temp(folder, data, target=path)
+    try:
         os.replace(tmp, path)
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        _unlink_quietly(tmp)
         raise
 
 

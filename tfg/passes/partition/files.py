@@ -19,7 +19,6 @@ import hashlib
 import json
 import os
 import re
-import tempfile
 
 from tfg.errors import TfgInputError
 from tfg.graphdef import io
@@ -101,7 +100,7 @@ class StagedSplit:
             files = dict(data)
             files[INDEX] = (json.dumps(index, indent=2) + "\n").encode()
             for name, blob in files.items():
-                self.temps[name] = _write_temp(folder, blob)
+                self.temps[name] = io.write_temp(folder, blob, prefix=".tfg-split-")
         except OSError as e:
             self.discard()
             raise TfgInputError(f"--split {folder}: cannot write: {e.strerror or e}") from None
@@ -137,25 +136,6 @@ class StagedSplit:
                 os.rmdir(self.folder)
             except OSError:
                 pass
-
-
-def _write_temp(folder, blob):
-    fd, tmp = tempfile.mkstemp(prefix=".tfg-split-", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(blob)
-            f.flush()
-            os.fsync(f.fileno())
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # what a plain open() would give, not mkstemp's 0600
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    return tmp
 
 
 def _previous_files(folder):
