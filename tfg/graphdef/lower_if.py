@@ -18,7 +18,7 @@ Switches. The node keeps its name, so `if:k` and `^if` elsewhere keep their mean
 """
 import numpy as np
 
-from tfg.graphdef.graph import Node
+from tfg.graphdef.lowering import Lowering
 from tfg.graphdef.names import input_string
 from tfg.schemas.dtypes import DType
 
@@ -26,7 +26,7 @@ from tfg.schemas.dtypes import DType
 def lower_if(graph, node, lib, chain):
     """Replace the If `node` of `graph` (see module docstring); returns the (name, chain) of
     the two branch calls, for the caller's inlining queue."""
-    from tfg.graphdef.functions import FunctionInliningError, Taken
+    from tfg.graphdef.functions import FunctionInliningError
 
     where = f"node {node.name!r} ({node.op})"
     data = [input_string(r.node, r.port) for r in node.data_inputs]
@@ -48,25 +48,12 @@ def lower_if(graph, node, lib, chain):
             raise FunctionInliningError(f"{where} has no function attr {key!r}")
         branches[key] = f
 
-    name, device = node.name, node.device
-    taken = Taken(graph, name)
-
-    def fresh(base):
-        new, i = f"{name}/{base}", 1
-        while new in taken:
-            new, i = f"{name}/{base}_{i}", i + 1
-        taken.add(new)
-        return new
-
-    pred, controls = data[0], ["^" + c for c in node.control_inputs]
-    new = []
+    low = Lowering(graph, node)
 
     def add(base, op, inputs, attrs=None):
-        n = Node(fresh(base), op, inputs, device)
-        for key, value in (attrs or {}).items():
-            n.set_attr(key, value, "list(type)" if isinstance(value, list) else None)
-        new.append(n)
-        return n.name
+        return low.add(base, op, inputs, attrs).name
+
+    pred, controls = data[0], ["^" + c for c in node.control_inputs]
 
     switch_pred = add("switch_pred", "Switch", [pred, pred] + controls, {"T": DType.BOOL})
     pivots = {"else_branch": add("pivot_f", "Identity", [switch_pred], {"T": DType.BOOL}),
@@ -76,29 +63,17 @@ def lower_if(graph, node, lib, chain):
                 for i, (x, t) in enumerate(zip(data[1:], tin))]
     calls, done = {}, []
     for key, port, base in (("then_branch", 1, "then"), ("else_branch", 0, "else")):
-        call = Node(fresh(base), "PartitionedCall",
-                    [input_string(s, port) for s in switches] + ["^" + pivots[key]], device)
-        call.set_attr("f", branches[key])
-        call.set_attr("Tin", list(tin), "list(type)")
-        call.set_attr("Tout", list(tout), "list(type)")
-        new.append(call)
-        calls[key] = call.name
-        done.append(add(f"{base}_done", "Identity", [pivots[key], "^" + call.name],
+        calls[key] = add(base, "PartitionedCall",
+                         [input_string(s, port) for s in switches] + ["^" + pivots[key]],
+                         {"f": branches[key], "Tin": list(tin), "Tout": list(tout)})
+        done.append(add(f"{base}_done", "Identity", [pivots[key], "^" + calls[key]],
                         {"T": DType.BOOL}))
     executed = add("branch_executed", "Merge", done, {"T": DType.BOOL, "N": 2})
     merges = [add(f"merge_{i}", "Merge", [input_string(calls["then_branch"], i),
                                           input_string(calls["else_branch"], i)],
                   {"T": t, "N": 2})
               for i, t in enumerate(tout)]
-    if tout:
-        result = Node(name, "IdentityN", merges + ["^" + executed], device)
-        result.set_attr("T", list(tout), "list(type)")
-    else:
-        result = Node(name, "NoOp", ["^" + executed], device)
-    graph.remove_node(name)
-    for n in new:
-        graph.add(n)
-    graph.add(result)
+    low.replace_with_merged(merges, executed, tout)
     return [(calls["then_branch"], chain), (calls["else_branch"], chain)]
 
 
@@ -116,7 +91,7 @@ def lower_case(graph, node, lib, chain):
             out = IdentityN(out/merge_j ..., ^out/branch_executed)
     Exactly one predicate is true, so exactly one branch is live.
     """
-    from tfg.graphdef.functions import FunctionInliningError, Taken
+    from tfg.graphdef.functions import FunctionInliningError
 
     where = f"node {node.name!r} ({node.op})"
     data = [input_string(r.node, r.port) for r in node.data_inputs]
@@ -129,20 +104,10 @@ def lower_case(graph, node, lib, chain):
     if not isinstance(funcs, list) or not funcs or not all(getattr(f, "name", None)
                                                            for f in funcs):
         raise FunctionInliningError(f"{where} has no branch functions")
-    name, device = node.name, node.device
-    taken = Taken(graph, name)
-    new = []
+    low = Lowering(graph, node)
 
     def add(base, op, inputs, attrs=None):
-        new_name, i = f"{name}/{base}", 1
-        while new_name in taken:
-            new_name, i = f"{name}/{base}_{i}", i + 1
-        taken.add(new_name)
-        n = Node(new_name, op, inputs, device)
-        for key, value in (attrs or {}).items():
-            n.set_attr(key, value, "list(type)" if isinstance(value, list) else None)
-        new.append(n)
-        return n.name
+        return low.add(base, op, inputs, attrs).name
 
     index, controls = data[0], ["^" + c for c in node.control_inputs]
     # Constants wait on the index's producer: inside a loop they must join its frame.
@@ -176,13 +141,5 @@ def lower_case(graph, node, lib, chain):
     merges = [add(f"merge_{j}", "Merge", [input_string(c, j) for c in calls],
                   {"T": t, "N": len(calls)})
               for j, t in enumerate(tout)]
-    if tout:
-        result = Node(name, "IdentityN", merges + ["^" + executed], device)
-        result.set_attr("T", list(tout), "list(type)")
-    else:
-        result = Node(name, "NoOp", ["^" + executed], device)
-    graph.remove_node(name)
-    for n in new:
-        graph.add(n)
-    graph.add(result)
+    low.replace_with_merged(merges, executed, tout)
     return [(c, chain) for c in calls]

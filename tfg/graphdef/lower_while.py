@@ -17,6 +17,7 @@ is named after the While node (unique in the graph); the While's control inputs 
 Enters. Loop variables of any type (resource handles too) travel through Enter/Exit.
 """
 from tfg.graphdef.graph import Node
+from tfg.graphdef.lowering import Lowering
 from tfg.graphdef.names import input_string
 from tfg.schemas.dtypes import DType
 
@@ -24,7 +25,7 @@ from tfg.schemas.dtypes import DType
 def lower_while(graph, node, lib, chain):
     """Replace the While `node` of `graph` (see module docstring); returns the (name, chain)
     of the cond and body calls, for the caller's inlining queue."""
-    from tfg.graphdef.functions import FunctionInliningError, Taken
+    from tfg.graphdef.functions import FunctionInliningError
 
     where = f"node {node.name!r} ({node.op})"
     data = [input_string(r.node, r.port) for r in node.data_inputs]
@@ -44,19 +45,8 @@ def lower_while(graph, node, lib, chain):
                                     "return one bool")
     parallel = node.get_attr("parallel_iterations", 10)
     name, device = node.name, node.device
-    taken = Taken(graph, name)
-    new = []
-
-    def add(base, op, inputs, attrs=None):
-        new_name, i = f"{name}/{base}", 1
-        while new_name in taken:
-            new_name, i = f"{name}/{base}_{i}", i + 1
-        taken.add(new_name)
-        n = Node(new_name, op, inputs, device)
-        for key, value in (attrs or {}).items():
-            n.set_attr(key, value, "list(type)" if isinstance(value, list) else None)
-        new.append(n)
-        return n
+    low = Lowering(graph, node)
+    add = low.add
 
     controls = ["^" + c for c in node.control_inputs]
     frame = name.encode()
@@ -83,8 +73,5 @@ def lower_while(graph, node, lib, chain):
         m.inputs = [enters[k].name, nxt.name]
     result = Node(name, "IdentityN", [e.name for e in exits], device)
     result.set_attr("T", list(types), "list(type)")
-    graph.remove_node(name)
-    for n in new:
-        graph.add(n)
-    graph.add(result)
+    low.replace_with(result)
     return [(cond.name, chain), (body.name, chain)]
