@@ -15,15 +15,15 @@ import argparse
 import importlib.util
 import json
 import os
-import statistics
 import sys
-import time
 
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
+sys.path.insert(0, HERE)
 
+from bench_cluster import timed  # noqa: E402  (median of reps after a warm-up call)
 from tfg import builder as tb  # noqa: E402
 from tfg.executor.distributed.local import LocalCluster  # noqa: E402
 from tfg.executor.session import Session  # noqa: E402
@@ -53,16 +53,6 @@ def all_sum_graph(mb, split):
             with tb.device(T0 if i == 0 or not split else T1):
                 tb.reduce_sum(t, name=f"total{i}")
     return g.graph
-
-
-def timed(fn, reps):
-    fn()  # warm: registration, first-touch allocations
-    times = []
-    for _ in range(reps):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
 
 
 def main():
