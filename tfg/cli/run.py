@@ -97,12 +97,6 @@ def command(graph, fmt, tag, signature, feed_args, feeds_file, fetches, targets,
     feeds = _read_feeds(feeds_file, feed_args)
     g = read_graph(graph, tag)
     g = _inline_plain_graph_functions(g)
-    # The executor runs control flow itself, without a kernel that would check it: an Enter
-    # without an input or a LoopCond fed an int32 is an input error naming the node (TensorFlow
-    # refuses such a GraphDef on import), not a crash or a loop that never ends.
-    from tfg.graphdef.validate import check_control_flow
-
-    check_control_flow(g)
     shown = list(fetch_names)  # the names values are reported under
     if signature:  # keys of a SavedModel signature -> tensor names
         from tfg.graphdef import savedmodel

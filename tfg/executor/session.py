@@ -62,6 +62,11 @@ class Session:
                  blas_threads=None):
         if isinstance(graph, (str, os.PathLike)):
             graph = io.load(graph)
+        # Control flow and _Send/_Recv run without kernels that would check them: a malformed
+        # one (Enter(), a LoopCond of an int32) is an input error naming the node, not an
+        # IndexError or a loop that never ends (TensorFlow refuses such a GraphDef on import).
+        # Local and cluster sessions alike.
+        check_control_flow(graph)
         self._remote = None
         if cluster is not None:
             self._remote = _connect_cluster(graph, cluster)
@@ -118,10 +123,6 @@ class Session:
 
     def _graph(self):
         if self._exec_graph is None:
-            # Control flow and _Send/_Recv run without kernels that would check them: a
-            # malformed one (Enter(), a LoopCond of an int32) is an input error naming the
-            # node, not an IndexError or a loop that never ends (what `tfg run` checks too).
-            check_control_flow(self.graph)
             self._exec_graph = partitions.executable_graph(self.graph, self.devices)
         return self._exec_graph
 
