@@ -289,10 +289,7 @@ def test_fixture_graph_is_what_the_builder_writes(name):
 
 # --- values against TensorFlow ---------------------------------------------------------------
 def _session_class():
-    try:
-        from tfg.executor.session import Session
-    except ImportError:
-        pytest.skip("tfg.executor.session is not built yet")
+    from tfg.executor.session import Session
     return Session
 
 

@@ -149,15 +149,6 @@ def test_nothing_to_run():
         Session(small_graph()).run(None)
 
 
-def test_cluster_not_available():
-    import importlib.util
-
-    if importlib.util.find_spec("tfg.executor.distributed") is not None:
-        pytest.skip("cluster execution exists (tests/test_distributed*)")
-    with pytest.raises(TfgInputError, match="cluster"):
-        Session(small_graph(), cluster="worker=127.0.0.1:1")
-
-
 # --- checkpoints ------------------------------------------------------------------------
 def _trained(case="variables", steps=3):
     from conftest import FIXTURES

@@ -31,10 +31,10 @@ SUBCOMMANDS = {
 
 class LazyGroup(click.Group):
     def list_commands(self, ctx):
-        return [name for name, (mod, _) in SUBCOMMANDS.items() if _module_exists(mod)]
+        return list(SUBCOMMANDS)
 
     def get_command(self, ctx, name):
-        if name not in SUBCOMMANDS or not _module_exists(SUBCOMMANDS[name][0]):
+        if name not in SUBCOMMANDS:
             return None
         module = importlib.import_module(SUBCOMMANDS[name][0])
         return module.command
@@ -43,10 +43,6 @@ class LazyGroup(click.Group):
         rows = [(name, SUBCOMMANDS[name][1]) for name in self.list_commands(ctx)]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
-
-
-def _module_exists(mod):
-    return importlib.util.find_spec(mod) is not None
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -27,18 +27,14 @@ def is_partitioned(graph):
 
 def executable_graph(graph, devices):
     """(graph the session runs, {node: why it cannot run}): partitioned graphs as they are; an
-    unpartitioned graph is placed and partitioned when several devices are given and the
-    passes exist.
+    unpartitioned graph is placed and partitioned when several devices are given.
 
     The nodes `without_unrunnable` leaves out are returned with the reason, for the step that
     needs one (`check_runnable`).
     """
     if len(devices) < 2 or is_partitioned(graph):
         return graph, {}
-    try:
-        from tfg.passes.partition import partition
-    except ImportError:
-        return graph, {}  # no partitioner yet: everything runs on the first device
+    from tfg.passes.partition import partition  # lazy: the passes are heavy to import
     graph, unrunnable = without_unrunnable(graph, {d.device_type for d in devices})
     return partition(graph, devices=devices.names), unrunnable
 

@@ -252,12 +252,7 @@ class Session:
 def _connect_cluster(graph, cluster):
     """The cluster backend: `tfg.executor.distributed.connect(graph, cluster)` returns an
     object with this class's `run(fetches, feeds, targets, trace)` (and save/restore)."""
-    try:
-        from tfg.executor import distributed
-    except ImportError:
-        distributed = None
-    if distributed is None or not hasattr(distributed, "connect"):
-        raise TfgInputError("cluster execution is not available yet")
+    from tfg.executor import distributed  # lazy: gRPC is slow to import
     return distributed.connect(graph, cluster)
 
 

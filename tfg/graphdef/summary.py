@@ -242,19 +242,8 @@ def supported_ops():
 
 def local_devices():
     """Full names of the devices `tfg run` would use by default."""
-    try:
-        from tfg.executor.devices import DeviceSet
-
-        return [d.name for d in DeviceSet.from_spec(None)]
-    except ImportError:
-        names = ["/job:localhost/replica:0/task:0/device:CPU:0"]
-        try:
-            import cupy
-
-            n = cupy.cuda.runtime.getDeviceCount()
-        except Exception:  # no CuPy, or no usable CUDA runtime
-            n = 0
-        return names + [f"/job:localhost/replica:0/task:0/device:GPU:{i}" for i in range(n)]
+    from tfg.executor.devices import DeviceSet  # lazy: upward import, only `info` needs it
+    return [d.name for d in DeviceSet.from_spec(None)]
 
 
 def to_json(data):

@@ -8,11 +8,7 @@ _MODULES = ("basic", "math_ops", "nn_ops", "reduce_ops", "array_ops", "indexing_
             "queue_ops", "save_restore", "fused")
 
 for _m in _MODULES:
-    try:
-        importlib.import_module(f"tfg.kernels.{_m}")
-    except ModuleNotFoundError as _e:  # an optional module not in this checkout
-        if _e.name != f"tfg.kernels.{_m}":
-            raise
+    importlib.import_module(f"tfg.kernels.{_m}")
 
 try:  # GPU kernels only where CuPy imports (CPU-only machines never load it)
     import cupy  # noqa: F401

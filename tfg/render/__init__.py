@@ -15,6 +15,7 @@ import sys
 
 from tfg.errors import TfgError, TfgInputError
 from tfg.render.dot import dot_source
+from tfg.schemas.ops import has_op, signature
 from tfg.render.view import select
 
 FORMATS = ("dot", "gv", "svg", "png", "pdf", "graphml")
@@ -102,20 +103,16 @@ def _control_flow(graph):
 def edge_types(graph, names):
     """{(node, port): 'float32 [?,20]'} for outputs of `names`, as far as tfg can tell.
 
-    Uses tfg.graphdef.infer (dtypes and shapes) when it is importable, else the op signatures
-    (dtypes only); any failure just leaves labels out.
+    Uses tfg.graphdef.infer (dtypes and shapes), else the op signatures (dtypes only); any
+    failure just leaves labels out.
     """
     try:
         labels = _labels_from_infer(graph)
         if labels:
             return labels
-    except Exception:  # inference is a nicety here (or not importable): never stop a drawing
+    except Exception:  # inference is a nicety here: never stop a drawing
         pass
     out = {}
-    try:
-        from tfg.schemas.ops import has_op, signature
-    except ImportError:
-        return out
     for name in names:
         node = graph[name]
         if not has_op(node.op):

@@ -22,6 +22,7 @@ from tfg.graphdef.attrs import Shape
 from tfg.graphdef.graph import Graph
 from tfg.graphdef.names import DeviceSpec, input_string
 from tfg.schemas.dtypes import DType
+from tfg.schemas.ops import get_op, has_op
 
 _state = threading.local()
 
@@ -372,10 +373,6 @@ class A:
 
 def _fill_default_attrs(node):
     """Write the signature's defaulted attrs too, as TensorFlow's graph construction does."""
-    try:
-        from tfg.schemas.ops import get_op, has_op
-    except ImportError:  # pragma: no cover
-        return
     if not has_op(node.op):
         return
     for name, ad in get_op(node.op).attrs.items():

@@ -14,6 +14,7 @@ passes ask about few tensors, and inferring a whole large graph cost as much as 
 import numpy as np
 
 from tfg.errors import TfgError
+from tfg.graphdef.infer import infer
 
 _SAME_SHAPE = frozenset({
     "Identity", "Neg", "Abs", "Exp", "Log", "Sqrt", "Rsqrt", "Square", "Reciprocal", "Relu",
@@ -31,16 +32,10 @@ _BINARY = frozenset({
 
 def static_shapes(graph):
     try:
-        from tfg.graphdef.infer import infer
-    except ImportError:
-        infer = None
-    if infer is not None:
-        try:
-            info = infer(graph)
-            return {key: _shape_of(ti) for key, ti in info.items()}
-        except Exception:  # noqa: BLE001 - inference is best effort; the fallback is sound
-            pass
-    return _fallback(graph)
+        info = infer(graph)
+        return {key: _shape_of(ti) for key, ti in info.items()}
+    except Exception:  # noqa: BLE001 - inference is best effort; the fallback is sound
+        return _fallback(graph)
 
 
 _EAGER_OPS = frozenset({"NextIteration", "RefNextIteration", "StackPushV2", "StackPopV2"})

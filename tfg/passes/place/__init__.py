@@ -8,6 +8,7 @@ Requested devices are kept (partial specs narrow the choice), `_class: loc:@x` a
 edges colocate (colocation.py), and among the remaining choices a greedy simulation with the
 cost model picks the device where each group finishes first (simulate.py).
 """
+from tfg.graphdef.infer import infer
 from tfg.passes.cluster_spec import device_names
 from tfg.passes.cost_model import CostModel
 from tfg.passes.place.colocation import (  # noqa: F401
@@ -74,18 +75,13 @@ def _sane_shape(shape):
 def _raw_tensor_shapes(graph):
     shapes = {}
     try:
-        from tfg.graphdef.infer import infer
-    except ImportError:
-        infer = None
-    if infer is not None:
-        try:
-            result = infer(graph)
-        except Exception:  # a graph inference rejects still gets placed, with guesses
-            result = None
-        if result is not None:
-            shapes.update(_normalize(result))
-            if shapes:
-                return shapes
+        result = infer(graph)
+    except Exception:  # a graph inference rejects still gets placed, with guesses
+        result = None
+    if result is not None:
+        shapes.update(_normalize(result))
+        if shapes:
+            return shapes
     for node in graph:
         recorded = node.get_attr("_output_shapes", None) if node.has_attr(
             "_output_shapes") else None

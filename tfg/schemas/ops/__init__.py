@@ -10,10 +10,5 @@ from tfg.schemas.ops.registry import (  # noqa: F401
 from tfg.schemas.ops import (  # noqa: F401  (each module registers its family)
     array_ops, comm_ops, control_flow_ops, list_ops, math_ops, nn_ops, random_ops, reduction_ops,
     state_ops, training_ops)
-from tfg.schemas.ops import signature  # noqa: F401
+from tfg.schemas.ops import fused, signature  # noqa: F401  (Grappler's fused ops)
 from tfg.schemas.ops.shape_fns import InferenceContext, ShapeError  # noqa: F401
-
-try:  # Grappler's fused ops, registered by the remapper's author when present.
-    from tfg.schemas.ops import fused  # noqa: F401
-except ImportError:
-    pass
