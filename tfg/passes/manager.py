@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from tfg.errors import GraphValidationError, TfgError, TfgInputError
 from tfg.graphdef.names import parse_tensor
+from tfg.passes.colocation_refs import fix_colocation_refs
 from tfg.passes.rewrite import PLACEHOLDERS, PassOptions, RewriteContext, removable
 
 
@@ -121,6 +122,7 @@ def optimize(graph, passes=None, keep=(), feeds=(), devices=(), rounds=DEFAULT_R
                 round_changed |= changed
             if not round_changed:
                 break
+    fix_colocation_refs(current)  # TensorFlow's import refuses `loc:@` names of removed nodes
     return current
 
 

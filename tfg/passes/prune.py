@@ -11,6 +11,7 @@ inside the kept set are kept.
 """
 from tfg.errors import TfgInputError
 from tfg.graphdef.names import CONTROL, TensorRef, parse_tensor
+from tfg.passes.colocation_refs import fix_colocation_refs
 from tfg.passes.manager import register_pass
 from tfg.passes.rewrite import (
     PLACEHOLDERS, SWITCH_OPS, PassOptions, RewriteContext, removable)
@@ -34,6 +35,7 @@ def prune(graph, fetches=(), targets=(), feeds=()):
             out.remove_node(node.name)
     for ref in feed_refs:
         _feed_to_placeholder(graph, out, ref)
+    fix_colocation_refs(out)  # TensorFlow's import refuses `loc:@` names of removed nodes
     return out
 
 
