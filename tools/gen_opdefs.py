@@ -43,6 +43,10 @@ QueueCloseV2 QueueSizeV2 SaveV2 RestoreV2 _Send _Recv _HostSend _HostRecv _Arg _
 EmptyTensorList TensorListReserve TensorListFromTensor TensorListGetItem TensorListSetItem
 TensorListStack TensorListGather TensorListLength TensorListElementShape TensorListPushBack
 TensorListPopBack TensorListResize
+TensorArrayV3 TensorArrayReadV3 TensorArrayWriteV3 TensorArrayGatherV3 TensorArrayScatterV3
+TensorArrayConcatV3 TensorArraySplitV3 TensorArraySizeV3 TensorArrayCloseV3 TensorArrayGradV3
+TensorArrayGradWithShape ReverseSequence TopKV2 Erfc TensorListScatter TensorListScatterV2
+TensorListScatterIntoExistingList TensorListConcat TensorListConcatV2 TensorListSplit
 """.split()
 
 

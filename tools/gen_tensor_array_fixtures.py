@@ -1,0 +1,219 @@
+#!/usr/bin/env python3
+"""Make tests/fixtures/tensor_array/ (tests/test_tensor_array.py): TF1 graphs whose while
+loops carry TensorArrays, as `tf.compat.v1` code builds them (v1 control flow).
+
+NEEDS TENSORFLOW; never imports tfg:
+
+    /work/tfvenv/bin/python tools/gen_tensor_array_fixtures.py
+
+Keras 3 has no `tf.compat.v1.nn.rnn_cell`, so the cells are small duck-typed classes that
+`dynamic_rnn` accepts (state_size, output_size, zero_state, __call__); their weights are
+placeholders, so the graphs are frozen (no variables) and the gradients are w.r.t. the feeds.
+Cases (batch 3, time 5, fixed seeds):
+
+- lstm: `dynamic_rnn` of an LSTM cell; loss = sum(outputs**2) + sum(c_T).
+- bigru: `bidirectional_dynamic_rnn` of two GRU cells with sequence lengths [5, 3, 4]
+  (ReverseSequence, Select on the finished steps); loss over both directions.
+- beam: a beam search (width 3, 5 steps) in a `while_loop` over TensorArrays of token ids and
+  parent beams (TopKV2 over beam x vocab scores), then a backtracking `while_loop` that reads
+  them in reverse; its outputs are the decoded ids and the beam scores; gradient of the scores
+  w.r.t. the output projection (through TopKV2's values).
+
+Per case `<name>.pb` is the forward graph (exported before tf.gradients), `<name>_tfgrad.pb`
+the graph with TensorFlow's own gradient nodes (TensorArrayGradV3 and friends, run by tfg as
+TensorFlow built them), and `<name>.npz` holds `feed/<tensor>`, `out/<tensor>` and
+`grad/<x tensor>` (TensorFlow's tf.gradients). cases.json lists ys, xs, fetches and the
+node names of TensorFlow's gradient tensors in the _tfgrad graph.
+"""
+import json
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
+
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+from tensorflow.python.ops import rnn  # noqa: E402  (dynamic_rnn without Keras)
+
+tf1 = tf.compat.v1
+tf1.disable_eager_execution()
+tf1.disable_control_flow_v2()
+
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "fixtures",
+                   "tensor_array")
+BATCH, TIME, FEATURES, UNITS = 3, 5, 4, 6
+
+
+class Case:
+    def __init__(self, name):
+        self.name = name
+        self.graph = tf.Graph()
+        self.rng = np.random.RandomState(sum(map(ord, name)))
+        self.feeds = {}
+        self.ys, self.xs, self.fetches = [], [], []
+
+    def ph(self, name, shape, scale=1.0, dtype=np.float32, value=None):
+        if value is None:
+            value = (self.rng.randn(*shape) * scale).astype(dtype)
+        t = tf1.placeholder(tf.as_dtype(value.dtype), shape=value.shape, name=name)
+        self.feeds[t.name] = np.asarray(value)
+        return t
+
+    def write(self, index):
+        with self.graph.as_default():
+            forward = self.graph.as_graph_def()
+            grads = [tf.convert_to_tensor(g) for g in tf1.gradients(self.ys, self.xs)]
+            with tf1.Session() as sess:
+                values = sess.run(self.fetches + grads, self.feeds)
+            tfgrad = self.graph.as_graph_def()
+        with open(os.path.join(OUT, f"{self.name}.pb"), "wb") as f:
+            f.write(forward.SerializeToString())
+        if self.xs:
+            with open(os.path.join(OUT, f"{self.name}_tfgrad.pb"), "wb") as f:
+                f.write(tfgrad.SerializeToString())
+        arrays = {f"feed/{k}": v for k, v in self.feeds.items()}
+        for t, v in zip(self.fetches, values):
+            arrays[f"out/{t.name}"] = v
+        for x, v in zip(self.xs, values[len(self.fetches):]):
+            arrays[f"grad/{x.name}"] = v
+        np.savez(os.path.join(OUT, f"{self.name}.npz"), **arrays)
+        index[self.name] = {
+            "ys": [t.name for t in self.ys], "xs": [t.name for t in self.xs],
+            "fetches": [t.name for t in self.fetches],
+            "tf_grads": [g.name for g in grads], "nodes": len(forward.node),
+            "tfgrad_nodes": len(tfgrad.node)}
+
+
+class LSTMCell:
+    """c' = sig(f+1) c + sig(i) tanh(j); h' = sig(o) tanh(c'), [i j f o] = [x h] W + b."""
+
+    def __init__(self, case, units, in_dim, scope):
+        self.units = units
+        self.kernel = case.ph(f"{scope}/kernel", (in_dim + units, 4 * units), 0.4)
+        self.bias = case.ph(f"{scope}/bias", (4 * units,), 0.1)
+
+    state_size = property(lambda self: (self.units, self.units))
+    output_size = property(lambda self: self.units)
+
+    def zero_state(self, batch, dtype):
+        return (tf.zeros([batch, self.units], dtype), tf.zeros([batch, self.units], dtype))
+
+    def __call__(self, x, state):
+        c, h = state
+        z = tf.matmul(tf.concat([x, h], 1), self.kernel) + self.bias
+        i, j, f, o = tf.split(z, 4, axis=1)
+        c = tf.sigmoid(f + 1.0) * c + tf.sigmoid(i) * tf.tanh(j)
+        h = tf.sigmoid(o) * tf.tanh(c)
+        return h, (c, h)
+
+
+class GRUCell:
+    """r, u = sig([x h] Wg + bg); c = tanh([x, r h] Wc + bc); h' = u h + (1 - u) c."""
+
+    def __init__(self, case, units, in_dim, scope):
+        self.units = units
+        self.gate_kernel = case.ph(f"{scope}/gates/kernel", (in_dim + units, 2 * units), 0.4)
+        self.gate_bias = case.ph(f"{scope}/gates/bias", (2 * units,), 0.1)
+        self.kernel = case.ph(f"{scope}/candidate/kernel", (in_dim + units, units), 0.4)
+        self.bias = case.ph(f"{scope}/candidate/bias", (units,), 0.1)
+
+    state_size = property(lambda self: self.units)
+    output_size = property(lambda self: self.units)
+
+    def zero_state(self, batch, dtype):
+        return tf.zeros([batch, self.units], dtype)
+
+    def __call__(self, x, h):
+        gates = tf.sigmoid(tf.matmul(tf.concat([x, h], 1), self.gate_kernel) + self.gate_bias)
+        r, u = tf.split(gates, 2, axis=1)
+        c = tf.tanh(tf.matmul(tf.concat([x, r * h], 1), self.kernel) + self.bias)
+        h = u * h + (1 - u) * c
+        return h, h
+
+
+def lstm(index):
+    case = Case("lstm")
+    with case.graph.as_default():
+        x = case.ph("x", (BATCH, TIME, FEATURES))
+        cell = LSTMCell(case, UNITS, FEATURES, "lstm")
+        out, (c, h) = rnn.dynamic_rnn(cell, x, dtype=tf.float32)
+        loss = tf.add(tf.reduce_sum(out * out), tf.reduce_sum(c), name="loss")
+        case.ys = [loss]
+        case.xs = [cell.kernel, cell.bias, x]
+        case.fetches = [out, h, loss]
+    case.write(index)
+
+
+def bigru(index):
+    case = Case("bigru")
+    with case.graph.as_default():
+        x = case.ph("x", (BATCH, TIME, FEATURES))
+        lengths = case.ph("lengths", (BATCH,), value=np.array([5, 3, 4], np.int32))
+        fw = GRUCell(case, UNITS, FEATURES, "fw")
+        bw = GRUCell(case, UNITS, FEATURES, "bw")
+        (out_fw, out_bw), (h_fw, h_bw) = rnn.bidirectional_dynamic_rnn(
+            fw, bw, x, sequence_length=lengths, dtype=tf.float32)
+        out = tf.concat([out_fw, out_bw], 2, name="outputs")
+        loss = tf.add(tf.reduce_sum(tf.square(out)), tf.reduce_sum(h_fw * h_bw), name="loss")
+        case.ys = [loss]
+        case.xs = [fw.gate_kernel, fw.kernel, bw.gate_kernel, bw.bias, x]
+        case.fetches = [out, h_fw, h_bw, loss]
+    case.write(index)
+
+
+def beam(index, width=3, steps=5, vocab=7, units=5):
+    """Greedy-free beam search: state h (beam, units) -> logits -> TopKV2 over beam x vocab."""
+    case = Case("beam")
+    with case.graph.as_default():
+        h0 = case.ph("h0", (1, units))
+        emb = case.ph("embedding", (vocab, units), 0.8)
+        w_out = case.ph("w_out", (units, vocab), 0.8)
+        w_rec = case.ph("w_rec", (units, units), 0.5)
+        ids_ta = tf1.TensorArray(tf.int32, size=0, dynamic_size=True, name="ids")
+        parents_ta = tf1.TensorArray(tf.int32, size=0, dynamic_size=True, name="parents")
+        h = tf.tile(h0, [width, 1])
+        # Only beam 0 is live at the start (the others are copies).
+        scores = tf.constant([0.0] + [-1e9] * (width - 1))
+
+        def body(t, h, scores, ids_ta, parents_ta):
+            logp = tf.nn.log_softmax(tf.matmul(h, w_out))  # (width, vocab)
+            total = tf.reshape(tf.expand_dims(scores, 1) + logp, [-1])
+            top, flat = tf.nn.top_k(total, k=width)
+            parent, token = flat // vocab, flat % vocab
+            h = tf.tanh(tf.gather(h, parent) @ w_rec + tf.gather(emb, token))
+            return (t + 1, h, top, ids_ta.write(t, token), parents_ta.write(t, parent))
+
+        _, h_last, final, ids_ta, parents_ta = tf1.while_loop(
+            lambda t, *_: t < steps, body, [tf.constant(0), h, scores, ids_ta, parents_ta])
+        # Backtrack: from the last step's beams, follow parents to the first step.
+        out_ta = tf1.TensorArray(tf.int32, size=steps, name="decoded")
+
+        def back(t, beam_ids, out_ta):
+            out_ta = out_ta.write(t, tf.gather(ids_ta.read(t), beam_ids))
+            return t - 1, tf.gather(parents_ta.read(t), beam_ids), out_ta
+
+        _, _, out_ta = tf1.while_loop(lambda t, *_: t >= 0, back,
+                                      [tf.constant(steps - 1), tf.range(width), out_ta])
+        decoded = tf.transpose(out_ta.stack(), name="decoded_ids")  # (width, steps)
+        final = tf.identity(final, name="scores")
+        loss = tf.reduce_sum(final * tf.constant([1.0, 0.5, 0.25]), name="loss")
+        case.ys = [loss]
+        case.xs = [w_out, w_rec, emb, h0]
+        case.fetches = [decoded, final, loss, tf.identity(h_last, name="h_last")]
+    case.write(index)
+
+
+def main():
+    os.makedirs(OUT, exist_ok=True)
+    index = {}
+    lstm(index)
+    bigru(index)
+    beam(index)
+    with open(os.path.join(OUT, "cases.json"), "w") as f:
+        json.dump(index, f, indent=1, sort_keys=True)
+    for name, entry in index.items():
+        print(name, entry["nodes"], "nodes,", entry["tfgrad_nodes"], "with TF's gradient")
+
+
+if __name__ == "__main__":
+    main()
