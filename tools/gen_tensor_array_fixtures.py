@@ -18,6 +18,8 @@ Cases (batch 3, time 5, fixed seeds):
   parent beams (TopKV2 over beam x vocab scores), then a backtracking `while_loop` that reads
   them in reverse; its outputs are the decoded ids and the beam scores; gradient of the scores
   w.r.t. the output projection (through TopKV2's values).
+- ops: ReverseSequence, TopKV2 (ties; int64 indices run only) and Erfc (exact gelu) alone, with
+  their gradients.
 
 Per case `<name>.pb` is the forward graph (exported before tf.gradients), `<name>_tfgrad.pb`
 the graph with TensorFlow's own gradient nodes (TensorArrayGradV3 and friends, run by tfg as
@@ -67,10 +69,10 @@ class Case:
                 values = sess.run(self.fetches + grads, self.feeds)
             tfgrad = self.graph.as_graph_def()
         with open(os.path.join(OUT, f"{self.name}.pb"), "wb") as f:
-            f.write(forward.SerializeToString())
+            f.write(forward.SerializeToString(deterministic=True))
         if self.xs:
             with open(os.path.join(OUT, f"{self.name}_tfgrad.pb"), "wb") as f:
-                f.write(tfgrad.SerializeToString())
+                f.write(tfgrad.SerializeToString(deterministic=True))
         arrays = {f"feed/{k}": v for k, v in self.feeds.items()}
         for t, v in zip(self.fetches, values):
             arrays[f"out/{t.name}"] = v
@@ -203,12 +205,43 @@ def beam(index, width=3, steps=5, vocab=7, units=5):
     case.write(index)
 
 
+def ops(index):
+    """ReverseSequence (both dims orders), TopKV2 with ties and int64 indices, Erfc far into
+    its tail (exact gelu), each differentiated w.r.t. its input."""
+    case = Case("ops")
+    with case.graph.as_default():
+        x = case.ph("x", (3, 6, 2))
+        lengths = case.ph("lengths", (3,), value=np.array([6, 0, 4], np.int64))
+        rev = tf.reverse_sequence(x, lengths, seq_axis=1, batch_axis=0, name="reverse")
+        xt = case.ph("xt", (6, 3, 2))
+        rev_t = tf.reverse_sequence(xt, tf.constant([2, 6, 1]), seq_axis=0, batch_axis=1,
+                                    name="reverse_t")
+        scores = case.ph("scores", (2, 3, 8), value=np.round(
+            case.rng.randn(2, 3, 8) * 2).astype(np.float32))  # rounded: ties
+        top = tf.raw_ops.TopKV2(input=scores, k=3, name="top")
+        # TensorFlow's own TopKV2 gradient fails on int64 indices: run-only.
+        top64 = tf.raw_ops.TopKV2(input=scores, k=8, index_type=tf.int64, name="top64")
+        z = case.ph("z", (40,), value=np.linspace(-6, 9, 40).astype(np.float32))
+        erfc = tf.math.erfc(z, name="erfc")
+        gelu = tf.identity(0.5 * z * tf.math.erfc(-z / np.sqrt(2.0)), name="gelu")
+        w = tf.constant(case.rng.randn(3, 6, 2).astype(np.float32))
+        loss = tf.add_n([tf.reduce_sum(rev * w), tf.reduce_sum(rev_t * tf.transpose(w, [1, 0, 2])),
+                         tf.reduce_sum(top.values * tf.range(1.0, 4.0)),
+                         tf.reduce_sum(erfc * z), tf.reduce_sum(gelu)], name="loss")
+        case.ys = [loss]
+        case.xs = [x, xt, scores, z]
+        case.fetches = [rev, rev_t, top.values, top.indices, top64.values, top64.indices, erfc,
+                       gelu, loss]
+    case.write(index)
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     index = {}
     lstm(index)
     bigru(index)
     beam(index)
+    ops(index)
     with open(os.path.join(OUT, "cases.json"), "w") as f:
         json.dump(index, f, indent=1, sort_keys=True)
     for name, entry in index.items():

@@ -174,6 +174,15 @@ def _erf(x):
     return (np.sign(t32) * r).astype(x.dtype)
 
 
+_erfc64 = np.vectorize(math.erfc, otypes=[np.float64])
+
+
+def _erfc(x):
+    # In float64 and not as 1 - erf: exact gelu reads erfc(-x/sqrt(2)) far into the tail.
+    x = np.asarray(x)
+    return _erfc64(x).astype(x.dtype)
+
+
 def _reciprocal(x):
     if _is_int(x):
         _check_int_divisor(x)
@@ -199,7 +208,7 @@ UNARY = {
     "Sqrt": _log(np.sqrt), "Rsqrt": _rsqrt, "Reciprocal": _reciprocal, "Inv": _reciprocal,
     "Exp": np.exp, "Expm1": np.expm1, "Log": _log(np.log), "Log1p": _log(np.log1p),
     "Sin": np.sin, "Cos": np.cos, "Tan": np.tan, "Tanh": np.tanh, "Sigmoid": _sigmoid,
-    "Erf": _erf, "Floor": np.floor, "Ceil": np.ceil, "Rint": np.rint,
+    "Erf": _erf, "Erfc": _erfc, "Floor": np.floor, "Ceil": np.ceil, "Rint": np.rint,
     "IsFinite": np.isfinite, "IsNan": np.isnan, "IsInf": np.isinf,
     "LogicalNot": np.logical_not, "Asin": np.arcsin, "Acos": np.arccos, "Atan": np.arctan,
     "Sinh": np.sinh, "Cosh": np.cosh,

@@ -292,7 +292,8 @@ def tensor_array_write_v3(ctx, handle, index, value, flow_in):
     return _flow(flow_in)
 
 
-@kernel("TensorArrayReadV3")
+# A read returns the written array itself: a fetch of it is copied, as Identity's.
+@kernel("TensorArrayReadV3", forwards_input=True)
 def tensor_array_read_v3(ctx, handle, index, flow_in):
     array = _array(handle)
     _check_dtype(ctx, array)
