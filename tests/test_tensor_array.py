@@ -1,7 +1,7 @@
 """TF1 TensorArray graphs made by TensorFlow (tests/fixtures/tensor_array, written by
 tools/gen_tensor_array_fixtures.py): a `dynamic_rnn` LSTM, a `bidirectional_dynamic_rnn` GRU
-with sequence lengths, a beam search with a backtracking loop, and ReverseSequence / TopKV2 /
-Erfc alone. Each runs with TensorFlow's values, runs TensorFlow's own gradient graph
+with sequence lengths, a beam search with a backtracking loop, arrays through nested loops
+(one made per outer iteration), and ReverseSequence / TopKV2 / Erfc alone. Each runs with TensorFlow's values, runs TensorFlow's own gradient graph
 (TensorArrayGradV3 as TensorFlow builds it), and `tfg grad` gives TensorFlow's tf.gradients,
 also after `tfg optimize`, on 3 CPU devices and on a 2-worker cluster.
 
@@ -57,7 +57,7 @@ def _with_grads(case):
 
 def test_the_cases_carry_tensor_arrays_in_v1_loops():
     ops = {c: {n.op for n in io.load(str(DIR / f"{c}.pb"))} for c in CASES}
-    for case in ("lstm", "bigru", "beam"):
+    for case in ("lstm", "bigru", "beam", "nested"):
         assert {"TensorArrayV3", "TensorArrayWriteV3", "TensorArrayReadV3",
                 "TensorArrayGatherV3", "Enter", "NextIteration", "Exit"} <= ops[case]
     assert "TensorArrayScatterV3" in ops["lstm"] and "ReverseSequence" in ops["bigru"]
@@ -89,7 +89,7 @@ def test_grad_equals_tensorflow(case):
     got = Session(g).run(_grad_names(entry["xs"]) + entry["fetches"], _feeds(case))
     _check(case, entry["xs"], got[:len(entry["xs"])], "grad")
     _check(case, entry["fetches"], got[len(entry["xs"]):], "out")
-    if case in ("lstm", "bigru"):  # the loss reads the arrays (beam's: the scores only)
+    if case in ("lstm", "bigru", "nested"):  # the loss reads the arrays (beam's: the scores only)
         assert any(n.op == "TensorArrayGradV3" for n in g)
 
 

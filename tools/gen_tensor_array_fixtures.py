@@ -18,6 +18,8 @@ Cases (batch 3, time 5, fixed seeds):
   parent beams (TopKV2 over beam x vocab scores), then a backtracking `while_loop` that reads
   them in reverse; its outputs are the decoded ids and the beam scores; gradient of the scores
   w.r.t. the output projection (through TopKV2's values).
+- nested: TensorArrays through nested while loops (read by the outer loop, written by the
+  inner one, one made per outer iteration).
 - ops: ReverseSequence, TopKV2 (ties; int64 indices run only) and Erfc (exact gelu) alone, with
   their gradients.
 
@@ -205,6 +207,41 @@ def beam(index, width=3, steps=5, vocab=7, units=5):
     case.write(index)
 
 
+def nested(index, outer=3, inner=4, units=4):
+    """TensorArrays through nested while loops: an input array read by the outer loop, an
+    output array carried through both loops and written by the inner one at i * inner + j,
+    and an array made inside the outer body (a new one per outer iteration), filled by the
+    inner loop and stacked after it."""
+    case = Case("nested")
+    with case.graph.as_default():
+        x = case.ph("x", (outer, 2, units))
+        w = case.ph("w", (units, units), 0.5)
+        x_ta = tf1.TensorArray(tf.float32, size=outer, name="inputs").unstack(x)
+        out_ta = tf1.TensorArray(tf.float32, size=outer * inner, name="outputs")
+
+        def outer_body(i, h, out_ta):
+            xi = x_ta.read(i)
+            step_ta = tf1.TensorArray(tf.float32, size=inner, name="steps")
+
+            def inner_body(j, h, out_ta, step_ta):
+                h = tf.tanh(tf.matmul(h, w) + xi * tf.cast(j + 1, tf.float32))
+                return j + 1, h, out_ta.write(i * inner + j, h), step_ta.write(j, h * h)
+
+            _, h, out_ta, step_ta = tf1.while_loop(
+                lambda j, *_: j < inner, inner_body, [tf.constant(0), h, out_ta, step_ta])
+            h = h + 0.1 * tf.reduce_mean(step_ta.stack(), axis=0)
+            return i + 1, h, out_ta
+
+        _, h, out_ta = tf1.while_loop(lambda i, *_: i < outer, outer_body,
+                                      [tf.constant(0), tf.zeros([2, units]), out_ta])
+        out = tf.identity(out_ta.stack(), name="outputs_stacked")
+        loss = tf.add(tf.reduce_sum(out * out), tf.reduce_sum(h), name="loss")
+        case.ys = [loss]
+        case.xs = [x, w]
+        case.fetches = [out, tf.identity(h, name="h"), loss]
+    case.write(index)
+
+
 def ops(index):
     """ReverseSequence (both dims orders), TopKV2 with ties and int64 indices, Erfc far into
     its tail (exact gelu), each differentiated w.r.t. its input."""
@@ -241,6 +278,7 @@ def main():
     lstm(index)
     bigru(index)
     beam(index)
+    nested(index)
     ops(index)
     with open(os.path.join(OUT, "cases.json"), "w") as f:
         json.dump(index, f, indent=1, sort_keys=True)
