@@ -1,9 +1,10 @@
 """TF1 TensorArray graphs made by TensorFlow (tests/fixtures/tensor_array, written by
 tools/gen_tensor_array_fixtures.py): a `dynamic_rnn` LSTM, a `bidirectional_dynamic_rnn` GRU
 with sequence lengths, a beam search with a backtracking loop, arrays through nested loops
-(one made per outer iteration), and ReverseSequence / TopKV2 / Erfc alone. Each runs with TensorFlow's values, runs TensorFlow's own gradient graph
-(TensorArrayGradV3 as TensorFlow builds it), and `tfg grad` gives TensorFlow's tf.gradients,
-also after `tfg optimize`, on 3 CPU devices and on a 2-worker cluster.
+(one made per outer iteration), and ReverseSequence / TopKV2 / Erfc alone. Each runs with
+TensorFlow's values, runs TensorFlow's own gradient graph (TensorArrayGradV3 as TensorFlow
+builds it), and `tfg grad` gives TensorFlow's tf.gradients, also after `tfg optimize`, on 3
+CPU devices and on a 2-worker cluster.
 
 Kernel-level tests of the TensorArray semantics and TensorFlow's error words are in
 test_tensor_array_kernels.py.

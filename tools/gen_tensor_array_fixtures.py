@@ -20,6 +20,9 @@ Cases (batch 3, time 5, fixed seeds):
   w.r.t. the output projection (through TopKV2's values).
 - nested: TensorArrays through nested while loops (read by the outer loop, written by the
   inner one, one made per outer iteration).
+- keras_rnn_grads.npz: TensorFlow's gradients of the Keras LSTM/GRU SavedModels'
+  (tests/fixtures/savedmodel) output w.r.t. their input and variables, for `tfg grad`
+  through TensorLists.
 - ops: ReverseSequence, TopKV2 (ties; int64 indices run only) and Erfc (exact gelu) alone, with
   their gradients.
 
@@ -31,6 +34,8 @@ node names of TensorFlow's gradient tensors in the _tfgrad graph.
 """
 import json
 import os
+import subprocess
+import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
@@ -40,8 +45,10 @@ import tensorflow as tf  # noqa: E402
 from tensorflow.python.ops import rnn  # noqa: E402  (dynamic_rnn without Keras)
 
 tf1 = tf.compat.v1
-tf1.disable_eager_execution()
-tf1.disable_control_flow_v2()
+KERAS = "--keras" in sys.argv  # the Keras gradients run eagerly, in a child process
+if not KERAS:
+    tf1.disable_eager_execution()
+    tf1.disable_control_flow_v2()
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "fixtures",
                    "tensor_array")
@@ -272,8 +279,29 @@ def ops(index):
     case.write(index)
 
 
+def keras_grads():
+    """tf.GradientTape of sum(output_0) of the Keras LSTM/GRU SavedModels' serving_default
+    (tests/fixtures/savedmodel, tools/gen_keras_rnn_fixtures.py) w.r.t. the input and every
+    variable: `<model>/x` and `<model>/<variable name>` in keras_rnn_grads.npz."""
+    saved = os.path.join(OUT, "..", "savedmodel")
+    x = tf.constant(np.load(os.path.join(saved, "keras_rnn_feeds.npz"))["keras_tensor"])
+    out = {}
+    for model in ("keras_lstm", "keras_gru"):
+        loaded = tf.saved_model.load(os.path.join(saved, model))  # keeps the variables alive
+        fn = loaded.signatures["serving_default"]
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = fn(keras_tensor=x)["output_0"]
+        grads = tape.gradient(y, [x] + list(fn.variables))
+        out[f"{model}/x"] = grads[0].numpy()
+        for v, g in zip(fn.variables, grads[1:]):
+            out[f"{model}/{v.name.split(':')[0]}"] = tf.convert_to_tensor(g).numpy()
+    np.savez(os.path.join(OUT, "keras_rnn_grads.npz"), **out)
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
+    subprocess.run([sys.executable, os.path.abspath(__file__), "--keras"], check=True)
     index = {}
     lstm(index)
     bigru(index)
@@ -287,4 +315,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    keras_grads() if KERAS else main()

@@ -15,6 +15,8 @@ import math
 import numpy as np
 
 from tfg.kernels._util import fail, norm_axis, np_dtype, tf_name
+from tfg.kernels.list_bulk_ops import add_lists
+from tfg.kernels.list_ops import TensorList
 from tfg.kernels.registry import kernel
 from tfg.kernels.select import where
 
@@ -240,6 +242,8 @@ def round_(ctx, x):
 def add_n(ctx, *xs):
     if len(xs) == 1:
         return xs[0]
+    if isinstance(xs[0], TensorList):  # T=variant: gradients of TensorLists summed
+        return add_lists(xs)
     try:
         # asarray: the sum of two 0-d arrays is a numpy scalar, which cannot be an `out=`.
         out = np.asarray(np.add(xs[0], xs[1]))
