@@ -47,6 +47,7 @@ TensorArrayV3 TensorArrayReadV3 TensorArrayWriteV3 TensorArrayGatherV3 TensorArr
 TensorArrayConcatV3 TensorArraySplitV3 TensorArraySizeV3 TensorArrayCloseV3 TensorArrayGradV3
 TensorArrayGradWithShape ReverseSequence TopKV2 Erfc TensorListScatter TensorListScatterV2
 TensorListScatterIntoExistingList TensorListConcat TensorListConcatV2 TensorListSplit
+DepthwiseConv2dNativeBackpropInput DepthwiseConv2dNativeBackpropFilter
 """.split()
 
 

@@ -23,8 +23,8 @@ Cases (batch 3, time 5, fixed seeds):
 - keras_rnn_grads.npz: TensorFlow's gradients of the Keras LSTM/GRU SavedModels'
   (tests/fixtures/savedmodel) output w.r.t. their input and variables, for `tfg grad`
   through TensorLists.
-- ops: ReverseSequence, TopKV2 (ties; int64 indices run only) and Erfc (exact gelu) alone, with
-  their gradients.
+- ops: ReverseSequence, TopKV2 (ties; int64 indices run only), Erfc (exact gelu) and
+  DepthwiseConv2dNative (SAME stride 2, VALID) alone, with their gradients.
 
 Per case `<name>.pb` is the forward graph (exported before tf.gradients), `<name>_tfgrad.pb`
 the graph with TensorFlow's own gradient nodes (TensorArrayGradV3 and friends, run by tfg as
@@ -251,7 +251,8 @@ def nested(index, outer=3, inner=4, units=4):
 
 def ops(index):
     """ReverseSequence (both dims orders), TopKV2 with ties and int64 indices, Erfc far into
-    its tail (exact gelu), each differentiated w.r.t. its input."""
+    its tail (exact gelu), DepthwiseConv2dNative (MobileNet's), each differentiated w.r.t.
+    its inputs."""
     case = Case("ops")
     with case.graph.as_default():
         x = case.ph("x", (3, 6, 2))
@@ -268,14 +269,24 @@ def ops(index):
         z = case.ph("z", (40,), value=np.linspace(-6, 9, 40).astype(np.float32))
         erfc = tf.math.erfc(z, name="erfc")
         gelu = tf.identity(0.5 * z * tf.math.erfc(-z / np.sqrt(2.0)), name="gelu")
+        image = case.ph("image", (2, 7, 6, 3))
+        dw_filter = case.ph("dw_filter", (3, 3, 3, 2), 0.5)
+        dw_same = tf.raw_ops.DepthwiseConv2dNative(
+            input=image, filter=dw_filter, strides=[1, 2, 2, 1], padding="SAME",
+            name="depthwise_same")
+        dw_valid = tf.raw_ops.DepthwiseConv2dNative(
+            input=image, filter=dw_filter[:2], strides=[1, 1, 1, 1], padding="VALID",
+            name="depthwise_valid")
         w = tf.constant(case.rng.randn(3, 6, 2).astype(np.float32))
         loss = tf.add_n([tf.reduce_sum(rev * w), tf.reduce_sum(rev_t * tf.transpose(w, [1, 0, 2])),
                          tf.reduce_sum(top.values * tf.range(1.0, 4.0)),
-                         tf.reduce_sum(erfc * z), tf.reduce_sum(gelu)], name="loss")
+                         tf.reduce_sum(erfc * z), tf.reduce_sum(gelu),
+                         tf.reduce_sum(tf.square(dw_same)), tf.reduce_sum(dw_valid * 0.3)],
+                        name="loss")
         case.ys = [loss]
-        case.xs = [x, xt, scores, z]
+        case.xs = [x, xt, scores, z, image, dw_filter]
         case.fetches = [rev, rev_t, top.values, top.indices, top64.values, top64.indices, erfc,
-                       gelu, loss]
+                        gelu, dw_same, dw_valid, loss]
     case.write(index)
 
 
