@@ -253,3 +253,35 @@ def test_erfc_keeps_its_tail():
     want = np.array([math.erfc(v) for v in x.astype(np.float64)], np.float32)
     np.testing.assert_allclose(got, want, rtol=1e-6)
     assert got[-1] > 0  # 1 - erf(9) would be 0 in float32
+
+
+# --- the CLI ---------------------------------------------------------------------------------
+def _read_unwritten_graph(index_dtype=DType.INT32):
+    with tb.Graph() as b:
+        size = tb.constant(3)
+        h, flow = b.make_op("TensorArrayV3", [size], {"dtype": F32}, "ta",
+                            out_dtypes=[DType.RESOURCE, F32]).outputs
+        index = tb.constant(np.array(1, index_dtype.np))
+        b.make_op("TensorArrayReadV3", [h, index, flow], {"dtype": F32}, "read",
+                  out_dtypes=[F32])
+    return b.graph
+
+
+def test_cli_errors_name_the_node(tmp_path):
+    """A read of an unwritten index fails while running (exit 1); a read whose index is a
+    float is a malformed graph refused before running (exit 2). One line each, the node named,
+    no output file."""
+    from helpers import tfg_cli
+    from tfg.graphdef import io
+
+    for graph, code, words in (
+            (_read_unwritten_graph(), 1, "Could not read from TensorArray index 1."),
+            (_read_unwritten_graph(DType.FLOAT), 2, "expected int32")):
+        path, out = tmp_path / "g.pb", tmp_path / "out.npz"
+        io.save(graph, str(path))
+        p = tfg_cli("run", path, "--fetch", "read", "-o", out, check=False)
+        err = p.stderr.decode()
+        assert p.returncode == code, err
+        assert "'read'" in err and words in err, err
+        assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+        assert not out.exists()
