@@ -160,7 +160,7 @@ class TensorArray:
         else:
             self._fail(f"Could not read from TensorArray index {index}.  Furthermore, the "
                        f"element shape is not fully defined: "
-                       f"{_debug_shape(self.element_shape)}.  It is possible you are working "
+                       f"{shape_string(self.element_shape)}.  It is possible you are working "
                        f"with a resizeable TensorArray and stop_gradients is not allowing the "
                        f"gradients to be written.  If you set the full element_shape property "
                        f"on the forward TensorArray, the proper all-zeros tensor will be "
@@ -204,13 +204,14 @@ class TensorArray:
             return g
 
     # --- stacking -----------------------------------------------------------------------------
-    def gather(self, indices, element_shape, what="pack"):
+    def gather(self, indices, element_shape):
+        """The entries at `indices` stacked (TensorArrayGatherV3; all of one shape)."""
         values = [self.read(i) for i in indices]
         if not values:
             shape = _merge(element_shape, self.element_shape)
             if not _defined(shape):
                 fail(f"TensorArray has size zero, but element shape "
-                     f"{_debug_shape(shape)} is not fully defined. Currently only static "
+                     f"{shape_string(shape)} is not fully defined. Currently only static "
                      f"shapes are supported when packing zero-size TensorArrays.")
             return np.zeros((0,) + tuple(shape), self.dtype.np)
         first = values[0].shape
@@ -219,13 +220,6 @@ class TensorArray:
                 fail(f"TensorArray has inconsistent shapes.  Index 0 has shape: "
                      f"{shape_string(first)} but index {i} has shape: {shape_string(v.shape)}")
         return np.stack(values)
-
-
-def _debug_shape(shape):
-    """PartialTensorShape::DebugString: `<unknown>`, `[?,2]`."""
-    if shape is None:
-        return "<unknown>"
-    return "[" + ",".join("?" if d is None else str(d) for d in shape) + "]"
 
 
 def _array(handle):
@@ -355,7 +349,7 @@ def tensor_array_concat_v3(ctx, handle, flow_in):
             rest = _shape_attr(ctx, "element_shape_except0")
             if not _defined(rest):
                 fail(f"TensorArray has size zero, but element_shape_except0 "
-                     f"{_debug_shape(rest)} is not fully defined. Currently only static "
+                     f"{shape_string(rest)} is not fully defined. Currently only static "
                      f"shapes are supported when concatenating zero-size TensorArrays.")
             return np.zeros((0,) + tuple(rest), array.dtype.np), np.zeros(0, np.int64)
     for i, v in enumerate(values):
