@@ -42,8 +42,8 @@ def _handles(g, output):
     return out
 
 
-@pytest.mark.parametrize("model", ["keras_lstm", "keras_gru"])
-def test_keras_rnn_gradients_equal_tensorflow(model):
+def _keras_case(model):
+    """(SavedModel graph, bound feeds, y, xs, TensorFlow names of the xs)."""
     g = io.load(str(SAVED / model))
     feeds = dict(np.load(SAVED / "keras_rnn_feeds.npz"))
     bound, (y,), _ = savedmodel.bind_signature(g, "serving_default", feeds, ["output_0"])
@@ -52,18 +52,36 @@ def test_keras_rnn_gradients_equal_tensorflow(model):
     names = sorted(k[len(model) + 1:] for k in KERAS.files
                    if k.startswith(model + "/") and k != f"{model}/x")
     assert len(names) == 8 and set(names) <= set(handles)
-    xs = [x.split(":")[0]] + [handles[n] for n in names]
-    g2 = grad(g, y, xs)
-    sess = Session(g2)
+    return g, bound, y, [x.split(":")[0]] + [handles[n] for n in names], ["x"] + names
+
+
+def _check_keras(model, g, graph, bound, xs, names, devices=None):
+    sess = Session(graph, devices=devices)
     savedmodel.restore_variables(sess, g, savedmodel.read_variables(g.saved_model.path))
     got = sess.run([f"grad/{n}" for n in xs], feeds=bound)
-    for name, value in zip(["x"] + names, got):
+    for name, value in zip(names, got):
         want = KERAS[f"{model}/{name}"]
         assert value.shape == want.shape, name
         np.testing.assert_allclose(value, want, rtol=1e-4, atol=1e-6, err_msg=name)
+
+
+@pytest.mark.parametrize("model", ["keras_lstm", "keras_gru"])
+def test_keras_rnn_gradients_equal_tensorflow(model):
+    g, bound, y, xs, names = _keras_case(model)
+    g2 = grad(g, y, xs)
+    _check_keras(model, g, g2, bound, xs, names)
     ops = {n.op for n in g2 if n.name.startswith("gradients/")}
     assert {"TensorListStack", "TensorListGetItem", "TensorListSetItem",
             "TensorListFromTensor"} <= ops
+
+
+def test_keras_lstm_gradients_after_optimize_on_three_devices():
+    from tfg.passes.manager import optimize
+
+    g, bound, y, xs, names = _keras_case("keras_lstm")
+    keep = [f"grad/{n}" for n in xs] + [n.name for n in g]  # the model's restore function too
+    g3 = optimize(grad(g, y, xs), keep=keep)
+    _check_keras("keras_lstm", g, g3, bound, xs, names, devices="cpu:3")
 
 
 # --- each list op's gradient against finite differences --------------------------------------
