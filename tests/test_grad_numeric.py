@@ -44,6 +44,7 @@ def P(value, dtype=np.float64):
 i32 = np.int32
 NHWC = {"data_format": b"NHWC"}
 CONV = {"strides": [1, 1, 1, 1], "padding": b"SAME", **NHWC}
+DEPTHWISE = {"strides": [1, 2, 2, 1], "padding": b"SAME", **NHWC}
 POOL = {"ksize": [1, 2, 2, 1], "strides": [1, 1, 1, 1], "padding": b"VALID", **NHWC}
 
 # op -> (inputs, attrs[, eps, tolerance[, outputs in y]]); P = differentiated input, C = constant.
@@ -97,6 +98,14 @@ SPECS = {
     "Conv2D": ([P(r(1, 4, 4, 2)), P(r(3, 3, 2, 2))], CONV),
     "Conv2DBackpropInput": ([C([1, 4, 4, 2], i32), P(r(2, 2, 2, 3)), P(r(1, 4, 4, 3))], CONV),
     "Conv2DBackpropFilter": ([P(r(1, 4, 4, 2)), C([2, 2, 2, 3], i32), P(r(1, 4, 4, 3))], CONV),
+    "DepthwiseConv2dNative": ([P(r(1, 5, 5, 2)), P(r(3, 3, 2, 2))], DEPTHWISE),
+    "DepthwiseConv2dNativeBackpropInput": (
+        [C([1, 5, 5, 2], i32), P(r(3, 3, 2, 2)), P(r(1, 3, 3, 4))], DEPTHWISE),
+    "DepthwiseConv2dNativeBackpropFilter": (
+        [P(r(1, 5, 5, 2)), C([3, 3, 2, 2], i32), P(r(1, 3, 3, 4))], DEPTHWISE),
+    "Erfc": ([P(r(3))], {}),
+    "ReverseSequence": ([P(r(3, 4, 2)), C([4, 0, 2], np.int64)], {"seq_dim": 1}),
+    "TopKV2": ([P(r(2, 6)), C(3, i32)], {}, 1e-6, 1e-5, [0]),
     "MaxPool": ([P(r(1, 3, 3, 2))], POOL), "AvgPool": ([P(r(1, 3, 3, 2))], POOL),
     "AvgPoolGrad": ([C([1, 3, 3, 2], i32), P(r(1, 2, 2, 2))], POOL),
     "FusedBatchNormV3": ([P(r(2, 2, 2, 3), np.float32), P(pos(3), np.float32),
@@ -132,6 +141,9 @@ SPECS = {
 }
 SKIP = {"Switch", "RefSwitch", "Merge", "RefMerge", "Enter", "RefEnter", "Exit", "RefExit",
         "NextIteration", "RefNextIteration", "RefIdentity", "PreventGradient", "ReadVariableOp"}
+# Ops over TensorArray handles and TensorLists: their gradients are checked against
+# TensorFlow's and finite differences in test_tensor_array.py and test_tensor_list_grad.py.
+SKIP |= {op for op in registered() if op.startswith(("TensorArray", "TensorList"))}
 
 
 def _build(op, inputs, attrs, static=False):

@@ -1,14 +1,15 @@
 """Keras LSTM/GRU SavedModels (tools/gen_keras_rnn_fixtures.py) and the TensorList ops their
 loops carry: outputs equal TensorFlow's through the Python API and `tfg run --signature`;
 the list kernels against TensorFlow's semantics and error words; lists carried around a v1
-while loop; variant fetches, list errors and gradients refused with one line naming the node."""
+while loop; variant fetches and list errors refused with one line naming the node; `tfg grad`
+through the lists."""
 import numpy as np
 import pytest
 
 from conftest import FIXTURES
 from helpers import tfg_cli
 from tfg import builder as tb
-from tfg.errors import TfgError, TfgRuntimeError, UnknownOpError
+from tfg.errors import TfgError, TfgRuntimeError
 from tfg.executor.session import Session
 from tfg.graphdef import io, savedmodel
 from tfg.kernels.context import KernelContext
@@ -335,23 +336,16 @@ def test_malformed_list_nodes_are_named(tmp_path):
         assert msg in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
 
 
-def test_no_gradient_through_list_ops(tmp_path):
-    """TensorFlow differentiates through TensorLists; tfg has no gradients for them and says
-    so, naming the op, rather than treating the variant edge as constant (zeros)."""
-    from tfg.passes.grad import grad
-
+def test_tfg_grad_through_list_ops(tmp_path):
+    """`tfg grad` differentiates through the TensorLists of a loop (list gradients in
+    tfg/passes/grad/list_grads.py; the Keras models' in test_tensor_list_grad.py)."""
     g = _list_loop_graph()
-    with pytest.raises(UnknownOpError, match="no gradient defined for op 'TensorListStack' "
-                                             r"\(node 'ys'\)"):
-        grad(g, "loss", "x")
-    path = tmp_path / "g.pb"
+    path, out = tmp_path / "g.pb", tmp_path / "grad.pb"
     io.save(g, str(path))
-    p = tfg_cli("grad", path, "--ys", "loss", "--xs", "x", "-o", tmp_path / "out.pb",
-                check=False)
-    err = p.stderr.decode()
-    assert p.returncode == 2, err
-    assert "TensorListStack" in err and "Traceback" not in err
-    assert len(err.strip().splitlines()) == 1 and not (tmp_path / "out.pb").exists()
+    tfg_cli("grad", path, "--ys", "loss", "--xs", "x", "-o", out)
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    np.testing.assert_array_equal(Session(io.load(str(out))).run("grad/x", {"x": x}),
+                                  np.full((2, 3), 2.0, np.float32))
 
 
 def test_memory_limit_checked_before_a_list_allocates():

@@ -11,6 +11,8 @@ ListDiff, Where, and the data-format helpers.
 import numpy as np
 
 from tfg.kernels._util import fail, norm_axes, norm_axis, np_dtype, s, shape_vector, tf_name
+from tfg.kernels.list_bulk_ops import zeros_like_list
+from tfg.kernels.list_ops import TensorList
 from tfg.kernels.registry import kernel
 
 
@@ -261,6 +263,8 @@ def fill(ctx, dims, value):
 
 @kernel("ZerosLike")
 def zeros_like(ctx, x):
+    if isinstance(x, TensorList):  # T=variant: the zero gradient of a list
+        return zeros_like_list(x)
     return np.zeros_like(x)
 
 

@@ -15,6 +15,8 @@ import math
 import numpy as np
 
 from tfg.kernels._util import fail, norm_axis, np_dtype, tf_name
+from tfg.kernels.list_bulk_ops import add_lists
+from tfg.kernels.list_ops import TensorList
 from tfg.kernels.registry import kernel
 from tfg.kernels.select import where
 
@@ -174,6 +176,15 @@ def _erf(x):
     return (np.sign(t32) * r).astype(x.dtype)
 
 
+_erfc64 = np.vectorize(math.erfc, otypes=[np.float64])
+
+
+def _erfc(x):
+    # In float64 and not as 1 - erf: exact gelu reads erfc(-x/sqrt(2)) far into the tail.
+    x = np.asarray(x)
+    return _erfc64(x).astype(x.dtype)
+
+
 def _reciprocal(x):
     if _is_int(x):
         _check_int_divisor(x)
@@ -199,7 +210,7 @@ UNARY = {
     "Sqrt": _log(np.sqrt), "Rsqrt": _rsqrt, "Reciprocal": _reciprocal, "Inv": _reciprocal,
     "Exp": np.exp, "Expm1": np.expm1, "Log": _log(np.log), "Log1p": _log(np.log1p),
     "Sin": np.sin, "Cos": np.cos, "Tan": np.tan, "Tanh": np.tanh, "Sigmoid": _sigmoid,
-    "Erf": _erf, "Floor": np.floor, "Ceil": np.ceil, "Rint": np.rint,
+    "Erf": _erf, "Erfc": _erfc, "Floor": np.floor, "Ceil": np.ceil, "Rint": np.rint,
     "IsFinite": np.isfinite, "IsNan": np.isnan, "IsInf": np.isinf,
     "LogicalNot": np.logical_not, "Asin": np.arcsin, "Acos": np.arccos, "Atan": np.arctan,
     "Sinh": np.sinh, "Cosh": np.cosh,
@@ -231,6 +242,8 @@ def round_(ctx, x):
 def add_n(ctx, *xs):
     if len(xs) == 1:
         return xs[0]
+    if isinstance(xs[0], TensorList):  # T=variant: gradients of TensorLists summed
+        return add_lists(xs)
     try:
         # asarray: the sum of two 0-d arrays is a numpy scalar, which cannot be an `out=`.
         out = np.asarray(np.add(xs[0], xs[1]))

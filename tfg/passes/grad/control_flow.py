@@ -104,7 +104,10 @@ def accumulate(b, op, g):
     enter = B.enter(init, ctx, False, f"{b.prefix}/b_acc")
     merge = b.op("Merge", [enter, enter], name="b_acc")
     switch = b.op("Switch", [merge, ctx.pivot])
-    add = b.op("AddV2", [b.out(switch, 1), g], name="Add")
+    if B.dtype_of(op.inputs[0]) == DType.VARIANT:  # a TensorList: AddN adds lists item-wise
+        add = b.op("AddN", [b.out(switch, 1), g], name="Add")
+    else:
+        add = b.op("AddV2", [b.out(switch, 1), g], name="Add")
     nxt = b.op("NextIteration", [add])
     node = B.graph[node_of(merge)]
     node.inputs = [node.inputs[0], node_of(nxt)]

@@ -29,7 +29,7 @@ from tfg.graphdef.names import parse_input, parse_tensor
 from tfg.graphdef.validate import validate
 from tfg.passes.grad.emitter import (
     EXIT_OPS, Ctx, NodeFactory, OpView, Scope, canon, node_of)
-from tfg.passes.grad.loops import GradLoopState
+from tfg.passes.grad.loops import GradLoopState, loop_var_zeros
 from tfg.passes.grad.registry import get_gradient
 from tfg.schemas.dtypes import DType
 
@@ -91,7 +91,8 @@ class Builder(NodeFactory):
 
     def zeros_like(self, t, ctx, name):
         """Zeros shaped like forward tensor t, made in ctx (its shape saved if t is in a loop)."""
-        if ctx.frame is None:
+        if ctx.frame is None or self.dtype_of(t) == DType.VARIANT:
+            # A TensorList has no shape to Fill: ZerosLike makes the list of zero items.
             return f"{self.new_node(ctx, 'ZerosLike', [t], {}, f'{name}/zeros')}:0"
         static = self.static_shape(t)
         if static is not None:  # no forward Shape to save per iteration
@@ -203,6 +204,7 @@ def grad(graph, ys, xs, grad_ys=None, prefix="grad", warn=None, optimizer=None):
 
 def _backprop(b, y_refs, x_refs):
     g = b.graph
+    b.x_nodes = {node_of(x) for x in x_refs}
     between = _between(b, {node_of(y) for y in y_refs}, {node_of(x) for x in x_refs})
     # Every exit of a loop on the path takes part: the backward loop needs all its loop vars.
     for name in list(between):
@@ -272,8 +274,10 @@ def _exit_ready(b, name, queue):
         parent = b.ctx_for(gs.frame.parent)
         for e in gs.ready_exits:
             t = f"{e}:0"
-            if e not in used and b.dtype_of(t) is not None and b.dtype_of(t).is_differentiable:
-                b.grads[t].append(b.zeros_like(t, parent, f"{b.scope}/{e}_grad"))
+            if e not in used:
+                zeros = loop_var_zeros(b, t, parent, f"{b.scope}/{e}_grad")
+                if zeros is not None:
+                    b.grads[t].append(zeros)
     queue.extend(gs.ready_exits)
 
 

@@ -224,3 +224,48 @@ class GradLoopState:
                 real = b.capture(real, self.ctx)
         self.history[value] = real
         return real
+
+
+_PASS_THROUGH = frozenset({"Exit", "RefExit", "Switch", "RefSwitch", "Merge", "RefMerge", "Enter",
+                           "RefEnter", "Identity", "RefIdentity"})
+
+
+def loop_var_zeros(b, t, ctx, name):
+    """The zero gradient of loop exit `t` that received none, so that the loop variable's
+    body gradients still have a backward loop to flow around: zeros for a float, a list of
+    zeros for a TensorList (Keras' lowered loops carry their input list through), and for a
+    resource handle carried through (the variables of a lowered `While`) zeros of the
+    variable's value when that variable is differentiated; None when t gets no gradient."""
+    dt = b.dtype_of(t)
+    if dt is None:
+        return None
+    if dt.is_differentiable or dt == DType.VARIANT:
+        return b.zeros_like(t, ctx, name)
+    if dt != DType.RESOURCE:
+        return None
+    var = _variable_of(b, t)
+    if var is None or var.name not in getattr(b, "x_nodes", ()):
+        return None
+    read = b.new_node(ctx, "ReadVariableOp", [t], {"dtype": var.get_attr("dtype")},
+                      f"{name}/read")
+    return f"{b.new_node(ctx, 'ZerosLike', [f'{read}:0'], {}, f'{name}/zeros')}:0"
+
+
+def _variable_of(b, t, limit=64):
+    """The VarHandleOp a resource tensor is carried from (through loop primitives, Identity
+    and IdentityN), or None."""
+    node, port = b.graph.get(node_of(t)), int(t.rsplit(":", 1)[1])
+    for _ in range(limit):
+        if node is None:
+            return None
+        if node.op == "VarHandleOp":
+            return node
+        data = node.data_inputs
+        if node.op == "IdentityN" and port < len(data):
+            ref = data[port]
+        elif node.op in _PASS_THROUGH and data:
+            ref = data[0]
+        else:
+            return None
+        node, port = b.graph.get(ref.node), ref.port
+    return None

@@ -103,6 +103,14 @@ def _erf(b, op, g):
     return _mul(b, g, _mul(b, two_over_root_pi, e))
 
 
+@unary("Erfc")
+def _erfc(b, op, g):
+    x = op.inputs[0]
+    minus_two_over_root_pi = b.scalar_like(-2 / math.sqrt(math.pi), x)
+    e = b.op("Exp", [b.op("Neg", [b.op("Square", [x])])])
+    return _mul(b, g, _mul(b, minus_two_over_root_pi, e))
+
+
 @unary("Sign")
 def _sign(b, op, g):
     return b.zeros_like(op.inputs[0])

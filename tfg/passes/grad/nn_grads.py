@@ -207,6 +207,34 @@ def _conv2d_backprop_filter(b, op, grads):
             b.op("Conv2D", [x, grads[0]], attrs)]
 
 
+_DEPTHWISE_ATTRS = ("strides", "padding", "explicit_paddings", "data_format", "dilations")
+
+
+@gradient("DepthwiseConv2dNative")
+def _depthwise(b, op, grads):
+    x, w = op.inputs
+    attrs = _attrs(op, _DEPTHWISE_ATTRS)
+    return [b.op("DepthwiseConv2dNativeBackpropInput", [b.shape(x), w, grads[0]], attrs),
+            b.op("DepthwiseConv2dNativeBackpropFilter", [x, b.shape(w), grads[0]], attrs)]
+
+
+@gradient("DepthwiseConv2dNativeBackpropInput")
+def _depthwise_backprop_input(b, op, grads):
+    _, w, dy = op.inputs
+    attrs = _attrs(op, _DEPTHWISE_ATTRS)
+    return [None,
+            b.op("DepthwiseConv2dNativeBackpropFilter", [grads[0], b.shape(w), dy], attrs),
+            b.op("DepthwiseConv2dNative", [grads[0], w], attrs)]
+
+
+@gradient("DepthwiseConv2dNativeBackpropFilter")
+def _depthwise_backprop_filter(b, op, grads):
+    x, _, dy = op.inputs
+    attrs = _attrs(op, _DEPTHWISE_ATTRS)
+    return [b.op("DepthwiseConv2dNativeBackpropInput", [b.shape(x), grads[0], dy], attrs),
+            None, b.op("DepthwiseConv2dNative", [x, grads[0]], attrs)]
+
+
 @unary("MaxPool")
 def _max_pool(b, op, g):
     attrs = _attrs(op, _POOL_ATTRS + ("explicit_paddings",))

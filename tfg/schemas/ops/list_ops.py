@@ -106,3 +106,49 @@ op("TensorListResize",
    inputs=["input_handle: variant", "size: int32"],
    outputs=["output_handle: variant"],
    shape_fn=scalar)
+
+
+# --- whole-tensor ops: scatter rows into a list, concat/split along the first axis
+def concat(ctx):
+    shape = ctx.attr("element_shape")
+    rest = None if shape is None or len(shape) < 1 else tuple(shape[1:])
+    return [None if rest is None else (None,) + rest, (None,)]
+
+
+def concat_v2(ctx):
+    shape = _element_shape(ctx, 1)
+    rest = None if shape is None or len(shape) < 1 else tuple(shape[1:])
+    return [None if rest is None else (None,) + rest, (None,)]
+
+
+op("TensorListScatter",
+   inputs=["tensor: element_dtype", "indices: int32", "element_shape: shape_type"],
+   outputs=["output_handle: variant"],
+   attrs=["element_dtype: type", _SHAPE_TYPE],
+   shape_fn=scalar)
+op("TensorListScatterV2",
+   inputs=["tensor: element_dtype", "indices: int32", "element_shape: shape_type",
+           "num_elements: int32"],
+   outputs=["output_handle: variant"],
+   attrs=["element_dtype: type", _SHAPE_TYPE],
+   shape_fn=scalar)
+op("TensorListScatterIntoExistingList",
+   inputs=["input_handle: variant", "tensor: element_dtype", "indices: int32"],
+   outputs=["output_handle: variant"],
+   attrs=["element_dtype: type"],
+   shape_fn=scalar)
+op("TensorListConcat",
+   inputs=["input_handle: variant"],
+   outputs=["tensor: element_dtype", "lengths: int64"],
+   attrs=["element_dtype: type", "element_shape: shape = unknown"],
+   shape_fn=concat)
+op("TensorListConcatV2",
+   inputs=["input_handle: variant", "element_shape: shape_type", "leading_dims: int64"],
+   outputs=["tensor: element_dtype", "lengths: int64"],
+   attrs=["element_dtype: type", _SHAPE_TYPE],
+   shape_fn=concat_v2)
+op("TensorListSplit",
+   inputs=["tensor: element_dtype", "element_shape: shape_type", "lengths: int64"],
+   outputs=["output_handle: variant"],
+   attrs=["element_dtype: type", _SHAPE_TYPE],
+   shape_fn=scalar)

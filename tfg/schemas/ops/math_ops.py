@@ -100,6 +100,11 @@ op("Erf",
    outputs=["y: T"],
    attrs=["T: floattype"],
    shape_fn=unchanged)
+op("Erfc",
+   inputs=["x: T"],
+   outputs=["y: T"],
+   attrs=["T: floattype"],
+   shape_fn=unchanged)
 op("Floor",
    inputs=["x: T"],
    outputs=["y: T"],

@@ -58,6 +58,20 @@ op("DepthwiseConv2dNative",
           "explicit_paddings: list(int) = []", "data_format: {'NHWC', 'NCHW'} = 'NHWC'",
           "dilations: list(int) = [1, 1, 1, 1]"],
    shape_fn=depthwise_conv2d)
+op("DepthwiseConv2dNativeBackpropInput",
+   inputs=["input_sizes: int32", "filter: T", "out_backprop: T"],
+   outputs=["output: T"],
+   attrs=["T: {half, bfloat16, float, double}", "strides: list(int)",
+          "padding: {'SAME', 'VALID', 'EXPLICIT'}", "explicit_paddings: list(int) = []",
+          "data_format: {'NHWC', 'NCHW'} = 'NHWC'", "dilations: list(int) = [1, 1, 1, 1]"],
+   shape_fn=from_shape_input(0))
+op("DepthwiseConv2dNativeBackpropFilter",
+   inputs=["input: T", "filter_sizes: int32", "out_backprop: T"],
+   outputs=["output: T"],
+   attrs=["T: {half, bfloat16, float, double}", "strides: list(int)",
+          "padding: {'SAME', 'VALID', 'EXPLICIT'}", "explicit_paddings: list(int) = []",
+          "data_format: {'NHWC', 'NCHW'} = 'NHWC'", "dilations: list(int) = [1, 1, 1, 1]"],
+   shape_fn=from_shape_input(1))
 
 # --- pooling
 op("MaxPool",

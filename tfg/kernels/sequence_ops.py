@@ -1,0 +1,66 @@
+"""Kernels of the sequence-model ops (CPU): ReverseSequence (bidirectional RNNs) and TopKV2
+(beam search), with TensorFlow's semantics and error words.
+
+    ReverseSequence([[1, 2, 3], [4, 5, 6]], seq_lengths=[2, 3], seq_dim=1)
+        -> [[2, 1, 3], [6, 5, 4]]        # only each row's first seq_lengths[b] steps reversed
+    TopKV2([1, 3, 3, 2], k=2) -> values [3, 3], indices [1, 2]   # ties: lower index first
+"""
+import numpy as np
+
+from tfg.kernels._util import fail
+from tfg.kernels.basic import shape_string
+from tfg.kernels.registry import kernel
+
+
+@kernel("ReverseSequence")
+def reverse_sequence(ctx, x, seq_lengths):
+    x, lengths = np.asarray(x), np.asarray(seq_lengths)
+    seq_dim, batch_dim = int(ctx.attrs["seq_dim"]), int(ctx.attrs.get("batch_dim", 0))
+    if lengths.ndim != 1:
+        fail(f"seq_lengths must be 1-dim, not {lengths.ndim}")
+    if not 0 <= batch_dim < x.ndim:
+        fail(f"batch_dim must be < input rank: {batch_dim} vs. {x.ndim}")
+    if not 0 <= seq_dim < x.ndim:
+        fail(f"seq_dim must be < input rank: {seq_dim} vs. {x.ndim}")
+    if seq_dim == batch_dim:
+        fail(f"seq_dim == batch_dim == {seq_dim}")
+    if lengths.shape[0] != x.shape[batch_dim]:
+        fail(f"Length of seq_lengths != input.dims({batch_dim}), ({lengths.shape[0]} vs. "
+             f"{x.shape[batch_dim]})")
+    out = x.copy()
+    for b, n in enumerate(lengths.tolist()):
+        if n < 0:
+            fail(f"seq_lens({b}) < 0")
+        if n > x.shape[seq_dim]:
+            fail(f"seq_lens({b}) > input.dims({seq_dim})")
+        # Index [b, :n] along (batch_dim, seq_dim) and write it reversed.
+        src = [slice(None)] * x.ndim
+        src[batch_dim], src[seq_dim] = b, slice(0, n)
+        dst = list(src)
+        dst[seq_dim] = slice(n - 1, None, -1) if n else slice(0, 0)
+        out[tuple(src)] = x[tuple(dst)]
+    return out
+
+
+@kernel("TopKV2")
+def top_k_v2(ctx, x, k):
+    x, kv = np.asarray(x), np.asarray(k)
+    if kv.ndim != 0:
+        fail(f"k must be 0-D, got shape {shape_string(kv.shape)}")
+    k = int(kv)
+    if k < 0:
+        fail(f"Need k >= 0, got {k}")
+    if x.ndim < 1:
+        fail(f"input must be >= 1-D, got shape {shape_string(x.shape)}")
+    n = x.shape[-1]
+    if n < k:
+        fail(f"input must have at least k columns. Had {n}, needed {k}")
+    # A stable ascending sort of the reversed row, reversed back, is a descending sort whose
+    # ties keep the lower index first (TensorFlow's order), for every dtype without negation.
+    order = np.argsort(x[..., ::-1], axis=-1, kind="stable")[..., ::-1]
+    indices = (n - 1 - order)[..., :k]
+    values = np.take_along_axis(x, indices, axis=-1)
+    index_dtype = ctx.output_dtypes[1].np if len(ctx.output_dtypes) > 1 else np.int32
+    return values, indices.astype(index_dtype)
+
+
