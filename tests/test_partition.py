@@ -133,7 +133,7 @@ def test_while_loop_across_devices_gets_control_loops():
                                           / "graph.pb"))))
     check_partitioned(g)
     info = analyze(g)
-    cloop_merges = {n.name: n for n in g if n.op == "Merge" and n.name.startswith("_cloop/")}
+    cloop_merges = {n.name: n for n in g if n.op == "Merge" and n.name.startswith("cloop/")}
     assert cloop_merges
     for merge in cloop_merges.values():
         enter, nxt = (g[i] for i in merge.inputs)

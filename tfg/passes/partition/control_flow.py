@@ -17,7 +17,7 @@ sends) once per iteration, where TensorFlow's partitioner would leave its peer w
 
     >>> cloops = add_control_loops(graph, info)
     >>> cloops[("while/while_context", "/job:localhost/replica:0/task:0/device:CPU:1")]
-    '_cloop/while/while_context/CPU_1/Merge'
+    'cloop/while/while_context/CPU_1/Merge'
 """
 import numpy as np
 
@@ -90,8 +90,8 @@ def add_control_loops(graph, info):
     """Add the control loops `needed_control_loops` asks for; {(frame, device): merge name}.
 
     Before: frame F's body split over CPU:0 and CPU:1, LoopCond on CPU:0.
-    After:  on each of them `_cloop/F/CPU_k/{Enter,Merge,Switch,NextIteration}` (and a
-    `_cloop/F/CPU_k/Const` feeding the Enter at the root), the Switch reading the LoopCond.
+    After:  on each of them `cloop/F/CPU_k/{Enter,Merge,Switch,NextIteration}` (and a
+    `cloop/F/CPU_k/Const` feeding the Enter at the root), the Switch reading the LoopCond.
     """
     need = needed_control_loops(graph, info)
     merges = {}
@@ -127,8 +127,10 @@ def add_control_loops(graph, info):
 
 
 def _prefix(graph, frame_name, device):
+    # TensorFlow's own partitioner says `_cloop`, but its graph import refuses names that start
+    # with `_`, and TensorFlow must be able to load what tfg writes.
     spec = DeviceSpec.parse(device)
     where = f"{spec.device_type}_{spec.device_index}"
     if spec.job not in (None, "localhost") or spec.task not in (None, 0):
         where = f"{spec.job}_{spec.task}_{where}"
-    return f"_cloop/{frame_name}/{where}"
+    return f"cloop/{frame_name}/{where}"
