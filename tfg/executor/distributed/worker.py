@@ -240,7 +240,7 @@ class WorkerService(worker_pb2_grpc.WorkerServiceServicer):
                     value = value.get()
                 rpc.encode(value, resp.recv.add(name=name).tensor)
             if request.trace:
-                for (name, op, dev, start, dur, thread) in group.trace:
+                for (name, op, dev, start, dur, thread, *_) in group.trace:
                     resp.trace.add(name=name, op=op, device=dev, start_ns=start, dur_ns=dur,
                                    thread=thread)
                 resp.peak_bytes = group.peak_bytes
