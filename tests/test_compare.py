@@ -1,5 +1,7 @@
 """`tfg compare` and `--random-feeds` (issue 15, item 4): values, exit codes, --bisect."""
 import json
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -127,3 +129,16 @@ def test_run_random_feeds_and_refusals(graphs, tmp_path):
     p = tfg_cli("run", a, "--dim", "x=3", "--fetch", "out", "--feed", "x=[[1,2,3]]",
                 check=False)
     assert p.returncode == 2 and b"--dim applies to --random-feeds" in p.stderr
+
+
+def test_bisect_never_runs_state_updates(tmp_path):
+    """A training graph compared with itself: fetching Assign/ApplyGradientDescent would update
+    the variables mid-comparison, so --bisect leaves them out and everything matches."""
+    from conftest import ROOT
+
+    graph, feeds = tmp_path / "mlp.pb", tmp_path / "feeds.npz"
+    subprocess.run([sys.executable, str(ROOT / "examples/mlp/build.py"), "-o", str(graph),
+                    "--feeds", str(feeds)], check=True, capture_output=True)
+    doc = json.loads(tfg_cli("compare", graph, graph, "--feeds", feeds, "--init", "init",
+                             "--bisect", "--json").stdout)
+    assert doc["ok"] and doc["first_difference"] is None

@@ -21,7 +21,7 @@ from tfg.executor.session import Session
 from tfg.graphdef.names import parse_tensor, tensor_name
 from tfg.schemas.dtypes import DType
 from tfg.schemas.ops import get_op, has_op
-from tfg.schemas.ops.signature import output_dtypes
+from tfg.schemas.ops.signature import output_dtypes, ref_input_indices
 
 DEFAULT_RTOL = 1e-5
 DEFAULT_ATOL = 1e-5
@@ -131,7 +131,7 @@ def compare_graphs(a, b, fetches, feeds=None, inits=(), rtol=DEFAULT_RTOL,
 def comparable_tensors(a, b):
     """Tensor names of A, in A's topological order, that B has too and --bisect compares:
     outputs of ops with a known, numeric dtype that are not inputs, state updates or
-    transfers (fetching a stateful op would run it)."""
+    transfers (fetching a stateful op or one with a reference input would run it)."""
     out = []
     for node in a.topo_order():
         other = b.get(node.name)
@@ -140,6 +140,10 @@ def comparable_tensors(a, b):
             continue
         try:
             dtypes = output_dtypes(node)
+            # An op with a reference input (Assign, ApplyGradientDescent) updates a variable
+            # when it runs: fetching it would change the values being compared.
+            if ref_input_indices(node):
+                continue
         except Exception:  # noqa: BLE001 - malformed attrs: the run would say so; skip here
             continue
         for port, dt in enumerate(dtypes):
