@@ -80,7 +80,7 @@ def command(graph, fmt, as_json, tag, signature, feed_args, feeds_file, random_s
 
     \b
     Examples:
-      tfg run model.pb --feed x=[[1,2]] --fetch y
+      tfg run model.pb --feed 'x=[[1,2]]' --fetch y
       tfg run train.pb --feeds batch.npz --init init --target train --fetch loss --steps 100
       tfg partition model.pb --devices cpu:2 | tfg run - --devices cpu:2 --fetch y -o out.npz
       tfg run export/1 --signature serving_default --feed 'x=[[1,2,3,4]]' --json
