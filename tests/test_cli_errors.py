@@ -65,6 +65,10 @@ def test_did_you_mean(graph):
         "--target iniit: no node named 'iniit' in the graph; did you mean 'init'?")
     assert fails("run", graph, "--init", "nosuch", "--fetch", "loss") == (
         "--init nosuch: no node named 'nosuch' in the graph")
+    assert fails("run", graph, "--feed", "xx=[1,1]", "--fetch", "loss") == (
+        "--feed/--feeds xx: no node named 'xx' in the graph; did you mean 'x'?")
+    assert fails("compare", graph, graph, "--feed", "xx=[1,1]", "--fetch", "loss") == (
+        "--feed/--feeds xx: no node named 'xx' in the graph; did you mean 'x'?")
     assert "--xs w_read: no node named 'w_read'" in fails("grad", graph, "--ys", "loss",
                                                           "--xs", "w_read")
     assert "; did you mean 'loss'" in fails("grad", graph, "--ys", "lost", "--xs", "w")

@@ -10,6 +10,7 @@ from tfg.cli.feeds import add_random_feeds, feed_options, read_feeds, read_npz
 from tfg.errors import TfgInputError
 from tfg.executor import compare as C
 from tfg.graphdef import summary
+from tfg.graphdef.names import parse_tensor
 
 
 @click.command("compare")
@@ -62,6 +63,10 @@ def command(a, b, feed_args, feeds_file, random_seed, dims, fetches, inits, rtol
             check_names(g, fetch_names, "--fetch")
             check_names(g, init_names, "--init")
     feeds = read_feeds(feeds_file, feed_args)
+    unknown = [k for k in feeds if not any(g is not None and parse_tensor(k).node in g
+                                           for g in (ga, gb))]
+    if unknown:  # a feed that neither graph takes is a typo, not something to drop quietly
+        check_names(ga, unknown[:1], "--feed/--feeds")
     feeds = add_random_feeds(ga, feeds, fetch_names + init_names, random_seed, dims)
     if gb is not None:  # inputs only B has (a renamed placeholder, say) get values too
         feeds = add_random_feeds(gb, feeds, fetch_names + init_names, random_seed, dims)

@@ -111,6 +111,7 @@ def command(graph, fmt, as_json, tag, signature, feed_args, feeds_file, random_s
 
         _check_signature_keys(g, signature, feeds, fetch_names)
         feeds, fetch_names, shown = savedmodel.bind_signature(g, signature, feeds, fetch_names)
+    check_names(g, list(feeds), "--feed/--feeds")
     check_names(g, fetch_names, "--fetch")
     check_names(g, target_names, "--target")
     check_names(g, init_names, "--init")
