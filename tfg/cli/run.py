@@ -179,7 +179,8 @@ def command(graph, fmt, as_json, tag, signature, feed_args, feeds_file, random_s
                 done = i + 1
                 if profile is not None and sess.last_trace is not None:
                     profile.record_step(sess.last_trace.events)
-                bar.update(done, value=value_text(shown[0], values[0]) if values else None)
+                bar.update(done, value=value_text(shown[0], values[0])
+                           if values and bar.enabled else None)
         except KeyboardInterrupt:  # Ctrl-C: stop between or inside steps, one line, exit 130
             _interrupted(done, steps, checkpoint_dir, bar, sess, save_dir, shown, values,
                          output, fmt)

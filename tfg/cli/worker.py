@@ -1,7 +1,5 @@
 """`tfg worker`: serve one task of a cluster until stopped (SIGTERM or Ctrl-C)."""
-import errno
 import signal
-import socket
 import sys
 import threading
 
@@ -58,7 +56,6 @@ def command(cluster, job, task, bind, devices, auth_token, tls_cert, tls_key, tl
             ((tls_cert, "--tls-cert"), (tls_key, "--tls-key"), (tls_ca, "--tls-ca"))]
     if tls_ca is not None and tls_cert is None:
         raise TfgInputError("--tls-ca on a worker needs --tls-cert and --tls-key")
-    _refuse_taken_port(jobs, job, task, bind)
     server = serve(jobs, job, task, bind=bind, devices=devices, token=auth_token,
                    verbose=verbose, tls_cert=pems[0], tls_key=pems[1], tls_ca=pems[2])
     stop = threading.Event()
@@ -79,26 +76,3 @@ def command(cluster, job, task, bind, devices, auth_token, tls_cert, tls_key, tl
     if verbose:
         sys.stderr.write(f"tfg worker /job:{job}/task:{task} stopped\n")
 
-
-def _refuse_taken_port(jobs, job, task, bind):
-    """A port another process listens on is one line, before gRPC tries it (gRPC would log its
-    own error lines to stderr first)."""
-    from tfg.executor.distributed.spec import bind_address
-
-    try:
-        address = bind_address(jobs[job][task], bind)
-    except Exception:  # noqa: BLE001 - an unknown job or task: serve() reports it
-        return
-    host, _, port = address.rpartition(":")
-    host = host.strip("[]")
-    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
-        # SO_REUSEADDR: a port a stopped worker left in TIME_WAIT is free; a listening one not.
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind((host, int(port)))
-        except OSError as e:
-            if e.errno == errno.EADDRINUSE:
-                raise TfgInputError(f"cannot listen on {address}: the port is in use (another "
-                                    "tfg worker, or another program)") from None
-        except (OverflowError, ValueError):  # a port out of range: serve() says so
-            return

@@ -24,7 +24,7 @@ from tfg.executor import blas, limits, partitions
 from tfg.executor.devices import DeviceSet
 from tfg.executor.distributed import rpc
 from tfg.executor.distributed.rendezvous import RemoteRendezvous, aborted_by
-from tfg.executor.distributed.spec import bind_address, task_label
+from tfg.executor.distributed.spec import bind_address, refuse_taken_port, task_label
 from tfg.executor.executor import NOVAL, DataflowRun, StepGroup
 from tfg.executor.fastpath import Schedule
 from tfg.executor.plan import build_plan
@@ -434,6 +434,7 @@ def serve(jobs, job, task, bind=None, devices=None, token=None, verbose=False,
     if not 0 <= task < len(addrs):
         raise TfgInputError(f"job {job!r} has {len(addrs)} task(s); --task {task} is not one")
     address = bind_address(addrs[task], bind)
+    refuse_taken_port(address)
     log = None
     if verbose:
         def log(line):
