@@ -114,3 +114,23 @@ def test_savedmodel_against_frozen():
     changed = {c.name: c for c in d.changed}
     assert changed["w1"].op == ("VariableV2", "Const")
     assert "save/SaveV2" in d.removed
+
+
+def test_attrs_print_as_tensorflow_prints_them():
+    from tfg.graphdef.attrs import Shape
+
+    a, b = Graph(), Graph()
+    a.add_node("c", "Conv2D", ["x", "f"], attrs={"T": DType.FLOAT, "padding": b"SAME",
+                                               "strides": [1, 1, 1, 1],
+                                               "use_cudnn_on_gpu": True})
+    b.add_node("c", "Conv2D", ["x", "f"], attrs={"T": DType.HALF, "padding": b"VALID",
+                                               "strides": [1, 2, 2, 1],
+                                               "use_cudnn_on_gpu": False})
+    a.add_node("p", "Placeholder", attrs={"dtype": DType.FLOAT, "shape": Shape((None, 4))})
+    b.add_node("p", "Placeholder", attrs={"dtype": DType.FLOAT, "shape": Shape((2, 4))})
+    attrs = {c.name: c.attrs for c in diff(a, b).changed}
+    assert attrs["c"] == {"T": ("DT_FLOAT", "DT_HALF"), "padding": ('"SAME"', '"VALID"'),
+                          "strides": ("[1, 1, 1, 1]", "[1, 2, 2, 1]"),
+                          "use_cudnn_on_gpu": ("true", "false")}
+    assert attrs["p"] == {"shape": ("[?,4]", "[2,4]")}
+    assert "b'" not in format_text(diff(a, b))

@@ -1,12 +1,15 @@
 """`tfg info` and tfg.graphdef.summary on TensorFlow-made graphs."""
 import json
+import os
 import shlex
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from conftest import CONFORMANCE, FIXTURES
+from conftest import CONFORMANCE, FIXTURES, ROOT
 from helpers import tfg_cli
 from tfg.cli import cli
 from tfg.graphdef import io, summary
@@ -58,8 +61,9 @@ def test_placeholders_outputs_and_run_line():
     assert data["nodes"] == 18 and data["ops"]["MatMul"] == 3
     assert data["inputs"] == [{"name": "x", "op": "Placeholder", "dtype": "float32",
                                "shape": [None, 20]}]
-    assert [o["name"] for o in data["outputs"]] == ["pred"]
-    assert data["run_command"] == f"tfg run {path} --feed x=@x.npy --fetch pred"
+    assert data["outputs"] == [{"name": "pred", "op": "ArgMax", "dtype": "int64",
+                                "shape": [None]}]
+    assert data["run_command"] == f"tfg run {path} --random-feeds --fetch pred"
     assert data["devices"] == {"": 18} and data["while_loops"] == [] and data["conds"] == 0
 
 
@@ -67,7 +71,8 @@ def test_variables_parameters_and_init():
     data = info_json(graph_path("train_sgd"))
     assert [(v["name"], v["shape"], v["params"]) for v in data["variables"]] == [
         ("w", [3, 1], 3), ("b", [], 1)]
-    assert data["parameters"] == 4
+    assert data["parameters"] == 4 and data["variable_bytes"] == 16
+    assert data["constant_bytes"] > 16  # initial values, learning rate, shapes
     assert "--init init" in data["run_command"]
     assert "loss" in [o["name"] for o in data["outputs"]]
     # Assign/NoOp/init nodes without consumers are not outputs.
@@ -87,7 +92,8 @@ def test_text_output_nested_loops():
     assert "while loops (2):" in out
     assert "\n    while/while/while_context: 2 loop vars" in out  # indented under its parent
     assert "inputs (1):\n  n: int32 []" in out
-    assert out.rstrip().endswith("--feed n=0 --fetch tot")
+    assert out.rstrip().endswith("--random-feeds --fetch tot")
+    assert "\n  tot: int32 []  (Identity)\n" in out
 
 
 def custom_graph():
@@ -105,7 +111,7 @@ def test_unknown_ops_and_malformed_control_flow(tmp_path):
     assert data["unknown_ops"] == {"MyCustomOp": 1}
     assert "bad_exit" in data["control_flow_error"]
     assert data["dangling_inputs"] == [{"node": "y", "input": "missing:1"}]
-    assert data["run_command"].endswith("--feed 'x=[[0,0],[0,0]]' --fetch bad_exit")
+    assert data["run_command"].endswith("--random-feeds --fetch bad_exit")
     text = summary.format_text(summary.summarize(custom_graph()))
     assert "ops tfg has no signature for: MyCustomOp (1)" in text
     assert "control flow: malformed" in text
@@ -121,13 +127,49 @@ def test_ops_and_devices_lists():
     assert text.startswith(f"ops ({len(ops)};")
 
 
-def test_sample_values():
-    assert summary._sample_value({"name": "a/b", "shape": [None, 3], "dtype": "float32"}) == \
-        "[[0,0,0]]"
-    assert summary._sample_value({"name": "a/b", "shape": [], "dtype": "bool"}) == "0"
-    assert summary._sample_value({"name": "a/b", "shape": [5, 5], "dtype": "float32"}) == \
-        "@a_b.npy"
-    assert summary._sample_value({"name": "s", "shape": [], "dtype": "string"}) == "@s.npy"
+def test_run_line_feeds_strings_from_files_and_names_devices():
+    g = Graph()
+    g.add_node("s", "Placeholder", attrs={"dtype": DType.STRING, "shape": Shape(())})
+    g.add_node("x", "Placeholder", attrs={"dtype": DType.FLOAT, "shape": Shape((None, 2))})
+    g.add_node("y", "StringLength", ["s"], device="/job:localhost/replica:0/task:0/device:CPU:1")
+    g.add_node("z", "Neg", ["x"], attrs={"T": DType.FLOAT},
+               device="/job:localhost/replica:0/task:0/device:CPU:0")
+    line = summary.summarize(g, source="g.pb")["run_command"]
+    assert line == ("tfg run g.pb --random-feeds --feed s=@s.npy --devices cpu:2 --fetch y "
+                    "--fetch z")
+    assert summary.devices_flag({"": 3}) == []
+    assert summary.devices_flag({"/job:localhost/replica:0/task:0/device:GPU:0": 1,
+                                 "/job:localhost/replica:0/task:0/device:CPU:0": 1}) == [
+        "--devices", "cpu:1,gpu:1"]
+
+
+def test_readme_run_line_runs_in_an_empty_folder(tmp_path):
+    """The README's mlp.pb: the line `tfg info` prints runs as it is, with no files."""
+    graph = tmp_path / "build" / "mlp.pb"
+    graph.parent.mkdir()
+    subprocess.run([sys.executable, str(ROOT / "examples/mlp/build.py"), "-o", str(graph)],
+                   check=True, capture_output=True, cwd=graph.parent)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    data = json.loads(tfg_cli("info", graph, "--json").stdout)
+    assert data["run_command"] == (f"tfg run {graph} --random-feeds --init init --fetch loss "
+                                   "--fetch accuracy")
+    assert [(o["name"], o["dtype"], o["shape"]) for o in data["outputs"]] == [
+        ("loss", "float32", []), ("accuracy", "float32", [])]
+    p = subprocess.run([sys.executable, "-m", "tfg", *shlex.split(data["run_command"])[1:]],
+                       capture_output=True, cwd=empty, timeout=120,
+                       env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith(b"loss = array(") and list(empty.iterdir()) == []
+    # partitioned: the line names the devices and fetches no _Send
+    parts = tmp_path / "parts.pb"
+    tfg_cli("partition", graph, "--devices", "cpu:2", "-o", parts)
+    line = json.loads(tfg_cli("info", parts, "--json").stdout)["run_command"]
+    assert "--devices cpu:2" in line and "/_" not in line
+    p = subprocess.run([sys.executable, "-m", "tfg", *shlex.split(line)[1:]],
+                       capture_output=True, cwd=empty, timeout=120,
+                       env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert p.returncode == 0, p.stderr
 
 
 def test_info_as_a_process_reads_stdin():

@@ -10,9 +10,11 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
 
 from conftest import ROOT
+from tfg.cli import progress
 from tfg.cli.progress import Progress, format_duration, passes_line, steps_line
 
 
@@ -153,11 +155,36 @@ def _train(mlp, steps, *extra):
 
 
 def test_run_steps_show_progress_on_a_terminal(mlp):
-    rc, out, err = _in_pty(_train(mlp, 1000), env={"TFG_PROGRESS_DELAY": "0"})
+    rc, out, err = _in_pty(_train(mlp, 1000), env={"TFG_PROGRESS_DELAY": "0", "NO_COLOR": ""})
     assert rc == 0, err
     assert re.fullmatch(rb"loss = array\([-\d.e]+, dtype=float32\)\n", out)  # stdout: data only
     assert re.search(r"\rstep +\d+/1000 ", err)
-    assert re.search(r"\rstep 1000/1000  [\d.]+ (steps/s|s/step)  in \d+:\d\d *\r?\n$", err)
+    # the current loss, in bold on a terminal, ends the line (as a training loop prints it)
+    last = float(re.search(rb"array\(([-\d.e]+)", out).group(1))
+    m = re.search(r"\rstep 1000/1000  [\d.]+ (steps/s|s/step)  in \d+:\d\d  "
+                  r"\x1b\[1mloss=([-\d.e]+)\x1b\[0m *\r?\n$", err)
+    assert m and float(m.group(2)) == pytest.approx(last, rel=1e-3)
+
+
+def test_progress_has_no_colour_with_no_color_set(mlp):
+    rc, out, err = _in_pty(_train(mlp, 300), env={"TFG_PROGRESS_DELAY": "0", "NO_COLOR": "1"})
+    assert rc == 0 and "loss=" in err and "\x1b" not in err
+    p = subprocess.run(_train(mlp, 300, "--progress"), capture_output=True,
+                       env=dict(os.environ, TFG_PROGRESS_DELAY="0"))
+    assert b"loss=" in p.stderr and b"\x1b" not in p.stderr  # forced on a pipe: no colour
+    rc, out, err = _in_pty([sys.executable, "-m", "tfg", "run", "nosuch.pb", "--fetch", "y"],
+                           env={"NO_COLOR": ""})
+    assert rc == 2 and err.startswith("\x1b[31mtfg: error:\x1b[0m ")
+    rc, out, err = _in_pty([sys.executable, "-m", "tfg", "run", "nosuch.pb", "--fetch", "y"],
+                           env={"NO_COLOR": "1"})
+    assert rc == 2 and err.startswith("tfg: error: ")
+
+
+def test_value_text():
+    assert progress.value_text("loss", np.float32(0.123456)) == "loss=0.1235"
+    assert progress.value_text("y", np.array([1.0, 3.0])) == "y mean=2"
+    assert progress.value_text("s", np.array([b"a"], dtype=object)) is None
+    assert not progress.colour_wanted(io.StringIO(), {})
 
 
 def test_run_progress_silent_when_short_piped_or_disabled(mlp):
@@ -207,12 +234,15 @@ def test_optimize_shows_the_pass_on_a_terminal(mlp):
 
 
 
-def test_ctrl_c_ends_the_line_before_the_message(mlp):
+def test_ctrl_c_ends_the_line_before_the_message(mlp, tmp_path):
+    """...and still saves the variables (--save) and prints the last step's values."""
     master, slave = pty.openpty()
     env = dict(os.environ, TFG_PROGRESS_DELAY="0")
     env.pop("TFG_DEBUG", None)
-    p = subprocess.Popen(_train(mlp, 10**7), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                         stderr=slave, env=env, cwd=ROOT)
+    saved = tmp_path / "saved"
+    p = subprocess.Popen(_train(mlp, 10**7, "--save", str(saved)), stdin=subprocess.DEVNULL,
+                         stdout=subprocess.PIPE, stderr=slave, env=env, cwd=ROOT)
+    out = b""
     os.close(slave)
     err = b""
     try:
@@ -228,6 +258,7 @@ def test_ctrl_c_ends_the_line_before_the_message(mlp):
             if not data:
                 break
             err += data
+        out = p.stdout.read()
     finally:
         os.close(master)
         p.stdout.close()
@@ -237,8 +268,12 @@ def test_ctrl_c_ends_the_line_before_the_message(mlp):
     text = err.decode(errors="replace")
     assert p.returncode == 130, text
     # the last progress line is kept, then the message starts on a line of its own
-    assert re.search(r"\rstep +\d+/10000000 [^\r\n]*\r?\ntfg: interrupted after \d+ of "
-                     r"10000000 steps\r?\n$", text), text
+    m = re.search(r"\rstep +\d+/10000000 [^\r\n]*\r?\ntfg: interrupted after (\d+) of "
+                  r"10000000 steps; variables saved to \S+; the fetched values are those of "
+                  r"step (\d+)\r?\n$", text)
+    assert m and m.group(1) == m.group(2), text
+    assert re.fullmatch(rb"loss = array\([-\d.e]+, dtype=float32\)\n", out)
+    assert any(saved.iterdir())  # the variables of the last completed step
 
 
 def test_delay_from_the_environment(monkeypatch):

@@ -116,9 +116,17 @@ def test_cli_info_shows_signatures():
     assert "  serving_default (tensorflow/serving/predict)" in out
     assert "    in  x: x:0 float32 [?, 4]" in out
     assert "    out probs: probs:0 float32 [?, 3]" in out
-    assert f"tfg run {MODEL} --signature serving_default --feed 'x=[[0,0,0,0]]'" in out
+    line = f"tfg run {MODEL} --signature serving_default --random-feeds"
+    assert out.rstrip().endswith(line)
+    assert "save/filename" not in out  # the signatures, not the saver's internal inputs
+    got = json.loads(tfg_cli(*line.split()[1:], "--json").stdout)  # the line runs as printed
+    assert got["probs"]["shape"] == [1, 3] and got["classes"]["dtype"] == "int64"
     js = json.loads(tfg_cli("info", MODEL, "--json").stdout)
     assert js["saved_model"]["signatures"]["logits"]["outputs"]["logits"]["name"] == "logits:0"
+    assert {"signature": "serving_default", "name": "x", "tensor": "x:0", "dtype": "float32",
+            "shape": [None, 4]} in js["inputs"]
+    assert {(o["signature"], o["name"]) for o in js["outputs"]} == {
+        ("logits", "logits"), ("serving_default", "classes"), ("serving_default", "probs")}
     p = tfg_cli("info", MODEL, "--tag", "train", check=False)
     assert p.returncode == 2 and b"no MetaGraphDef with tags train" in p.stderr
 

@@ -10,6 +10,7 @@ import traceback
 import click
 
 from tfg import __version__
+from tfg.cli.progress import colour_wanted
 from tfg.errors import TfgError
 
 # subcommand -> (module, one-line help). Add a row here when adding a subcommand module.
@@ -26,6 +27,7 @@ SUBCOMMANDS = {
     "convert": ("tfg.cli.convert", "Convert between binary and text GraphDef."),
     "diff": ("tfg.cli.diff", "Compare two graphs: added, removed and changed nodes."),
     "export": ("tfg.cli.export", "Export a graph, e.g. as a TensorBoard events file."),
+    "compare": ("tfg.cli.compare", "Run two graphs on the same inputs; compare the outputs."),
 }
 
 
@@ -62,8 +64,8 @@ def cli(ctx, debug):
 
 def main(argv=None):
     """Entry point: runs the click app, mapping tfg errors to one line and an exit code."""
-    debug = "--debug" in (argv if argv is not None else sys.argv[1:]) or bool(
-        os.environ.get("TFG_DEBUG"))
+    argv, debug = _hoist_debug(list(sys.argv[1:] if argv is None else argv))
+    debug = debug or bool(os.environ.get("TFG_DEBUG"))
     try:
         cli.main(args=argv, prog_name="tfg", standalone_mode=False)
     except click.exceptions.Abort:
@@ -77,7 +79,7 @@ def main(argv=None):
     except TfgError as e:
         if debug:
             traceback.print_exc()
-        click.echo(f"tfg: error: {_one_line(e)}", err=True)
+        click.echo(f"{_error_prefix()} {_one_line(e)}", err=True)
         sys.exit(e.exit_code)
     except BrokenPipeError:
         sys.exit(1)
@@ -94,6 +96,21 @@ def main(argv=None):
                    "(run with --debug for the traceback)", err=True)
         sys.exit(1)
     sys.exit(0)
+
+
+def _hoist_debug(args):
+    """`--debug` anywhere before `--` (`tfg run m.pb --debug`) moves to the group, where click
+    accepts it: (args, whether it was given)."""
+    end = args.index("--") if "--" in args else len(args)
+    if "--debug" not in args[:end]:
+        return args, False
+    rest = [a for a in args[:end] if a != "--debug"]
+    return ["--debug"] + rest + args[end:], True
+
+
+def _error_prefix():
+    """`tfg: error:`, in red on a terminal unless NO_COLOR is set."""
+    return "\033[31mtfg: error:\033[0m" if colour_wanted(sys.stderr) else "tfg: error:"
 
 
 def _one_line(e):

@@ -1,4 +1,7 @@
-"""Options and helpers shared by subcommands: the GRAPH argument and graph output."""
+"""Options and helpers shared by subcommands: the GRAPH argument, graph output, and names
+checked against the graph ("did you mean")."""
+import difflib
+
 import click
 
 from tfg.errors import TfgInputError
@@ -53,3 +56,31 @@ def split_names(values):
     for v in values or ():
         out.extend(s.strip() for s in v.split(",") if s.strip())
     return out
+
+
+def check_names(graph, names, flag, what="node"):
+    """Every name (`node`, `node:1`, `^node`) of `flag` must name a node of `graph`; the first
+    that does not is an input error with the closest node names.
+
+    Before: check_names(g, ["lose"], "--fetch") on a graph with a node `loss`.
+    After:  TfgInputError("--fetch lose: no node named 'lose' in the graph; did you mean
+            'loss'?")
+    """
+    from tfg.graphdef.names import parse_tensor
+
+    for name in names:
+        try:
+            node = parse_tensor(name.lstrip("^")).node
+        except Exception:  # noqa: BLE001 - a malformed name: the command's own check says so
+            continue
+        if node not in graph:
+            raise TfgInputError(f"{flag} {name}: no {what} named {node!r} in the graph"
+                                + did_you_mean(node, graph.node_names()))
+
+
+def did_you_mean(name, candidates):
+    """'; did you mean 'loss'?' (up to three close names), or '' when none is close."""
+    close = difflib.get_close_matches(name, list(candidates), n=3, cutoff=0.6)
+    if not close:
+        return ""
+    return "; did you mean " + " or ".join(repr(c) for c in close) + "?"

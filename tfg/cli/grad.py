@@ -1,7 +1,8 @@
 """`tfg grad`: add the gradient of sum(ys) w.r.t. each x to a graph."""
 import click
 
-from tfg.cli.common import graph_argument, output_options, read_graph, split_names, write_graph
+from tfg.cli.common import (check_names, graph_argument, output_options, read_graph,
+                            split_names, write_graph)
 
 
 @click.command("grad")
@@ -34,6 +35,8 @@ def command(graph, ys, xs, grad_ys, prefix, optimizer, output, fmt):
     from tfg.passes.grad import grad
 
     g = read_graph(graph)
+    for flag, names in (("--ys", ys), ("--xs", xs), ("--grad-ys", grad_ys)):
+        check_names(g, split_names(names), flag)
     out = grad(g, split_names(ys), split_names(xs), split_names(grad_ys) or None, prefix,
                warn=lambda msg: click.echo(msg, err=True), optimizer=optimizer)
     write_graph(out, output, fmt)

@@ -1,5 +1,7 @@
 """`tfg info`: summarize a graph (ops, inputs, outputs, variables, devices, loops), list the
 ops tfg supports, or the local devices."""
+import sys
+
 import click
 
 from tfg.cli.common import graph_argument, read_graph, tag_option
@@ -33,20 +35,21 @@ def command(graph, as_json, list_ops, list_devices, tag):
             data["devices"] = summ.local_devices()
         click.echo(summ.to_json(data) if as_json else _format_lists(data))
         return
+    if graph in (None, "-") and _stdin_is_terminal():
+        # Reading a graph from the keyboard would wait silently for input that never comes.
+        click.echo("tfg info: reading a graph from stdin (pipe one in, or give a path; "
+                   "Ctrl-D ends, Ctrl-C quits)", err=True)
     g = read_graph(graph, tag)
     s = summ.summarize(g, source=None if graph in (None, "-") else graph)
-    text = None if as_json else summ.format_text(s)
     saved = getattr(g, "saved_model", None)
-    if saved is not None:  # a SavedModel: its signatures name the feeds and fetches
-        from tfg.graphdef import savedmodel
+    click.echo(summ.to_json(s) if as_json else summ.format_text(s, saved=saved))
 
-        s["saved_model"] = savedmodel.describe(saved)
-        if text is not None:
-            text += "\n" + "\n".join(savedmodel.format_signatures(saved))
-            line = savedmodel.run_command(s["graph"], saved)
-            if line:
-                text += "\nrun a signature with:\n  " + line
-    click.echo(summ.to_json(s) if as_json else text)
+
+def _stdin_is_terminal():
+    try:
+        return sys.stdin.isatty()
+    except (AttributeError, ValueError):  # closed or replaced
+        return False
 
 
 def _format_lists(data):

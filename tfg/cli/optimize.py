@@ -4,8 +4,8 @@ import time
 
 import click
 
-from tfg.cli.common import (graph_argument, output_options, progress_option, read_graph,
-                            split_names, write_graph)
+from tfg.cli.common import (check_names, graph_argument, output_options, progress_option,
+                            read_graph, split_names, write_graph)
 from tfg.cli.progress import Progress, passes_line
 from tfg.errors import TfgInputError
 
@@ -52,6 +52,8 @@ def command(graph, passes, keep, feeds, devices, rounds, report, as_json, list_,
         _print_list(as_json)
         return
     g = read_graph(graph)
+    check_names(g, split_names(keep), "--keep")
+    check_names(g, split_names(feeds), "--feed")
     rows = []
     start = time.perf_counter()
     # The line is erased when the block ends, before the report or an error is printed.

@@ -4,14 +4,15 @@
         for i in range(100):
             step()
             p.update(i + 1)
-    # on a terminal, after 1 s:  "step 37/100  12.4 steps/s  ETA 0:05" (rewritten in place)
+    # on a terminal, after 1 s:  "step 37/100  12.4 steps/s  ETA 0:05  loss=0.1234"
     # piped, or a run under 1 s:  nothing at all
 
 The line is drawn by a small daemon thread at most 10 times a second, so a long step or a
 long pass still shows its elapsed time, and the caller's loop never pays for drawing. It only
 appears once the command has run for `delay` seconds, so short commands stay silent. It is
-written with carriage returns only (no ANSI codes) and padded with spaces over the previous
-line, so any terminal shows it; stdout is never touched (it carries data).
+written with carriage returns and padded with spaces over the previous line, so any terminal
+shows it; the current value (e.g. the loss) is in bold only where `colour_wanted` says so (a
+terminal, NO_COLOR unset); stdout is never touched (it carries data).
 """
 import math
 import os
@@ -43,6 +44,32 @@ def wanted(flag, stream=None):
         return False
 
 
+def colour_wanted(stream=None, environ=None):
+    """ANSI colour only on a terminal, and never with NO_COLOR set (https://no-color.org)."""
+    environ = os.environ if environ is None else environ
+    if environ.get("NO_COLOR"):
+        return False
+    return wanted(None, stream)
+
+
+def value_text(name, value):
+    """The progress line's view of a fetched value: `loss=0.1234` for a single number,
+    `y mean=0.5` for a numeric array, None otherwise.
+
+    Before: value_text("loss", np.float32(0.12345678)).  After: 'loss=0.1235'.
+    """
+    size = getattr(value, "size", None)
+    try:
+        if size == 1 or isinstance(value, (int, float)):
+            return f"{name}={float(value.item() if size == 1 else value):.4g}"
+        kind = getattr(getattr(value, "dtype", None), "kind", "")
+        if size and kind in "iuf":
+            return f"{name} mean={float(value.mean()):.4g}"
+    except (TypeError, ValueError, OverflowError):  # strings, complex: nothing to show
+        return None
+    return None
+
+
 def format_duration(seconds):
     """0:05, 12:40, 1:02:03."""
     seconds = int(round(max(seconds, 0)))
@@ -64,6 +91,8 @@ def steps_line(p, elapsed):
             line += f"  ETA {format_duration((p.total - p.n) / rate)}"
         else:  # the line a finished run leaves behind
             line += f"  in {format_duration(elapsed)}"
+    if p.value:
+        line += "  " + p.value
     return line
 
 
@@ -87,9 +116,11 @@ class Progress:
                  delay=None, interval=INTERVAL, leave=False):
         self.stream = stream or sys.stderr
         self.total, self.start, self.n, self.label = total, start, start, None
+        self.value = None  # text of the current value (value_text), shown by steps_line
         self.describe, self.interval, self.leave = describe, interval, leave
         self.delay = default_delay() if delay is None else delay
         self.enabled = wanted(enabled, self.stream)
+        self.colour = self.enabled and colour_wanted(self.stream)
         self.t0 = time.monotonic()
         self._shown = 0  # width of the line on screen; 0 = nothing drawn yet
         self._line = None
@@ -100,11 +131,14 @@ class Progress:
             self._thread = threading.Thread(target=self._tick, name="tfg-progress", daemon=True)
             self._thread.start()
 
-    def update(self, n, label=None):
-        """Record progress; drawing happens on the ticker thread."""
+    def update(self, n, label=None, value=None):
+        """Record progress (and the current value's text); drawing happens on the ticker
+        thread."""
         self.n = n
         if label is not None:
             self.label = label
+        if value is not None:
+            self.value = value
 
     def close(self):
         """Stop drawing; erase the line (or keep it with `leave`)."""
@@ -150,7 +184,10 @@ class Progress:
             return
         self._line = line
         pad = " " * max(self._shown - len(line), 0)
-        self._write("\r" + line + pad)
+        shown = line
+        if self.colour and self.value and line.endswith(self.value):  # bold: the number to watch
+            shown = line[:-len(self.value)] + "\033[1m" + self.value + "\033[0m"
+        self._write("\r" + shown + pad)
         self._shown = len(line)
 
     def _write(self, text):

@@ -1,7 +1,8 @@
 """`tfg prune`: keep only what the fetches and targets need, cut off at the feeds."""
 import click
 
-from tfg.cli.common import graph_argument, output_options, read_graph, split_names, write_graph
+from tfg.cli.common import (check_names, graph_argument, output_options, read_graph,
+                            split_names, write_graph)
 
 
 @click.command("prune")
@@ -25,6 +26,8 @@ def command(graph, fetches, targets, feeds, output, fmt):
     """
     from tfg.passes.prune import prune
     g = read_graph(graph)
+    for flag, names in (("--fetch", fetches), ("--target", targets), ("--feed", feeds)):
+        check_names(g, split_names(names), flag)
     out = prune(g, fetches=split_names(fetches), targets=split_names(targets),
                 feeds=split_names(feeds))
     write_graph(out, output, fmt)

@@ -1,5 +1,4 @@
 """`tfg run`: feed placeholders, run fetches and targets, print or save the results."""
-import ast
 import io as _io
 import json
 import os
@@ -9,18 +8,17 @@ import warnings
 import click
 import numpy as np
 
-from tfg.cli.common import graph_argument, progress_option, read_graph, split_names
-from tfg.cli.progress import Progress
+from tfg.cli.common import (check_names, graph_argument, progress_option, read_graph,
+                            split_names)
+from tfg.cli.feeds import add_random_feeds, feed_options, read_feeds
+from tfg.cli.progress import Progress, value_text
 from tfg.errors import TfgError, TfgInputError, TfgRuntimeError
 from tfg.graphdef.io import write_bytes_atomic
 
 
 @click.command("run")
 @graph_argument
-@click.option("--feed", "feed_args", multiple=True, metavar="NAME=VALUE",
-              help="Feed a tensor: a JSON/Python literal, or @file.npy. Repeatable.")
-@click.option("--feeds", "feeds_file", metavar="FILE.npz",
-              help="Feed every array of an .npz (keys are tensor names).")
+@feed_options
 @click.option("--fetch", "fetches", multiple=True, metavar="NAME",
               help="Tensor to compute (`node` means `node:0`). Repeatable or comma list.")
 @click.option("--target", "targets", multiple=True, metavar="NODE",
@@ -38,6 +36,7 @@ from tfg.graphdef.io import write_bytes_atomic
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "npz"]), default=None,
               help="Output of the fetched values: text (NAME = value lines, the default on "
                    "stdout), json, or npz (the default for -o).")
+@click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
 @click.option("--tag", default=None, metavar="TAGS",
               help="SavedModel GRAPH: the MetaGraphDef with these tags (default: the only one, "
                    "else `serve`).")
@@ -46,6 +45,9 @@ from tfg.graphdef.io import write_bytes_atomic
                    "(fetch: all outputs by default).")
 @click.option("--trace", "trace_path", default=None, metavar="OUT.json",
               help="Chrome trace of the last step (per-node timings, peak memory).")
+@click.option("--profile", "profile_path", default=None, metavar="FILE",
+              help="Record per-node compute times and output bytes over all steps into a "
+                   "cost-model FILE for `tfg place/partition --cost-model FILE`.")
 @click.option("--save", "save_dir", default=None, metavar="DIR",
               help="Save every variable to DIR after the steps.")
 @click.option("--restore", "restore_dir", default=None, metavar="DIR",
@@ -70,17 +72,19 @@ from tfg.graphdef.io import write_bytes_atomic
               help="--cluster: verify the workers' TLS certificates with this CA (turns TLS "
                    "on).")
 @progress_option
-def command(graph, fmt, tag, signature, feed_args, feeds_file, fetches, targets, inits, steps,
-            devices, cluster, output, trace_path, save_dir, restore_dir, timeout, auth_token,
-            checkpoint_dir, checkpoint_every, max_memory, blas_threads, tls_ca, progress):
+def command(graph, fmt, as_json, tag, signature, feed_args, feeds_file, random_seed, dims,
+            fetches, targets, inits, steps, devices, cluster, output, trace_path, profile_path,
+            save_dir, restore_dir, timeout, auth_token, checkpoint_dir, checkpoint_every,
+            max_memory, blas_threads, tls_ca, progress):
     """Run GRAPH: feed placeholders, compute fetches, run targets.
 
     \b
     Examples:
-      tfg run model.pb --feed x=[[1,2]] --fetch y
+      tfg run model.pb --feed 'x=[[1,2]]' --fetch y
       tfg run train.pb --feeds batch.npz --init init --target train --fetch loss --steps 100
       tfg partition model.pb --devices cpu:2 | tfg run - --devices cpu:2 --fetch y -o out.npz
-      tfg run export/1 --signature serving_default --feed 'x=[[1,2,3,4]]' --format json
+      tfg run export/1 --signature serving_default --feed 'x=[[1,2,3,4]]' --json
+      tfg run model.pb --random-feeds --dim 'x=32' --fetch y --profile cost.json
     """
     from tfg.executor.session import Session
 
@@ -94,14 +98,25 @@ def command(graph, fmt, tag, signature, feed_args, feeds_file, fetches, targets,
         raise TfgInputError("nothing to run: give --fetch, --target or --init")
     if output is not None and not fetch_names and not signature:
         raise TfgInputError("-o needs at least one --fetch")
-    feeds = _read_feeds(feeds_file, feed_args)
+    if as_json:
+        if fmt not in (None, "json"):
+            raise TfgInputError(f"--json and --format {fmt} disagree")
+        fmt = "json"
+    feeds = read_feeds(feeds_file, feed_args)
     g = read_graph(graph, tag)
     g = _inline_plain_graph_functions(g)
     shown = list(fetch_names)  # the names values are reported under
     if signature:  # keys of a SavedModel signature -> tensor names
         from tfg.graphdef import savedmodel
 
+        _check_signature_keys(g, signature, feeds, fetch_names)
         feeds, fetch_names, shown = savedmodel.bind_signature(g, signature, feeds, fetch_names)
+    check_names(g, list(feeds), "--feed/--feeds")
+    check_names(g, fetch_names, "--fetch")
+    check_names(g, target_names, "--target")
+    check_names(g, init_names, "--init")
+    feeds = add_random_feeds(g, feeds, fetch_names + target_names + init_names, random_seed,
+                             dims)
     _refuse_variant_fetches(g, fetch_names)
     if tls_ca is not None and cluster is None:
         raise TfgInputError("--tls-ca needs --cluster")
@@ -147,19 +162,28 @@ def command(graph, fmt, tag, signature, feed_args, feeds_file, fetches, targets,
                        "computing the fetches without --target", err=True)
             values = sess.run(fetch_names, feeds=feeds)
         step_indices = step_indices.remaining()
+    profile = None
+    if profile_path:
+        from tfg.passes.cost_model import CostModel
+
+        profile = CostModel()
     if fetch_names or target_names:
-        # "step i/N, steps/s, ETA" on a terminal once the steps take over a second.
+        # "step i/N, steps/s, ETA, loss=0.123" on a terminal once the steps take over a second.
         bar = Progress(steps, start=first, enabled=progress if steps > 1 else False, leave=True)
         done = first
         try:
             for i in step_indices:
                 last = i == steps - 1
                 values = sess.run(fetch_names or None, feeds=feeds, targets=target_names,
-                                  trace=bool(trace_path) and last)
+                                  trace=profile is not None or (bool(trace_path) and last))
                 done = i + 1
-                bar.update(done)
+                if profile is not None and sess.last_trace is not None:
+                    profile.record_step(sess.last_trace.events)
+                bar.update(done, value=value_text(shown[0], values[0])
+                           if values and bar.enabled else None)
         except KeyboardInterrupt:  # Ctrl-C: stop between or inside steps, one line, exit 130
-            _interrupted(done, steps, checkpoint_dir, bar)
+            _interrupted(done, steps, checkpoint_dir, bar, sess, save_dir, shown, values,
+                         output, fmt)
         except TfgError as e:
             if checkpoint_dir and e.exit_code == 1:  # say what a rerun resumes from and loses
                 msg = (f"{e} [step {done + 1} of {steps} failed; "
@@ -174,12 +198,33 @@ def command(graph, fmt, tag, signature, feed_args, feeds_file, fetches, targets,
             bar.close()
     if save_dir:
         sess.save(save_dir)
+    if profile is not None:
+        profile.save(profile_path)
     if trace_path and sess.last_trace is not None:
         from tfg.executor.trace import write_chrome_trace
 
         write_chrome_trace(sess.last_trace, trace_path)
     if fetch_names:
         _emit_values(shown, values, output, fmt)
+
+
+def _check_signature_keys(g, name, feeds, fetch_names):
+    """A feed or fetch key that is neither a key of signature `name` nor a tensor of the graph
+    is an input error listing the signature's keys."""
+    from tfg.graphdef import savedmodel
+    from tfg.graphdef.names import parse_tensor
+
+    sig = savedmodel.signature(g, name)
+    for flag, keys, known in (("--feed", feeds, sig["inputs"]),
+                              ("--fetch", fetch_names, sig["outputs"])):
+        for key in keys:
+            base = key[:-2] if key.endswith(":0") else key
+            if base in known or parse_tensor(key).node in g:
+                continue
+            raise TfgInputError(f"{flag} {key}: signature {name!r} has no "
+                                f"{'input' if flag == '--feed' else 'output'} {key!r} (its "
+                                f"{'inputs' if flag == '--feed' else 'outputs'}: "
+                                f"{', '.join(known) or 'none'})")
 
 
 def _refuse_variant_fetches(g, fetch_names):
@@ -207,10 +252,18 @@ def _refuse_variant_fetches(g, fetch_names):
                                 f"(e.g. by TensorListStack)")
 
 
-def _interrupted(done, steps, checkpoint_dir, bar):
-    """Report where a Ctrl-C stopped the steps (and the checkpoint a rerun resumes from)."""
+def _interrupted(done, steps, checkpoint_dir, bar, sess, save_dir, shown, values, output,
+                 fmt):
+    """After a Ctrl-C: save the variables (--save) and print the last completed step's values,
+    as a training loop stopped by hand would, then say where the steps stopped."""
     bar.close()
     where = f"; {_checkpoint_note(checkpoint_dir, done)}" if checkpoint_dir else ""
+    if save_dir and done:
+        sess.save(save_dir)
+        where += f"; variables saved to {save_dir}"
+    if values is not None and shown:
+        _emit_values(shown, values, output, fmt)
+        where += f"; the fetched values are those of step {done}"
     click.echo(f"tfg: interrupted after {done} of {steps} steps{where}", err=True)
     sys.exit(130)
 
@@ -227,48 +280,6 @@ def _checkpoint_note(checkpoint_dir, done):
         return f"no checkpoint in {checkpoint_dir} yet: a rerun starts over ({done} steps lost)"
     return (f"the checkpoint in {checkpoint_dir} holds step {saved}: a rerun resumes there "
             f"({max(done - saved, 0)} steps lost)")
-
-
-def _read_feeds(feeds_file, feed_args):
-    feeds = {}
-    if feeds_file:
-        try:
-            with np.load(feeds_file, allow_pickle=False) as data:
-                for key in data.files:
-                    feeds[key] = data[key]
-        except FileNotFoundError:
-            raise TfgInputError(f"--feeds {feeds_file}: no such file") from None
-        except (OSError, ValueError) as e:
-            raise TfgInputError(f"--feeds {feeds_file}: not a readable .npz file "
-                                f"({' '.join(str(e).split())})") from None
-    for arg in feed_args:
-        name, sep, text = arg.partition("=")
-        name = name.strip()
-        if not sep or not name:
-            raise TfgInputError(f"--feed {arg!r}: expected NAME=VALUE")
-        feeds[name] = _parse_value(name, text.strip())
-    return feeds
-
-
-def _parse_value(name, text):
-    if text.startswith("@"):
-        path = text[1:]
-        try:
-            return np.load(path, allow_pickle=False)
-        except FileNotFoundError:
-            raise TfgInputError(f"--feed {name}: no such file {path!r}") from None
-        except (OSError, ValueError) as e:
-            raise TfgInputError(f"--feed {name}: cannot read {path!r} as .npy "
-                                f"({' '.join(str(e).split())})") from None
-    try:
-        return json.loads(text)
-    except ValueError:
-        pass
-    try:
-        return ast.literal_eval(text)
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        raise TfgInputError(f"--feed {name}: {text!r} is not a JSON or Python literal "
-                            "(or @file.npy)") from None
 
 
 def _write_npz(path, values):
@@ -288,12 +299,6 @@ def _write_npz(path, values):
         path.write(buf.getvalue())
         return
     write_bytes_atomic(path, buf.getvalue())
-
-
-def _print_values(names, values):
-    with np.printoptions(precision=8, threshold=2000, linewidth=100):
-        for name, v in zip(names, values):
-            click.echo(f"{name} = {v!r}")
 
 
 def _emit_values(names, values, output, fmt):

@@ -35,8 +35,7 @@ def command(cluster, job, task, bind, devices, auth_token, tls_cert, tls_key, tl
     \b
     Examples:
       tfg worker --cluster worker=127.0.0.1:2222,127.0.0.1:2223 --job worker --task 0
-      TF_CONFIG='{"cluster": {"worker": ["127.0.0.1:2222"]},
-                  "task": {"type": "worker", "index": 0}}' tfg worker
+      TF_CONFIG='{"cluster":{"worker":["127.0.0.1:2222"]},"task":{"type":"worker","index":0}}' tfg worker
     """
     from tfg.executor.distributed.spec import parse_cluster, task_from_tf_config
     from tfg.executor.distributed.worker import serve
@@ -76,3 +75,4 @@ def command(cluster, job, task, bind, devices, auth_token, tls_cert, tls_key, tl
     server.stop(grace=1.0)
     if verbose:
         sys.stderr.write(f"tfg worker /job:{job}/task:{task} stopped\n")
+

@@ -131,7 +131,10 @@ class DeviceSet:
             if "/" not in part and kind.lower() in ("cpu", "gpu") and (not sep or count.isdigit()):
                 n = int(count) if sep else 1
                 if n < 1:
-                    raise TfgInputError(f"device spec {part!r}: the count must be at least 1")
+                    raise TfgInputError(
+                        f"device spec {part!r}: N in {kind.lower()}:N is a number of devices "
+                        f"(at least 1; {kind.lower()}:1 is one); to name one device, write "
+                        f"/device:{kind.upper()}:{count}")
                 dtype = kind.upper()
                 start = sum(1 for s in out if s.device_type == dtype)
                 out.extend(full_spec(job, task, dtype, start + i) for i in range(n))

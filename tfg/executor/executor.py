@@ -131,7 +131,8 @@ class StepGroup:
 
     def __init__(self, step, trace=False):
         self.step = step
-        self.trace = [] if trace else None  # (name, op, device, start_ns, dur_ns, thread)
+        self.trace = [] if trace else None  # (name, op, device, start_ns, dur_ns, thread,
+        #                                     output bytes)
         self.lock = threading.Lock()
         self.runs = []
         self.error = None
@@ -362,7 +363,7 @@ class DataflowRun:
                 self.post((tn, None, error, False, rid))
                 return
             if self.trace is not None:
-                self._record(item, start)
+                self._record(item, start, (value,))
             if on_cpu:
                 value = to_host(value)  # GPU -> CPU at a partition border
             self.post((tn, [NOVAL if is_dead else value], None, False, rid))
@@ -374,13 +375,15 @@ class DataflowRun:
         start = time.perf_counter_ns() if self.trace is not None else 0
         outputs = call_kernel(item, self.step, args)
         if self.trace is not None:
-            self._record(item, start)
+            self._record(item, start, outputs)
         return outputs
 
-    def _record(self, item, start):
+    def _record(self, item, start, outputs):
         end = time.perf_counter_ns()
+        # Output bytes ride along for `tfg run --profile` (a measured cost model).
         self.trace.append((item.name, item.op, self.device_name, start, end - start,
-                           threading.get_ident()))
+                           threading.get_ident(),
+                           tuple(getattr(v, "nbytes", 0) for v in outputs)))
 
     def _send(self, tn, value):
         item, frame, it = tn[0], tn[1], tn[2]

@@ -91,7 +91,8 @@ class Schedule:
     def run(self, step, feed_values, trace=None, memory=None):
         """Run one step; returns the fetched values in fetch order.
 
-        With `trace` (a list), appends (name, op, device, start_ns, dur_ns, thread) per node;
+        With `trace` (a list), appends (name, op, device, start_ns, dur_ns, thread,
+        output bytes) per node;
         with `memory` (a one-element list), stores the peak of live tensor bytes in it.
         """
         vals = [None] * self.nslots
@@ -150,8 +151,6 @@ class Schedule:
                 start = time.perf_counter_ns()
                 r = fn(ctx, step, *args) if st else fn(ctx, *args)
                 dur = time.perf_counter_ns() - start
-                if trace is not None:
-                    trace.append((ctx.name, ctx.op, self.device_name, start, dur, ident))
                 if type(out) is int:
                     vals[out] = _single(r) if type(r) in (tuple, list) else r
                     outs = (out,)
@@ -163,6 +162,9 @@ class Schedule:
                 for s in outs:
                     held[s] = getattr(vals[s], "nbytes", 0)
                     live += held[s]
+                if trace is not None:  # output bytes for `tfg run --profile`
+                    trace.append((ctx.name, ctx.op, self.device_name, start, dur, ident,
+                                  tuple(held[s] for s in outs)))
                 peak = max(peak, live)
                 for i in free or ():
                     vals[i] = None

@@ -28,6 +28,16 @@ def to_ref(name):
     return parse_tensor(name)
 
 
+def check_fed_once(feed_refs):
+    """A tensor fed under two names (`x` and `x:0`) is an input error naming it."""
+    seen = set()
+    for ref in feed_refs:
+        if ref in seen:
+            raise TfgInputError(f"tensor {tensor_name(ref.node, ref.port)!r} is fed twice "
+                                "(under two names, e.g. 'x' and 'x:0')")
+        seen.add(ref)
+
+
 def parse_fetches(fetches):
     """-> (list of TensorRefs, shape) where shape is 'none', 'single', 'list' or a key list."""
     if fetches is None:

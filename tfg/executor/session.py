@@ -41,7 +41,7 @@ class StepTrace:
     """What `run(..., trace=True)` leaves in `session.last_trace`: per-node timings, peak memory."""
 
     def __init__(self, events, peak_bytes, devices):
-        self.events = events  # (name, op, device, start_ns, dur_ns, thread)
+        self.events = events  # (name, op, device, start_ns, dur_ns, thread[, output bytes])
         self.peak_bytes = peak_bytes
         self.devices = devices
 
@@ -115,8 +115,7 @@ class Session:
         feeds = feeds or {}
         feed_items = [(F.to_ref(k), v) for k, v in feeds.items()]
         feed_refs = tuple(r for r, _ in feed_items)
-        if len(set(feed_refs)) != len(feed_refs):
-            raise TfgInputError("a tensor is fed twice")
+        F.check_fed_once(feed_refs)
         if not refs and not targets:
             raise TfgInputError("nothing to run: give at least one fetch or target")
         key = (feed_refs, tuple(refs), targets)

@@ -25,7 +25,7 @@ def chrome_trace(step_trace):
     pid = {d: i for i, d in enumerate(devices)}
     tids = {}
     out = []
-    for name, op, device, start, dur, thread in events:
+    for name, op, device, start, dur, thread, *_ in events:  # + output bytes (local)
         tid = tids.setdefault((device, thread), len(tids))
         out.append({"name": name, "cat": op, "ph": "X", "ts": (start - t0) / 1000.0,
                     "dur": dur / 1000.0, "pid": pid[device], "tid": tid,

@@ -8,12 +8,14 @@ device), like `diff` for GraphDefs.
     (['dense/Relu'], ['dense/BiasAdd'])
     >>> d.changed[0]
     NodeChange(name='dense/MatMul', op=('MatMul', '_FusedMatMul'), inputs=None,
-               device=None, attrs={'fused_ops': ('(absent)', "[b'BiasAdd', b'Relu']")})
+               device=None, attrs={'fused_ops': ('(absent)', '["BiasAdd", "Relu"]')})
     >>> print(format_text(d, "before.pb", "after.pb"))
 
 What counts as equal: data inputs in order (`x` and `x:0` are the same input), control inputs
 as a set, attrs by value (an attr one side leaves out that equals the op's registered default
 on the other side is no change, as TensorFlow strips default attrs when it writes graphs).
+Attr values are shown as TensorFlow prints them: `"SAME"`, `true`, `DT_FLOAT`, `[?,4]`,
+`[1, 2, 2, 1]`; tensors as `tensor<float32>[2, 2] [1.,1.,1.,1.]`.
 The graph's `versions` and function library are compared too.
 """
 from dataclasses import dataclass, field
@@ -22,6 +24,7 @@ import numpy as np
 
 from tfg.graphdef import attrs as attrcodec
 from tfg.graphdef.names import parse_input
+from tfg.schemas.dtypes import DType
 
 _ABSENT = "(absent)"
 _MAX_VALUE_CHARS = 80
@@ -169,6 +172,9 @@ def _show(av):
     """A short text form of an AttrValue for the report."""
     if av is None:
         return _ABSENT
+    if av.WhichOneof("value") not in ("tensor", "func", None):
+        text = _tf_text(av)
+        return text if len(text) <= _MAX_VALUE_CHARS else text[:_MAX_VALUE_CHARS - 3] + "..."
     try:
         value = attrcodec.decode(av)
     except Exception:
@@ -180,12 +186,61 @@ def _show(av):
         else:
             text += f" sha={_short_hash(av)}"
         return text
-    if hasattr(value, "tf_name"):
-        return value.tf_name
     if hasattr(value, "name") and hasattr(value, "attr"):  # NameAttrList
         return f"func {value.name}"
     text = repr(value)
     return text if len(text) <= _MAX_VALUE_CHARS else text[:_MAX_VALUE_CHARS - 3] + "..."
+
+
+def _tf_text(av):
+    """An attr value as TensorFlow's SummarizeAttrValue prints it: strings quoted ("SAME"),
+    bools true/false, lists [1, 2, 2, 1] and ["BiasAdd", "Relu"], shapes [?,4]."""
+    kind = av.WhichOneof("value")
+    if kind == "list":
+        lst = av.list
+        items = ([_quote(x) for x in lst.s] + [str(x) for x in lst.i]
+                 + [_float(x) for x in lst.f] + ["true" if x else "false" for x in lst.b]
+                 + [_dtype(x) for x in lst.type] + [_shape(x) for x in lst.shape]
+                 + [f"func {x.name}" for x in lst.func])
+        items += [f"<tensor {x.dtype}>" for x in lst.tensor]
+        return "[" + ", ".join(items) + "]"
+    if kind == "s":
+        return _quote(av.s)
+    if kind == "i":
+        return str(av.i)
+    if kind == "f":
+        return _float(av.f)
+    if kind == "b":
+        return "true" if av.b else "false"
+    if kind == "type":
+        return _dtype(av.type)
+    if kind == "shape":
+        return _shape(av.shape)
+    if kind == "placeholder":
+        return "$" + av.placeholder
+    return repr(attrcodec.decode(av))  # not reached: tensor and func are shown by _show
+
+
+def _quote(b):
+    text = b.decode("utf-8", "backslashreplace")
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _float(x):
+    return f"{x:g}"
+
+
+def _dtype(number):
+    try:
+        return "DT_" + DType(number).name
+    except ValueError:  # a number no DataType has
+        return str(number)
+
+
+def _shape(shape):
+    if shape.unknown_rank:
+        return "<unknown>"
+    return "[" + ",".join("?" if d.size < 0 else str(d.size) for d in shape.dim) + "]"
 
 
 def _short_hash(av):

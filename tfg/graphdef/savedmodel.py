@@ -429,24 +429,22 @@ def format_signatures(info):
 
 def run_command(source, info, name=None):
     """A ready-to-paste `tfg run` line for one signature (default: serving_default or the
-    first): `tfg run export/1 --signature serving_default --feed 'x=[[0,0,0,0]]'`."""
-    import math
+    first with inputs or outputs), feeding itself: `tfg run export/1 --signature
+    serving_default --random-feeds` (string inputs and unknown ranks: `--feed key=@key.npy`)."""
     import shlex
 
-    if not info.signatures:
+    usable = [n for n, sig in info.signatures.items() if sig["inputs"] or sig["outputs"]]
+    if not usable:
         return None
-    name = name or ("serving_default" if "serving_default" in info.signatures
-                    else next(iter(info.signatures)))
+    name = name or ("serving_default" if "serving_default" in usable else usable[0])
     parts = ["tfg", "run", shlex.quote(source or "GRAPH"), "--signature", shlex.quote(name)]
-    for key, ti in info.signatures[name]["inputs"].items():
-        dims = [1 if d is None else d for d in (ti["shape"] or [])]
-        if ti["shape"] is None or math.prod(dims) > 16 or ti["dtype"] in (None, "string"):
-            value = "@" + key.replace("/", "_") + ".npy"
-        else:
-            value = "0"
-            for d in reversed(dims):
-                value = "[" + ",".join([value] * d) + "]"
-        parts += ["--feed", shlex.quote(f"{key}={value}")]
+    inputs = info.signatures[name]["inputs"]
+    files = [key for key, ti in inputs.items()
+             if ti["shape"] is None or ti["dtype"] in (None, "string")]
+    if len(files) < len(inputs):
+        parts.append("--random-feeds")
+    for key in files:
+        parts += ["--feed", shlex.quote(f"{key}=@{key.replace('/', '_')}.npy")]
     return " ".join(parts)
 
 

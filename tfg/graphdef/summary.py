@@ -3,9 +3,17 @@
     >>> s = summarize(load("mlp.pb"), source="mlp.pb")
     >>> s["nodes"], s["inputs"][0]
     (18, {'name': 'x', 'op': 'Placeholder', 'dtype': 'float32', 'shape': [None, 4]})
+    >>> s["outputs"][0], s["constant_bytes"], s["variable_bytes"]
+    ({'name': 'probs', 'op': 'Softmax', 'dtype': 'float32', 'shape': [None, 3]}, 268, 268)
     >>> s["run_command"]
-    "tfg run mlp.pb --feed 'x=[[0,0,0,0]]' --fetch probs --fetch pred"
+    'tfg run mlp.pb --random-feeds --fetch probs --fetch pred'
     >>> print(format_text(s))
+
+The inputs of a graph are its placeholders, its outputs the nodes nobody consumes (not state
+updates, initializers or the `_Send`s of a partitioned graph); a SavedModel's are its
+signatures' inputs and outputs instead, and its run line runs a signature. The run line feeds
+itself (`--random-feeds`; `@NAME.npy` for strings and unknown ranks) and names the devices of
+a partitioned graph, so it runs as printed.
 
 Everything here works on graphs with unknown or custom ops and on malformed control flow (the
 problem is reported in the summary instead of raised), so `tfg info` can describe any GraphDef.
@@ -26,10 +34,9 @@ _NOT_OUTPUT_OPS = frozenset(PLACEHOLDER_OPS + VARIABLE_OPS + (
     "Const", "NoOp", "Assign", "AssignAdd", "AssignSub", "AssignVariableOp",
     "AssignAddVariableOp", "AssignSubVariableOp", "SaveV2", "RestoreV2", "Save", "Restore",
     "SaveSlices", "RestoreSlice", "MergeV2Checkpoints", "ShardedFilename", "StringJoin",
-    "ControlTrigger", "VarIsInitializedOp", "IsVariableInitialized"))
+    "ControlTrigger", "VarIsInitializedOp", "IsVariableInitialized", "_Send", "_HostSend"))
 _INIT_NAME = re.compile(r"(^|/)(init(_\d+)?|init_all_tables|.*_?initializer|save(_\d+)?/.*)$")
 _EXIT_OPS = ("Exit", "RefExit")
-LITERAL_MAX_ELEMENTS = 16
 
 
 def summarize(graph, source=None):
@@ -49,6 +56,7 @@ def summarize(graph, source=None):
     devices = Counter(node.device or "" for node in graph)
     info, loops, conds, cf_error = _control_flow(graph)
     outputs = _outputs(graph, info)
+    _add_output_types(graph, outputs)
     summary = {
         "graph": source,
         "nodes": len(graph),
@@ -58,6 +66,8 @@ def summarize(graph, source=None):
         "variables": variables,
         "parameters": sum(known),
         "parameters_unknown": len(variables) - len(known),
+        "constant_bytes": sum(_const_bytes(n) for n in graph if n.op == "Const"),
+        "variable_bytes": sum(v["bytes"] or 0 for v in variables),
         "devices": dict(sorted(devices.items())),
         "while_loops": loops,
         "conds": conds,
@@ -68,8 +78,48 @@ def summarize(graph, source=None):
                      "min_consumer": graph.versions.min_consumer},
         "dangling_inputs": _dangling(graph),
     }
-    summary["run_command"] = run_command(graph, summary, source)
+    saved = getattr(graph, "saved_model", None)
+    if saved is not None:  # what a user calls: the signatures, not the internal nodes
+        from tfg.graphdef import savedmodel  # lazy: only SavedModels need it
+
+        summary["inputs"], summary["outputs"] = _signature_tensors(saved)
+        summary["saved_model"] = savedmodel.describe(saved)
+        summary["run_command"] = savedmodel.run_command(source, saved)
+    else:
+        summary["run_command"] = run_command(graph, summary, source)
     return summary
+
+
+def _add_output_types(graph, outputs):
+    """Each output's dtype and shape from shape inference (None where unknown)."""
+    from tfg.graphdef.infer import infer  # lazy: infer imports the op registry's shape code
+
+    try:
+        known = infer(graph)
+    except Exception:  # noqa: BLE001 - info describes any graph; inference is best effort
+        known = {}
+    for out in outputs:
+        t = known.get((out["name"], 0))
+        out["dtype"] = _dtype_name(t.dtype) if t is not None else None
+        out["shape"] = list(t.shape) if t is not None and t.shape is not None else None
+
+
+def _signature_tensors(saved):
+    """(inputs, outputs) of every signature: key, tensor name, dtype, shape."""
+    inputs, outputs = [], []
+    for name, sig in saved.signatures.items():
+        for kind, rows in (("inputs", inputs), ("outputs", outputs)):
+            for key, ti in sig[kind].items():
+                rows.append({"signature": name, "name": key, "tensor": ti["name"],
+                             "dtype": ti["dtype"], "shape": ti["shape"]})
+    return inputs, outputs
+
+
+def _const_bytes(node):
+    try:
+        return int(getattr(node.get_attr("value", None), "nbytes", 0))
+    except Exception:  # noqa: BLE001 - a malformed value: counted as 0, reported elsewhere
+        return 0
 
 
 def _placeholder(node):
@@ -84,11 +134,15 @@ def _variable(node):
     shape = node.get_attr("shape", None) if node.has_attr("shape") else None
     if not isinstance(shape, tuple):
         shape = None
-    params = None
+    params = nbytes = None
     if shape is not None and all(d is not None and d >= 0 for d in shape):
         params = math.prod(shape)
+        try:
+            nbytes = params * dtype.base.np.itemsize
+        except Exception:  # noqa: BLE001 - no dtype, or one without a fixed size (string)
+            nbytes = None
     return {"name": node.name, "op": node.op, "dtype": _dtype_name(dtype),
-            "shape": None if shape is None else list(shape), "params": params}
+            "shape": None if shape is None else list(shape), "params": params, "bytes": nbytes}
 
 
 def _dtype_name(dtype):
@@ -138,15 +192,25 @@ def _control_flow(graph):
 def run_command(graph, summary, source=None):
     """A ready-to-paste `tfg run` line feeding every placeholder and fetching every output.
 
-    Before: placeholders x: float32 [None, 2], outputs [probs].
-    After:  "tfg run model.pb --feed 'x=[[0,0]]' --fetch probs"
-    Small known shapes get a zeros literal (unknown dims taken as 1), others `@NAME.npy`.
+    Before: placeholders x: float32 [None, 2], s: string []; outputs [probs]; variables with
+            an `init` NoOp; nodes on CPU:0 and CPU:1 of a partitioned graph.
+    After:  "tfg run model.pb --random-feeds --feed s=@s.npy --devices cpu:2 --init init
+             --fetch probs"
     """
     parts = ["tfg", "run", shlex.quote(source) if source and source != "-" else "GRAPH"]
+    made_up = False
     for ph in summary["inputs"]:
         if ph["op"] == "PlaceholderWithDefault":
             continue  # has a value already; feeding it is optional
-        parts += ["--feed", shlex.quote(f"{ph['name']}={_sample_value(ph)}")]
+        if ph["shape"] is None or ph["dtype"] in (None, "string", "resource", "variant"):
+            parts += ["--feed", shlex.quote(f"{ph['name']}=@{_file_name(ph['name'])}.npy")]
+        else:
+            made_up = True
+    if made_up:
+        parts.insert(3, "--random-feeds")
+    devices = devices_flag(summary["devices"])
+    if devices:
+        parts += devices
     if summary["variables"]:
         init = graph.get("init")
         if init is not None and init.op == "NoOp":
@@ -156,21 +220,31 @@ def run_command(graph, summary, source=None):
     return " ".join(parts)
 
 
-def _sample_value(ph):
-    shape = ph["shape"]
-    if shape is None or ph["dtype"] in (None, "string", "resource", "variant"):
-        return "@" + ph["name"].replace("/", "_") + ".npy"
-    dims = [1 if d is None or d < 0 else d for d in shape]
-    if math.prod(dims) > LITERAL_MAX_ELEMENTS:
-        return "@" + ph["name"].replace("/", "_") + ".npy"
-    value = "0"
-    for d in reversed(dims):
-        value = "[" + ",".join([value] * d) + "]"
-    return value
+def _file_name(name):
+    return name.replace("/", "_")
 
 
-def format_text(summary):
-    """The human-readable form `tfg info` prints."""
+_LOCAL_DEVICE = re.compile(r"^/job:localhost/replica:0/task:0/device:(CPU|GPU):(\d+)$")
+
+
+def devices_flag(devices):
+    """`--devices cpu:2[,gpu:1]` for a graph whose nodes sit on numbered local devices (a
+    partitioned graph runs only on the device set it was split for); [] otherwise."""
+    counts = {}
+    for name in devices:
+        m = _LOCAL_DEVICE.match(name)
+        if m is None:
+            continue
+        kind, index = m.group(1).lower(), int(m.group(2))
+        counts[kind] = max(counts.get(kind, 0), index + 1)
+    if not counts or counts == {"cpu": 1}:
+        return []
+    return ["--devices", ",".join(f"{k}:{n}" for k, n in sorted(counts.items()))]
+
+
+def format_text(summary, saved=None):
+    """The human-readable form `tfg info` prints (`saved`: the graph's SavedModelInfo, whose
+    signatures take the place of the inputs and outputs)."""
     lines = []
     add = lines.append
     if summary.get("graph"):
@@ -180,20 +254,21 @@ def format_text(summary):
     add("ops:")
     for op, n in summary["ops"].items():
         add(f"  {n:6d}  {op}")
-    add(f"inputs ({len(summary['inputs'])}):")
-    for ph in summary["inputs"]:
-        shape = "unknown" if ph["shape"] is None else "[" + ", ".join(
-            "?" if d is None else str(d) for d in ph["shape"]) + "]"
-        add(f"  {ph['name']}: {ph['dtype'] or '?'} {shape}"
-            + ("  (has a default)" if ph["op"] == "PlaceholderWithDefault" else ""))
-    add(f"outputs ({len(summary['outputs'])}):")
-    for out in summary["outputs"]:
-        add(f"  {out['name']} ({out['op']})")
+    if saved is None:  # a SavedModel's are its signatures, shown below
+        add(f"inputs ({len(summary['inputs'])}):")
+        for ph in summary["inputs"]:
+            add(f"  {ph['name']}: {ph['dtype'] or '?'} {_shape_text(ph['shape'])}"
+                + ("  (has a default)" if ph["op"] == "PlaceholderWithDefault" else ""))
+        add(f"outputs ({len(summary['outputs'])}):")
+        for out in summary["outputs"]:
+            add(f"  {out['name']}: {out['dtype'] or '?'} {_shape_text(out['shape'])}  "
+                f"({out['op']})")
+    add(f"constants: {_bytes_text(summary['constant_bytes'])}")
     if summary["variables"]:
         extra = (f", {summary['parameters_unknown']} of unknown shape"
                  if summary["parameters_unknown"] else "")
         add(f"variables ({len(summary['variables'])}, {summary['parameters']:,} "
-            f"parameters{extra}):")
+            f"parameters, {_bytes_text(summary['variable_bytes'])}{extra}):")
         for v in summary["variables"]:
             shape = "unknown" if v["shape"] is None else str(v["shape"])
             add(f"  {v['name']}: {v['dtype'] or '?'} {shape}")
@@ -216,9 +291,32 @@ def format_text(summary):
         d = summary["dangling_inputs"]
         add(f"dangling inputs ({len(d)}): " + ", ".join(
             f"{x['node']} <- {x['input']}" for x in d[:5]) + (" ..." if len(d) > 5 else ""))
-    add("run it with:")
-    add("  " + summary["run_command"])
+    if saved is not None:
+        from tfg.graphdef import savedmodel
+
+        lines.extend(savedmodel.format_signatures(saved))
+    if summary["run_command"]:
+        add("run it with:")
+        add("  " + summary["run_command"])
     return "\n".join(lines)
+
+
+def _shape_text(shape):
+    """[?, 4], [] (a scalar) or `unknown` (unknown rank)."""
+    if shape is None:
+        return "unknown"
+    return "[" + ", ".join("?" if d is None or d < 0 else str(d) for d in shape) + "]"
+
+
+def _bytes_text(n):
+    """1,234 bytes, 12.3 KiB, 4.0 MiB."""
+    if n < 10 * 1024:
+        return f"{n:,} bytes"
+    for unit in ("KiB", "MiB", "GiB"):
+        n /= 1024
+        if n < 1024 or unit == "GiB":
+            return f"{n:.1f} {unit}"
+    return f"{n} bytes"
 
 
 def supported_ops():

@@ -92,8 +92,7 @@ class ClusterSession:
         targets = tuple(t.lstrip("^") for t in (targets or ()))
         feed_items = [(F.to_ref(k), v) for k, v in (feeds or {}).items()]
         feed_refs = tuple(r for r, _ in feed_items)
-        if len(set(feed_refs)) != len(feed_refs):
-            raise TfgInputError("a tensor is fed twice")
+        F.check_fed_once(feed_refs)
         if not refs and not targets:
             raise TfgInputError("nothing to run: give at least one fetch or target")
         key = (feed_refs, tuple(refs), targets)

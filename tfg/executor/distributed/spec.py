@@ -12,8 +12,10 @@ runs with, and TF_CONFIG for workers started without flags.
 The cluster SPEC forms are those of `tfg.passes.cluster_spec.parse_cluster` (a JSON file, JSON
 inline, or `job=host:port,host:port`).
 """
+import errno
 import json
 import os
+import socket
 
 from tfg.errors import TfgInputError
 from tfg.graphdef.names import DeviceSpec
@@ -108,6 +110,29 @@ def task_from_tf_config(text=None):
     if not isinstance(job, str) or not isinstance(index, int):
         raise TfgInputError("TF_CONFIG: task must give a string type and an integer index")
     return parse_cluster(conf["cluster"]), job, index
+
+
+def refuse_taken_port(address):
+    """A port another process listens on is an input error of one line, raised before gRPC
+    tries it (gRPC would log its own error lines to stderr first).
+
+    Before: a server listening on 127.0.0.1:2222.  After refuse_taken_port("127.0.0.1:2222"):
+            TfgInputError("cannot listen on 127.0.0.1:2222: the port is in use ...").
+    """
+    host, _, port = address.rpartition(":")
+    host = host.strip("[]")
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+        # SO_REUSEADDR: a port a stopped worker left in TIME_WAIT is free; a listening one not.
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, int(port)))
+        except OSError as e:
+            if e.errno == errno.EADDRINUSE:
+                raise TfgInputError(f"cannot listen on {address}: the port is in use (another "
+                                    "tfg worker, or another program)") from None
+            # anything else (an address this machine lacks): gRPC's own error says it
+        except (OverflowError, ValueError):  # a port out of range: likewise
+            pass
 
 
 def bind_address(spec_address, bind=None):

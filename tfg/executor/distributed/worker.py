@@ -24,7 +24,7 @@ from tfg.executor import blas, limits, partitions
 from tfg.executor.devices import DeviceSet
 from tfg.executor.distributed import rpc
 from tfg.executor.distributed.rendezvous import RemoteRendezvous, aborted_by
-from tfg.executor.distributed.spec import bind_address, task_label
+from tfg.executor.distributed.spec import bind_address, refuse_taken_port, task_label
 from tfg.executor.executor import NOVAL, DataflowRun, StepGroup
 from tfg.executor.fastpath import Schedule
 from tfg.executor.plan import build_plan
@@ -240,7 +240,7 @@ class WorkerService(worker_pb2_grpc.WorkerServiceServicer):
                     value = value.get()
                 rpc.encode(value, resp.recv.add(name=name).tensor)
             if request.trace:
-                for (name, op, dev, start, dur, thread) in group.trace:
+                for (name, op, dev, start, dur, thread, *_) in group.trace:
                     resp.trace.add(name=name, op=op, device=dev, start_ns=start, dur_ns=dur,
                                    thread=thread)
                 resp.peak_bytes = group.peak_bytes
@@ -434,6 +434,7 @@ def serve(jobs, job, task, bind=None, devices=None, token=None, verbose=False,
     if not 0 <= task < len(addrs):
         raise TfgInputError(f"job {job!r} has {len(addrs)} task(s); --task {task} is not one")
     address = bind_address(addrs[task], bind)
+    refuse_taken_port(address)
     log = None
     if verbose:
         def log(line):
