@@ -7,18 +7,22 @@
     >>> tfg.Session(g).run(["grad/w1"], feeds={"x": batch})
     >>> tfg.save(g, "model.pbtxt")
 
-The heavier parts (passes, executor, builder) are imported on first use.
+Every public name is imported on first use: `tfg --help` runs this file and must start without
+numpy or protobuf (tests/test_layering.py checks it).
 """
 import importlib
 
 __version__ = "0.1.0"
 
-from tfg.graphdef.graph import Graph, Node  # noqa: E402,F401
-from tfg.graphdef.io import dumps, load, loads, save  # noqa: E402,F401
-from tfg.schemas.dtypes import DType  # noqa: E402,F401
-
 # public name -> (module, attribute); attribute None means the module itself.
 _LAZY = {
+    "Graph": ("tfg.graphdef.graph", "Graph"),
+    "Node": ("tfg.graphdef.graph", "Node"),
+    "load": ("tfg.graphdef.io", "load"),
+    "loads": ("tfg.graphdef.io", "loads"),
+    "save": ("tfg.graphdef.io", "save"),
+    "dumps": ("tfg.graphdef.io", "dumps"),
+    "DType": ("tfg.schemas.dtypes", "DType"),
     "Session": ("tfg.executor.session", "Session"),
     "grad": ("tfg.passes.grad", "grad"),
     "optimize": ("tfg.passes.manager", "optimize"),

@@ -17,8 +17,9 @@ and checks every CRC.
 
 TF2 SavedModels (tf.saved_model.save) keep the computation in the graph's function library and
 the variables as resource variables: `load_graph` inlines every function call
-(tfg.graphdef.functions) and `restore_variables` runs the saver's restore function
-(tfg.graphdef.savedmodel_tf2), so `tfg run DIR --signature serving_default` works for both.
+(tfg.graphdef.functions) and `tfg.executor.restore.restore_variables` runs the saver's
+restore function (tfg.graphdef.savedmodel_tf2), so `tfg run DIR --signature serving_default`
+works for both.
 Control flow v2 (If, Case, While) is lowered to v1 Switch/Merge/Enter/Exit. A call that cannot
 be inlined (an op tfg does not know, a missing or recursive function) stays a call node;
 running anything that needs it is refused with the reason.
@@ -32,7 +33,8 @@ from google.protobuf import message as pb_message
 from google.protobuf import text_format
 
 from tfg.errors import GraphFormatError, TfgInputError
-from tfg.graphdef import tensors
+from tfg.schemas import tensors
+from tfg.schemas.crc32c import crc32c, mask, masked_crc32c
 from tfg.schemas.dtypes import DType
 from tfg.schemas.proto import saved_model_pb2
 
@@ -251,8 +253,6 @@ def read_variables(path):
 
 
 def _decode_entry(name, entry, shard, prefix):
-    from tfg.tensorboard.crc32c import masked_crc32c
-
     try:
         dtype = DType(entry.dtype)
     except ValueError:  # a corrupt variables index
@@ -273,8 +273,6 @@ def _decode_strings(name, entry, data, shape, prefix):
     """A string tensor of a bundle: varint64 lengths, a masked CRC-32C of the lengths (taken as
     uint32s), then the bytes; the entry's CRC covers lengths (as uint32), that CRC and the bytes
     (TensorFlow's tensor_bundle writes them this way, e.g. _CHECKPOINTABLE_OBJECT_GRAPH)."""
-    from tfg.tensorboard.crc32c import crc32c, mask
-
     count = int(np.prod(shape, dtype=np.int64)) if shape else 1
     pos, lengths = 0, []
     for _ in range(count):
@@ -297,8 +295,6 @@ def _decode_strings(name, entry, data, shape, prefix):
 
 def _table_entries(data, source):
     """(key, value) of every entry of an SSTable (LevelDB's table format, uncompressed)."""
-    from tfg.tensorboard.crc32c import masked_crc32c
-
     if len(data) < _FOOTER_BYTES:
         raise TfgInputError(f"{source}: too short for a table")
     footer = data[-_FOOTER_BYTES:]
@@ -356,39 +352,6 @@ def _varint(buf, pos):
         if not b & 0x80:
             return result, pos
         shift += 7
-
-
-def restore_variables(session, graph, values):
-    """Assign `values` ({variable name: array}) to the graph's variables in `session`.
-
-    Before: a fresh Session of a SavedModel's graph (variables uninitialized).
-    After:  every variable the bundle holds has its saved value, as TensorFlow's loader's
-            restore op would leave it. Resource variables (a TF2 SavedModel) are restored by
-            running the saver's restore op (see tfg.graphdef.savedmodel_tf2).
-    """
-    from tfg.kernels.resources import Ref
-
-    if getattr(session, "_remote", None) is not None:
-        raise TfgInputError("a SavedModel's variables cannot be restored on a --cluster yet")
-    declared = {}
-    for node in graph:
-        if node.op in ("VariableV2", "Variable"):
-            container = node.get_attr("container", b"").decode()
-            short = node.get_attr("shared_name", b"").decode() or node.name
-            declared[node.name] = (container, short, node.get_attr("dtype", None),
-                                   node.get_attr("shape", None))
-        elif node.op == "VarHandleOp":  # a TF2 SavedModel: its restore function knows them
-            from tfg.graphdef.savedmodel_tf2 import restore_resource_variables
-
-            return restore_resource_variables(session, graph, values)
-    for name, value in values.items():
-        if name not in declared:
-            continue  # e.g. a slot variable of an optimizer that the graph was pruned of
-        container, short, dtype, shape = declared[name]
-        ref = session.resources.get_or_create(container, short,
-                                              lambda: Ref(short, dtype, shape))
-        ref.assign(value)
-    return sorted(n for n in values if n in declared)
 
 
 def describe(info):

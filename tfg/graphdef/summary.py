@@ -221,30 +221,5 @@ def format_text(summary):
     return "\n".join(lines)
 
 
-def supported_ops():
-    """{op: {'signature': bool, 'kernels': [device types]}} for every op tfg knows of.
-
-    Before: nothing.  After: {'MatMul': {'signature': True, 'kernels': ['CPU', 'GPU']}, ...}
-    """
-    from tfg.kernels import registry as kernels
-    from tfg.schemas.ops import all_ops
-
-    out = {op: {"signature": True, "kernels": []} for op in all_ops()}
-    for device in (kernels.CPU, kernels.GPU):
-        try:
-            names = kernels.registered_ops(device)
-        except Exception:  # a kernel module that fails to import must not hide the rest
-            names = []
-        for op in names:
-            out.setdefault(op, {"signature": False, "kernels": []})["kernels"].append(device)
-    return dict(sorted(out.items()))
-
-
-def local_devices():
-    """Full names of the devices `tfg run` would use by default."""
-    from tfg.executor.devices import DeviceSet  # lazy: upward import, only `info` needs it
-    return [d.name for d in DeviceSet.from_spec(None)]
-
-
 def to_json(data):
     return json.dumps(data, indent=2, sort_keys=False, default=str)

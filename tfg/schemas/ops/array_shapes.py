@@ -5,7 +5,7 @@
 """
 import numpy as np
 
-from tfg.graphdef.tensors import shape_from_proto
+from tfg.schemas.tensors import shape_from_proto
 from tfg.schemas.ops.shape_fns import (
     ShapeError, broadcast, canonical_axis, fmt, merge, merge_dim, num_elements, rank,
     with_rank, with_rank_at_least)
