@@ -33,10 +33,15 @@ from google.protobuf import message as pb_message
 from google.protobuf import text_format
 
 from tfg.errors import GraphFormatError, TfgInputError
+from tfg.graphdef.decode import loads
+from tfg.graphdef.functions import inline_functions, is_functional, library_functions
+from tfg.graphdef.names import parse_input
+from tfg.graphdef.savedmodel_tf2 import check_inlined, saver_def
 from tfg.schemas import tensors
 from tfg.schemas.crc32c import crc32c, mask, masked_crc32c
 from tfg.schemas.dtypes import DType
 from tfg.schemas.proto import saved_model_pb2
+from tfg.schemas.wire import read_varint
 
 SAVED_MODEL_FILES = ("saved_model.pb", "saved_model.pbtxt")
 _TABLE_MAGIC = 0xDB4775248B80FB57
@@ -174,10 +179,6 @@ def load_graph(path, tags=None):
             says how many, and which could not be), and graph.saved_model.saver holds the
             SaverDef's tensor and op names.
     """
-    from tfg.graphdef.io import loads
-    from tfg.graphdef.functions import is_functional, inline_functions, library_functions
-    from tfg.graphdef.savedmodel_tf2 import saver_def
-
     path = os.fspath(path)
     sm = read_saved_model(path)
     mg = select_meta_graph(sm, tags, source=path)
@@ -276,7 +277,7 @@ def _decode_strings(name, entry, data, shape, prefix):
     count = int(np.prod(shape, dtype=np.int64)) if shape else 1
     pos, lengths = 0, []
     for _ in range(count):
-        n, pos = _varint(data, pos)
+        n, pos = read_varint(data, pos)
         lengths.append(n)
     crc = crc32c(b"".join(struct.pack("<I", n & 0xFFFFFFFF) for n in lengths))
     stored = data[pos:pos + 4]
@@ -301,10 +302,10 @@ def _table_entries(data, source):
     if struct.unpack("<Q", footer[-8:])[0] != _TABLE_MAGIC:
         raise TfgInputError(f"{source}: not a tensor bundle index (bad magic)")
     pos = 0
-    _, pos = _varint(footer, pos)  # metaindex handle: unused
-    _, pos = _varint(footer, pos)
-    index_offset, pos = _varint(footer, pos)
-    index_size, pos = _varint(footer, pos)
+    _, pos = read_varint(footer, pos)  # metaindex handle: unused
+    _, pos = read_varint(footer, pos)
+    index_offset, pos = read_varint(footer, pos)
+    index_size, pos = read_varint(footer, pos)
 
     def block(offset, size):
         contents = data[offset:offset + size]
@@ -318,8 +319,8 @@ def _table_entries(data, source):
         return _block_entries(contents, source)
 
     for _, handle in block(index_offset, index_size):
-        offset, p = _varint(handle, 0)
-        size, _ = _varint(handle, p)
+        offset, p = read_varint(handle, 0)
+        size, _ = read_varint(handle, p)
         yield from block(offset, size)
 
 
@@ -332,26 +333,13 @@ def _block_entries(block, source):
         raise TfgInputError(f"{source}: malformed block")
     pos, key = 0, b""
     while pos < end:
-        shared, pos = _varint(block, pos)
-        non_shared, pos = _varint(block, pos)
-        value_len, pos = _varint(block, pos)
+        shared, pos = read_varint(block, pos)
+        non_shared, pos = read_varint(block, pos)
+        value_len, pos = read_varint(block, pos)
         key = key[:shared] + block[pos:pos + non_shared]
         pos += non_shared
         yield key, block[pos:pos + value_len]
         pos += value_len
-
-
-def _varint(buf, pos):
-    result, shift = 0, 0
-    while True:
-        if pos >= len(buf):
-            raise TfgInputError("malformed varint in a tensor bundle index")
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return result, pos
-        shift += 7
 
 
 def describe(info):
@@ -429,9 +417,6 @@ def bind_signature(graph, name, feeds, fetches):
         bound[inputs[base]["name"] if base in inputs else key] = value
     keys = list(fetches) or list(outputs)
     tensors = [outputs[k]["name"] if k in outputs else k for k in keys]
-    from tfg.graphdef.names import parse_input
-    from tfg.graphdef.savedmodel_tf2 import check_inlined
-
     for key, t in zip(keys, tensors):
         check_inlined(graph, [parse_input(t).node], f"signature {name!r} output {key!r}")
     return bound, tensors, keys

@@ -51,7 +51,7 @@ def all_reduce(tensors, merge="sum", mean=False, devices=None, name=None):
             with b.device(root_dev), b.control_dependencies([root]):
                 n = convert_to_tensor(float(len(items)) if dt.is_floating else len(items),
                                       dt, name="group_size")
-                root = make("RealDiv", [root, n], {"T": dt}, "mean", [dt], [shape]).outputs[0]
+                root = make("RealDiv", [root, n], {"T": dt}, "mean", [dt]).outputs[0]
         return _broadcast_tree(b, root, root_dev, [d for _, d in items], dt, shape)
 
 
@@ -97,7 +97,7 @@ def reduce(tensors, merge="sum", device=None, devices=None, name=None):
         if root_dev == dst and len(items) > 1:
             return root
         with b.device(dst):
-            return make("Identity", [root], {"T": dt}, "out", [dt], [shape]).outputs[0]
+            return make("Identity", [root], {"T": dt}, "out", [dt]).outputs[0]
 
 
 def reduce_sum(tensors, device=None, devices=None, name=None):
@@ -159,8 +159,7 @@ def _reduce_tree(b, items, merge, dt, shape):
         for j in range(0, len(items) - 1, 2):
             (x, dx), (y, _) = items[j], items[j + 1]
             with b.device(dx):
-                r = make(op_type, [x, y], {"T": dt}, f"reduce_{level}_{j // 2}", [dt],
-                         [shape]).outputs[0]
+                r = make(op_type, [x, y], {"T": dt}, f"reduce_{level}_{j // 2}", [dt]).outputs[0]
             nxt.append((r, dx))
         if len(items) % 2:
             nxt.append(items[-1])
@@ -195,7 +194,7 @@ def _broadcast_tree(b, value, src_dev, devs, dt, shape):
 
 def _copy(b, tensor, dev, k, dt, shape):
     with b.device(dev):
-        return make("Identity", [tensor], {"T": dt}, f"out_{k}", [dt], [shape]).outputs[0]
+        return make("Identity", [tensor], {"T": dt}, f"out_{k}", [dt]).outputs[0]
 
 
 # --- members ----------------------------------------------------------------------------------
