@@ -43,6 +43,9 @@ QueueCloseV2 QueueSizeV2 SaveV2 RestoreV2 _Send _Recv _HostSend _HostRecv _Arg _
 EmptyTensorList TensorListReserve TensorListFromTensor TensorListGetItem TensorListSetItem
 TensorListStack TensorListGather TensorListLength TensorListElementShape TensorListPushBack
 TensorListPopBack TensorListResize
+Acos Asin Atan Atan2 Sinh Cosh Xdivy SoftsignGrad Bitcast RefIdentity MaxPoolGradV2
+FusedBatchNormGradV2 DepthwiseConv2dNativeBackpropInput DepthwiseConv2dNativeBackpropFilter
+QueueIsClosedV2 PlaceholderV2
 """.split()
 
 

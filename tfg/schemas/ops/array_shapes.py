@@ -19,6 +19,21 @@ def const_shape(ctx):
     return [shape_from_proto(attr["value"].tensor.tensor_shape)]
 
 
+def bitcast(ctx):
+    """Same bytes, another dtype: a wider type eats the last dim, a narrower one adds one."""
+    s = ctx.shape(0)
+    into, out = np.dtype(ctx.attr("T").np).itemsize, np.dtype(ctx.attr("type").np).itemsize
+    if s is None or into == out:
+        return [s]
+    if into > out:
+        return [tuple(s) + (into // out,)]
+    if not s:
+        raise ShapeError(f"cannot bitcast a scalar of {into} bytes to a {out}-byte type")
+    if s[-1] is not None and s[-1] != out // into:
+        raise ShapeError(f"cannot bitcast: the last dimension must be {out // into}, got {s[-1]}")
+    return [tuple(s[:-1])]
+
+
 def placeholder_with_default(ctx):
     declared = ctx.attr("shape")
     merge(ctx.shape(0), declared)  # the default value must fit the declared shape
