@@ -19,14 +19,15 @@ from tfg.errors import GraphValidationError
 from tfg.graphdef import attrs as attrcodec
 from tfg.graphdef.graph import BACK_EDGE_OPS
 from tfg.schemas.dtypes import DType
+from tfg.schemas.ops import control_flow_names
 
-ENTER_OPS = frozenset({"Enter", "RefEnter"})
-EXIT_OPS = frozenset({"Exit", "RefExit"})
-MERGE_OPS = frozenset({"Merge", "RefMerge"})
-SWITCH_OPS = frozenset({"Switch", "RefSwitch"})
+ENTER_OPS = control_flow_names("enter")
+EXIT_OPS = control_flow_names("exit")
+MERGE_OPS = control_flow_names("merge")
+SWITCH_OPS = control_flow_names("switch")
 NEXT_ITERATION_OPS = BACK_EDGE_OPS
-LOOP_COND_OPS = frozenset({"LoopCond"})
-RECV_OPS = frozenset({"_Recv", "_HostRecv"})
+LOOP_COND_OPS = control_flow_names("loop_cond")
+RECV_OPS = control_flow_names("recv")
 DEFAULT_PARALLEL_ITERATIONS = 10
 
 # AttrValue field -> how a message names it.

@@ -18,11 +18,12 @@ from collections import Counter
 
 from tfg.errors import TfgError
 from tfg.schemas.dtypes import DType
+from tfg.schemas.ops import has_op, ops_with
 
-PLACEHOLDER_OPS = ("Placeholder", "PlaceholderV2", "PlaceholderWithDefault")
-VARIABLE_OPS = ("VariableV2", "Variable", "VarHandleOp", "TemporaryVariable")
+PLACEHOLDER_OPS = ops_with("placeholder")
+VARIABLE_OPS = ops_with("variable")
 # Consumer-less nodes of these ops are bookkeeping (init, save/restore), not outputs.
-_NOT_OUTPUT_OPS = frozenset(PLACEHOLDER_OPS + VARIABLE_OPS + (
+_NOT_OUTPUT_OPS = PLACEHOLDER_OPS | VARIABLE_OPS | frozenset((
     "Const", "NoOp", "Assign", "AssignAdd", "AssignSub", "AssignVariableOp",
     "AssignAddVariableOp", "AssignSubVariableOp", "SaveV2", "RestoreV2", "Save", "Restore",
     "SaveSlices", "RestoreSlice", "MergeV2Checkpoints", "ShardedFilename", "StringJoin",
@@ -40,8 +41,6 @@ def summarize(graph, source=None):
              'variables': [...], 'parameters': 1234, 'devices': {...}, 'while_loops': [...],
              'conds': 0, 'unknown_ops': {...}, 'run_command': 'tfg run ...', ...}
     """
-    from tfg.schemas.ops import has_op
-
     ops = Counter(node.op for node in graph)
     inputs = [_placeholder(n) for n in graph if n.op in PLACEHOLDER_OPS]
     variables = [_variable(n) for n in graph if n.op in VARIABLE_OPS]

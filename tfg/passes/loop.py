@@ -22,14 +22,15 @@ from tfg.graphdef.names import TensorRef, input_string
 from tfg.passes.constfold.switch import fold_constant_switches
 from tfg.passes.manager import register_pass
 from tfg.passes.rewrite import FRAME_OPS, SWITCH_OPS, RewriteContext
+from tfg.schemas.ops import control_flow_names
 
 _STACKS = frozenset({"StackV2", "Stack"})
-_FORWARD = frozenset({"Enter", "RefEnter", "Identity", "RefIdentity", "Exit", "RefExit",
-                      "NextIteration", "RefNextIteration", "Merge", "RefMerge"} | SWITCH_OPS)
-_ENTERS = frozenset({"Enter", "RefEnter"})
-_EXITS = frozenset({"Exit", "RefExit"})
-_NEXTS = frozenset({"NextIteration", "RefNextIteration"})
-_MERGES = frozenset({"Merge", "RefMerge"})
+_ENTERS = control_flow_names("enter")
+_EXITS = control_flow_names("exit")
+_NEXTS = control_flow_names("next_iteration")
+_MERGES = control_flow_names("merge")
+_FORWARD = (_ENTERS | _EXITS | _NEXTS | _MERGES | SWITCH_OPS
+            | frozenset({"Identity", "RefIdentity"}))
 
 
 @register_pass("loop", "Loop optimizer: StackPushV2 without a pop -> Identity, remove while loops "

@@ -19,13 +19,13 @@ import numpy as np
 from tfg.errors import TfgError
 from tfg.graphdef.names import CONTROL, TensorRef, input_string, parse_input
 from tfg.schemas.dtypes import DType
-from tfg.schemas.ops import get_op, has_op
+from tfg.schemas.ops import control_flow_names, get_op, has_op, ops_with
 from tfg.schemas.ops.signature import output_dtypes
 
-SWITCH_OPS = frozenset({"Switch", "RefSwitch"})
-FRAME_OPS = frozenset({"Enter", "RefEnter", "Exit", "RefExit", "NextIteration",
-                       "RefNextIteration", "LoopCond", "Merge", "RefMerge"} | SWITCH_OPS)
-PLACEHOLDERS = frozenset({"Placeholder", "PlaceholderV2", "PlaceholderWithDefault"})
+SWITCH_OPS = control_flow_names("switch")
+# The ops that build loops and conds, which rewrites leave alone.
+FRAME_OPS = control_flow_names("switch", "merge", "enter", "exit", "next_iteration", "loop_cond")
+PLACEHOLDERS = ops_with("placeholder")
 CONST_OPS = frozenset({"Const", "HostConst"})
 
 

@@ -21,12 +21,10 @@ import sys
 from tfg.errors import TfgInputError
 from tfg.graphdef.names import DeviceSpec
 from tfg.schemas.dtypes import DType
+from tfg.schemas.ops import control_flow_names
 
 # Ops the executor runs itself on any device: control flow, communication, no-ops.
-EXECUTOR_OPS = frozenset({
-    "Switch", "RefSwitch", "Merge", "RefMerge", "Enter", "RefEnter", "Exit", "RefExit",
-    "NextIteration", "RefNextIteration", "LoopCond", "ControlTrigger", "_Send", "_Recv",
-    "_HostSend", "_HostRecv"})
+EXECUTOR_OPS = control_flow_names()
 _JOB_FIELDS = ("job", "replica", "task")
 _TYPE_FIELDS = ("device_type", "device_index")
 
