@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from tfg.errors import TfgInputError
 from tfg.graphdef.names import DeviceSpec
 from tfg.schemas.dtypes import DType
+from tfg.schemas.ops import control_flow_names, ops_with
 
 FORMAT = "tfg.cost_model"
 
@@ -77,13 +78,11 @@ _ELEMENTWISE_WEIGHT = {
     "Tan": 10, "Erf": 10, "Pow": 12, "Sqrt": 4, "Rsqrt": 4, "Softplus": 10, "Elu": 8,
     "Selu": 8, "Softmax": 10, "LogSoftmax": 12, "RealDiv": 2, "Div": 2, "Reciprocal": 2,
 }
-_FREE_OPS = frozenset({
-    "Const", "Placeholder", "PlaceholderWithDefault", "Identity", "IdentityN", "NoOp",
-    "StopGradient", "PreventGradient", "Snapshot", "Reshape", "Squeeze", "ExpandDims", "Shape",
-    "ShapeN", "Size", "Rank", "VariableV2", "Variable", "VarHandleOp", "Enter", "RefEnter",
-    "Exit", "RefExit", "Merge", "RefMerge", "Switch", "RefSwitch", "NextIteration",
-    "RefNextIteration", "LoopCond", "ControlTrigger", "_Send", "_Recv", "_HostSend",
-    "_HostRecv", "EnsureShape"})
+# Ops that cost nothing but dispatch: feeds, variables, the executor's own control flow and
+# communication, and views or metadata.
+_FREE_OPS = ops_with("placeholder") | ops_with("variable") | control_flow_names() | frozenset({
+    "Const", "Identity", "IdentityN", "NoOp", "StopGradient", "PreventGradient", "Snapshot",
+    "Reshape", "Squeeze", "ExpandDims", "Shape", "ShapeN", "Size", "Rank", "EnsureShape"})
 
 
 @dataclass
