@@ -18,7 +18,7 @@ from collections import Counter
 
 from tfg.errors import TfgError
 from tfg.schemas.dtypes import DType
-from tfg.schemas.ops import has_op, ops_with
+from tfg.schemas.ops import control_flow_names, has_op, ops_with
 
 PLACEHOLDER_OPS = ops_with("placeholder")
 VARIABLE_OPS = ops_with("variable")
@@ -29,7 +29,7 @@ _NOT_OUTPUT_OPS = PLACEHOLDER_OPS | VARIABLE_OPS | frozenset((
     "SaveSlices", "RestoreSlice", "MergeV2Checkpoints", "ShardedFilename", "StringJoin",
     "ControlTrigger", "VarIsInitializedOp", "IsVariableInitialized"))
 _INIT_NAME = re.compile(r"(^|/)(init(_\d+)?|init_all_tables|.*_?initializer|save(_\d+)?/.*)$")
-_EXIT_OPS = ("Exit", "RefExit")
+_EXIT_OPS = control_flow_names("exit")
 LITERAL_MAX_ELEMENTS = 16
 
 

@@ -21,8 +21,12 @@ not break.
 from tfg.errors import GraphFormatError, GraphValidationError, TfgInputError, UnknownOpError
 from tfg.graphdef import attrs as attrcodec
 from tfg.graphdef.names import CONTROL
-from tfg.schemas.ops import registry
+from tfg.schemas.ops import control_flow_names, registry
 from tfg.schemas.ops.signature import _arg_dtypes
+
+_ENTER_OPS = control_flow_names("enter")
+_MERGE_OPS = control_flow_names("merge")
+_SWITCH_OPS = control_flow_names("switch")
 
 # AttrDef type -> the AttrValue field holding it.
 _FIELD = {"string": "s", "int": "i", "float": "f", "bool": "b", "type": "type", "shape": "shape",
@@ -87,7 +91,7 @@ def check_builtin_inputs(node, n_data=None):
         raise GraphValidationError(
             f"{_where(node)}: has {n_data} data input{'s' if n_data != 1 else ''}, "
             f"a{'n' if node.op[0] in 'AEIOU' else ''} {node.op} takes {want}{extra}")
-    if node.op in ("Enter", "RefEnter"):
+    if node.op in _ENTER_OPS:
         frame = node.get_attr("frame_name", b"")
         if isinstance(frame, (bytes, str)) and not frame:
             raise GraphValidationError(f"{_where(node)}: an Enter needs a non-empty frame_name")
@@ -219,12 +223,12 @@ def _expected_inputs(node, sig):
 
 def _check_arity(node, sig):
     n = sum(1 for r in node.input_refs if r.port != CONTROL)
-    if node.op in ("Merge", "RefMerge") and n < 1:
+    if node.op in _MERGE_OPS and n < 1:
         raise GraphValidationError(f"{_where(node)}: a Merge needs at least 1 data input")
-    if node.op in ("Switch", "RefSwitch") and n != 2:
+    if node.op in _SWITCH_OPS and n != 2:
         raise GraphValidationError(
             f"{_where(node)}: a Switch needs 2 data inputs (data, pred), got {n}")
-    if node.op in ("Enter", "RefEnter") and not node.get_attr("frame_name"):
+    if node.op in _ENTER_OPS and not node.get_attr("frame_name"):
         raise GraphValidationError(f"{_where(node)}: an Enter needs a non-empty frame_name")
     try:
         expected = len(_expected_inputs(node, sig))

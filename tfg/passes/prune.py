@@ -14,6 +14,9 @@ from tfg.graphdef.names import CONTROL, TensorRef, parse_tensor
 from tfg.passes.manager import register_pass
 from tfg.passes.rewrite import (
     PLACEHOLDERS, SWITCH_OPS, PassOptions, RewriteContext, removable)
+from tfg.schemas.ops import control_flow_names
+
+_MERGE_OPS = control_flow_names("merge")
 
 
 def prune(graph, fetches=(), targets=(), feeds=()):
@@ -122,7 +125,7 @@ def _bypassable(ctx, node):
     if op == "Identity":
         if src.op in SWITCH_OPS:
             return False  # it carries the branch's liveness for control consumers downstream
-        if any(c.op in ("Merge", "RefMerge") for c, _ in ctx.consumers(node.name)):
+        if any(c.op in _MERGE_OPS for c, _ in ctx.consumers(node.name)):
             return False
         dtype = ctx.dtype(src_ref)
         if dtype is None or dtype.is_ref:

@@ -27,6 +27,8 @@ SWITCH_OPS = control_flow_names("switch")
 FRAME_OPS = control_flow_names("switch", "merge", "enter", "exit", "next_iteration", "loop_cond")
 PLACEHOLDERS = ops_with("placeholder")
 CONST_OPS = frozenset({"Const", "HostConst"})
+_ENTER_OPS = control_flow_names("enter")
+_COMM_OPS = control_flow_names("send", "recv")
 
 
 @dataclass
@@ -162,7 +164,7 @@ class RewriteContext:
             name = node.name
             for src, _ in node.input_refs:
                 cons[src][name] = node
-            if not has_frames and node.op in ("Enter", "RefEnter"):
+            if not has_frames and node.op in _ENTER_OPS:
                 has_frames = True
         self._shapes = None
         self.has_frames = has_frames
@@ -377,7 +379,7 @@ def removable(ctx, node):
     if not has_op(node.op):
         return False
     sig = get_op(node.op)
-    return not sig.stateful and node.op not in ("_Send", "_Recv", "_HostSend", "_HostRecv")
+    return not sig.stateful and node.op not in _COMM_OPS
 
 
 def _dedupe_controls(inputs):

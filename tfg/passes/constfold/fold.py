@@ -12,19 +12,18 @@ import numpy as np
 
 from tfg.errors import TfgError
 from tfg.graphdef.names import TensorRef
-from tfg.passes.rewrite import CONST_OPS, FRAME_OPS, PLACEHOLDERS
+from tfg.passes.rewrite import CONST_OPS, PLACEHOLDERS
 from tfg.schemas.dtypes import DType
-from tfg.schemas.ops import get_op, has_op
+from tfg.schemas.ops import control_flow_names, get_op, has_op, ops_with
 
 # Output larger than the inputs and above this: folding would bloat the graph file.
 MAX_CONSTANT_BYTES = 100 * 1024
 
 NEVER_FOLD = frozenset({
-    "_Send", "_Recv", "_HostSend", "_HostRecv", "Assert", "Print", "PrintV2", "CheckNumerics",
-    "ControlTrigger", "NoOp", "Save", "SaveV2", "Restore", "RestoreV2", "RestoreSlice",
-    "ReaderReadV2", "Stack", "StackV2", "StackPushV2", "StackPopV2", "VariableV2", "Variable",
+    "Assert", "Print", "PrintV2", "CheckNumerics", "NoOp", "Save", "SaveV2", "Restore",
+    "RestoreV2", "RestoreSlice", "ReaderReadV2", "Stack", "StackV2", "StackPushV2", "StackPopV2",
     "TensorArrayV3", "IdentityN",
-} | FRAME_OPS | PLACEHOLDERS | CONST_OPS)
+} | control_flow_names() | ops_with("variable") | PLACEHOLDERS | CONST_OPS)
 _SHAPE_OPS = frozenset({"Shape", "Size", "Rank", "ShapeN"})
 
 

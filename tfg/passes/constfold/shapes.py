@@ -14,6 +14,7 @@ passes ask about few tensors, and inferring a whole large graph cost as much as 
 from tfg.errors import TfgError
 from tfg.graphdef.infer import UNKNOWN, infer, infer_node
 from tfg.graphdef.names import CONTROL
+from tfg.schemas.ops import control_flow_names
 
 def static_shapes(graph):
     try:
@@ -23,7 +24,7 @@ def static_shapes(graph):
         return _fallback(graph)
 
 
-_EAGER_OPS = frozenset({"NextIteration", "RefNextIteration", "StackPushV2", "StackPopV2"})
+_EAGER_OPS = control_flow_names("next_iteration") | {"StackPushV2", "StackPopV2"}
 
 
 class LazyShapes:
