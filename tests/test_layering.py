@@ -94,7 +94,17 @@ def import_graph():
                 found = _resolve(target, modules)
                 if found and found != name:
                     edges.setdefault(found, node.lineno)
+                    # Importing a.b.c runs package a.b's __init__ first, unless the importer
+                    # sits inside a.b (then a.b is already being initialized).
+                    for pkg in _packages_above(found):
+                        if pkg in modules and not (name + ".").startswith(pkg + "."):
+                            edges.setdefault(pkg, node.lineno)
     return graph
+
+
+def _packages_above(module):
+    parts = module.split(".")
+    return [".".join(parts[:i]) for i in range(2, len(parts))]
 
 
 def _package(module):

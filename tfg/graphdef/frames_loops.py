@@ -19,7 +19,7 @@ from tfg.errors import GraphValidationError
 from tfg.graphdef import attrs as attrcodec
 from tfg.graphdef.graph import BACK_EDGE_OPS
 from tfg.schemas.dtypes import DType
-from tfg.schemas.ops import control_flow_names
+from tfg.schemas.ops import control_flow_names, has_op, signature
 
 ENTER_OPS = control_flow_names("enter")
 EXIT_OPS = control_flow_names("exit")
@@ -230,8 +230,6 @@ def _check_merge_dtypes(graph, merge):
 def _output_dtype(node, port):
     """A node output's base dtype when cheaply known, else None (unknown ops are fine)."""
     try:
-        from tfg.schemas.ops import has_op, signature
-
         if has_op(node.op):
             return signature.output_dtypes(node)[port].base
     except Exception:  # a malformed node is reported by whoever needs its dtype

@@ -17,6 +17,7 @@ import shlex
 from collections import Counter
 
 from tfg.errors import TfgError
+from tfg.graphdef import frames
 from tfg.schemas.dtypes import DType
 from tfg.schemas.ops import control_flow_names, has_op, ops_with
 
@@ -125,7 +126,6 @@ def _dangling(graph):
 
 def _control_flow(graph):
     """(ControlFlowInfo or None, while-loop frames, number of conds, error text or None)."""
-    from tfg.graphdef import frames
 
     try:
         info = frames.analyze(graph)

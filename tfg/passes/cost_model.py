@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from tfg.errors import TfgInputError
 from tfg.graphdef.names import DeviceSpec
 from tfg.schemas.dtypes import DType
-from tfg.schemas.ops import control_flow_names, ops_with
+from tfg.schemas.ops import control_flow_names, ops_with, signature
 
 FORMAT = "tfg.cost_model"
 
@@ -259,8 +259,6 @@ def _elements(shape):
 
 def _itemsize(node, port):
     try:
-        from tfg.schemas.ops import signature
-
         dt = signature.output_dtypes(node)[port].base
     except Exception:  # unknown op or malformed attrs: assume float32
         return 4
@@ -311,8 +309,6 @@ def estimate_work(node, shapes):
 
 def _num_outputs(node):
     try:
-        from tfg.schemas.ops import signature
-
         return signature.num_outputs(node)
     except Exception:  # unknown op: one output is the common case
         return 1

@@ -10,11 +10,12 @@ name, dtype and known shape), so the result runs with the same feeds. Control de
 inside the kept set are kept.
 """
 from tfg.errors import TfgInputError
+from tfg.graphdef.attrs import Shape
 from tfg.graphdef.names import CONTROL, TensorRef, parse_tensor
 from tfg.passes.manager import register_pass
-from tfg.passes.rewrite import (
-    PLACEHOLDERS, SWITCH_OPS, PassOptions, RewriteContext, removable)
+from tfg.passes.rewrite import PLACEHOLDERS, PassOptions, RewriteContext, SWITCH_OPS, removable
 from tfg.schemas.ops import control_flow_names
+from tfg.schemas.ops.signature import output_dtypes
 
 _MERGE_OPS = control_flow_names("merge")
 
@@ -62,7 +63,6 @@ def _feed_to_placeholder(orig, out, ref):
     node = out.get(ref.node)
     if node is None or node.op in PLACEHOLDERS:
         return
-    from tfg.schemas.ops.signature import output_dtypes
     dtypes = output_dtypes(orig[ref.node])
     if len(dtypes) != 1:
         raise TfgInputError(f"feed {ref.node}:{ref.port}: prune can only turn single-output "
@@ -71,7 +71,6 @@ def _feed_to_placeholder(orig, out, ref):
     shape = ctx.shape(TensorRef(ref.node, 0))
     attrs = {"dtype": dtypes[0].base}
     if shape is not None:
-        from tfg.graphdef.attrs import Shape
         attrs["shape"] = Shape(shape)
     device = node.device
     out.remove_node(node.name)

@@ -18,6 +18,7 @@ import numpy as np
 
 from tfg.errors import TfgError
 from tfg.graphdef.names import CONTROL, TensorRef, input_string, parse_input
+from tfg.passes.shapes import LazyShapes
 from tfg.schemas.dtypes import DType
 from tfg.schemas.ops import control_flow_names, get_op, has_op, ops_with
 from tfg.schemas.ops.signature import output_dtypes
@@ -238,7 +239,6 @@ class RewriteContext:
     def shape(self, ref):
         """The static shape (tuple, None entries unknown) of a tensor, or None if unknown."""
         if self._shapes is None:
-            from tfg.passes.constfold.shapes import LazyShapes
             self._shapes = LazyShapes(self.graph)
         value = self.const_value(ref)
         if value is not None:
@@ -254,7 +254,6 @@ class RewriteContext:
 
     def op_available(self, op):
         """Whether tfg can run `op` (signature and CPU kernel), so a rewrite may introduce it."""
-        from tfg.schemas.ops import has_op
         if not has_op(op):
             return False
         from tfg.kernels.registry import has_kernel  # lazy: kernels import numpy's heavy parts

@@ -25,7 +25,9 @@ from tfg.errors import TfgInputError
 from tfg.graphdef.builder.constants import convert_to_tensor
 from tfg.graphdef.builder.core import Operation, Tensor, get_default_builder
 from tfg.graphdef.builder.math_ops import make
+from tfg.graphdef.names import DeviceSpec
 from tfg.schemas.dtypes import DType
+from tfg.schemas.ops import signature
 
 # merge name -> (binary op, dtypes it refuses)
 MERGE_OPS = {"sum": "AddV2", "prod": "Mul", "min": "Minimum", "max": "Maximum"}
@@ -130,7 +132,6 @@ def from_graph(name, builder=None):
     >>> g = tb.GraphBuilder(graph=tfg.grad(graph, ys="loss", xs="w/read"))
     >>> with g: gw = tb.collective.from_graph("grad/w/read")
     """
-    from tfg.schemas.ops import signature
 
     b = builder or get_default_builder()
     node_name, _, port = name.partition(":")
@@ -246,8 +247,6 @@ def _device_of(t, given, what, hint="devices=[...]"):
 
 
 def _device_string(d):
-    from tfg.graphdef.names import DeviceSpec
-
     if not isinstance(d, str) or not d:
         raise TfgInputError(f"not a device name: {d!r}")
     return DeviceSpec.parse(d).to_string()

@@ -18,6 +18,7 @@ import contextlib
 import threading
 
 from tfg.errors import TfgInputError
+from tfg.graphdef import io
 from tfg.graphdef.attrs import Shape
 from tfg.graphdef.graph import Graph
 from tfg.graphdef.infer import TensorInfo, infer_node
@@ -178,7 +179,6 @@ class GraphBuilder:
 
     def save(self, path, fmt=None):
         """Write the GraphDef (binary, or text for *.pbtxt) atomically."""
-        from tfg.graphdef import io
 
         io.save(self.graph, path, fmt)
 

@@ -8,8 +8,9 @@
     >>> init = tb.global_variables_initializer()   # NoOp `init` after every w/Assign
 """
 from tfg.errors import TfgInputError
-from tfg.graphdef.builder.core import A, Tensor, get_default_builder
 from tfg.graphdef.builder.constants import convert_to_tensor
+from tfg.graphdef.builder.control_flow import group
+from tfg.graphdef.builder.core import A, Tensor, get_default_builder
 from tfg.graphdef.builder.math_ops import make
 
 
@@ -137,7 +138,6 @@ def global_variables():
 
 def variables_initializer(var_list, name="init"):
     """A NoOp that runs every variable's Assign initializer."""
-    from tfg.graphdef.builder.control_flow import group
     return group(*[v.initializer for v in var_list], name=name)
 
 
