@@ -145,7 +145,6 @@ def _same(av_x, av_y):
 
 def _is_default(node, name, av):
     """Whether attr `name` = `av` of `node` equals the default its op registers."""
-
     if not has_op(node.op):
         return False
     ad = get_op(node.op, node.name).attrs.get(name)

@@ -58,15 +58,19 @@ def validate(graph, require_known_ops=True):
     return sorted(unknown)
 
 
-# Ops the executor runs itself (tfg/executor/plan.py's builtins) -> (min, max) data inputs
-# (None: no maximum). Their signatures are not consulted when a graph is run, so a mutated
-# graph (a Const turned into an Enter) must be refused here, not crash the interpreter loop.
-_BUILTIN_ARITY = {
-    "Switch": (2, 2), "RefSwitch": (2, 2), "Merge": (1, None), "RefMerge": (1, None),
-    "Enter": (1, 1), "RefEnter": (1, 1), "Exit": (1, 1), "RefExit": (1, 1),
-    "NextIteration": (1, 1), "RefNextIteration": (1, 1), "LoopCond": (1, 1),
-    "_Send": (1, 1), "_HostSend": (1, 1), "_Recv": (0, 0), "_HostRecv": (0, 0),
-}
+def _arity(sig):
+    """(min, max) data inputs a signature allows (max None: a list input has no maximum)."""
+    single = sum(1 for a in sig.inputs if not a.number_attr and not a.type_list_attr)
+    if single == len(sig.inputs):
+        return single, single
+    lists = sum(sig.attrs[a.number_attr].minimum or 0 for a in sig.inputs if a.number_attr)
+    return single + lists, None
+
+
+# Ops the executor runs itself (those with a control-flow kind) -> (min, max) data inputs from
+# their signatures. The executor does not consult the signatures when it runs them, so a
+# mutated graph (a Const turned into an Enter) must be refused here, not crash its loop.
+_BUILTIN_ARITY = {name: _arity(registry.get_op(name)) for name in control_flow_names()}
 # String attrs of _Send/_Recv that the executor turns into rendezvous keys (text).
 _TRANSFER_TEXT_ATTRS = ("tensor_name", "send_device", "recv_device")
 

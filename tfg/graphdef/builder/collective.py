@@ -132,7 +132,6 @@ def from_graph(name, builder=None):
     >>> g = tb.GraphBuilder(graph=tfg.grad(graph, ys="loss", xs="w/read"))
     >>> with g: gw = tb.collective.from_graph("grad/w/read")
     """
-
     b = builder or get_default_builder()
     node_name, _, port = name.partition(":")
     port = int(port or 0)

@@ -179,7 +179,6 @@ class GraphBuilder:
 
     def save(self, path, fmt=None):
         """Write the GraphDef (binary, or text for *.pbtxt) atomically."""
-
         io.save(self.graph, path, fmt)
 
     def as_graph_def(self):
@@ -437,6 +436,8 @@ def make(op_type, inputs, attrs, name, out_dtypes=None, out_shapes=None):
 
 
 def _inferred_shapes(b, node):
+    if not has_op(node.op):  # an op tfg has no signature for: shapes unknown, as before
+        return [None] * len(b._ops[node.name].outputs)
     infos = []
     for ref in node.input_refs:
         if ref.port == CONTROL:
