@@ -11,6 +11,7 @@ from helpers import tfg_cli
 from tfg import builder as tb
 from tfg.errors import TfgError, TfgRuntimeError
 from tfg.executor.session import Session
+from tfg.executor.restore import restore_variables
 from tfg.graphdef import io, savedmodel
 from tfg.kernels.context import KernelContext
 from tfg.kernels.list_ops import TensorList
@@ -26,7 +27,7 @@ F32 = DType.FLOAT
 def _run_signature(model, sig, out):
     g = io.load(str(SAVED / model))
     sess = Session(g)
-    savedmodel.restore_variables(sess, g, savedmodel.read_variables(g.saved_model.path))
+    restore_variables(sess, g, savedmodel.read_variables(g.saved_model.path))
     feeds = dict(np.load(FEEDS))
     bound, tensors, _ = savedmodel.bind_signature(g, sig, feeds, [out])
     return sess.run(tensors, feeds=bound)[0]

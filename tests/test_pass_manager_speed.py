@@ -7,7 +7,7 @@ import pytest
 from test_pass_manager import G
 from tfg.errors import GraphValidationError, TfgRuntimeError
 from tfg.graphdef.graph import Graph
-from tfg.passes.constfold.shapes import LazyShapes, static_shapes
+from tfg.passes.shapes import LazyShapes, static_shapes
 from tfg.passes.manager import optimize, register_pass
 from tfg.schemas.dtypes import DType
 

@@ -10,6 +10,7 @@ import pytest
 from conftest import FIXTURES
 from helpers import tfg_cli
 from tfg.errors import TfgInputError
+from tfg.executor.restore import restore_variables
 from tfg.graphdef import io, savedmodel
 from tfg.schemas.proto import saved_model_pb2
 
@@ -103,7 +104,7 @@ def test_session_with_restored_variables():
 
     g = io.load(str(MODEL))
     sess = Session(g)
-    restored = savedmodel.restore_variables(sess, g, savedmodel.read_variables(MODEL))
+    restored = restore_variables(sess, g, savedmodel.read_variables(MODEL))
     assert restored == ["b1", "b2", "w1", "w2"]
     probs, logits = sess.run(["probs:0", "logits:0"], feeds={"x:0": FEEDS["x"]})
     np.testing.assert_allclose(probs, EXPECTED["serving_default/probs"], rtol=1e-5, atol=1e-6)

@@ -12,6 +12,7 @@ from conftest import FIXTURES
 from helpers import tfg_cli
 from tfg.errors import TfgInputError
 from tfg.executor.session import Session
+from tfg.executor.restore import restore_variables
 from tfg.graphdef import io, savedmodel
 from tfg.graphdef.functions import CALL_OPS
 
@@ -25,7 +26,7 @@ EXPECTED = np.load(SAVED / "tf2_expected.npz")
 def _run_signature(model, sig, out, feeds):
     g = io.load(str(SAVED / model))
     sess = Session(g)
-    savedmodel.restore_variables(sess, g, savedmodel.read_variables(g.saved_model.path))
+    restore_variables(sess, g, savedmodel.read_variables(g.saved_model.path))
     bound, tensors, _ = savedmodel.bind_signature(g, sig, feeds, [out])
     return sess.run(tensors, feeds=bound)[0]
 
@@ -115,7 +116,7 @@ def test_variables_restored_through_the_object_graph_keys():
     assert b"l1" in graph_proto.item() and b"VARIABLE_VALUE" in graph_proto.item()
     g = io.load(str(MLP))
     sess = Session(g)
-    restored = savedmodel.restore_variables(sess, g, values)
+    restored = restore_variables(sess, g, values)
     assert restored == [f"{layer}/{v}/.ATTRIBUTES/VARIABLE_VALUE" for layer in ("l1", "l2")
                         for v in ("b", "w")]  # the object graph is read, not assigned
     handles = {n.name: n for n in g if n.op == "VarHandleOp"}
@@ -130,7 +131,7 @@ def test_v1_saved_model_with_resource_variables():
     assert g.saved_model.functions is None  # nothing to inline
     sess = Session(g)
     # its saver's restore op (save/restore_all) restores both kinds
-    assert savedmodel.restore_variables(sess, g, savedmodel.read_variables(g.saved_model.path)) \
+    assert restore_variables(sess, g, savedmodel.read_variables(g.saved_model.path)) \
         == ["v", "w"]
 
 

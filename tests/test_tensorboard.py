@@ -13,7 +13,7 @@ from helpers import tfg_cli
 from tfg.errors import TfgInputError
 from tfg.graphdef import io
 from tfg.schemas.proto import event_pb2
-from tfg.tensorboard import crc32c as crcmod
+from tfg.schemas import crc32c as crcmod
 from tfg.tensorboard import (encode_record, graph_from_events, iter_records, read_events,
                              run_metadata_from_chrome_trace, write_graph_events)
 

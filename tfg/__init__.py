@@ -7,8 +7,8 @@
     >>> tfg.Session(g).run(["grad/w1"], feeds={"x": batch})
     >>> tfg.save(g, "model.pbtxt")
 
-Every public name is imported on first use: `tfg --help` and `tfg --version` import this
-package, and must not pay for numpy and protobuf (~100 ms) to print a page of text.
+Every public name is imported on first use: `tfg --help` runs this file and must start without
+numpy or protobuf (tests/test_layering.py checks it).
 """
 import importlib
 

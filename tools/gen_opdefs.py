@@ -48,6 +48,8 @@ TensorArrayConcatV3 TensorArraySplitV3 TensorArraySizeV3 TensorArrayCloseV3 Tens
 TensorArrayGradWithShape ReverseSequence TopKV2 Erfc TensorListScatter TensorListScatterV2
 TensorListScatterIntoExistingList TensorListConcat TensorListConcatV2 TensorListSplit
 DepthwiseConv2dNativeBackpropInput DepthwiseConv2dNativeBackpropFilter
+Acos Asin Atan Atan2 Sinh Cosh Xdivy SoftsignGrad Bitcast RefIdentity MaxPoolGradV2
+FusedBatchNormGradV2 QueueIsClosedV2 PlaceholderV2
 """.split()
 
 

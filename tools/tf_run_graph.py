@@ -18,6 +18,35 @@ import sys
 import numpy as np
 
 
+def needed_sends(gd, roots):
+    """The _Send nodes the _Recvs in the fan-in of `roots` pair with, transitively: what
+    TensorFlow's master runs of each partition when it partitions a pruned graph."""
+    nodes = {n.name: n for n in gd.node}
+    sends = {}
+    for n in gd.node:
+        if n.op == "_Send":
+            sends[_rendezvous_key(n)] = n.name
+    seen, found, stack = set(), [], [r.split(":")[0].lstrip("^") for r in roots]
+    while stack:
+        name = stack.pop()
+        if name in seen or name not in nodes:
+            continue
+        seen.add(name)
+        node = nodes[name]
+        stack += [i.split(":")[0].lstrip("^") for i in node.input]
+        if node.op == "_Recv":
+            send = sends.get(_rendezvous_key(node))
+            if send is not None and send not in seen:
+                found.append(send)
+                stack.append(send)
+    return found
+
+
+def _rendezvous_key(node):
+    attr = node.attr
+    return (attr["send_device"].s, attr["recv_device"].s, attr["tensor_name"].s)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("graph")
@@ -28,9 +57,9 @@ def main():
     ap.add_argument("--steps", type=int, default=1)
     ap.add_argument("--cpus", type=int, default=1, help="CPU devices the session offers")
     ap.add_argument("--run-sends", action="store_true",
-                    help="run every _Send node too: a partitioned graph's Sends have no "
-                         "consumers, so TensorFlow's pruning would drop them and its Recvs "
-                         "would wait forever")
+                    help="also run the _Send nodes that the needed _Recvs wait for: a "
+                         "partitioned graph's Sends have no consumers, so TensorFlow's pruning "
+                         "would drop them and its Recvs would wait forever")
     ap.add_argument("-o", "--output", required=True)
     args = ap.parse_args()
 
@@ -47,8 +76,7 @@ def main():
     except Exception as e:  # noqa: BLE001 - report whatever TensorFlow refuses with
         print(f"import refused: {type(e).__name__}: {e}", file=sys.stderr)
         return 3
-    if args.run_sends:
-        args.target += [n.name for n in gd.node if n.op == "_Send"]
+    sends_for = (lambda names: needed_sends(gd, names)) if args.run_sends else (lambda n: [])
     feeds = {}
     if args.feeds:
         with np.load(args.feeds, allow_pickle=False) as data:
@@ -58,10 +86,12 @@ def main():
     try:
         with tf.compat.v1.Session(graph=graph, config=config) as sess:
             if args.init:
-                sess.run(args.init, feed_dict=feeds)
+                sess.run(args.init + sends_for(args.init), feed_dict=feeds)
             values = None
+            runs = args.fetch + args.target
+            runs += sends_for(runs)
             for _ in range(args.steps):
-                values = sess.run(args.fetch + args.target, feed_dict=feeds)
+                values = sess.run(runs, feed_dict=feeds)
     except Exception as e:  # noqa: BLE001
         print(f"run failed: {type(e).__name__}: {e}", file=sys.stderr)
         return 4

@@ -4,6 +4,7 @@ import sys
 
 import click
 
+from tfg.cli.census import local_devices, supported_ops
 from tfg.cli.common import graph_argument, read_graph, tag_option
 from tfg.graphdef import summary as summ
 
@@ -30,9 +31,9 @@ def command(graph, as_json, list_ops, list_devices, tag):
     if list_ops or list_devices:
         data = {}
         if list_ops:
-            data["ops"] = summ.supported_ops()
+            data["ops"] = supported_ops()
         if list_devices:
-            data["devices"] = summ.local_devices()
+            data["devices"] = local_devices()
         click.echo(summ.to_json(data) if as_json else _format_lists(data))
         return
     if graph in (None, "-") and _stdin_is_terminal():

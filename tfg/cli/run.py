@@ -142,9 +142,10 @@ def command(graph, fmt, as_json, tag, signature, feed_args, feeds_file, random_s
                    blas_threads=blas_threads, validate_graph=True)
     saved = getattr(g, "saved_model", None)
     if saved is not None and saved.variables_prefix:  # as TensorFlow's loader restores them
+        from tfg.executor.restore import restore_variables
         from tfg.graphdef import savedmodel
 
-        savedmodel.restore_variables(sess, g, savedmodel.read_variables(saved.path))
+        restore_variables(sess, g, savedmodel.read_variables(saved.path))
     if init_names:
         sess.run(None, feeds=feeds, targets=init_names)  # unused feeds are harmless
     if restore_dir:

@@ -18,9 +18,10 @@ import numpy as np
 from tfg.errors import TfgInputError
 from tfg.kernels.checkpoint_format import read_checkpoint_with_step, write_checkpoint
 from tfg.kernels.resources import Ref
+from tfg.schemas.ops import ops_with
 
 FILENAME = "variables.tfgckpt"
-VARIABLE_OPS = ("VariableV2", "Variable", "VarHandleOp")
+VARIABLE_OPS = ops_with("variable")
 
 
 def _path(directory):

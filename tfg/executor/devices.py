@@ -13,9 +13,8 @@ and get `cupy` as their array module; asking for a GPU without CuPy is an input 
 import numpy as np
 
 from tfg.errors import TfgInputError
-from tfg.graphdef.names import DeviceSpec
-
-LOCAL_JOB = "localhost"
+from tfg.graphdef.names import (  # noqa: F401  (local_gpu_count: part of this API)
+    LOCAL_JOB, DeviceSpec, cupy_module, local_device_specs, local_gpu_count, parse_device_list)
 
 
 def array_module(device_type):
@@ -23,20 +22,12 @@ def array_module(device_type):
     if device_type == "CPU":
         return np
     if device_type == "GPU":
-        cupy = _cupy()
+        cupy = cupy_module()
         if cupy is None:
             raise TfgInputError("a GPU device was requested but CuPy is not installed "
                                 "(pip install 'tfg[gpu]')")
         return cupy
     raise TfgInputError(f"unknown device type {device_type!r} (expected CPU or GPU)")
-
-
-def _cupy():
-    try:
-        import cupy
-    except Exception:  # ImportError, or a CUDA runtime that fails to load
-        return None
-    return cupy
 
 
 def to_host(value):
@@ -47,16 +38,6 @@ def to_host(value):
     if type(value).__module__.startswith("cupy"):
         return value.get()
     return value
-
-
-def local_gpu_count():
-    cupy = _cupy()
-    if cupy is None:
-        return 0
-    try:
-        return int(cupy.cuda.runtime.getDeviceCount())
-    except Exception:
-        return 0
 
 
 class Device:
@@ -83,10 +64,6 @@ class Device:
 
     def __repr__(self):
         return f"<Device {self.name}>"
-
-
-def full_spec(job, task, device_type, index, replica=0):
-    return DeviceSpec(job, replica, task, device_type, index)
 
 
 class DeviceSet:
@@ -120,39 +97,12 @@ class DeviceSet:
         if isinstance(spec, (list, tuple)):
             spec = ",".join(spec)
         if spec is None or not str(spec).strip():
-            devs = [full_spec(job, task, "CPU", 0)]
-            devs += [full_spec(job, task, "GPU", i) for i in range(local_gpu_count())]
-            return DeviceSet(Device(s) for s in devs)
-        out = []
-        for part in (p.strip() for p in str(spec).split(",")):
-            if not part:
-                continue
-            kind, sep, count = part.partition(":")
-            if "/" not in part and kind.lower() in ("cpu", "gpu") and (not sep or count.isdigit()):
-                n = int(count) if sep else 1
-                if n < 1:
-                    raise TfgInputError(
-                        f"device spec {part!r}: N in {kind.lower()}:N is a number of devices "
-                        f"(at least 1; {kind.lower()}:1 is one); to name one device, write "
-                        f"/device:{kind.upper()}:{count}")
-                dtype = kind.upper()
-                start = sum(1 for s in out if s.device_type == dtype)
-                out.extend(full_spec(job, task, dtype, start + i) for i in range(n))
-                continue
-            parsed = DeviceSpec.parse(part)
-            if parsed.device_type not in ("CPU", "GPU") or parsed.device_index is None:
-                raise TfgInputError(f"unknown device {part!r} in device spec {spec!r} "
-                                    "(expected cpu:N, gpu:N or a full device name)")
-            full = parsed.merged_with(full_spec(job, task, None, None))
+            return DeviceSet(Device(s) for s in local_device_specs(job, task))
+        out = parse_device_list(str(spec), job, task, device_types=("CPU", "GPU"))
+        for full in out:
             if full.job != job or full.task != task:
-                raise TfgInputError(f"device {part!r} is not a local device "
+                raise TfgInputError(f"device {full.to_string()!r} is not a local device "
                                     f"(/job:{job}/task:{task}); use --cluster for remote tasks")
-            out.append(full)
-        if not out:
-            raise TfgInputError(f"device spec {spec!r} names no device")
-        names = [s.to_string() for s in out]
-        if len(set(names)) != len(names):
-            raise TfgInputError(f"device spec {spec!r} names a device twice")
         devices = DeviceSet(Device(s) for s in out)
         for d in devices:
             if d.device_type == "GPU":

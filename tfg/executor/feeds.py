@@ -14,10 +14,10 @@ import numpy as np
 from tfg.errors import TfgInputError
 from tfg.graphdef.names import TensorRef, parse_tensor, tensor_name
 from tfg.schemas.dtypes import DType
-from tfg.schemas.ops import has_op
+from tfg.schemas.ops import has_op, ops_with
 from tfg.schemas.ops import signature
 
-PLACEHOLDER_OPS = ("Placeholder", "PlaceholderV2", "PlaceholderWithDefault")
+PLACEHOLDER_OPS = ops_with("placeholder")
 
 
 def to_ref(name):

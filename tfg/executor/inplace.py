@@ -17,14 +17,12 @@ import numpy as np
 
 from tfg.kernels import clamp
 from tfg.kernels.registry import get_kernel
+from tfg.schemas.ops import ops_with
 
-# Ops whose CPU kernel returns, on output 0, an array that nothing else references: a fresh
-# matmul/convolution/pooling result, or (for the in-place ops below) their input written over,
-# which was itself such an array.
-FRESH_OUTPUT = frozenset({
-    "Conv2D", "_FusedConv2D", "DepthwiseConv2dNative", "_FusedDepthwiseConv2dNative",
-    "MatMul", "_FusedMatMul", "MaxPool", "AvgPool", "BiasAdd", "BiasAddV1", "Relu", "Relu6",
-})
+# Ops whose CPU kernel returns, on output 0, an array that nothing else references (trait
+# "fresh_output"): a fresh matmul/convolution/pooling result, or (for the in-place ops below)
+# their input written over, which was itself such an array.
+FRESH_OUTPUT = ops_with("fresh_output")
 
 
 def _clamp(fn):

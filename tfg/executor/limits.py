@@ -28,6 +28,8 @@ import numpy as np
 
 from tfg.errors import TfgInputError, TfgRuntimeError
 from tfg.schemas.dtypes import DType
+from tfg.schemas.ops import get_op, ops_with
+from tfg.schemas.ops.shape_fns import broadcast_binary
 
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40,
           "p": 1 << 50}
@@ -215,11 +217,10 @@ OUTPUT_SHAPES = {
     "MatMul": _matmul, "TensorListReserve": _list_slots, "TensorListResize": _list_slots,
     "TensorListStack": _list_stack,
 }
-for _op in ("Add", "AddV2", "Sub", "Mul", "RealDiv", "Div", "DivNoNan", "FloorDiv", "FloorMod",
-            "TruncateDiv", "TruncateMod", "Pow", "Maximum", "Minimum", "SquaredDifference",
-            "Less", "LessEqual", "Greater", "GreaterEqual", "LogicalAnd", "LogicalOr", "Atan2",
-            "Xdivy", "Equal", "NotEqual", "BiasAdd"):
+# The broadcasting binary ops: elementwise, with the broadcasting shape function.
+for _op in {n for n in ops_with("elementwise") if get_op(n).shape_fn is broadcast_binary}:
     OUTPUT_SHAPES[_op] = _binary
+OUTPUT_SHAPES["BiasAdd"] = _binary
 
 
 def _guarded(fn, shape_of, limit, needs_step):

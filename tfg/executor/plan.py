@@ -14,54 +14,40 @@ from tfg.errors import GraphValidationError, UnknownOpError
 from tfg.graphdef.names import CONTROL
 from tfg.kernels.context import KernelContext
 from tfg.kernels.registry import get_kernel
-from tfg.schemas.ops import has_op
+from tfg.schemas.ops import control_flow_names, get_op, has_op, ops_with
 from tfg.schemas.ops import signature
 
 KERNEL, FEED, SWITCH, MERGE, ENTER, EXIT, NEXT, IDENT, TRIGGER, NOOP, SEND, RECV = (
     "kernel", "feed", "switch", "merge", "enter", "exit", "next", "ident", "trigger", "noop",
     "send", "recv")
 
-BUILTIN_KINDS = {
-    "Switch": SWITCH, "RefSwitch": SWITCH, "Merge": MERGE, "RefMerge": MERGE,
-    "Enter": ENTER, "RefEnter": ENTER, "Exit": EXIT, "RefExit": EXIT,
-    "NextIteration": NEXT, "RefNextIteration": NEXT, "LoopCond": IDENT,
-    "ControlTrigger": TRIGGER, "NoOp": NOOP,
-    "_Send": SEND, "_HostSend": SEND, "_Recv": RECV, "_HostRecv": RECV,
-}
+# The executor's own implementation of each control-flow kind the signatures declare.
+_KIND_OF_FLOW = {"switch": SWITCH, "merge": MERGE, "enter": ENTER, "exit": EXIT,
+                 "next_iteration": NEXT, "loop_cond": IDENT, "control_trigger": TRIGGER,
+                 "send": SEND, "recv": RECV}
+BUILTIN_KINDS = {name: _KIND_OF_FLOW[get_op(name).control_flow]
+                 for name in control_flow_names()}
+BUILTIN_KINDS["NoOp"] = NOOP
 _BUILTIN_OUTPUTS = {SWITCH: 2, MERGE: 2, ENTER: 1, EXIT: 1, NEXT: 1, IDENT: 1, TRIGGER: 0,
                     NOOP: 0, SEND: 0, RECV: 1}
 CONTROL_FLOW_KINDS = frozenset({SWITCH, MERGE, ENTER, EXIT, NEXT, IDENT, TRIGGER})
 
-# Ops whose kernels are BLAS calls (MatMul, convolutions, linear algebra): BLAS already spreads
+# Ops whose kernels are BLAS calls (trait "blas": MatMul, convolutions): BLAS already spreads
 # one call over every core, so running two at once only oversubscribes the machine (measured:
 # an MLP step ran 2x slower with them on the pool on 2 cores). They run on the scheduler thread;
 # other ops go to the pool when their inputs are large (numpy's elementwise loops and
 # reductions are single-threaded and release the GIL) and other work is ready meanwhile.
-BLAS_OPS = frozenset({
-    "MatMul", "BatchMatMul", "BatchMatMulV2", "BatchMatMulV3", "_FusedMatMul",
-    "Conv2D", "_FusedConv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter", "Conv3D",
-    "DepthwiseConv2dNative", "DepthwiseConv2dNativeBackpropInput",
-    "DepthwiseConv2dNativeBackpropFilter", "Einsum", "MatrixInverse", "Cholesky", "Qr", "Svd",
-    "SelfAdjointEigV2", "MatrixSolve",
-})
+BLAS_OPS = ops_with("blas")
 # Inputs at least this large make a non-BLAS kernel worth a pool hand-off (~20-50 µs).
 POOL_MIN_BYTES = 1 << 19
-# Ops whose work does not grow with their inputs (views, lookups, metadata, stack handles):
+# Ops whose work does not grow with their inputs (trait "cheap": views, lookups, metadata):
 # a large input says nothing about their cost, so they never pay for a hand-off. (Measured:
 # the RNN benchmark's GatherV2 of one time step from an 800 KB input went to the pool every
 # iteration, 50 thread round trips a step.)
-CHEAP_OPS = frozenset({
-    "Gather", "GatherV2", "ResourceGather", "Slice", "StridedSlice", "Reshape", "Identity",
-    "IdentityN", "Snapshot", "StopGradient", "PreventGradient", "Squeeze", "ExpandDims",
-    "Shape", "ShapeN", "Size", "Rank", "StackPushV2", "StackPopV2", "StackPush", "StackPop",
-    "TensorArrayReadV3", "TensorArrayWriteV3", "TensorArraySizeV3", "Const",
-})
-# Ops whose kernels may wait for another step or thread (queues): never on the scheduler thread.
-BLOCKING_OPS = frozenset({
-    "QueueDequeue", "QueueDequeueV2", "QueueDequeueMany", "QueueDequeueManyV2",
-    "QueueDequeueUpTo", "QueueDequeueUpToV2", "QueueEnqueue", "QueueEnqueueV2",
-    "QueueEnqueueMany", "QueueEnqueueManyV2", "Barrier", "BarrierTakeMany",
-})
+CHEAP_OPS = ops_with("cheap")
+# Ops whose kernels may wait for another step or thread (trait "blocking": queues): never on the
+# scheduler thread.
+BLOCKING_OPS = ops_with("blocking")
 
 
 class Item:

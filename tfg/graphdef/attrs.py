@@ -11,7 +11,7 @@ Encoding a Python value picks the AttrValue field from its type; `kind` forces o
 import numpy as np
 
 from tfg.errors import GraphFormatError
-from tfg.graphdef import tensors
+from tfg.schemas import tensors
 from tfg.schemas.dtypes import DType
 from tfg.schemas.proto import attr_value_pb2
 

@@ -25,6 +25,7 @@ import numpy as np
 from tfg.graphdef import attrs as attrcodec
 from tfg.graphdef.names import parse_input
 from tfg.schemas.dtypes import DType
+from tfg.schemas.ops import get_op, has_op
 
 _ABSENT = "(absent)"
 _MAX_VALUE_CHARS = 80
@@ -147,8 +148,6 @@ def _same(av_x, av_y):
 
 def _is_default(node, name, av):
     """Whether attr `name` = `av` of `node` equals the default its op registers."""
-    from tfg.schemas.ops import has_op, get_op
-
     if not has_op(node.op):
         return False
     ad = get_op(node.op, node.name).attrs.get(name)

@@ -19,14 +19,15 @@ from tfg.errors import GraphValidationError
 from tfg.graphdef import attrs as attrcodec
 from tfg.graphdef.graph import BACK_EDGE_OPS
 from tfg.schemas.dtypes import DType
+from tfg.schemas.ops import control_flow_names, has_op, signature
 
-ENTER_OPS = frozenset({"Enter", "RefEnter"})
-EXIT_OPS = frozenset({"Exit", "RefExit"})
-MERGE_OPS = frozenset({"Merge", "RefMerge"})
-SWITCH_OPS = frozenset({"Switch", "RefSwitch"})
+ENTER_OPS = control_flow_names("enter")
+EXIT_OPS = control_flow_names("exit")
+MERGE_OPS = control_flow_names("merge")
+SWITCH_OPS = control_flow_names("switch")
 NEXT_ITERATION_OPS = BACK_EDGE_OPS
-LOOP_COND_OPS = frozenset({"LoopCond"})
-RECV_OPS = frozenset({"_Recv", "_HostRecv"})
+LOOP_COND_OPS = control_flow_names("loop_cond")
+RECV_OPS = control_flow_names("recv")
 DEFAULT_PARALLEL_ITERATIONS = 10
 
 # AttrValue field -> how a message names it.
@@ -229,8 +230,6 @@ def _check_merge_dtypes(graph, merge):
 def _output_dtype(node, port):
     """A node output's base dtype when cheaply known, else None (unknown ops are fine)."""
     try:
-        from tfg.schemas.ops import has_op, signature
-
         if has_op(node.op):
             return signature.output_dtypes(node)[port].base
     except Exception:  # a malformed node is reported by whoever needs its dtype

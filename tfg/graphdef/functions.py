@@ -36,6 +36,8 @@ from tfg.errors import TfgInputError
 from tfg.graphdef.graph import Node
 from tfg.graphdef.lower_if import lower_case, lower_if
 from tfg.graphdef.lower_while import lower_while
+from tfg.graphdef.lowering import (  # noqa: F401  (FunctionInliningError: public here)
+    FunctionInliningError, Taken, fresh_name)
 from tfg.graphdef.names import input_string
 from tfg.schemas.dtypes import DType
 from tfg.schemas.ops.registry import get_op, has_op
@@ -54,10 +56,6 @@ UNSUPPORTED_OPS = {
 MAX_DEPTH = 64  # nesting deeper than this is a malformed (or adversarial) library
 # A small library can still expand exponentially (f calls g twice, g calls h twice, ...).
 MAX_NODES = 1_000_000
-
-
-class FunctionInliningError(TfgInputError):
-    """A call that cannot be inlined: the message names the function and the node."""
 
 
 @dataclass
@@ -158,7 +156,7 @@ def _inline_call(graph, call, lib, chain):
     args = dict(zip((a.name for a in sig.input_arg), data_in))
     new_nodes = []
     if controls:  # the call's control inputs must precede every node of the body
-        gate = _fresh(prefix + "input_control_node", taken)
+        gate = fresh_name(prefix + "input_control_node", taken)
         new_nodes.append(_make(gate, "NoOp", controls, call.device))
     gated = {}
 
@@ -169,7 +167,7 @@ def _inline_call(graph, call, lib, chain):
             return args[name]
         if name not in gated:
             i = next(k for k, a in enumerate(sig.input_arg) if a.name == name)
-            gated[name] = _fresh(f"{prefix}input/_{i}", taken)
+            gated[name] = fresh_name(f"{prefix}input/_{i}", taken)
             new_nodes.append(_make(gated[name], "Identity", [args[name], "^" + gate],
                                    call.device, {"T": in_types[i]}))
         return gated[name]
@@ -288,24 +286,3 @@ def _make(name, op, inputs, device, attrs=None):
     return node
 
 
-class Taken:
-    """Node names in use while replacing node `own`: the graph's (but `own`, whose name the
-    replacement takes) and those handed out already. Checks the graph's index instead of
-    copying it, so inlining many calls stays linear."""
-
-    def __init__(self, graph, own):
-        self.graph, self.own, self.local = graph, own, set()
-
-    def __contains__(self, name):
-        return name in self.local or (name != self.own and name in self.graph)
-
-    def add(self, name):
-        self.local.add(name)
-
-
-def _fresh(name, taken):
-    new, i = name, 1
-    while new in taken:
-        new, i = f"{name}_{i}", i + 1
-    taken.add(new)
-    return new

@@ -20,10 +20,11 @@ from tfg.errors import GraphFormatError, GraphValidationError, TfgInputError
 from tfg.graphdef import attrs as attrcodec
 from tfg.graphdef.names import CONTROL, TensorRef, input_string, parse_input
 from tfg.schemas.dtypes import DType  # noqa: F401  (doctest)
+from tfg.schemas.ops import control_flow_names
 from tfg.schemas.proto import graph_pb2, node_def_pb2
 
 # Ops whose outgoing edges close a loop (the back edge into Merge).
-BACK_EDGE_OPS = frozenset({"NextIteration", "RefNextIteration"})
+BACK_EDGE_OPS = control_flow_names("next_iteration")
 _NO_DEFAULT = object()
 
 

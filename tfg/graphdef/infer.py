@@ -25,11 +25,13 @@ from tfg.errors import GraphValidationError, TfgInputError, UnknownOpError
 from tfg.graphdef.graph import BACK_EDGE_OPS
 from tfg.graphdef.names import CONTROL, parse_tensor
 from tfg.schemas.dtypes import DType
-from tfg.schemas.ops import registry
+from tfg.schemas.ops import control_flow_names, registry
 from tfg.schemas.ops.shape_fns import InferenceContext, merge, relax
 from tfg.schemas.ops.signature import _arg_dtypes
 from tfg.schemas.ops.value_fns import (
     EVALUATED_OPS, FORWARDING, SHAPE_VALUE_OPS, can_evaluate, evaluate)
+
+_MERGE_OPS = control_flow_names("merge")
 
 MAX_LOOP_ROUNDS = 8
 # Ops whose outputs may carry values or resource handles beyond dtype and shape.
@@ -286,7 +288,7 @@ def _order(graph, strict):
 def _loops(graph, order, result, problems, overrides, stacks):
     """Relax loop Merges against their NextIteration inputs (and stack pops against their
     pushes) until the shapes settle."""
-    merges = [n for n in order if n.op in ("Merge", "RefMerge") and any(
+    merges = [n for n in order if n.op in _MERGE_OPS and any(
         (graph.get(r.node) is not None and graph.get(r.node).op in BACK_EDGE_OPS)
         for r in n.input_refs if r.port != CONTROL)]
     pops = [n for n in order if n.op == "StackPopV2"]

@@ -10,79 +10,13 @@ import os
 import sys
 import tempfile
 
-from google.protobuf import message as pb_message
 from google.protobuf import text_format
 
-from tfg.errors import GraphFormatError, TfgInputError
+from tfg.errors import TfgInputError
+from tfg.graphdef import savedmodel
+from tfg.graphdef.decode import (  # noqa: F401  (public here: tfg.loads)
+    SUPPORTED_CONSUMER_VERSION, loads, parse_bytes)
 from tfg.graphdef.graph import Graph
-from tfg.schemas.proto import graph_pb2
-
-# The newest GraphDef producer version whose graphs tfg understands (TensorFlow 2.21's is
-# ~2474). A graph that says it needs a newer consumer is refused up front.
-SUPPORTED_CONSUMER_VERSION = 3000
-
-
-def parse_bytes(data, source="<input>"):
-    """Bytes of a binary or text GraphDef -> GraphDef message."""
-    if not data:
-        raise GraphFormatError(f"{source}: empty input, expected a GraphDef")
-    gd = graph_pb2.GraphDef()
-    if _looks_like_text(data):
-        try:
-            text_format.Parse(data.decode("utf-8"), gd)
-        except (text_format.ParseError, UnicodeDecodeError) as e:
-            raise GraphFormatError(f"{source}: not a text GraphDef: {_one_line(e)}") from None
-    else:
-        try:
-            gd.ParseFromString(data)
-        except (pb_message.DecodeError, RuntimeError, ValueError) as e:
-            raise GraphFormatError(f"{source}: not a binary GraphDef: {_one_line(e)}") from None
-    # Random bytes can parse as a GraphDef of unknown fields only, and blank text or comments as
-    # an empty one; refuse both (a graph tfg writes always has versions or nodes).
-    if not gd.node and not gd.HasField("versions") and not gd.HasField("library"):
-        raise GraphFormatError(f"{source}: not a GraphDef (no nodes, versions or library)")
-    _check_versions(gd, source)
-    _check_nodes(gd, source)
-    return gd
-
-
-def _looks_like_text(data):
-    head = data[:4096].lstrip()
-    if not head:
-        return True
-    # A binary GraphDef starts with tag 0x0a (a newline) and a length byte that may be a
-    # letter; text never holds control characters other than whitespace.
-    if any(b < 0x20 and b not in b"\t\n\r" for b in data[:4096]):
-        return False
-    try:
-        text = head.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return text[:1].isalpha() or text.startswith("#")
-
-
-def _check_versions(gd, source):
-    v = gd.versions
-    if v.min_consumer > SUPPORTED_CONSUMER_VERSION:
-        raise GraphFormatError(
-            f"{source}: GraphDef needs a consumer of version {v.min_consumer}; tfg supports up "
-            f"to {SUPPORTED_CONSUMER_VERSION}")
-
-
-def _check_nodes(gd, source):
-    for nd in gd.node:
-        if not nd.name:
-            raise GraphFormatError(f"{source}: a node has an empty name (op {nd.op!r})")
-        if not nd.op:
-            raise GraphFormatError(f"{source}: node {nd.name!r} has no op")
-
-
-def _one_line(e):
-    return " ".join(str(e).split())[:200]
-
-
-def loads(data, source="<input>"):
-    return Graph.from_proto(parse_bytes(data, source))
 
 
 def load(path="-"):
@@ -93,8 +27,6 @@ def load(path="-"):
         source = "<stdin>"
     else:
         source = str(path)
-        from tfg.graphdef import savedmodel  # a SavedModel folder/saved_model.pb/.meta
-
         if savedmodel.is_saved_model(path):
             return savedmodel.load_graph(path)
         try:

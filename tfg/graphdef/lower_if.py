@@ -18,7 +18,7 @@ Switches. The node keeps its name, so `if:k` and `^if` elsewhere keep their mean
 """
 import numpy as np
 
-from tfg.graphdef.lowering import Lowering
+from tfg.graphdef.lowering import FunctionInliningError, Lowering
 from tfg.graphdef.names import input_string
 from tfg.schemas.dtypes import DType
 
@@ -26,8 +26,6 @@ from tfg.schemas.dtypes import DType
 def lower_if(graph, node, lib, chain):
     """Replace the If `node` of `graph` (see module docstring); returns the (name, chain) of
     the two branch calls, for the caller's inlining queue."""
-    from tfg.graphdef.functions import FunctionInliningError
-
     where = f"node {node.name!r} ({node.op})"
     data = [input_string(r.node, r.port) for r in node.data_inputs]
     if not data:
@@ -91,8 +89,6 @@ def lower_case(graph, node, lib, chain):
             out = IdentityN(out/merge_j ..., ^out/branch_executed)
     Exactly one predicate is true, so exactly one branch is live.
     """
-    from tfg.graphdef.functions import FunctionInliningError
-
     where = f"node {node.name!r} ({node.op})"
     data = [input_string(r.node, r.port) for r in node.data_inputs]
     tin = node.get_attr("Tin", [])

@@ -17,7 +17,7 @@ is named after the While node (unique in the graph); the While's control inputs 
 Enters. Loop variables of any type (resource handles too) travel through Enter/Exit.
 """
 from tfg.graphdef.graph import Node
-from tfg.graphdef.lowering import Lowering
+from tfg.graphdef.lowering import FunctionInliningError, Lowering
 from tfg.graphdef.names import input_string
 from tfg.schemas.dtypes import DType
 
@@ -25,8 +25,6 @@ from tfg.schemas.dtypes import DType
 def lower_while(graph, node, lib, chain):
     """Replace the While `node` of `graph` (see module docstring); returns the (name, chain)
     of the cond and body calls, for the caller's inlining queue."""
-    from tfg.graphdef.functions import FunctionInliningError
-
     where = f"node {node.name!r} ({node.op})"
     data = [input_string(r.node, r.port) for r in node.data_inputs]
     types = node.get_attr("T", [])

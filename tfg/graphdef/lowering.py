@@ -8,24 +8,48 @@ Names are `<node>/<base>`, made unique against the graph and each other; every n
 the replaced node's device. `replace_with` swaps them in for the node, which the result takes
 the name of, so `node:k` and `^node` elsewhere keep their meaning.
 """
+from tfg.errors import TfgInputError
 from tfg.graphdef.graph import Node
+
+
+class FunctionInliningError(TfgInputError):
+    """A call that cannot be inlined: the message names the function and the node."""
+
+
+class Taken:
+    """Node names in use while replacing node `own`: the graph's (but `own`, whose name the
+    replacement takes) and those handed out already. Checks the graph's index instead of
+    copying it, so inlining many calls stays linear."""
+
+    def __init__(self, graph, own):
+        self.graph, self.own, self.local = graph, own, set()
+
+    def __contains__(self, name):
+        return name in self.local or (name != self.own and name in self.graph)
+
+    def add(self, name):
+        self.local.add(name)
+
+
+def fresh_name(name, taken):
+    new, i = name, 1
+    while new in taken:
+        new, i = f"{name}_{i}", i + 1
+    taken.add(new)
+    return new
 
 
 class Lowering:
     """Nodes being built to replace `node` of `graph` (see the module docstring)."""
 
     def __init__(self, graph, node):
-        from tfg.graphdef.functions import Taken
-
         self.graph, self.name, self.device = graph, node.name, node.device
         self.taken = Taken(graph, node.name)
         self.new = []
 
     def add(self, base, op, inputs, attrs=None):
         """A new node `<name>/<base>` (list values are list(type) attrs); returns the Node."""
-        from tfg.graphdef.functions import _fresh
-
-        n = Node(_fresh(f"{self.name}/{base}", self.taken), op, inputs, self.device)
+        n = Node(fresh_name(f"{self.name}/{base}", self.taken), op, inputs, self.device)
         for key, value in (attrs or {}).items():
             n.set_attr(key, value, "list(type)" if isinstance(value, list) else None)
         self.new.append(n)

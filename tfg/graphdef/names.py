@@ -127,3 +127,76 @@ class DeviceSpec(NamedTuple):
 def canonical_device(name):
     """A device name in TensorFlow's canonical form (empty stays empty)."""
     return DeviceSpec.parse(name).to_string() if name else ""
+
+
+# --- device lists -----------------------------------------------------------------------------
+LOCAL_JOB = "localhost"
+
+
+def parse_device_list(spec, job=LOCAL_JOB, task=0, device_types=None):
+    """A devices SPEC -> full DeviceSpecs, in order: the one grammar of `--devices`.
+
+    `cpu:N` / `gpu:N` add N devices of that type (numbered after those already listed); names
+    (`/device:CPU:1`, `/job:localhost/replica:0/task:0/device:GPU:0`) are completed with
+    `/job:{job}/replica:0/task:{task}`. `device_types` limits the types a name may have.
+
+        >>> [d.to_string() for d in parse_device_list("cpu:2,/device:GPU:0")]
+        ['/job:localhost/replica:0/task:0/device:CPU:0',
+         '/job:localhost/replica:0/task:0/device:CPU:1',
+         '/job:localhost/replica:0/task:0/device:GPU:0']
+    """
+    parts = spec.split(",") if isinstance(spec, str) else [str(d) for d in spec]
+    out = []
+    for part in (p.strip() for p in parts):
+        if not part:
+            continue
+        kind, sep, count = part.partition(":")
+        if "/" not in part and kind.lower() in ("cpu", "gpu") and (not sep or count.isdigit()):
+            n = int(count) if sep else 1
+            if n < 1:
+                raise TfgInputError(
+                    f"device spec {part!r}: N in {kind.lower()}:N is a number of devices "
+                    f"(at least 1; {kind.lower()}:1 is one); to name one device, write "
+                    f"/device:{kind.upper()}:{count}")
+            dtype = kind.upper()
+            start = sum(1 for s in out if s.device_type == dtype)
+            out.extend(DeviceSpec(job, 0, task, dtype, start + i) for i in range(n))
+            continue
+        parsed = DeviceSpec.parse(part)
+        if (parsed.device_type is None or parsed.device_index is None
+                or (device_types is not None and parsed.device_type not in device_types)):
+            raise TfgInputError(f"unknown device {part!r} in device spec {spec!r} (expected "
+                                "cpu:N, gpu:N or a full device name such as /device:CPU:0)")
+        out.append(parsed.merged_with(DeviceSpec(job, 0, task)))
+    if not out:
+        raise TfgInputError(f"device spec {spec!r} names no device")
+    names = [s.to_string() for s in out]
+    if len(set(names)) != len(names):
+        raise TfgInputError(f"device spec {spec!r} names a device twice")
+    return out
+
+
+def local_gpu_count():
+    """How many GPUs CuPy sees on this machine (0 without CuPy or without a CUDA runtime)."""
+    cupy = cupy_module()
+    if cupy is None:
+        return 0
+    try:
+        return int(cupy.cuda.runtime.getDeviceCount())
+    except Exception:  # noqa: BLE001 - a driver that fails to answer: no usable GPU
+        return 0
+
+
+def local_device_specs(job=LOCAL_JOB, task=0):
+    """The devices of this machine, as an empty `--devices` means: CPU:0 and every GPU."""
+    return ([DeviceSpec(job, 0, task, "CPU", 0)]
+            + [DeviceSpec(job, 0, task, "GPU", i) for i in range(local_gpu_count())])
+
+
+def cupy_module():
+    """The `cupy` module, or None when it is not installed or its CUDA runtime fails to load."""
+    try:
+        import cupy  # lazy: optional, and slow to import; only GPU work needs it
+    except Exception:  # noqa: BLE001 - ImportError, or a CUDA runtime that fails to load
+        return None
+    return cupy

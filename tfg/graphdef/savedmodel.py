@@ -17,8 +17,9 @@ and checks every CRC.
 
 TF2 SavedModels (tf.saved_model.save) keep the computation in the graph's function library and
 the variables as resource variables: `load_graph` inlines every function call
-(tfg.graphdef.functions) and `restore_variables` runs the saver's restore function
-(tfg.graphdef.savedmodel_tf2), so `tfg run DIR --signature serving_default` works for both.
+(tfg.graphdef.functions) and `tfg.executor.restore.restore_variables` runs the saver's
+restore function (tfg.graphdef.savedmodel_tf2), so `tfg run DIR --signature serving_default`
+works for both.
 Control flow v2 (If, Case, While) is lowered to v1 Switch/Merge/Enter/Exit. A call that cannot
 be inlined (an op tfg does not know, a missing or recursive function) stays a call node;
 running anything that needs it is refused with the reason.
@@ -32,9 +33,15 @@ from google.protobuf import message as pb_message
 from google.protobuf import text_format
 
 from tfg.errors import GraphFormatError, TfgInputError
-from tfg.graphdef import tensors
+from tfg.graphdef.decode import loads
+from tfg.graphdef.functions import inline_functions, is_functional, library_functions
+from tfg.graphdef.names import parse_input
+from tfg.graphdef.savedmodel_tf2 import check_inlined, saver_def
+from tfg.schemas import tensors
+from tfg.schemas.crc32c import crc32c, mask, masked_crc32c
 from tfg.schemas.dtypes import DType
 from tfg.schemas.proto import saved_model_pb2
+from tfg.schemas.wire import read_varint
 
 SAVED_MODEL_FILES = ("saved_model.pb", "saved_model.pbtxt")
 _TABLE_MAGIC = 0xDB4775248B80FB57
@@ -172,10 +179,6 @@ def load_graph(path, tags=None):
             says how many, and which could not be), and graph.saved_model.saver holds the
             SaverDef's tensor and op names.
     """
-    from tfg.graphdef.io import loads
-    from tfg.graphdef.functions import is_functional, inline_functions, library_functions
-    from tfg.graphdef.savedmodel_tf2 import saver_def
-
     path = os.fspath(path)
     sm = read_saved_model(path)
     mg = select_meta_graph(sm, tags, source=path)
@@ -251,8 +254,6 @@ def read_variables(path):
 
 
 def _decode_entry(name, entry, shard, prefix):
-    from tfg.tensorboard.crc32c import masked_crc32c
-
     try:
         dtype = DType(entry.dtype)
     except ValueError:  # a corrupt variables index
@@ -273,12 +274,10 @@ def _decode_strings(name, entry, data, shape, prefix):
     """A string tensor of a bundle: varint64 lengths, a masked CRC-32C of the lengths (taken as
     uint32s), then the bytes; the entry's CRC covers lengths (as uint32), that CRC and the bytes
     (TensorFlow's tensor_bundle writes them this way, e.g. _CHECKPOINTABLE_OBJECT_GRAPH)."""
-    from tfg.tensorboard.crc32c import crc32c, mask
-
     count = int(np.prod(shape, dtype=np.int64)) if shape else 1
     pos, lengths = 0, []
     for _ in range(count):
-        n, pos = _varint(data, pos)
+        n, pos = read_varint(data, pos)
         lengths.append(n)
     crc = crc32c(b"".join(struct.pack("<I", n & 0xFFFFFFFF) for n in lengths))
     stored = data[pos:pos + 4]
@@ -297,18 +296,16 @@ def _decode_strings(name, entry, data, shape, prefix):
 
 def _table_entries(data, source):
     """(key, value) of every entry of an SSTable (LevelDB's table format, uncompressed)."""
-    from tfg.tensorboard.crc32c import masked_crc32c
-
     if len(data) < _FOOTER_BYTES:
         raise TfgInputError(f"{source}: too short for a table")
     footer = data[-_FOOTER_BYTES:]
     if struct.unpack("<Q", footer[-8:])[0] != _TABLE_MAGIC:
         raise TfgInputError(f"{source}: not a tensor bundle index (bad magic)")
     pos = 0
-    _, pos = _varint(footer, pos)  # metaindex handle: unused
-    _, pos = _varint(footer, pos)
-    index_offset, pos = _varint(footer, pos)
-    index_size, pos = _varint(footer, pos)
+    _, pos = read_varint(footer, pos)  # metaindex handle: unused
+    _, pos = read_varint(footer, pos)
+    index_offset, pos = read_varint(footer, pos)
+    index_size, pos = read_varint(footer, pos)
 
     def block(offset, size):
         contents = data[offset:offset + size]
@@ -322,8 +319,8 @@ def _table_entries(data, source):
         return _block_entries(contents, source)
 
     for _, handle in block(index_offset, index_size):
-        offset, p = _varint(handle, 0)
-        size, _ = _varint(handle, p)
+        offset, p = read_varint(handle, 0)
+        size, _ = read_varint(handle, p)
         yield from block(offset, size)
 
 
@@ -336,59 +333,13 @@ def _block_entries(block, source):
         raise TfgInputError(f"{source}: malformed block")
     pos, key = 0, b""
     while pos < end:
-        shared, pos = _varint(block, pos)
-        non_shared, pos = _varint(block, pos)
-        value_len, pos = _varint(block, pos)
+        shared, pos = read_varint(block, pos)
+        non_shared, pos = read_varint(block, pos)
+        value_len, pos = read_varint(block, pos)
         key = key[:shared] + block[pos:pos + non_shared]
         pos += non_shared
         yield key, block[pos:pos + value_len]
         pos += value_len
-
-
-def _varint(buf, pos):
-    result, shift = 0, 0
-    while True:
-        if pos >= len(buf):
-            raise TfgInputError("malformed varint in a tensor bundle index")
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return result, pos
-        shift += 7
-
-
-def restore_variables(session, graph, values):
-    """Assign `values` ({variable name: array}) to the graph's variables in `session`.
-
-    Before: a fresh Session of a SavedModel's graph (variables uninitialized).
-    After:  every variable the bundle holds has its saved value, as TensorFlow's loader's
-            restore op would leave it. Resource variables (a TF2 SavedModel) are restored by
-            running the saver's restore op (see tfg.graphdef.savedmodel_tf2).
-    """
-    from tfg.kernels.resources import Ref
-
-    if getattr(session, "_remote", None) is not None:
-        raise TfgInputError("a SavedModel's variables cannot be restored on a --cluster yet")
-    declared = {}
-    for node in graph:
-        if node.op in ("VariableV2", "Variable"):
-            container = node.get_attr("container", b"").decode()
-            short = node.get_attr("shared_name", b"").decode() or node.name
-            declared[node.name] = (container, short, node.get_attr("dtype", None),
-                                   node.get_attr("shape", None))
-        elif node.op == "VarHandleOp":  # a TF2 SavedModel: its restore function knows them
-            from tfg.graphdef.savedmodel_tf2 import restore_resource_variables
-
-            return restore_resource_variables(session, graph, values)
-    for name, value in values.items():
-        if name not in declared:
-            continue  # e.g. a slot variable of an optimizer that the graph was pruned of
-        container, short, dtype, shape = declared[name]
-        ref = session.resources.get_or_create(container, short,
-                                              lambda: Ref(short, dtype, shape))
-        ref.assign(value)
-    return sorted(n for n in values if n in declared)
 
 
 def describe(info):
@@ -464,9 +415,6 @@ def bind_signature(graph, name, feeds, fetches):
         bound[inputs[base]["name"] if base in inputs else key] = value
     keys = list(fetches) or list(outputs)
     tensors = [outputs[k]["name"] if k in outputs else k for k in keys]
-    from tfg.graphdef.names import parse_input
-    from tfg.graphdef.savedmodel_tf2 import check_inlined
-
     for key, t in zip(keys, tensors):
         check_inlined(graph, [parse_input(t).node], f"signature {name!r} output {key!r}")
     return bound, tensors, keys

@@ -19,6 +19,7 @@ import numpy as np
 
 from tfg.errors import TfgInputError
 from tfg.graphdef.names import parse_input
+from tfg.schemas.wire import message_fields
 
 _SAVER_FIELDS = {1: "filename_tensor_name", 2: "save_tensor_name", 3: "restore_op_name"}
 
@@ -31,36 +32,12 @@ def saver_def(meta_graph):
     the three strings are read off the wire: SaverDef fields 1-3 are length-delimited.
     """
     out = {}
-    for number, value in _fields(meta_graph.SerializeToString()):
+    for number, value in message_fields(meta_graph.SerializeToString(), "MetaGraphDef"):
         if number == 3 and isinstance(value, bytes):
-            for sub, sval in _fields(value):
+            for sub, sval in message_fields(value, "MetaGraphDef"):
                 if sub in _SAVER_FIELDS and isinstance(sval, bytes):
                     out[_SAVER_FIELDS[sub]] = sval.decode("utf-8", "replace")
     return out
-
-
-def _fields(buf):
-    """(field number, int or bytes) of each top-level field of a serialized message."""
-    from tfg.graphdef.savedmodel import _varint
-
-    pos = 0
-    while pos < len(buf):
-        key, pos = _varint(buf, pos)
-        number, wire = key >> 3, key & 7
-        if wire == 0:
-            value, pos = _varint(buf, pos)
-        elif wire == 1:
-            value, pos = buf[pos:pos + 8], pos + 8
-        elif wire == 2:
-            size, pos = _varint(buf, pos)
-            value, pos = buf[pos:pos + size], pos + size
-        elif wire == 5:
-            value, pos = buf[pos:pos + 4], pos + 4
-        else:  # groups: not used by the messages read here
-            raise TfgInputError(f"MetaGraphDef: unsupported wire type {wire} in field {number}")
-        if pos > len(buf):
-            raise TfgInputError("MetaGraphDef: truncated field while reading the saver")
-        yield number, value
 
 
 def ancestors(graph, names):

@@ -25,18 +25,20 @@ import shlex
 from collections import Counter
 
 from tfg.errors import TfgError
+from tfg.graphdef import frames
 from tfg.schemas.dtypes import DType
+from tfg.schemas.ops import control_flow_names, has_op, ops_with
 
-PLACEHOLDER_OPS = ("Placeholder", "PlaceholderV2", "PlaceholderWithDefault")
-VARIABLE_OPS = ("VariableV2", "Variable", "VarHandleOp", "TemporaryVariable")
+PLACEHOLDER_OPS = ops_with("placeholder")
+VARIABLE_OPS = ops_with("variable")
 # Consumer-less nodes of these ops are bookkeeping (init, save/restore), not outputs.
-_NOT_OUTPUT_OPS = frozenset(PLACEHOLDER_OPS + VARIABLE_OPS + (
+_NOT_OUTPUT_OPS = PLACEHOLDER_OPS | VARIABLE_OPS | frozenset((
     "Const", "NoOp", "Assign", "AssignAdd", "AssignSub", "AssignVariableOp",
     "AssignAddVariableOp", "AssignSubVariableOp", "SaveV2", "RestoreV2", "Save", "Restore",
     "SaveSlices", "RestoreSlice", "MergeV2Checkpoints", "ShardedFilename", "StringJoin",
     "ControlTrigger", "VarIsInitializedOp", "IsVariableInitialized", "_Send", "_HostSend"))
 _INIT_NAME = re.compile(r"(^|/)(init(_\d+)?|init_all_tables|.*_?initializer|save(_\d+)?/.*)$")
-_EXIT_OPS = ("Exit", "RefExit")
+_EXIT_OPS = control_flow_names("exit")
 
 
 def summarize(graph, source=None):
@@ -47,8 +49,6 @@ def summarize(graph, source=None):
              'variables': [...], 'parameters': 1234, 'devices': {...}, 'while_loops': [...],
              'conds': 0, 'unknown_ops': {...}, 'run_command': 'tfg run ...', ...}
     """
-    from tfg.schemas.ops import has_op
-
     ops = Counter(node.op for node in graph)
     inputs = [_placeholder(n) for n in graph if n.op in PLACEHOLDER_OPS]
     variables = [_variable(n) for n in graph if n.op in VARIABLE_OPS]
@@ -180,7 +180,6 @@ def _dangling(graph):
 
 def _control_flow(graph):
     """(ControlFlowInfo or None, while-loop frames, number of conds, error text or None)."""
-    from tfg.graphdef import frames
 
     try:
         info = frames.analyze(graph)
@@ -317,32 +316,5 @@ def _bytes_text(n):
         if n < 1024 or unit == "GiB":
             return f"{n:.1f} {unit}"
     return f"{n} bytes"
-
-
-def supported_ops():
-    """{op: {'signature': bool, 'kernels': [device types]}} for every op tfg knows of.
-
-    Before: nothing.  After: {'MatMul': {'signature': True, 'kernels': ['CPU', 'GPU']}, ...}
-    """
-    from tfg.kernels import registry as kernels
-    from tfg.schemas.ops import all_ops
-
-    out = {op: {"signature": True, "kernels": []} for op in all_ops()}
-    for device in (kernels.CPU, kernels.GPU):
-        try:
-            names = kernels.registered_ops(device)
-        except Exception:  # a kernel module that fails to import must not hide the rest
-            names = []
-        for op in names:
-            out.setdefault(op, {"signature": False, "kernels": []})["kernels"].append(device)
-    return dict(sorted(out.items()))
-
-
-def local_devices():
-    """Full names of the devices `tfg run` would use by default."""
-    from tfg.executor.devices import DeviceSet  # lazy: upward import, only `info` needs it
-    return [d.name for d in DeviceSet.from_spec(None)]
-
-
 def to_json(data):
     return json.dumps(data, indent=2, sort_keys=False, default=str)

@@ -21,8 +21,12 @@ not break.
 from tfg.errors import GraphFormatError, GraphValidationError, TfgInputError, UnknownOpError
 from tfg.graphdef import attrs as attrcodec
 from tfg.graphdef.names import CONTROL
-from tfg.schemas.ops import registry
+from tfg.schemas.ops import control_flow_names, registry
 from tfg.schemas.ops.signature import _arg_dtypes
+
+_ENTER_OPS = control_flow_names("enter")
+_MERGE_OPS = control_flow_names("merge")
+_SWITCH_OPS = control_flow_names("switch")
 
 # AttrDef type -> the AttrValue field holding it.
 _FIELD = {"string": "s", "int": "i", "float": "f", "bool": "b", "type": "type", "shape": "shape",
@@ -54,15 +58,19 @@ def validate(graph, require_known_ops=True):
     return sorted(unknown)
 
 
-# Ops the executor runs itself (tfg/executor/plan.py's builtins) -> (min, max) data inputs
-# (None: no maximum). Their signatures are not consulted when a graph is run, so a mutated
-# graph (a Const turned into an Enter) must be refused here, not crash the interpreter loop.
-_BUILTIN_ARITY = {
-    "Switch": (2, 2), "RefSwitch": (2, 2), "Merge": (1, None), "RefMerge": (1, None),
-    "Enter": (1, 1), "RefEnter": (1, 1), "Exit": (1, 1), "RefExit": (1, 1),
-    "NextIteration": (1, 1), "RefNextIteration": (1, 1), "LoopCond": (1, 1),
-    "_Send": (1, 1), "_HostSend": (1, 1), "_Recv": (0, 0), "_HostRecv": (0, 0),
-}
+def _arity(sig):
+    """(min, max) data inputs a signature allows (max None: a list input has no maximum)."""
+    single = sum(1 for a in sig.inputs if not a.number_attr and not a.type_list_attr)
+    if single == len(sig.inputs):
+        return single, single
+    lists = sum(sig.attrs[a.number_attr].minimum or 0 for a in sig.inputs if a.number_attr)
+    return single + lists, None
+
+
+# Ops the executor runs itself (those with a control-flow kind) -> (min, max) data inputs from
+# their signatures. The executor does not consult the signatures when it runs them, so a
+# mutated graph (a Const turned into an Enter) must be refused here, not crash its loop.
+_BUILTIN_ARITY = {name: _arity(registry.get_op(name)) for name in control_flow_names()}
 # String attrs of _Send/_Recv that the executor turns into rendezvous keys (text).
 _TRANSFER_TEXT_ATTRS = ("tensor_name", "send_device", "recv_device")
 
@@ -87,7 +95,7 @@ def check_builtin_inputs(node, n_data=None):
         raise GraphValidationError(
             f"{_where(node)}: has {n_data} data input{'s' if n_data != 1 else ''}, "
             f"a{'n' if node.op[0] in 'AEIOU' else ''} {node.op} takes {want}{extra}")
-    if node.op in ("Enter", "RefEnter"):
+    if node.op in _ENTER_OPS:
         frame = node.get_attr("frame_name", b"")
         if isinstance(frame, (bytes, str)) and not frame:
             raise GraphValidationError(f"{_where(node)}: an Enter needs a non-empty frame_name")
@@ -219,12 +227,12 @@ def _expected_inputs(node, sig):
 
 def _check_arity(node, sig):
     n = sum(1 for r in node.input_refs if r.port != CONTROL)
-    if node.op in ("Merge", "RefMerge") and n < 1:
+    if node.op in _MERGE_OPS and n < 1:
         raise GraphValidationError(f"{_where(node)}: a Merge needs at least 1 data input")
-    if node.op in ("Switch", "RefSwitch") and n != 2:
+    if node.op in _SWITCH_OPS and n != 2:
         raise GraphValidationError(
             f"{_where(node)}: a Switch needs 2 data inputs (data, pred), got {n}")
-    if node.op in ("Enter", "RefEnter") and not node.get_attr("frame_name"):
+    if node.op in _ENTER_OPS and not node.get_attr("frame_name"):
         raise GraphValidationError(f"{_where(node)}: an Enter needs a non-empty frame_name")
     try:
         expected = len(_expected_inputs(node, sig))

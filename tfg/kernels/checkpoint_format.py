@@ -19,7 +19,7 @@ import zlib
 import numpy as np
 
 from tfg.errors import TfgInputError
-from tfg.graphdef import tensors as tcodec
+from tfg.schemas import tensors as tcodec
 from tfg.schemas.proto import checkpoint_pb2
 
 MAGIC = b"TFGCKPT\0"

@@ -18,9 +18,7 @@ import json
 import os
 
 from tfg.errors import TfgInputError
-from tfg.graphdef.names import DeviceSpec
-
-LOCAL_JOB = "localhost"
+from tfg.graphdef.names import DeviceSpec, local_device_specs, parse_device_list
 
 
 def parse_cluster(spec):
@@ -89,32 +87,10 @@ def device_names(devices=None, cluster=None):
                 raise TfgInputError(f"no device of the cluster matches {devices!r}")
         return names
     if devices is None:
-        from tfg.executor.devices import DeviceSet  # the executor knows the local GPUs
-        return DeviceSet.from_spec(None).names
+        return [d.to_string() for d in local_device_specs()]
     if hasattr(devices, "names"):
         return list(devices.names)
-    out = []
-    for part in _split(devices):
-        kind, sep, count = part.partition(":")
-        if "/" not in part and kind.lower() in ("cpu", "gpu") and (not sep or count.isdigit()):
-            n = int(count) if sep else 1
-            if n < 1:
-                raise TfgInputError(f"device spec {part!r}: the count must be at least 1")
-            dtype = kind.upper()
-            start = sum(1 for s in out if DeviceSpec.parse(s).device_type == dtype)
-            out.extend(DeviceSpec(LOCAL_JOB, 0, 0, dtype, start + i).to_string()
-                       for i in range(n))
-            continue
-        spec = DeviceSpec.parse(part)
-        if spec.device_type is None or spec.device_index is None:
-            raise TfgInputError(f"device {part!r} is not a device name (expected cpu:N, "
-                                "gpu:N or a full name such as /device:CPU:0)")
-        out.append(spec.merged_with(DeviceSpec(LOCAL_JOB, 0, 0)).to_string())
-    if not out:
-        raise TfgInputError(f"device spec {devices!r} names no device")
-    if len(set(out)) != len(out):
-        raise TfgInputError(f"device spec {devices!r} names a device twice")
-    return out
+    return [d.to_string() for d in parse_device_list(devices)]
 
 
 def _split(devices):

@@ -33,6 +33,7 @@ from tfg.errors import TfgInputError
 from tfg.graphdef.io import write_bytes_atomic
 from tfg.graphdef.names import DeviceSpec
 from tfg.schemas.dtypes import DType
+from tfg.schemas.ops import control_flow_names, ops_with, signature
 
 FORMAT = "tfg.cost_model"
 
@@ -78,13 +79,11 @@ _ELEMENTWISE_WEIGHT = {
     "Tan": 10, "Erf": 10, "Pow": 12, "Sqrt": 4, "Rsqrt": 4, "Softplus": 10, "Elu": 8,
     "Selu": 8, "Softmax": 10, "LogSoftmax": 12, "RealDiv": 2, "Div": 2, "Reciprocal": 2,
 }
-_FREE_OPS = frozenset({
-    "Const", "Placeholder", "PlaceholderWithDefault", "Identity", "IdentityN", "NoOp",
-    "StopGradient", "PreventGradient", "Snapshot", "Reshape", "Squeeze", "ExpandDims", "Shape",
-    "ShapeN", "Size", "Rank", "VariableV2", "Variable", "VarHandleOp", "Enter", "RefEnter",
-    "Exit", "RefExit", "Merge", "RefMerge", "Switch", "RefSwitch", "NextIteration",
-    "RefNextIteration", "LoopCond", "ControlTrigger", "_Send", "_Recv", "_HostSend",
-    "_HostRecv", "EnsureShape"})
+# Ops that cost nothing but dispatch: feeds, variables, the executor's own control flow and
+# communication, and views or metadata.
+_FREE_OPS = ops_with("placeholder") | ops_with("variable") | control_flow_names() | frozenset({
+    "Const", "Identity", "IdentityN", "NoOp", "StopGradient", "PreventGradient", "Snapshot",
+    "Reshape", "Squeeze", "ExpandDims", "Shape", "ShapeN", "Size", "Rank", "EnsureShape"})
 
 
 @dataclass
@@ -271,8 +270,6 @@ def _elements(shape):
 
 def _itemsize(node, port):
     try:
-        from tfg.schemas.ops import signature
-
         dt = signature.output_dtypes(node)[port].base
     except Exception:  # unknown op or malformed attrs: assume float32
         return 4
@@ -323,8 +320,6 @@ def estimate_work(node, shapes):
 
 def _num_outputs(node):
     try:
-        from tfg.schemas.ops import signature
-
         return signature.num_outputs(node)
     except Exception:  # unknown op: one output is the common case
         return 1

@@ -19,13 +19,11 @@ from tfg.errors import TfgError
 from tfg.graphdef.names import TensorRef
 from tfg.passes.manager import register_pass
 from tfg.passes.rewrite import FRAME_OPS, SWITCH_OPS, RewriteContext
-from tfg.schemas.ops import get_op, has_op
+from tfg.schemas.ops import control_flow_names, get_op, has_op
 from tfg.schemas.ops.signature import ref_input_indices
 
-_NEVER = frozenset({"Assert", "CheckNumerics", "ControlTrigger", "Print", "PrintV2",
-                    "_Send", "_Recv", "_HostSend", "_HostRecv"}) | FRAME_OPS
-_ENTER_EXIT = frozenset({"Enter", "RefEnter", "Exit", "RefExit", "NextIteration",
-                         "RefNextIteration"})
+_NEVER = frozenset({"Assert", "CheckNumerics", "Print", "PrintV2"}) | control_flow_names()
+_ENTER_EXIT = control_flow_names("enter", "exit", "next_iteration")
 _FORWARDERS = frozenset({"NoOp", "Identity"})
 _SEARCH_LIMIT = 2000  # ancestors visited per control edge before giving up (keeps it linear)
 

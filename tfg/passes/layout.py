@@ -19,6 +19,7 @@ from tfg.graphdef.names import TensorRef, input_string
 from tfg.passes.manager import register_pass
 from tfg.passes.rewrite import RewriteContext
 from tfg.schemas.dtypes import DType
+from tfg.schemas.ops import get_op, ops_with
 
 TO_NCHW, TO_NHWC = (0, 3, 1, 2), (0, 2, 3, 1)
 # op -> (NHWC data input ports, shape-like input ports, NHWC output ports)
@@ -38,15 +39,12 @@ SENSITIVE = {
     "FusedBatchNormGrad": ((0, 1), (), (0,)),
     "FusedBatchNormGradV3": ((0, 1), (), (0,)),
 }
-AGNOSTIC_UNARY = frozenset({
-    "Identity", "Relu", "Relu6", "Elu", "Selu", "LeakyRelu", "Tanh", "Sigmoid", "Neg", "Abs",
-    "Exp", "Log", "Sqrt", "Rsqrt", "Square", "Reciprocal", "Floor", "Ceil", "Sign", "Cast",
-    "Softplus", "Log1p", "Expm1", "Sin", "Cos", "IsNan", "IsFinite", "LogicalNot"})
-AGNOSTIC_MULTI = frozenset({
-    "Add", "AddV2", "Sub", "Mul", "RealDiv", "Div", "Maximum", "Minimum", "SquaredDifference",
-    "Pow", "AddN", "Select", "SelectV2", "ReluGrad", "Relu6Grad", "EluGrad", "LeakyReluGrad",
-    "TanhGrad", "SigmoidGrad", "Less", "LessEqual", "Greater", "GreaterEqual", "Equal",
-    "NotEqual", "LogicalAnd", "LogicalOr"})
+# Ops that commute with a transpose of their data inputs (trait "layout_agnostic"): those with
+# one single-tensor input carry the transpose through input 0; the others through every input.
+AGNOSTIC_UNARY = frozenset(
+    n for n in ops_with("layout_agnostic")
+    if len(get_op(n).inputs) == 1 and get_op(n).num_inputs_fixed)
+AGNOSTIC_MULTI = ops_with("layout_agnostic") - AGNOSTIC_UNARY
 _PERM_ATTRS = ("strides", "ksize", "dilations")
 SUFFIX_IN, SUFFIX_OUT = "-TransposeNHWCToNCHW-LayoutOptimizer", "-TransposeNCHWToNHWC-LayoutOptimizer"
 

@@ -19,17 +19,19 @@ import numpy as np
 
 from tfg.errors import TfgError
 from tfg.graphdef.names import TensorRef, input_string
+from tfg.passes.constfold.fold import evaluate, output_nbytes, too_large
 from tfg.passes.constfold.switch import fold_constant_switches
 from tfg.passes.manager import register_pass
-from tfg.passes.rewrite import FRAME_OPS, SWITCH_OPS, RewriteContext
+from tfg.passes.rewrite import FRAME_OPS, RewriteContext, SWITCH_OPS
+from tfg.schemas.ops import control_flow_names, get_op, has_op
 
 _STACKS = frozenset({"StackV2", "Stack"})
-_FORWARD = frozenset({"Enter", "RefEnter", "Identity", "RefIdentity", "Exit", "RefExit",
-                      "NextIteration", "RefNextIteration", "Merge", "RefMerge"} | SWITCH_OPS)
-_ENTERS = frozenset({"Enter", "RefEnter"})
-_EXITS = frozenset({"Exit", "RefExit"})
-_NEXTS = frozenset({"NextIteration", "RefNextIteration"})
-_MERGES = frozenset({"Merge", "RefMerge"})
+_ENTERS = control_flow_names("enter")
+_EXITS = control_flow_names("exit")
+_NEXTS = control_flow_names("next_iteration")
+_MERGES = control_flow_names("merge")
+_FORWARD = (_ENTERS | _EXITS | _NEXTS | _MERGES | SWITCH_OPS
+            | frozenset({"Identity", "RefIdentity"}))
 
 
 @register_pass("loop", "Loop optimizer: StackPushV2 without a pop -> Identity, remove while loops "
@@ -174,8 +176,6 @@ def _eval_iteration0(ctx, ref, frame, memo, depth=0):
 
 
 def _eval_op(ctx, node, port, frame, memo, depth):
-    from tfg.passes.constfold.fold import evaluate, output_nbytes, too_large
-    from tfg.schemas.ops import get_op, has_op
     if not has_op(node.op) or get_op(node.op).stateful:
         return None
     args = []
@@ -197,7 +197,6 @@ def _eval_op(ctx, node, port, frame, memo, depth):
 
 def _frame_region(ctx, frame, exits):
     """Names of every node of the loop (exits excluded), or None if it must stay."""
-    from tfg.schemas.ops import get_op, has_op
     enters = [n for n in ctx.graph if n.op in _ENTERS and n.get_attr("frame_name", b"") == frame]
     region, queue = set(), list(enters)
     while queue:

@@ -23,6 +23,8 @@ from tfg.errors import GraphValidationError, TfgError, TfgInputError
 from tfg.graphdef.names import parse_tensor
 from tfg.passes.colocation_refs import fix_colocation_refs
 from tfg.passes.rewrite import PLACEHOLDERS, PassOptions, RewriteContext, removable
+from tfg.schemas.ops import has_op
+from tfg.schemas.ops.signature import num_outputs
 
 
 @dataclass
@@ -215,8 +217,6 @@ def remove_dead(graph, opts):
 
 def verify_graph(graph, opts=None, after=""):
     """Raise GraphValidationError if the graph is structurally broken (see module doc)."""
-    from tfg.schemas.ops import has_op
-    from tfg.schemas.ops.signature import num_outputs
     where = f" after pass {after}" if after else ""
     for node in graph:
         for ref in node.input_refs:

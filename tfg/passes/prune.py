@@ -10,11 +10,15 @@ name, dtype and known shape), so the result runs with the same feeds. Control de
 inside the kept set are kept.
 """
 from tfg.errors import TfgInputError
+from tfg.graphdef.attrs import Shape
 from tfg.graphdef.names import CONTROL, TensorRef, parse_tensor
 from tfg.passes.colocation_refs import fix_colocation_refs
 from tfg.passes.manager import register_pass
-from tfg.passes.rewrite import (
-    PLACEHOLDERS, SWITCH_OPS, PassOptions, RewriteContext, removable)
+from tfg.passes.rewrite import PLACEHOLDERS, PassOptions, RewriteContext, SWITCH_OPS, removable
+from tfg.schemas.ops import control_flow_names
+from tfg.schemas.ops.signature import output_dtypes
+
+_MERGE_OPS = control_flow_names("merge")
 
 
 def prune(graph, fetches=(), targets=(), feeds=()):
@@ -61,7 +65,6 @@ def _feed_to_placeholder(orig, out, ref):
     node = out.get(ref.node)
     if node is None or node.op in PLACEHOLDERS:
         return
-    from tfg.schemas.ops.signature import output_dtypes
     dtypes = output_dtypes(orig[ref.node])
     if len(dtypes) != 1:
         raise TfgInputError(f"feed {ref.node}:{ref.port}: prune can only turn single-output "
@@ -70,7 +73,6 @@ def _feed_to_placeholder(orig, out, ref):
     shape = ctx.shape(TensorRef(ref.node, 0))
     attrs = {"dtype": dtypes[0].base}
     if shape is not None:
-        from tfg.graphdef.attrs import Shape
         attrs["shape"] = Shape(shape)
     device = node.device
     out.remove_node(node.name)
@@ -124,7 +126,7 @@ def _bypassable(ctx, node):
     if op == "Identity":
         if src.op in SWITCH_OPS:
             return False  # it carries the branch's liveness for control consumers downstream
-        if any(c.op in ("Merge", "RefMerge") for c, _ in ctx.consumers(node.name)):
+        if any(c.op in _MERGE_OPS for c, _ in ctx.consumers(node.name)):
             return False
         dtype = ctx.dtype(src_ref)
         if dtype is None or dtype.is_ref:

@@ -18,15 +18,18 @@ import numpy as np
 
 from tfg.errors import TfgError
 from tfg.graphdef.names import CONTROL, TensorRef, input_string, parse_input
+from tfg.passes.shapes import LazyShapes
 from tfg.schemas.dtypes import DType
-from tfg.schemas.ops import get_op, has_op
+from tfg.schemas.ops import control_flow_names, get_op, has_op, ops_with
 from tfg.schemas.ops.signature import output_dtypes
 
-SWITCH_OPS = frozenset({"Switch", "RefSwitch"})
-FRAME_OPS = frozenset({"Enter", "RefEnter", "Exit", "RefExit", "NextIteration",
-                       "RefNextIteration", "LoopCond", "Merge", "RefMerge"} | SWITCH_OPS)
-PLACEHOLDERS = frozenset({"Placeholder", "PlaceholderV2", "PlaceholderWithDefault"})
+SWITCH_OPS = control_flow_names("switch")
+# The ops that build loops and conds, which rewrites leave alone.
+FRAME_OPS = control_flow_names("switch", "merge", "enter", "exit", "next_iteration", "loop_cond")
+PLACEHOLDERS = ops_with("placeholder")
 CONST_OPS = frozenset({"Const", "HostConst"})
+_ENTER_OPS = control_flow_names("enter")
+_COMM_OPS = control_flow_names("send", "recv")
 
 
 @dataclass
@@ -162,7 +165,7 @@ class RewriteContext:
             name = node.name
             for src, _ in node.input_refs:
                 cons[src][name] = node
-            if not has_frames and node.op in ("Enter", "RefEnter"):
+            if not has_frames and node.op in _ENTER_OPS:
                 has_frames = True
         self._shapes = None
         self.has_frames = has_frames
@@ -236,7 +239,6 @@ class RewriteContext:
     def shape(self, ref):
         """The static shape (tuple, None entries unknown) of a tensor, or None if unknown."""
         if self._shapes is None:
-            from tfg.passes.constfold.shapes import LazyShapes
             self._shapes = LazyShapes(self.graph)
         value = self.const_value(ref)
         if value is not None:
@@ -252,7 +254,6 @@ class RewriteContext:
 
     def op_available(self, op):
         """Whether tfg can run `op` (signature and CPU kernel), so a rewrite may introduce it."""
-        from tfg.schemas.ops import has_op
         if not has_op(op):
             return False
         from tfg.kernels.registry import has_kernel  # lazy: kernels import numpy's heavy parts
@@ -377,7 +378,7 @@ def removable(ctx, node):
     if not has_op(node.op):
         return False
     sig = get_op(node.op)
-    return not sig.stateful and node.op not in ("_Send", "_Recv", "_HostSend", "_HostRecv")
+    return not sig.stateful and node.op not in _COMM_OPS
 
 
 def _dedupe_controls(inputs):

@@ -14,9 +14,11 @@ import os
 import sys
 
 from tfg.errors import TfgError, TfgInputError
+from tfg.graphdef import frames, infer
+from tfg.graphdef.io import write_bytes_atomic
 from tfg.render.dot import dot_source
-from tfg.schemas.ops import has_op, signature
 from tfg.render.view import select
+from tfg.schemas.ops import has_op, signature
 
 FORMATS = ("dot", "gv", "svg", "png", "pdf", "graphml")
 COLOR_BY = ("auto", "device", "op", "time")
@@ -92,8 +94,6 @@ def load_times(path):
 
 
 def _control_flow(graph):
-    from tfg.graphdef import frames
-
     try:
         return frames.analyze(graph)
     except TfgError:
@@ -126,8 +126,6 @@ def edge_types(graph, names):
 
 
 def _labels_from_infer(graph):
-    from tfg.graphdef import infer
-
     out = {}
     for key, info in infer.infer(graph).items():
         label = _type_label(info.dtype, info.shape)
@@ -159,8 +157,6 @@ def render(graph, path, fmt=None, **options):
     """
     fmt = fmt or (None if path in (None, "-") else format_for(path))
     if fmt == "graphml":
-        from tfg.graphdef.io import write_bytes_atomic
-
         write_bytes_atomic(path, to_graphml(graph, options.get("scope"), options.get("around"),
                                             options.get("depth", 2)))
         return
@@ -171,7 +167,6 @@ def render(graph, path, fmt=None, **options):
         return
     fmt = fmt or format_for(path)
     data = text.encode("utf-8") if fmt == "dot" else run_dot(text, fmt)
-    from tfg.graphdef.io import write_bytes_atomic
 
     write_bytes_atomic(path, data)
 

@@ -8,6 +8,7 @@
 import enum
 
 import numpy as np
+from tfg.errors import TfgInputError
 
 try:  # bfloat16 has no numpy dtype of its own; ml_dtypes provides one when installed.
     import ml_dtypes
@@ -93,8 +94,6 @@ class DType(enum.IntEnum):
         """The numpy dtype holding values of this type (raises for resource/variant)."""
         dt = _TO_NUMPY.get(self.base)
         if dt is None:
-            from tfg.errors import TfgInputError
-
             raise TfgInputError(f"dtype {self.tf_name} has no numpy representation in tfg")
         return dt
 
@@ -123,8 +122,6 @@ class DType(enum.IntEnum):
         try:
             return _FROM_NUMPY[dtype]
         except KeyError:
-            from tfg.errors import TfgInputError
-
             raise TfgInputError(f"numpy dtype {dtype} has no TensorFlow DataType") from None
 
     @staticmethod
@@ -146,7 +143,6 @@ class DType(enum.IntEnum):
                 if base.upper() in DType.__members__:
                     dt = DType[base.upper()]
                     return dt.as_ref if ref else dt
-        from tfg.errors import TfgInputError
 
         raise TfgInputError(f"unknown dtype {name!r}")
 

@@ -15,7 +15,7 @@ is corrupt or truncated, so a bad file never reads as a shorter good one.
 import struct
 
 from tfg.errors import TfgInputError
-from tfg.tensorboard.crc32c import masked_crc32c
+from tfg.schemas.crc32c import masked_crc32c
 
 _LEN = struct.Struct("<Q")
 _CRC = struct.Struct("<I")

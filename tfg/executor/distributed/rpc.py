@@ -19,7 +19,7 @@ import numpy as np
 
 from tfg.errors import TfgInputError, TfgRuntimeError
 from tfg.executor.distributed.spec import task_label
-from tfg.graphdef import tensors as tcodec
+from tfg.schemas import tensors as tcodec
 from tfg.schemas.dtypes import DType
 from tfg.schemas.proto import tensor_pb2
 from tfg.schemas.proto import worker_pb2 as pb

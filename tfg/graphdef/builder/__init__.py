@@ -16,8 +16,9 @@ from tfg.graphdef.builder.core import (  # noqa: F401
     A, GraphBuilder, Operation, Tensor, colocate_with, control_dependencies, device,
     get_default_builder, name_scope, reset_default_graph)
 from tfg.graphdef.builder.constants import (  # noqa: F401
-    broadcast_shape, constant, convert_to_tensor, placeholder, placeholder_with_default)
+    constant, convert_to_tensor, placeholder, placeholder_with_default)
 from tfg.graphdef.builder.math_ops import *  # noqa: F401,F403
+from tfg.schemas.ops.shape_fns import broadcast as broadcast_shape  # noqa: F401
 from tfg.graphdef.builder.array_ops import *  # noqa: F401,F403
 from tfg.graphdef.builder.slicing import *  # noqa: F401,F403
 from tfg.graphdef.builder.array_ops import range_ as range, slice_ as slice  # noqa: F401,A001

@@ -11,9 +11,9 @@ Constant operands (shapes, permutations, axes) become Consts named inside the op
 import numpy as np
 
 from tfg.errors import TfgInputError
-from tfg.graphdef.builder.core import get_default_builder
-from tfg.graphdef.builder.constants import constant, convert_to_tensor
-from tfg.graphdef.builder.math_ops import _is_tensorish, make
+from tfg.graphdef.builder.core import A, get_default_builder, make
+from tfg.graphdef.builder.core import is_tensorish as _is_tensorish
+from tfg.graphdef.builder.constants import constant, convert_to_tensor, register_autopacking
 from tfg.schemas.dtypes import DType
 
 
@@ -29,16 +29,14 @@ def identity(x, name=None):
     b = get_default_builder()
     with b.name_scope(name or "Identity") as scope:
         x = convert_to_tensor(x, name="input")
-        return make("Identity", [x], {"T": x.dtype.base}, scope, [x.dtype.base],
-                    [x.shape]).outputs[0]
+        return make("Identity", [x], {"T": x.dtype.base}, scope, [x.dtype.base]).outputs[0]
 
 
 def stop_gradient(x, name=None):
     b = get_default_builder()
     with b.name_scope(name or "StopGradient") as scope:
         x = convert_to_tensor(x, name="input")
-        return make("StopGradient", [x], {"T": x.dtype.base}, scope, [x.dtype.base],
-                    [x.shape]).outputs[0]
+        return make("StopGradient", [x], {"T": x.dtype.base}, scope, [x.dtype.base]).outputs[0]
 
 
 def reshape(x, shape, name=None):
@@ -48,16 +46,8 @@ def reshape(x, shape, name=None):
         x = convert_to_tensor(x, name="tensor")
         s = convert_to_tensor(shape, DType.INT32 if not _is_tensorish(shape) else None,
                               name="shape")
-        dims = _static_ints(shape)
-        out = None
-        if dims is not None:
-            out = tuple(None if d == -1 else d for d in dims)
-            if -1 in dims and x.shape is not None and None not in x.shape:
-                known = int(np.prod([d for d in dims if d != -1]))
-                total = int(np.prod(x.shape))
-                out = tuple(total // known if d == -1 else d for d in dims) if known else out
         return make("Reshape", [x, s], {"T": x.dtype.base, "Tshape": s.dtype.base}, scope,
-                    [x.dtype.base], [out]).outputs[0]
+                    [x.dtype.base]).outputs[0]
 
 
 def transpose(x, perm=None, name=None):
@@ -71,12 +61,8 @@ def transpose(x, perm=None, name=None):
             perm = list(range(x.ndim))[::-1]
         p = convert_to_tensor(perm, DType.INT32 if not _is_tensorish(perm) else None,
                               name="perm")
-        ints = _static_ints(perm)
-        shape = None
-        if ints is not None and x.shape is not None:
-            shape = tuple(x.shape[i] for i in ints)
         return make("Transpose", [x, p], {"T": x.dtype.base, "Tperm": p.dtype.base}, scope,
-                    [x.dtype.base], [shape]).outputs[0]
+                    [x.dtype.base]).outputs[0]
 
 
 def concat(values, axis, name="concat"):
@@ -88,16 +74,9 @@ def concat(values, axis, name="concat"):
         ts = [convert_to_tensor(v) for v in values]
         ax = convert_to_tensor(axis, DType.INT32 if not _is_tensorish(axis) else None,
                                name="axis")
-        shape = None
-        if not _is_tensorish(axis) and all(t.shape is not None for t in ts):
-            a = int(axis) % len(ts[0].shape)
-            sizes = [t.shape[a] for t in ts]
-            shape = list(ts[0].shape)
-            shape[a] = None if None in sizes else sum(sizes)
-            shape = tuple(shape)
         return make("ConcatV2", ts + [ax], {"N": len(ts), "T": ts[0].dtype.base,
                                             "Tidx": ax.dtype.base},
-                    scope, [ts[0].dtype.base], [shape]).outputs[0]
+                    scope, [ts[0].dtype.base]).outputs[0]
 
 
 def slice_(x, begin, size, name=None):
@@ -109,10 +88,8 @@ def slice_(x, begin, size, name=None):
                                name="begin")
         st = convert_to_tensor(size, bt.dtype.base if not _is_tensorish(size) else None,
                                name="size")
-        sz = _static_ints(size)
-        shape = None if sz is None else tuple(None if s == -1 else s for s in sz)
         return make("Slice", [x, bt, st], {"T": x.dtype.base, "Index": bt.dtype.base}, scope,
-                    [x.dtype.base], [shape]).outputs[0]
+                    [x.dtype.base]).outputs[0]
 
 
 def gather(params, indices, axis=0, batch_dims=0, name=None):
@@ -123,13 +100,9 @@ def gather(params, indices, axis=0, batch_dims=0, name=None):
         i = convert_to_tensor(indices, name="indices")
         a = convert_to_tensor(axis, DType.INT32 if not _is_tensorish(axis) else None,
                               name="axis")
-        shape = None
-        if p.shape is not None and i.shape is not None and not _is_tensorish(axis):
-            ax = int(axis) % len(p.shape)
-            shape = p.shape[:ax] + i.shape[batch_dims:] + p.shape[ax + 1:]
         return make("GatherV2", [p, i, a], {"batch_dims": int(batch_dims), "Tparams": p.dtype.base,
                                            "Tindices": i.dtype.base, "Taxis": a.dtype.base},
-                    scope, [p.dtype.base], [shape]).outputs[0]
+                    scope, [p.dtype.base]).outputs[0]
 
 
 def one_hot(indices, depth, on_value=1.0, off_value=0.0, axis=-1, dtype=DType.FLOAT,
@@ -142,38 +115,31 @@ def one_hot(indices, depth, on_value=1.0, off_value=0.0, axis=-1, dtype=DType.FL
         on = convert_to_tensor(on_value, dt, name="on_value")
         off = convert_to_tensor(off_value, dt, name="off_value")
         d = convert_to_tensor(depth, DType.INT32, name="depth")
-        shape = None
-        if i.shape is not None and not _is_tensorish(depth):
-            shape = list(i.shape)
-            shape.insert(len(shape) if axis == -1 else axis, int(depth))
-            shape = tuple(shape)
         return make("OneHot", [i, d, on, off], {"axis": int(axis), "T": dt,
                                                 "TI": i.dtype.base},
-                    scope, [dt], [shape]).outputs[0]
+                    scope, [dt]).outputs[0]
 
 
-def _shape_op(op_type, x, out_type, name, out_shape):
+def _shape_op(op_type, x, out_type, name):
     b = get_default_builder()
     with b.name_scope(name or op_type) as scope:
         x = convert_to_tensor(x, name="input")
         attrs = {"T": x.dtype.base}
         if out_type is not None:
             attrs["out_type"] = out_type
-        shape = out_shape(x)
-        return make(op_type, [x], attrs, scope, [out_type or DType.INT32], [shape]).outputs[0]
+        return make(op_type, [x], attrs, scope, [out_type or DType.INT32]).outputs[0]
 
 
 def shape(x, out_type=DType.INT32, name=None):
-    return _shape_op("Shape", x, out_type, name,
-                     lambda t: None if t.shape is None else (len(t.shape),))
+    return _shape_op("Shape", x, out_type, name)
 
 
 def size(x, out_type=DType.INT32, name=None):
-    return _shape_op("Size", x, out_type, name, lambda t: ())
+    return _shape_op("Size", x, out_type, name)
 
 
 def rank(x, name=None):
-    return _shape_op("Rank", x, None, name, lambda t: ())
+    return _shape_op("Rank", x, None, name)
 
 
 def expand_dims(x, axis, name=None):
@@ -181,14 +147,8 @@ def expand_dims(x, axis, name=None):
     with b.name_scope(name or "ExpandDims") as scope:
         x = convert_to_tensor(x, name="input")
         a = convert_to_tensor(axis, DType.INT32, name="dim")
-        shape = None
-        if x.shape is not None:
-            s = list(x.shape)
-            ax = int(axis) if int(axis) >= 0 else len(s) + 1 + int(axis)
-            s.insert(ax, 1)
-            shape = tuple(s)
         return make("ExpandDims", [x, a], {"T": x.dtype.base, "Tdim": DType.INT32}, scope,
-                    [x.dtype.base], [shape]).outputs[0]
+                    [x.dtype.base]).outputs[0]
 
 
 def squeeze(x, axis=None, name=None):
@@ -196,14 +156,8 @@ def squeeze(x, axis=None, name=None):
     with b.name_scope(name or "Squeeze") as scope:
         x = convert_to_tensor(x, name="input")
         dims = [] if axis is None else [int(a) for a in np.asarray(axis).reshape(-1)]
-        shape = None
-        if x.shape is not None and (dims or None not in x.shape):
-            n = len(x.shape)
-            drop = {d % n for d in dims} if dims else {i for i, d in enumerate(x.shape) if d == 1}
-            shape = tuple(d for i, d in enumerate(x.shape) if i not in drop)
-        from tfg.graphdef.builder.core import A
         return make("Squeeze", [x], {"T": x.dtype.base, "squeeze_dims": A(dims, "list(i)")},
-                    scope, [x.dtype.base], [shape]).outputs[0]
+                    scope, [x.dtype.base]).outputs[0]
 
 
 def stack(values, axis=0, name="stack"):
@@ -213,13 +167,10 @@ def stack(values, axis=0, name="stack"):
         ts = [convert_to_tensor(v) for v in values]
         dt = ts[0].dtype.base
         ts = [convert_to_tensor(t, dt) for t in ts]
-        shape = None
-        if ts[0].shape is not None:
-            s = list(ts[0].shape)
-            s.insert(axis if axis >= 0 else len(s) + 1 + axis, len(ts))
-            shape = tuple(s)
-        return make("Pack", ts, {"N": len(ts), "T": dt, "axis": int(axis)}, scope, [dt],
-                    [shape]).outputs[0]
+        return make("Pack", ts, {"N": len(ts), "T": dt, "axis": int(axis)}, scope, [dt]).outputs[0]
+
+
+register_autopacking(stack)
 
 
 def unstack(x, num=None, axis=0, name="unstack"):
@@ -231,10 +182,8 @@ def unstack(x, num=None, axis=0, name="unstack"):
             if x.shape is None or x.shape[axis] is None:
                 raise TfgInputError(f"unstack of {x.name!r}: give num (dimension unknown)")
             num = x.shape[axis]
-        shape = None if x.shape is None else tuple(
-            d for i, d in enumerate(x.shape) if i != axis % len(x.shape))
         op = make("Unpack", [x], {"num": int(num), "T": x.dtype.base, "axis": int(axis)}, scope,
-                  [x.dtype.base] * num, [shape] * num)
+                  [x.dtype.base] * num)
         return list(op.outputs)
 
 
@@ -282,9 +231,8 @@ def fill(dims, value, name=None):
         d = convert_to_tensor(dims, DType.INT32 if not _is_tensorish(dims) else None,
                               name="dims")
         v = convert_to_tensor(value, name="value")
-        shape = None if _is_tensorish(dims) else tuple(_static_ints(dims))
         return make("Fill", [d, v], {"T": v.dtype.base, "index_type": d.dtype.base}, scope,
-                    [v.dtype.base], [shape]).outputs[0]
+                    [v.dtype.base]).outputs[0]
 
 
 def _filled(value, shape, dtype, name):
@@ -315,16 +263,14 @@ def zeros_like(x, name=None):
     b = get_default_builder()
     with b.name_scope(name or "ZerosLike") as scope:
         x = convert_to_tensor(x)
-        return make("ZerosLike", [x], {"T": x.dtype.base}, scope, [x.dtype.base],
-                    [x.shape]).outputs[0]
+        return make("ZerosLike", [x], {"T": x.dtype.base}, scope, [x.dtype.base]).outputs[0]
 
 
 def ones_like(x, name=None):
     b = get_default_builder()
     with b.name_scope(name or "OnesLike") as scope:
         x = convert_to_tensor(x)
-        return make("OnesLike", [x], {"T": x.dtype.base}, scope, [x.dtype.base],
-                    [x.shape]).outputs[0]
+        return make("OnesLike", [x], {"T": x.dtype.base}, scope, [x.dtype.base]).outputs[0]
 
 
 def range_(start, limit=None, delta=1, dtype=None, name="range"):
@@ -343,7 +289,7 @@ def range_(start, limit=None, delta=1, dtype=None, name="range"):
         s = convert_to_tensor(start, dt, name="start")
         lim = convert_to_tensor(limit, dt, name="limit")
         d = convert_to_tensor(delta, dt, name="delta")
-        return make("Range", [s, lim, d], {"Tidx": dt}, scope, [dt], [(None,)]).outputs[0]
+        return make("Range", [s, lim, d], {"Tidx": dt}, scope, [dt]).outputs[0]
 
 
 def reverse(x, axis, name=None):
@@ -352,7 +298,7 @@ def reverse(x, axis, name=None):
         x = convert_to_tensor(x, name="tensor")
         a = convert_to_tensor(axis, DType.INT32, name="axis")
         return make("ReverseV2", [x, a], {"T": x.dtype.base, "Tidx": DType.INT32}, scope,
-                    [x.dtype.base], [x.shape]).outputs[0]
+                    [x.dtype.base]).outputs[0]
 
 
 def broadcast_to(x, shape, name=None):
@@ -361,9 +307,8 @@ def broadcast_to(x, shape, name=None):
         x = convert_to_tensor(x, name="input")
         s = convert_to_tensor(shape, DType.INT32 if not _is_tensorish(shape) else None,
                               name="shape")
-        dims = _static_ints(shape)
         return make("BroadcastTo", [x, s], {"T": x.dtype.base, "Tidx": s.dtype.base}, scope,
-                    [x.dtype.base], [None if dims is None else tuple(dims)]).outputs[0]
+                    [x.dtype.base]).outputs[0]
 
 
 __all__ = ["identity", "stop_gradient", "reshape", "transpose", "concat", "slice_",

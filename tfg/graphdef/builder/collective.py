@@ -25,7 +25,9 @@ from tfg.errors import TfgInputError
 from tfg.graphdef.builder.constants import convert_to_tensor
 from tfg.graphdef.builder.core import Operation, Tensor, get_default_builder
 from tfg.graphdef.builder.math_ops import make
+from tfg.graphdef.names import DeviceSpec
 from tfg.schemas.dtypes import DType
+from tfg.schemas.ops import signature
 
 # merge name -> (binary op, dtypes it refuses)
 MERGE_OPS = {"sum": "AddV2", "prod": "Mul", "min": "Minimum", "max": "Maximum"}
@@ -51,7 +53,7 @@ def all_reduce(tensors, merge="sum", mean=False, devices=None, name=None):
             with b.device(root_dev), b.control_dependencies([root]):
                 n = convert_to_tensor(float(len(items)) if dt.is_floating else len(items),
                                       dt, name="group_size")
-                root = make("RealDiv", [root, n], {"T": dt}, "mean", [dt], [shape]).outputs[0]
+                root = make("RealDiv", [root, n], {"T": dt}, "mean", [dt]).outputs[0]
         return _broadcast_tree(b, root, root_dev, [d for _, d in items], dt, shape)
 
 
@@ -97,7 +99,7 @@ def reduce(tensors, merge="sum", device=None, devices=None, name=None):
         if root_dev == dst and len(items) > 1:
             return root
         with b.device(dst):
-            return make("Identity", [root], {"T": dt}, "out", [dt], [shape]).outputs[0]
+            return make("Identity", [root], {"T": dt}, "out", [dt]).outputs[0]
 
 
 def reduce_sum(tensors, device=None, devices=None, name=None):
@@ -130,8 +132,6 @@ def from_graph(name, builder=None):
     >>> g = tb.GraphBuilder(graph=tfg.grad(graph, ys="loss", xs="w/read"))
     >>> with g: gw = tb.collective.from_graph("grad/w/read")
     """
-    from tfg.schemas.ops import signature
-
     b = builder or get_default_builder()
     node_name, _, port = name.partition(":")
     port = int(port or 0)
@@ -159,8 +159,7 @@ def _reduce_tree(b, items, merge, dt, shape):
         for j in range(0, len(items) - 1, 2):
             (x, dx), (y, _) = items[j], items[j + 1]
             with b.device(dx):
-                r = make(op_type, [x, y], {"T": dt}, f"reduce_{level}_{j // 2}", [dt],
-                         [shape]).outputs[0]
+                r = make(op_type, [x, y], {"T": dt}, f"reduce_{level}_{j // 2}", [dt]).outputs[0]
             nxt.append((r, dx))
         if len(items) % 2:
             nxt.append(items[-1])
@@ -195,7 +194,7 @@ def _broadcast_tree(b, value, src_dev, devs, dt, shape):
 
 def _copy(b, tensor, dev, k, dt, shape):
     with b.device(dev):
-        return make("Identity", [tensor], {"T": dt}, f"out_{k}", [dt], [shape]).outputs[0]
+        return make("Identity", [tensor], {"T": dt}, f"out_{k}", [dt]).outputs[0]
 
 
 # --- members ----------------------------------------------------------------------------------
@@ -247,8 +246,6 @@ def _device_of(t, given, what, hint="devices=[...]"):
 
 
 def _device_string(d):
-    from tfg.graphdef.names import DeviceSpec
-
     if not isinstance(d, str) or not d:
         raise TfgInputError(f"not a device name: {d!r}")
     return DeviceSpec.parse(d).to_string()

@@ -1,12 +1,10 @@
 """Tensors from values: constants, placeholders, `convert_to_tensor` (Python values take
-TensorFlow's default dtypes), and static broadcasting of shapes.
+TensorFlow's default dtypes).
 
     >>> constant([1, 2]).dtype, constant(0.5).dtype, constant(np.float64(1)).dtype
     (DType.INT32, DType.FLOAT, DType.DOUBLE)
     >>> placeholder(DType.FLOAT, [None, 3], name="x").shape
     (None, 3)
-    >>> broadcast_shape((None, 1, 3), (4, 1))
-    (None, 4, 3)
 """
 import numpy as np
 
@@ -82,6 +80,18 @@ def placeholder_with_default(value, shape, name="PlaceholderWithDefault"):
     return op.outputs[0]
 
 
+# How a list holding tensors becomes one (a Pack); array_ops registers its `stack` here, as
+# TensorFlow's array_ops registers its autopacking conversion, so that constants need not
+# import the module built on it.
+_AUTOPACK = None
+
+
+def register_autopacking(pack):
+    """Make `convert_to_tensor([t, 1.0])` call `pack(values, name=...)`."""
+    global _AUTOPACK
+    _AUTOPACK = pack
+
+
 def convert_to_tensor(value, dtype=None, name="Const"):
     """A Tensor for `value`: Tensors pass (dtype checked), Variables read, else a Const."""
     if hasattr(value, "_as_tensor"):
@@ -98,29 +108,11 @@ def convert_to_tensor(value, dtype=None, name="Const"):
                             "dependency or target")
     if isinstance(value, (list, tuple)) and any(hasattr(v, "_as_tensor") or
                                                 isinstance(v, Tensor) for v in value):
-        from tfg.graphdef.builder.array_ops import stack
-        return stack(list(value), name="packed")
+        if _AUTOPACK is None:
+            raise TfgInputError("packing a list of tensors needs tfg.graphdef.builder.array_ops")
+        return _AUTOPACK(list(value), name="packed")
     return constant(value, dtype=dtype, name=name)
 
 
-def broadcast_shape(a, b):
-    """Static broadcast of two shapes (None where unknown)."""
-    if a is None or b is None:
-        return None
-    n = max(len(a), len(b))
-    a, b = (1,) * (n - len(a)) + tuple(a), (1,) * (n - len(b)) + tuple(b)
-    out = []
-    for x, y in zip(a, b):
-        if x == 1:
-            out.append(y)
-        elif y == 1 or x == y:
-            out.append(x)
-        elif x is None or y is None:
-            out.append(x if y is None else y)
-        else:
-            raise TfgInputError(f"shapes {a} and {b} cannot broadcast")
-    return tuple(out)
-
-
 __all__ = ["constant", "placeholder", "placeholder_with_default", "convert_to_tensor",
-           "broadcast_shape", "default_dtype_of"]
+           "default_dtype_of"]

@@ -19,6 +19,9 @@ from tfg.errors import TfgInputError
 from tfg.graphdef.builder.core import Operation, get_default_builder
 from tfg.graphdef.builder.constants import convert_to_tensor
 from tfg.schemas.dtypes import DType
+from tfg.schemas.ops import control_flow_names
+
+_ENTER_OPS = control_flow_names("enter")
 
 
 def _is_ancestor(a, b):
@@ -102,7 +105,7 @@ class _Context:
 
 def _is_constant_enter(b, s):
     node = b.graph.get(s.split(":")[0].lstrip("^"))
-    return node is not None and node.op in ("Enter", "RefEnter") and \
+    return node is not None and node.op in _ENTER_OPS and \
         node.get_attr("is_constant", False)
 
 

@@ -18,11 +18,14 @@ import contextlib
 import threading
 
 from tfg.errors import TfgInputError
+from tfg.graphdef import io
 from tfg.graphdef.attrs import Shape
 from tfg.graphdef.graph import Graph
-from tfg.graphdef.names import DeviceSpec, input_string
+from tfg.graphdef.infer import TensorInfo, infer_node
+from tfg.graphdef.names import CONTROL, DeviceSpec, input_string
 from tfg.schemas.dtypes import DType
 from tfg.schemas.ops import get_op, has_op
+from tfg.schemas.ops.signature import output_dtypes
 
 _state = threading.local()
 
@@ -176,8 +179,6 @@ class GraphBuilder:
 
     def save(self, path, fmt=None):
         """Write the GraphDef (binary, or text for *.pbtxt) atomically."""
-        from tfg.graphdef import io
-
         io.save(self.graph, path, fmt)
 
     def as_graph_def(self):
@@ -399,6 +400,58 @@ def _op_name(x):
 
 
 # --- module-level helpers over the default builder -------------------------------------------
+def is_tensorish(v):
+    """Whether `v` is a Tensor or converts to one itself (a Variable)."""
+    return isinstance(v, Tensor) or hasattr(v, "_as_tensor")
+
+
+def make(op_type, inputs, attrs, name, out_dtypes=None, out_shapes=None):
+    """Add `op_type` named by scope `name` (a trailing '/' means exactly that name).
+
+    Output dtypes (unless given) come from the op's signature and output shapes (unless given)
+    from its shape function, the one shape engine, which reads constant inputs' values as
+    TensorFlow's graph construction does:
+
+        >>> make("MatMul", [x, w], {"T": DType.FLOAT}, "dense").outputs[0].shape
+        (None, 10)            # x: [None, 3], w: [3, 10]
+
+    Inputs the shape function rejects raise TfgInputError naming the node, and leave the
+    graph as it was.
+    """
+    b = get_default_builder()
+    op = b.make_op(op_type, inputs, attrs, name=name, out_dtypes=out_dtypes or [],
+                   out_shapes=out_shapes)
+    if out_dtypes is not None and out_shapes is not None:
+        return op
+    node = b.graph[op.name]
+    try:
+        dtypes = [t.base for t in output_dtypes(node)] if out_dtypes is None else out_dtypes
+        shapes = _inferred_shapes(b, node) if out_shapes is None else out_shapes
+    except TfgInputError as e:
+        b.graph.remove_node(op.name)
+        del b._ops[op.name]
+        raise TfgInputError(f"node {op.name!r} ({op_type}): {e}") from None
+    op.outputs = [Tensor(op, i, dt, sh) for i, (dt, sh) in enumerate(zip(dtypes, shapes))]
+    return op
+
+
+def _inferred_shapes(b, node):
+    if not has_op(node.op):  # an op tfg has no signature for: shapes unknown, as before
+        return [None] * len(b._ops[node.name].outputs)
+    infos = []
+    for ref in node.input_refs:
+        if ref.port == CONTROL:
+            continue
+        src, op = b.graph.get(ref.node), b._ops.get(ref.node)
+        if op is None or src is None or ref.port >= len(op.outputs):
+            infos.append(TensorInfo(None, None))  # a control-flow internal named by string
+            continue
+        t = op.outputs[ref.port]
+        value = src.get_attr("value", None) if src.op == "Const" else None
+        infos.append(TensorInfo(t.dtype, t.shape, value))
+    return [info.shape for info in infer_node(node, infos, strict=True)]
+
+
 def name_scope(name):
     return get_default_builder().name_scope(name)
 
@@ -415,6 +468,6 @@ def colocate_with(target):
     return get_default_builder().colocate_with(target)
 
 
-__all__ = ["GraphBuilder", "Tensor", "Operation", "A", "Shape", "get_default_builder",
+__all__ = ["GraphBuilder", "Tensor", "Operation", "A", "Shape", "get_default_builder", "make",
            "reset_default_graph", "name_scope", "control_dependencies", "device",
            "colocate_with"]

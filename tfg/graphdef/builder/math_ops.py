@@ -12,13 +12,11 @@ and names the node after the scope, so node names match what TensorFlow writes.
 import numpy as np
 
 from tfg.errors import TfgInputError
-from tfg.graphdef.builder.core import A, Tensor, get_default_builder
-from tfg.graphdef.builder.constants import broadcast_shape, constant, convert_to_tensor
+from tfg.graphdef.builder.core import Tensor, get_default_builder, make
+from tfg.graphdef.builder.core import is_tensorish as _is_tensorish
+from tfg.graphdef.builder.array_ops import range_, rank
+from tfg.graphdef.builder.constants import constant, convert_to_tensor
 from tfg.schemas.dtypes import DType
-
-
-def _is_tensorish(v):
-    return isinstance(v, Tensor) or hasattr(v, "_as_tensor")
 
 
 def _pair(x, y):
@@ -35,20 +33,12 @@ def _pair(x, y):
     return x, y
 
 
-def make(op_type, inputs, attrs, name, out_dtypes, out_shapes=None):
-    """Add `op_type` named by scope `name` (a trailing '/' means exactly that name)."""
-    b = get_default_builder()
-    return b.make_op(op_type, inputs, attrs, name=name, out_dtypes=out_dtypes,
-                     out_shapes=out_shapes)
-
-
 def unary(op_type, x, name=None, out_dtype=None, typed=True):
     b = get_default_builder()
     with b.name_scope(name or op_type) as scope:
         x = convert_to_tensor(x, name="x")
         attrs = {"T": x.dtype.base} if typed else {}
-        return make(op_type, [x], attrs, scope, [out_dtype or x.dtype.base],
-                    [x.shape]).outputs[0]
+        return make(op_type, [x], attrs, scope, [out_dtype or x.dtype.base]).outputs[0]
 
 
 def binary(op_type, x, y, name=None, out_dtype=None, typed=True, extra=None):
@@ -57,8 +47,7 @@ def binary(op_type, x, y, name=None, out_dtype=None, typed=True, extra=None):
         x, y = _pair(x, y)
         attrs = {"T": x.dtype.base} if typed else {}
         attrs.update(extra or {})
-        return make(op_type, [x, y], attrs, scope, [out_dtype or x.dtype.base],
-                    [broadcast_shape(x.shape, y.shape)]).outputs[0]
+        return make(op_type, [x, y], attrs, scope, [out_dtype or x.dtype.base]).outputs[0]
 
 
 # --- elementwise, generated from tables (function name, op type) ---------------------------
@@ -156,8 +145,7 @@ def truediv(x, y, name=None):
         to = _TRUEDIV_TO.get(x.dtype.base)
         if to is not None:
             x, y = cast(x, to), cast(y, to)
-        return make("RealDiv", [x, y], {"T": x.dtype.base}, scope, [x.dtype.base],
-                    [broadcast_shape(x.shape, y.shape)]).outputs[0]
+        return make("RealDiv", [x, y], {"T": x.dtype.base}, scope, [x.dtype.base]).outputs[0]
 
 
 divide = truediv
@@ -172,7 +160,7 @@ def cast(x, dtype, name=None):
         if x.dtype.base == dt:
             return x
         return make("Cast", [x], {"SrcT": x.dtype.base, "DstT": dt, "Truncate": False}, scope,
-                    [dt], [x.shape]).outputs[0]
+                    [dt]).outputs[0]
 
 
 def add_n(inputs, name=None):
@@ -185,7 +173,7 @@ def add_n(inputs, name=None):
         if len(ts) == 1:
             return ts[0]
         return make("AddN", ts, {"N": len(ts), "T": ts[0].dtype.base}, scope,
-                    [ts[0].dtype.base], [ts[0].shape]).outputs[0]
+                    [ts[0].dtype.base]).outputs[0]
 
 
 def matmul(a, b_, transpose_a=False, transpose_b=False, name=None):
@@ -195,21 +183,12 @@ def matmul(a, b_, transpose_a=False, transpose_b=False, name=None):
         a, b_ = _pair(a, b_)
         dt = a.dtype.base
         if (a.ndim or 2) > 2 or (b_.ndim or 2) > 2:
-            shape = None
-            if a.shape is not None and b_.shape is not None:
-                m = a.shape[-1] if transpose_a else a.shape[-2]
-                n = b_.shape[-2] if transpose_b else b_.shape[-1]
-                shape = broadcast_shape(a.shape[:-2], b_.shape[:-2]) + (m, n)
             return make("BatchMatMulV2", [a, b_], {"T": dt, "adj_x": bool(transpose_a),
                                                    "adj_y": bool(transpose_b)},
-                        scope, [dt], [shape]).outputs[0]
-        shape = None
-        if a.shape is not None and b_.shape is not None:
-            shape = (a.shape[1] if transpose_a else a.shape[0],
-                     b_.shape[0] if transpose_b else b_.shape[1])
+                        scope, [dt]).outputs[0]
         return make("MatMul", [a, b_], {"T": dt, "transpose_a": bool(transpose_a),
                                         "transpose_b": bool(transpose_b)},
-                    scope, [dt], [shape]).outputs[0]
+                    scope, [dt]).outputs[0]
 
 
 def select(condition, x, y, name=None):
@@ -218,48 +197,29 @@ def select(condition, x, y, name=None):
     with b.name_scope(name or "SelectV2") as scope:
         c = convert_to_tensor(condition, DType.BOOL, name="condition")
         x, y = _pair(x, y)
-        shape = broadcast_shape(c.shape, broadcast_shape(x.shape, y.shape))
-        return make("SelectV2", [c, x, y], {"T": x.dtype.base}, scope, [x.dtype.base],
-                    [shape]).outputs[0]
+        return make("SelectV2", [c, x, y], {"T": x.dtype.base}, scope, [x.dtype.base]).outputs[0]
 
 
 where = select
 
 
 # --- reductions -----------------------------------------------------------------------------
-def _axes(x, axis):
-    if axis is None:
-        return None if x.ndim is None else list(range(x.ndim))
-    if _is_tensorish(axis):
-        return None
-    return [int(a) for a in (axis if isinstance(axis, (list, tuple)) else [axis])]
-
-
 def _reduce(op_type, x, axis, keepdims, name, typed=True):
     b = get_default_builder()
     x = convert_to_tensor(x)
-    axes = _axes(x, axis)
     if axis is None:
         if x.ndim is not None:
             idx = constant(np.arange(x.ndim, dtype=np.int32))
         else:
-            from tfg.graphdef.builder.array_ops import range_, rank
             idx = range_(0, rank(x), 1)
     with b.name_scope(name or op_type) as scope:
         if axis is not None:
             idx = convert_to_tensor(axis, DType.INT32 if not _is_tensorish(axis) else None,
                                     name="reduction_indices")
-        shape = None
-        if x.shape is not None and axes is not None:
-            norm = {a % len(x.shape) for a in axes} if x.shape else set()
-            shape = tuple((1 if keepdims else None) if i in norm else d
-                          for i, d in enumerate(x.shape))
-            if not keepdims:
-                shape = tuple(d for i, d in enumerate(x.shape) if i not in norm)
         attrs = {"keep_dims": bool(keepdims), "Tidx": idx.dtype.base}
         if typed:
             attrs["T"] = x.dtype.base
-        return make(op_type, [x, idx], attrs, scope, [x.dtype.base], [shape]).outputs[0]
+        return make(op_type, [x, idx], attrs, scope, [x.dtype.base]).outputs[0]
 
 
 def reduce_sum(x, axis=None, keepdims=False, name=None):
@@ -298,12 +258,8 @@ def _arg(op_type, x, axis, output_type, name):
         dim = convert_to_tensor(axis, DType.INT32 if not _is_tensorish(axis) else None,
                                 name="dimension")
         out = DType.parse(output_type) if not isinstance(output_type, DType) else output_type
-        shape = None
-        if x.shape is not None and not _is_tensorish(axis):
-            a = int(axis) % len(x.shape)
-            shape = tuple(d for i, d in enumerate(x.shape) if i != a)
         return make(op_type, [x, dim], {"T": x.dtype.base, "Tidx": dim.dtype.base,
-                                        "output_type": out}, scope, [out], [shape]).outputs[0]
+                                        "output_type": out}, scope, [out]).outputs[0]
 
 
 def argmax(x, axis=0, output_type=DType.INT64, name=None):

@@ -44,7 +44,7 @@ def leaky_relu(x, alpha=0.2, name=None):
     with b.name_scope(name or "LeakyRelu") as scope:
         x = convert_to_tensor(x, name="features")
         return make("LeakyRelu", [x], {"T": x.dtype.base, "alpha": float(alpha)}, scope,
-                    [x.dtype.base], [x.shape]).outputs[0]
+                    [x.dtype.base]).outputs[0]
 
 
 def l2_loss(x, name=None):
@@ -52,7 +52,7 @@ def l2_loss(x, name=None):
     b = get_default_builder()
     with b.name_scope(name or "L2Loss") as scope:
         x = convert_to_tensor(x, name="t")
-        return make("L2Loss", [x], {"T": x.dtype.base}, scope, [x.dtype.base], [()]).outputs[0]
+        return make("L2Loss", [x], {"T": x.dtype.base}, scope, [x.dtype.base]).outputs[0]
 
 
 def bias_add(value, bias, data_format="NHWC", name=None):
@@ -62,7 +62,7 @@ def bias_add(value, bias, data_format="NHWC", name=None):
         v, bias = _pair(value, bias)
         return make("BiasAdd", [v, bias], {"T": v.dtype.base,
                                            "data_format": _fmt(data_format)},
-                    scope, [v.dtype.base], [v.shape]).outputs[0]
+                    scope, [v.dtype.base]).outputs[0]
 
 
 def softmax_cross_entropy_with_logits(labels, logits, name=None):
@@ -72,9 +72,8 @@ def softmax_cross_entropy_with_logits(labels, logits, name=None):
     with b.name_scope(name or "SoftmaxCrossEntropyWithLogits") as scope:
         logits, labels = _pair(logits, labels)
         _need_rank(logits, 2, "softmax_cross_entropy_with_logits")
-        rows = None if logits.shape is None else (logits.shape[0],)
         op = make("SoftmaxCrossEntropyWithLogits", [logits, labels], {"T": logits.dtype.base},
-                  scope, [logits.dtype.base] * 2, [rows, logits.shape])
+                  scope, [logits.dtype.base] * 2)
         return op.outputs[0]
 
 
@@ -87,10 +86,9 @@ def sparse_softmax_cross_entropy_with_logits(labels, logits, name=None):
         if not labels.dtype.is_integer:
             raise TfgInputError(f"labels {labels.name!r} must be int32 or int64")
         _need_rank(logits, 2, "sparse_softmax_cross_entropy_with_logits")
-        rows = None if logits.shape is None else (logits.shape[0],)
         op = make("SparseSoftmaxCrossEntropyWithLogits", [logits, labels],
                   {"T": logits.dtype.base, "Tlabels": labels.dtype.base}, scope,
-                  [logits.dtype.base] * 2, [rows, logits.shape])
+                  [logits.dtype.base] * 2)
         return op.outputs[0]
 
 
@@ -125,27 +123,6 @@ def _padding(padding):
     return p.encode()
 
 
-def _spatial_out(size, k, stride, dilation, padding):
-    if size is None:
-        return None
-    if padding == b"SAME":
-        return -(-size // stride)
-    eff = (k - 1) * dilation + 1
-    return (size - eff) // stride + 1 if size >= eff else 0
-
-
-def _conv_shape(x, kh, kw, cout, strides, dilations, padding, data_format):
-    if x.shape is None or len(x.shape) != 4:
-        return None
-    if data_format == b"NHWC":
-        n, h, w, _ = x.shape
-        return (n, _spatial_out(h, kh, strides[1], dilations[1], padding),
-                _spatial_out(w, kw, strides[2], dilations[2], padding), cout)
-    n, _, h, w = x.shape
-    return (n, cout, _spatial_out(h, kh, strides[2], dilations[2], padding),
-            _spatial_out(w, kw, strides[3], dilations[3], padding))
-
-
 def conv2d(x, filters, strides=1, padding="VALID", data_format="NHWC", dilations=1,
            name=None):
     """2-D convolution; `filters` is [height, width, in_channels, out_channels]."""
@@ -155,13 +132,10 @@ def conv2d(x, filters, strides=1, padding="VALID", data_format="NHWC", dilations
         _padding(padding)
     with b.name_scope(name or "Conv2D") as scope:
         x, f = _pair(x, filters)
-        kh = kw = cout = None
-        if f.shape is not None:
-            kh, kw, _, cout = f.shape
         return make("Conv2D", [x, f], {
             "T": x.dtype.base, "strides": st, "use_cudnn_on_gpu": True, "padding": pad,
             "explicit_paddings": A([], "list(i)"), "data_format": df, "dilations": dl},
-            scope, [x.dtype.base], [_conv_shape(x, kh, kw, cout, st, dl, pad, df)]).outputs[0]
+            scope, [x.dtype.base]).outputs[0]
 
 
 def depthwise_conv2d(x, filters, strides=1, padding="VALID", data_format="NHWC",
@@ -173,14 +147,10 @@ def depthwise_conv2d(x, filters, strides=1, padding="VALID", data_format="NHWC",
         _padding(padding)
     with b.name_scope(name or "DepthwiseConv2dNative") as scope:
         x, f = _pair(x, filters)
-        kh = kw = cout = None
-        if f.shape is not None and None not in f.shape:
-            kh, kw, cin, mult = f.shape
-            cout = cin * mult
         return make("DepthwiseConv2dNative", [x, f], {
             "T": x.dtype.base, "strides": st, "padding": pad,
             "explicit_paddings": A([], "list(i)"), "data_format": df, "dilations": dl},
-            scope, [x.dtype.base], [_conv_shape(x, kh, kw, cout, st, dl, pad, df)]).outputs[0]
+            scope, [x.dtype.base]).outputs[0]
 
 
 def _pool(op_type, x, ksize, strides, padding, data_format, name, explicit):
@@ -193,12 +163,7 @@ def _pool(op_type, x, ksize, strides, padding, data_format, name, explicit):
                  "data_format": df}
         if explicit:
             attrs["explicit_paddings"] = A([], "list(i)")
-        hw = (ks[1], ks[2]) if df == b"NHWC" else (ks[2], ks[3])
-        cout = None
-        if x.shape is not None and len(x.shape) == 4:
-            cout = x.shape[3] if df == b"NHWC" else x.shape[1]
-        shape = _conv_shape(x, hw[0], hw[1], cout, st, [1, 1, 1, 1], pad, df)
-        return make(op_type, [x], attrs, scope, [x.dtype.base], [shape]).outputs[0]
+        return make(op_type, [x], attrs, scope, [x.dtype.base]).outputs[0]
 
 
 def max_pool(x, ksize, strides, padding="VALID", data_format="NHWC", name=None):

@@ -7,8 +7,6 @@
 tfg's kernels draw from their own generator: values differ from TensorFlow's for the same seed,
 so TensorFlow-checked fixtures initialize variables from constants instead.
 """
-import numpy as np
-
 from tfg.graphdef.builder.core import get_default_builder
 from tfg.graphdef.builder.constants import convert_to_tensor
 from tfg.graphdef.builder.math_ops import _is_tensorish, add, make, multiply, subtract
@@ -21,9 +19,8 @@ def _random(op_type, shape, dtype, seed, scope_name):
     s = convert_to_tensor(shape, DType.INT32 if not _is_tensorish(shape) else None,
                           name="shape")
     seed1, seed2 = b.op_seeds(seed)
-    static = None if _is_tensorish(shape) else tuple(int(d) for d in np.asarray(shape).ravel())
     return make(op_type, [s], {"dtype": dt, "seed": seed1, "seed2": seed2, "T": s.dtype.base},
-                op_type, [dt], [static]).outputs[0], dt
+                op_type, [dt]).outputs[0], dt
 
 
 def random_normal(shape, mean=0.0, stddev=1.0, dtype=DType.FLOAT, seed=None, name=None):

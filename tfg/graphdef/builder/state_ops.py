@@ -8,8 +8,9 @@
     >>> init = tb.global_variables_initializer()   # NoOp `init` after every w/Assign
 """
 from tfg.errors import TfgInputError
-from tfg.graphdef.builder.core import A, Tensor, get_default_builder
 from tfg.graphdef.builder.constants import convert_to_tensor
+from tfg.graphdef.builder.control_flow import group
+from tfg.graphdef.builder.core import A, Tensor, get_default_builder
 from tfg.graphdef.builder.math_ops import make
 
 
@@ -34,13 +35,13 @@ class Variable:
                                         f"(initial value has {shp})")
                 self.op = make("VariableV2", [], {"shape": A(shp, "shape"), "dtype": dt,
                                                   "container": b"", "shared_name": b""},
-                               scope, [dt.as_ref], [shp])
+                               scope, [dt.as_ref])
                 coloc = [f"loc:@{self.op.name}".encode()]
                 self.initializer = make("Assign", [self.op.outputs[0], init],
                                         {"T": dt, "validate_shape": True, "use_locking": True,
-                                         "_class": coloc}, "Assign", [dt.as_ref], [shp])
+                                         "_class": coloc}, "Assign", [dt.as_ref])
                 self._read = make("Identity", [self.op.outputs[0]], {"T": dt, "_class": coloc},
-                                  "read", [dt], [shp]).outputs[0]
+                                  "read", [dt]).outputs[0]
         finally:
             b.ctx = saved_ctx
         self.initial_value = init
@@ -114,7 +115,7 @@ def _update(op_type, ref, value, name, extra):
         attrs = {"T": r.dtype.base}
         attrs.update(extra)
         with b.colocate_with(r):
-            return make(op_type, [r, v], attrs, scope, [r.dtype], [r.shape]).outputs[0]
+            return make(op_type, [r, v], attrs, scope, [r.dtype]).outputs[0]
 
 
 def assign(ref, value, validate_shape=True, use_locking=True, name=None):
@@ -137,7 +138,6 @@ def global_variables():
 
 def variables_initializer(var_list, name="init"):
     """A NoOp that runs every variable's Assign initializer."""
-    from tfg.graphdef.builder.control_flow import group
     return group(*[v.initializer for v in var_list], name=name)
 
 

@@ -24,7 +24,7 @@ def apply_gradient_descent(var, alpha, delta, use_locking=False, name=None):
         with b.colocate_with(r):
             return make("ApplyGradientDescent", [r, a, d],
                         {"T": r.dtype.base, "use_locking": bool(use_locking)},
-                        scope, [r.dtype], [r.shape]).outputs[0]
+                        scope, [r.dtype]).outputs[0]
 
 
 def gradient_descent(learning_rate, grads_and_vars, name="GradientDescent", gate=True):

@@ -13,12 +13,11 @@ from tfg.errors import TfgError
 from tfg.graphdef.names import TensorRef
 from tfg.passes.rewrite import RewriteContext
 from tfg.schemas.dtypes import DType
-from tfg.schemas.ops import get_op, has_op
+from tfg.schemas.ops import control_flow_names, get_op, has_op
 from tfg.schemas.ops.signature import output_dtypes
 
-_NEVER = frozenset({"Enter", "RefEnter", "Exit", "RefExit", "NextIteration", "RefNextIteration",
-                    "CheckNumerics", "_Send", "_Recv", "_HostSend", "_HostRecv",
-                    "ControlTrigger", "LoopCond"})
+_NEVER = frozenset({"CheckNumerics"}) | control_flow_names(
+    "enter", "exit", "next_iteration", "send", "recv", "control_trigger", "loop_cond")
 _ALLOWED_STATEFUL = frozenset({"Assert"})
 _INPLACE = frozenset({"InplaceUpdate", "InplaceAdd", "InplaceSub"})
 

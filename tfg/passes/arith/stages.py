@@ -19,8 +19,8 @@ edges, not be preserved, and sit on the same device.
 import numpy as np
 
 from tfg.graphdef.names import TensorRef, input_string
-from tfg.passes.constfold.shapes import broadcasts_into
 from tfg.passes.rewrite import Pat
+from tfg.passes.shapes import broadcasts_into
 from tfg.schemas.dtypes import DType
 
 _ADD = ("Add", "AddV2")

@@ -11,20 +11,23 @@ of its constant inputs, so it runs in the same frame and after the same things.
 import numpy as np
 
 from tfg.errors import TfgError
+from tfg.graphdef.infer import TensorInfo, infer_node
 from tfg.graphdef.names import TensorRef
-from tfg.passes.rewrite import CONST_OPS, FRAME_OPS, PLACEHOLDERS
+from tfg.kernels.context import KernelContext
+from tfg.kernels.registry import get_kernel
+from tfg.passes.rewrite import CONST_OPS, PLACEHOLDERS
 from tfg.schemas.dtypes import DType
-from tfg.schemas.ops import get_op, has_op
+from tfg.schemas.ops import control_flow_names, get_op, has_op, ops_with
+from tfg.schemas.ops.value_fns import MAX_ELEMENTS
 
 # Output larger than the inputs and above this: folding would bloat the graph file.
 MAX_CONSTANT_BYTES = 100 * 1024
 
 NEVER_FOLD = frozenset({
-    "_Send", "_Recv", "_HostSend", "_HostRecv", "Assert", "Print", "PrintV2", "CheckNumerics",
-    "ControlTrigger", "NoOp", "Save", "SaveV2", "Restore", "RestoreV2", "RestoreSlice",
-    "ReaderReadV2", "Stack", "StackV2", "StackPushV2", "StackPopV2", "VariableV2", "Variable",
+    "Assert", "Print", "PrintV2", "CheckNumerics", "NoOp", "Save", "SaveV2", "Restore",
+    "RestoreV2", "RestoreSlice", "ReaderReadV2", "Stack", "StackV2", "StackPushV2", "StackPopV2",
     "TensorArrayV3", "IdentityN",
-} | FRAME_OPS | PLACEHOLDERS | CONST_OPS)
+} | control_flow_names() | ops_with("variable") | PLACEHOLDERS | CONST_OPS)
 _SHAPE_OPS = frozenset({"Shape", "Size", "Rank", "ShapeN"})
 
 
@@ -94,8 +97,6 @@ def foldable(ctx, node):
 
 def evaluate(node, inputs):
     """Run the node's CPU kernel on numpy inputs -> list of arrays (cast to output dtypes)."""
-    from tfg.kernels.context import KernelContext
-    from tfg.kernels.registry import get_kernel
     kd = get_kernel(node.op, "CPU", node.name)
     if kd.needs_step or kd.ref_inputs:
         raise _NotFoldable
@@ -127,7 +128,6 @@ def output_nbytes(node, inputs):
         >>> output_nbytes(fill, [np.array([1 << 14, 1 << 13], np.int32), np.float32(1)])
         536870912                            # a Fill of [16384, 8192] float32: never evaluated
     """
-    from tfg.graphdef.infer import infer_node
     try:
         outs = infer_node(node, [_const_info(v) for v in inputs])
     except Exception:  # noqa: BLE001 - inference is best effort: None means "not known"
@@ -151,8 +151,6 @@ def output_nbytes(node, inputs):
 def _const_info(value):
     """The TensorInfo shape inference gives a Const holding `value` (values of small tensors
     only, as tfg.graphdef.infer keeps them)."""
-    from tfg.graphdef.infer import TensorInfo
-    from tfg.schemas.ops.value_fns import MAX_ELEMENTS
     value = np.asarray(value)
     dtype = DType.from_numpy(value.dtype)
     if value.dtype == object or value.size > MAX_ELEMENTS or value.ndim > 8:

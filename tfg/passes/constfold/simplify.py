@@ -15,8 +15,8 @@ own control inputs; a bypassed non-constant tensor becomes a `^` dependency.
 import numpy as np
 
 from tfg.graphdef.names import TensorRef, input_string
-from tfg.passes.constfold.shapes import broadcast_shapes, broadcasts_into
 from tfg.passes.rewrite import Pat
+from tfg.passes.shapes import broadcast_shapes, broadcasts_into
 from tfg.schemas.dtypes import DType
 
 _ADD = ("Add", "AddV2")

@@ -13,10 +13,10 @@ import numpy as np
 from tfg.graphdef.names import TensorRef, input_string
 from tfg.passes.rewrite import SWITCH_OPS
 from tfg.schemas.dtypes import DType
+from tfg.schemas.ops import control_flow_names
 
-_MERGES = frozenset({"Merge", "RefMerge"})
-_LOOP_OPS = frozenset({"Enter", "RefEnter", "Exit", "RefExit", "NextIteration",
-                       "RefNextIteration", "LoopCond"})
+_MERGES = control_flow_names("merge")
+_LOOP_OPS = control_flow_names("enter", "exit", "next_iteration", "loop_cond")
 
 
 def fold_constant_switches(ctx):

@@ -5,6 +5,7 @@ give dense gradients through UnsortedSegmentSum instead of IndexedSlices).
     Before: y = Transpose(x, perm)      After: Transpose(g, InvertPermutation(perm))
     Before: y = ConcatV2(a, b, axis)    After: Slice(g, ConcatOffset(axis, ShapeN(a, b)), ...)
 """
+from tfg.errors import UnknownOpError
 from tfg.passes.grad.registry import error_gradient, gradient, no_gradient
 from tfg.schemas.dtypes import DType
 
@@ -185,8 +186,6 @@ def _gather(b, op, grads, axis_value, batch_dims=0):
 
 
 def _unsupported(op, what):
-    from tfg.errors import UnknownOpError
-
     return UnknownOpError(f"the gradient of {op.type} (node {op.name!r}) with {what} is not "
                           "supported")
 

@@ -25,12 +25,13 @@ import warnings
 
 from tfg.errors import GraphValidationError, TfgError, TfgInputError
 from tfg.graphdef import frames
+from tfg.graphdef.infer import infer
 from tfg.graphdef.names import parse_input, parse_tensor
 from tfg.graphdef.validate import validate
-from tfg.passes.grad.emitter import (
-    EXIT_OPS, Ctx, NodeFactory, OpView, Scope, canon, node_of)
+from tfg.passes.grad.emitter import Ctx, EXIT_OPS, NodeFactory, OpView, Scope, canon, node_of
 from tfg.passes.grad.loops import GradLoopState, loop_var_zeros
 from tfg.passes.grad.registry import get_gradient
+from tfg.passes.grad.training import add_training
 from tfg.schemas.dtypes import DType
 
 
@@ -111,8 +112,6 @@ class Builder(NodeFactory):
         """t's shape from shape inference of the forward graph (None dims unknown), or None."""
         if self._infer is None:
             try:
-                from tfg.graphdef.infer import infer
-
                 self._infer = infer(self.forward)
             except Exception:  # inference is an optimization only
                 self._infer = {}
@@ -196,8 +195,6 @@ def grad(graph, ys, xs, grad_ys=None, prefix="grad", warn=None, optimizer=None):
     _expose(b, x_refs, out_names, warn)
     _prune(g, graph, out_names)
     if optimizer:
-        from tfg.passes.grad.training import add_training
-
         add_training(g, x_refs, out_names, optimizer, b.scope)
     return g
 

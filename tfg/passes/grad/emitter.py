@@ -17,10 +17,10 @@ TensorFlow's `_MaybeAddControlDependency` does.
 from tfg.errors import GraphValidationError
 from tfg.graphdef.names import CONTROL, input_string, parse_input
 from tfg.schemas.dtypes import DType
-from tfg.schemas.ops import get_op, has_op, signature
+from tfg.schemas.ops import control_flow_names, get_op, has_op, signature
 
-ENTER_OPS = frozenset({"Enter", "RefEnter"})
-EXIT_OPS = frozenset({"Exit", "RefExit"})
+ENTER_OPS = control_flow_names("enter")
+EXIT_OPS = control_flow_names("exit")
 _IDENTITY_LIKE = frozenset({"Identity", "RefIdentity", "Switch", "RefSwitch"})
 
 

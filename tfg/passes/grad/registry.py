@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 from tfg.errors import TfgInputError, UnknownOpError
+from tfg.schemas.dtypes import DType
 
 
 @dataclass(frozen=True)
@@ -171,7 +172,6 @@ def _reduce_static(b, grad, shape, axes, reshape):
     """Sum grad over the constant `axes` (and Reshape it to `shape` when asked)."""
     if grad is None or not axes:
         return grad
-    from tfg.schemas.dtypes import DType
 
     summed = b.op("Sum", [grad, b.const(axes, DType.INT32, name="axes")], {"keep_dims": False})
     if not reshape:

@@ -11,9 +11,11 @@ loop's skeleton together and add control loops for frames that span devices
 satisfies the partitioned-graph invariant: every node has a full device name and every data or
 control edge stays on one device. Partitioning a partitioned graph changes nothing.
 """
+from tfg.errors import GraphValidationError
 from tfg.graphdef.frames import analyze
 from tfg.graphdef.graph import Graph
 from tfg.graphdef.names import DeviceSpec
+from tfg.passes.collective import has_collectives, lower_collectives
 from tfg.passes.partition.control_flow import (  # noqa: F401
     add_control_loops, normalize_control_flow_devices)
 from tfg.passes.partition.split import split_edges
@@ -30,7 +32,6 @@ def partition(graph, devices=None, cost_model=None, soft=True, cluster=None,
     Before: a:0 (CPU:0) -> b (CPU:1).
     After:  a -> a/_1 (_Send, CPU:0);  a/_2 (_Recv, CPU:1) -> b.
     """
-    from tfg.passes.collective import has_collectives, lower_collectives
 
     if has_collectives(graph):  # TensorFlow's collective ops become trees of ordinary ops
         graph = lower_collectives(graph)
@@ -68,7 +69,6 @@ def split_by_device(graph):
     Before: one GraphDef with nodes on CPU:0 and CPU:1.  After: {'/job:.../CPU:0': Graph,
     '/job:.../CPU:1': Graph}; a node whose input is on another device is an input error.
     """
-    from tfg.errors import GraphValidationError
 
     empty = Graph()
     empty.versions.CopyFrom(graph.versions)

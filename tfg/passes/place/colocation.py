@@ -20,13 +20,12 @@ import sys
 
 from tfg.errors import TfgInputError
 from tfg.graphdef.names import DeviceSpec
+from tfg.kernels import has_kernel
 from tfg.schemas.dtypes import DType
+from tfg.schemas.ops import control_flow_names, get_op, has_op, signature
 
 # Ops the executor runs itself on any device: control flow, communication, no-ops.
-EXECUTOR_OPS = frozenset({
-    "Switch", "RefSwitch", "Merge", "RefMerge", "Enter", "RefEnter", "Exit", "RefExit",
-    "NextIteration", "RefNextIteration", "LoopCond", "ControlTrigger", "_Send", "_Recv",
-    "_HostSend", "_HostRecv"})
+EXECUTOR_OPS = control_flow_names()
 _JOB_FIELDS = ("job", "replica", "task")
 _TYPE_FIELDS = ("device_type", "device_index")
 
@@ -109,8 +108,6 @@ def colocation_names(node):
 def ref_or_resource_inputs(graph, node):
     """Indices of data inputs that carry a reference or a resource handle into `node`."""
     try:
-        from tfg.schemas.ops import has_op, signature
-
         if not has_op(node.op):
             return []
         expected = signature.input_dtypes(node)
@@ -121,8 +118,6 @@ def ref_or_resource_inputs(graph, node):
 
 def feasible_types(node, device_types):
     """Device types among `device_types` that can run `node`'s op."""
-    from tfg.kernels import has_kernel
-    from tfg.schemas.ops import get_op, has_op
 
     if node.op in EXECUTOR_OPS or (has_op(node.op) and get_op(node.op).control_flow):
         return set(device_types)

@@ -16,16 +16,15 @@ Size and Rank go with their input; Switch and Exit with their data input; Enter 
 NextIteration with their first consumer (so one loop frame's skeleton stays on one device).
 """
 from tfg.graphdef.names import CONTROL
+from tfg.schemas.ops import control_flow_names, signature
 
 SHAPE_OPS = frozenset({"Shape", "Size", "Rank", "ShapeN"})
-FOLLOW_INPUT_OPS = frozenset({"Switch", "RefSwitch", "Exit", "RefExit"})
-FOLLOW_CONSUMER_OPS = frozenset({"Enter", "RefEnter", "NextIteration", "RefNextIteration"})
+FOLLOW_INPUT_OPS = control_flow_names("switch", "exit")
+FOLLOW_CONSUMER_OPS = control_flow_names("enter", "next_iteration")
 
 
 def _num_outputs(node):
     try:
-        from tfg.schemas.ops import signature
-
         return signature.num_outputs(node)
     except Exception:  # an op without a signature: treat as one output
         return 1
@@ -37,8 +36,6 @@ def _is_generator(node):
 
 def _ref_output(node):
     try:
-        from tfg.schemas.ops import signature
-
         return any(dt.is_ref for dt in signature.output_dtypes(node))
     except Exception:
         return False

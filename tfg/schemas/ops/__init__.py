@@ -1,12 +1,16 @@
 """Op signatures for every op tfg understands, one module per op family.
 
-Importing this package registers them all; look one up with `get_op(name)`.
+Importing this package registers them all; look one up with `get_op(name)`, and ask which ops
+have a trait with `ops_with(trait)` (see registry.TRAITS).
 
     >>> get_op("MatMul").attrs["transpose_a"].default
     False
+    >>> get_op("MatMul").has("blas"), "Relu" in ops_with("layout_agnostic")
+    (True, True)
 """
 from tfg.schemas.ops.registry import (  # noqa: F401
-    NO_DEFAULT, ArgDef, AttrDef, OpSignature, all_ops, alias, get_op, has_op, op)
+    NO_DEFAULT, TRAITS, ArgDef, AttrDef, OpSignature, all_ops, alias, control_flow_names, get_op,
+    has_op, has_trait, op, ops_with)
 from tfg.schemas.ops import (  # noqa: F401  (each module registers its family)
     array_ops, comm_ops, control_flow_ops, list_ops, math_ops, nn_ops, random_ops, reduction_ops,
     sequence_ops, state_ops, tensor_array_ops, training_ops)

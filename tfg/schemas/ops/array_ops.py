@@ -5,6 +5,7 @@ identities, reshaping, joining/splitting, slicing, gathering, padding and fillin
     'N'
 """
 from tfg.schemas.ops.array_shapes import (
+    bitcast,
     broadcast_args, broadcast_gradient_args, concat_offset, concat_v1, concat_v2, const_shape,
     dynamic_stitch, ensure_shape, expand_dims, gather, gather_nd, gather_v2, list_diff, one_hot,
     pack, pad, placeholder_with_default, range_shape, reshape, shape_n, shape_of, slice_shape,
@@ -17,43 +18,61 @@ from tfg.schemas.ops.shape_fns import (
 op("Const",
    outputs=["output: dtype"],
    attrs=["value: tensor", "dtype: type"],
-   shape_fn=const_shape)
+   shape_fn=const_shape,
+   traits=["cheap"])
 op("Placeholder",
    outputs=["output: dtype"],
    attrs=["dtype: type", "shape: shape = unknown"],
-   shape_fn=from_shape_attr())
+   shape_fn=from_shape_attr(),
+   traits=["placeholder"])
+op("PlaceholderV2",
+   outputs=["output: dtype"],
+   attrs=["dtype: type", "shape: shape"],
+   shape_fn=from_shape_attr(),
+   traits=["placeholder"])
 op("PlaceholderWithDefault",
    inputs=["input: dtype"],
    outputs=["output: dtype"],
    attrs=["dtype: type", "shape: shape"],
-   shape_fn=placeholder_with_default)
+   shape_fn=placeholder_with_default,
+   traits=["placeholder"])
 
 # --- identities
 op("Identity",
    inputs=["input: T"],
    outputs=["output: T"],
    attrs=["T: type"],
+   shape_fn=unchanged,
+   traits=["cheap", "layout_agnostic"])
+op("RefIdentity",
+   inputs=["input: Ref(T)"],
+   outputs=["output: Ref(T)"],
+   attrs=["T: type"],
    shape_fn=unchanged)
 op("IdentityN",
    inputs=["input: T"],
    outputs=["output: T"],
    attrs=["T: list(type) >= 1"],
-   shape_fn=unchanged_all)
+   shape_fn=unchanged_all,
+   traits=["cheap"])
 op("Snapshot",
    inputs=["input: T"],
    outputs=["output: T"],
    attrs=["T: type"],
-   shape_fn=unchanged)
+   shape_fn=unchanged,
+   traits=["cheap"])
 op("StopGradient",
    inputs=["input: T"],
    outputs=["output: T"],
    attrs=["T: type"],
-   shape_fn=unchanged)
+   shape_fn=unchanged,
+   traits=["cheap"])
 op("PreventGradient",
    inputs=["input: T"],
    outputs=["output: T"],
    attrs=["T: type", "message: string = ''"],
-   shape_fn=unchanged)
+   shape_fn=unchanged,
+   traits=["cheap"])
 op("CheckNumerics",
    inputs=["tensor: T"],
    outputs=["output: T"],
@@ -70,39 +89,54 @@ op("Shape",
    inputs=["input: T"],
    outputs=["output: out_type"],
    attrs=["T: type", "out_type: {int32, int64} = DT_INT32"],
-   shape_fn=shape_of)
+   shape_fn=shape_of,
+   traits=["cheap"])
 op("ShapeN",
    inputs=["input: N * T"],
    outputs=["output: N * out_type"],
    attrs=["N: int >= 1", "T: type", "out_type: {int32, int64} = DT_INT32"],
-   shape_fn=shape_n)
+   shape_fn=shape_n,
+   traits=["cheap"])
 op("Size",
    inputs=["input: T"],
    outputs=["output: out_type"],
    attrs=["T: type", "out_type: {int32, int64} = DT_INT32"],
-   shape_fn=scalar)
+   shape_fn=scalar,
+   traits=["cheap"])
 op("Rank",
    inputs=["input: T"],
    outputs=["output: int32"],
    attrs=["T: type"],
-   shape_fn=scalar)
+   shape_fn=scalar,
+   traits=["cheap"])
 
 # --- reshaping
+op("Bitcast",
+   inputs=["input: T"],
+   outputs=["output: type"],
+   attrs=["T: {bfloat16, half, float, double, int64, int32, uint8, uint16, uint32, uint64, "
+          "int8, int16, complex64, complex128, qint8, quint8, qint16, quint16, qint32}",
+          "type: {bfloat16, half, float, double, int64, int32, uint8, uint16, uint32, uint64, "
+          "int8, int16, complex64, complex128, qint8, quint8, qint16, quint16, qint32}"],
+   shape_fn=bitcast)
 op("Reshape",
    inputs=["tensor: T", "shape: Tshape"],
    outputs=["output: T"],
    attrs=["T: type", "Tshape: {int32, int64} = DT_INT32"],
-   shape_fn=reshape)
+   shape_fn=reshape,
+   traits=["cheap"])
 op("Squeeze",
    inputs=["input: T"],
    outputs=["output: T"],
    attrs=["T: type", "squeeze_dims: list(int) >= 0 = []"],
-   shape_fn=squeeze)
+   shape_fn=squeeze,
+   traits=["cheap"])
 op("ExpandDims",
    inputs=["input: T", "dim: Tdim"],
    outputs=["output: T"],
    attrs=["T: type", "Tdim: {int32, int64} = DT_INT32"],
-   shape_fn=expand_dims)
+   shape_fn=expand_dims,
+   traits=["cheap"])
 op("Transpose",
    inputs=["x: T", "perm: Tperm"],
    outputs=["y: T"],
@@ -176,13 +210,15 @@ op("Slice",
    inputs=["input: T", "begin: Index", "size: Index"],
    outputs=["output: T"],
    attrs=["T: type", "Index: {int32, int64}"],
-   shape_fn=slice_shape)
+   shape_fn=slice_shape,
+   traits=["cheap"])
 op("StridedSlice",
    inputs=["input: T", "begin: Index", "end: Index", "strides: Index"],
    outputs=["output: T"],
    attrs=["T: type", "Index: {int16, int32, int64}", "begin_mask: int = 0", "end_mask: int = 0",
           "ellipsis_mask: int = 0", "new_axis_mask: int = 0", "shrink_axis_mask: int = 0"],
-   shape_fn=strided_slice)
+   shape_fn=strided_slice,
+   traits=["cheap"])
 op("StridedSliceGrad",
    inputs=["shape: Index", "begin: Index", "end: Index", "strides: Index", "dy: T"],
    outputs=["output: T"],
@@ -194,12 +230,14 @@ op("GatherV2",
    outputs=["output: Tparams"],
    attrs=["batch_dims: int = 0", "Tparams: type", "Tindices: {int16, int32, int64}",
           "Taxis: {int32, int64}"],
-   shape_fn=gather_v2)
+   shape_fn=gather_v2,
+   traits=["cheap"])
 op("Gather",
    inputs=["params: Tparams", "indices: Tindices"],
    outputs=["output: Tparams"],
    attrs=["validate_indices: bool = true", "Tparams: type", "Tindices: {int32, int64}"],
-   shape_fn=gather)
+   shape_fn=gather,
+   traits=["cheap"])
 op("GatherNd",
    inputs=["params: Tparams", "indices: Tindices"],
    outputs=["output: Tparams"],

@@ -5,7 +5,7 @@
 """
 import numpy as np
 
-from tfg.graphdef.tensors import shape_from_proto
+from tfg.schemas.tensors import shape_from_proto
 from tfg.schemas.ops.shape_fns import (
     ShapeError, broadcast, canonical_axis, fmt, merge, merge_dim, num_elements, rank,
     with_rank, with_rank_at_least)
@@ -17,6 +17,21 @@ def const_shape(ctx):
     if "value" not in attr or not attr["value"].HasField("tensor"):
         raise ShapeError("Const has no tensor value")
     return [shape_from_proto(attr["value"].tensor.tensor_shape)]
+
+
+def bitcast(ctx):
+    """Same bytes, another dtype: a wider type eats the last dim, a narrower one adds one."""
+    s = ctx.shape(0)
+    into, out = np.dtype(ctx.attr("T").np).itemsize, np.dtype(ctx.attr("type").np).itemsize
+    if s is None or into == out:
+        return [s]
+    if into > out:
+        return [tuple(s) + (into // out,)]
+    if not s:
+        raise ShapeError(f"cannot bitcast a scalar of {into} bytes to a {out}-byte type")
+    if s[-1] is not None and s[-1] != out // into:
+        raise ShapeError(f"cannot bitcast: the last dimension must be {out // into}, got {s[-1]}")
+    return [tuple(s[:-1])]
 
 
 def placeholder_with_default(ctx):

@@ -4,8 +4,8 @@
     >>> get_op("_Recv").outputs[0].type_attr
     'tensor_type'
 
-The executor implements them itself (they run even when their input is dead), hence
-control_flow=True.
+The executor implements them itself (they run even when their input is dead), hence their
+control_flow kinds "send" and "recv".
 """
 from tfg.schemas.ops.registry import op
 from tfg.schemas.ops.shape_fns import no_outputs, unknown
@@ -13,21 +13,21 @@ op("_Send",
    inputs=["tensor: T"],
    attrs=["T: type", "tensor_name: string", "send_device: string", "send_device_incarnation: int",
           "recv_device: string", "client_terminated: bool = false"],
-   stateful=True, control_flow=True, shape_fn=no_outputs)
+   stateful=True, control_flow="send", shape_fn=no_outputs)
 op("_Recv",
    outputs=["tensor: tensor_type"],
    attrs=["tensor_type: type", "tensor_name: string", "send_device: string",
           "send_device_incarnation: int", "recv_device: string",
           "client_terminated: bool = false"],
-   stateful=True, control_flow=True, shape_fn=unknown)
+   stateful=True, control_flow="recv", shape_fn=unknown)
 op("_HostSend",
    inputs=["tensor: T"],
    attrs=["T: type", "tensor_name: string", "send_device: string", "send_device_incarnation: int",
           "recv_device: string", "client_terminated: bool = false"],
-   stateful=True, control_flow=True, shape_fn=no_outputs)
+   stateful=True, control_flow="send", shape_fn=no_outputs)
 op("_HostRecv",
    outputs=["tensor: tensor_type"],
    attrs=["tensor_type: type", "tensor_name: string", "send_device: string",
           "send_device_incarnation: int", "recv_device: string",
           "client_terminated: bool = false"],
-   stateful=True, control_flow=True, shape_fn=unknown)
+   stateful=True, control_flow="recv", shape_fn=unknown)

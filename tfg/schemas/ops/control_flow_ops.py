@@ -2,9 +2,10 @@
 the function-body `_Arg`/`_Retval` ops.
 
     >>> get_op("Merge").control_flow, [a.name for a in get_op("Merge").outputs]
-    (True, ['output', 'value_index'])
+    ('merge', ['output', 'value_index'])
 
-The executor implements the control_flow=True ops itself (dead values, frames, iterations).
+The executor implements the ops with a `control_flow` kind itself (dead values, frames,
+iterations).
 """
 from tfg.schemas.ops.registry import op
 from tfg.schemas.ops.shape_fns import ShapeError, no_outputs, relax, unchanged, unknown
@@ -39,60 +40,60 @@ op("Switch",
    inputs=["data: T", "pred: bool"],
    outputs=["output_false: T", "output_true: T"],
    attrs=["T: type"],
-   control_flow=True, shape_fn=switch)
+   control_flow="switch", shape_fn=switch)
 op("RefSwitch",
    inputs=["data: Ref(T)", "pred: bool"],
    outputs=["output_false: Ref(T)", "output_true: Ref(T)"],
    attrs=["T: type"],
-   control_flow=True, shape_fn=switch)
+   control_flow="switch", shape_fn=switch)
 op("Merge",
    inputs=["inputs: N * T"],
    outputs=["output: T", "value_index: int32"],
    attrs=["T: type", "N: int >= 1"],
-   control_flow=True, shape_fn=merge_shape)
+   control_flow="merge", shape_fn=merge_shape)
 op("RefMerge",
    inputs=["inputs: Ref(N * T)"],
    outputs=["output: Ref(T)", "value_index: int32"],
    attrs=["T: type", "N: int >= 1"],
-   control_flow=True, shape_fn=merge_shape)
+   control_flow="merge", shape_fn=merge_shape)
 op("Enter",
    inputs=["data: T"],
    outputs=["output: T"],
    attrs=["T: type", "frame_name: string", "is_constant: bool = false",
           "parallel_iterations: int = 10"],
-   control_flow=True, shape_fn=unchanged)
+   control_flow="enter", shape_fn=unchanged)
 op("RefEnter",
    inputs=["data: Ref(T)"],
    outputs=["output: Ref(T)"],
    attrs=["T: type", "frame_name: string", "is_constant: bool = false",
           "parallel_iterations: int = 10"],
-   control_flow=True, shape_fn=unchanged)
+   control_flow="enter", shape_fn=unchanged)
 op("Exit",
    inputs=["data: T"],
    outputs=["output: T"],
    attrs=["T: type"],
-   control_flow=True, shape_fn=unchanged)
+   control_flow="exit", shape_fn=unchanged)
 op("RefExit",
    inputs=["data: Ref(T)"],
    outputs=["output: Ref(T)"],
    attrs=["T: type"],
-   control_flow=True, shape_fn=unchanged)
+   control_flow="exit", shape_fn=unchanged)
 op("NextIteration",
    inputs=["data: T"],
    outputs=["output: T"],
    attrs=["T: type"],
-   control_flow=True, shape_fn=unchanged)
+   control_flow="next_iteration", shape_fn=unchanged)
 op("RefNextIteration",
    inputs=["data: Ref(T)"],
    outputs=["output: Ref(T)"],
    attrs=["T: type"],
-   control_flow=True, shape_fn=unchanged)
+   control_flow="next_iteration", shape_fn=unchanged)
 op("LoopCond",
    inputs=["input: bool"],
    outputs=["output: bool"],
-   control_flow=True, shape_fn=loop_cond)
+   control_flow="loop_cond", shape_fn=loop_cond)
 op("ControlTrigger",
-   control_flow=True, shape_fn=no_outputs)
+   control_flow="control_trigger", shape_fn=no_outputs)
 
 # --- ordering, checks and aborts
 op("NoOp",

@@ -6,7 +6,7 @@ registers them, so a remapped graph loads in TensorFlow and tfg alike.
     _FusedBatchNormEx(x, scale, offset, mean, variance)   activation_mode="Relu"
 """
 from tfg.schemas.ops.nn_shapes import conv2d, depthwise_conv2d, fused_batch_norm
-from tfg.schemas.ops.reduction_ops import matmul
+from tfg.schemas.ops.math_ops import matmul
 from tfg.schemas.ops.registry import op
 
 _FUSED_ATTRS = ["fused_ops: list(string) = []", "epsilon: float = 0.0001",
@@ -22,7 +22,8 @@ op("_FusedConv2D",
           "filter_format: {'HWIO', 'OIHW', 'OIHW_VECT_I'} = 'HWIO'",
           "dilations: list(int) = [1, 1, 1, 1]", "use_cudnn_on_gpu: bool = true"]
    + _FUSED_ATTRS,
-   shape_fn=conv2d)
+   shape_fn=conv2d,
+   traits=["blas", "fresh_output"])
 
 op("_FusedDepthwiseConv2dNative",
    inputs=["input: T", "filter: T", "args: num_args * T"],
@@ -31,14 +32,16 @@ op("_FusedDepthwiseConv2dNative",
           "padding: {'SAME', 'VALID', 'EXPLICIT'}", "explicit_paddings: list(int) = []",
           "data_format: {'NHWC', 'NCHW'} = 'NHWC'", "dilations: list(int) = [1, 1, 1, 1]"]
    + _FUSED_ATTRS,
-   shape_fn=depthwise_conv2d)
+   shape_fn=depthwise_conv2d,
+   traits=["fresh_output"])
 
 op("_FusedMatMul",
    inputs=["a: T", "b: T", "args: num_args * T"],
    outputs=["product: T"],
    attrs=["transpose_a: bool = false", "transpose_b: bool = false",
           "T: {bfloat16, half, float}", "num_args: int >= 0"] + _FUSED_ATTRS,
-   shape_fn=matmul)
+   shape_fn=matmul,
+   traits=["blas", "fresh_output"])
 
 op("_FusedBatchNormEx",
    inputs=["x: T", "scale: U", "offset: U", "mean: U", "variance: U",

@@ -15,12 +15,14 @@ op("BiasAdd",
    inputs=["value: T", "bias: T"],
    outputs=["output: T"],
    attrs=["T: numbertype", "data_format: {'NHWC', 'NCHW'} = 'NHWC'"],
-   shape_fn=bias_add)
+   shape_fn=bias_add,
+   traits=["fresh_output"])
 op("BiasAddV1",
    inputs=["value: T", "bias: T"],
    outputs=["output: T"],
    attrs=["T: numbertype"],
-   shape_fn=bias_add)
+   shape_fn=bias_add,
+   traits=["fresh_output"])
 op("BiasAddGrad",
    inputs=["out_backprop: T"],
    outputs=["output: T"],
@@ -35,7 +37,8 @@ op("Conv2D",
           "use_cudnn_on_gpu: bool = true", "padding: {'SAME', 'VALID', 'EXPLICIT'}",
           "explicit_paddings: list(int) = []", "data_format: {'NHWC', 'NCHW'} = 'NHWC'",
           "dilations: list(int) = [1, 1, 1, 1]"],
-   shape_fn=conv2d)
+   shape_fn=conv2d,
+   traits=["blas", "fresh_output"])
 op("Conv2DBackpropInput",
    inputs=["input_sizes: int32", "filter: T", "out_backprop: T"],
    outputs=["output: T"],
@@ -43,35 +46,40 @@ op("Conv2DBackpropInput",
           "use_cudnn_on_gpu: bool = true", "padding: {'SAME', 'VALID', 'EXPLICIT'}",
           "explicit_paddings: list(int) = []", "data_format: {'NHWC', 'NCHW'} = 'NHWC'",
           "dilations: list(int) = [1, 1, 1, 1]"],
-   shape_fn=conv2d_backprop_input)
+   shape_fn=conv2d_backprop_input,
+   traits=["blas"])
 op("Conv2DBackpropFilter",
    inputs=["input: T", "filter_sizes: int32", "out_backprop: T"],
    outputs=["output: T"],
    attrs=["T: floattype", "strides: list(int)", "use_cudnn_on_gpu: bool = true",
           "padding: {'SAME', 'VALID', 'EXPLICIT'}", "explicit_paddings: list(int) = []",
           "data_format: {'NHWC', 'NCHW'} = 'NHWC'", "dilations: list(int) = [1, 1, 1, 1]"],
-   shape_fn=from_shape_input(1))
+   shape_fn=from_shape_input(1),
+   traits=["blas"])
 op("DepthwiseConv2dNative",
    inputs=["input: T", "filter: T"],
    outputs=["output: T"],
    attrs=["T: floattype", "strides: list(int)", "padding: {'SAME', 'VALID', 'EXPLICIT'}",
           "explicit_paddings: list(int) = []", "data_format: {'NHWC', 'NCHW'} = 'NHWC'",
           "dilations: list(int) = [1, 1, 1, 1]"],
-   shape_fn=depthwise_conv2d)
+   shape_fn=depthwise_conv2d,
+   traits=["blas", "fresh_output"])
 op("DepthwiseConv2dNativeBackpropInput",
    inputs=["input_sizes: int32", "filter: T", "out_backprop: T"],
    outputs=["output: T"],
    attrs=["T: {half, bfloat16, float, double}", "strides: list(int)",
           "padding: {'SAME', 'VALID', 'EXPLICIT'}", "explicit_paddings: list(int) = []",
           "data_format: {'NHWC', 'NCHW'} = 'NHWC'", "dilations: list(int) = [1, 1, 1, 1]"],
-   shape_fn=from_shape_input(0))
+   shape_fn=from_shape_input(0),
+   traits=["blas"])
 op("DepthwiseConv2dNativeBackpropFilter",
    inputs=["input: T", "filter_sizes: int32", "out_backprop: T"],
    outputs=["output: T"],
    attrs=["T: {half, bfloat16, float, double}", "strides: list(int)",
           "padding: {'SAME', 'VALID', 'EXPLICIT'}", "explicit_paddings: list(int) = []",
           "data_format: {'NHWC', 'NCHW'} = 'NHWC'", "dilations: list(int) = [1, 1, 1, 1]"],
-   shape_fn=from_shape_input(1))
+   shape_fn=from_shape_input(1),
+   traits=["blas"])
 
 # --- pooling
 op("MaxPool",
@@ -81,7 +89,8 @@ op("MaxPool",
           "DT_FLOAT", "ksize: list(int) >= 4", "strides: list(int) >= 4",
           "padding: {'SAME', 'VALID', 'EXPLICIT'}", "explicit_paddings: list(int) = []",
           "data_format: {'NHWC', 'NCHW', 'NCHW_VECT_C'} = 'NHWC'"],
-   shape_fn=pool)
+   shape_fn=pool,
+   traits=["fresh_output"])
 op("MaxPoolV2",
    inputs=["input: T", "ksize: int32", "strides: int32"],
    outputs=["output: T"],
@@ -96,12 +105,19 @@ op("MaxPoolGrad",
           "padding: {'SAME', 'VALID', 'EXPLICIT'}", "explicit_paddings: list(int) = []",
           "data_format: {'NHWC', 'NCHW'} = 'NHWC'", "T: realnumbertype = DT_FLOAT"],
    shape_fn=unchanged)
+op("MaxPoolGradV2",
+   inputs=["orig_input: T", "orig_output: T", "grad: T", "ksize: int32", "strides: int32"],
+   outputs=["output: T"],
+   attrs=["padding: {'SAME', 'VALID'}", "data_format: {'NHWC', 'NCHW'} = 'NHWC'",
+          "T: realnumbertype = DT_FLOAT"],
+   shape_fn=unchanged)
 op("AvgPool",
    inputs=["value: T"],
    outputs=["output: T"],
    attrs=["ksize: list(int) >= 4", "strides: list(int) >= 4", "padding: {'SAME', 'VALID'}",
           "data_format: {'NHWC', 'NCHW'} = 'NHWC'", "T: floattype"],
-   shape_fn=pool)
+   shape_fn=pool,
+   traits=["fresh_output"])
 op("AvgPoolGrad",
    inputs=["orig_input_shape: int32", "grad: T"],
    outputs=["output: T"],
@@ -140,6 +156,13 @@ op("FusedBatchNormGrad",
    attrs=["T: {float}", "epsilon: float = 0.0001", "data_format: {'NHWC', 'NCHW'} = 'NHWC'",
           "is_training: bool = true"],
    shape_fn=fused_batch_norm_grad)
+op("FusedBatchNormGradV2",
+   inputs=["y_backprop: T", "x: T", "scale: float", "reserve_space_1: U", "reserve_space_2: U"],
+   outputs=["x_backprop: T", "scale_backprop: U", "offset_backprop: U", "reserve_space_3: U",
+            "reserve_space_4: U"],
+   attrs=["T: {half, bfloat16, float}", "U: {float}", "epsilon: float = 0.0001",
+          "data_format: {'NHWC', 'NCHW'} = 'NHWC'", "is_training: bool = true"],
+   shape_fn=fused_batch_norm_grad)
 op("FusedBatchNormGradV3",
    inputs=["y_backprop: T", "x: T", "scale: float", "reserve_space_1: U", "reserve_space_2: U",
            "reserve_space_3: U"],
@@ -155,67 +178,86 @@ op("Relu",
    outputs=["activations: T"],
    attrs=["T: {float, double, int32, uint8, int16, int8, int64, bfloat16, uint16, half, uint32, "
           "uint64, qint8}"],
-   shape_fn=unchanged)
+   shape_fn=unchanged,
+   traits=["elementwise", "fresh_output", "layout_agnostic"])
 op("ReluGrad",
    inputs=["gradients: T", "features: T"],
    outputs=["backprops: T"],
    attrs=["T: realnumbertype"],
-   shape_fn=merge_inputs)
+   shape_fn=merge_inputs,
+   traits=["elementwise", "layout_agnostic"])
 op("Relu6",
    inputs=["features: T"],
    outputs=["activations: T"],
    attrs=["T: realnumbertype"],
-   shape_fn=unchanged)
+   shape_fn=unchanged,
+   traits=["elementwise", "fresh_output", "layout_agnostic"])
 op("Relu6Grad",
    inputs=["gradients: T", "features: T"],
    outputs=["backprops: T"],
    attrs=["T: realnumbertype"],
-   shape_fn=merge_inputs)
+   shape_fn=merge_inputs,
+   traits=["elementwise", "layout_agnostic"])
 op("Elu",
    inputs=["features: T"],
    outputs=["activations: T"],
    attrs=["T: floattype"],
-   shape_fn=unchanged)
+   shape_fn=unchanged,
+   traits=["elementwise", "layout_agnostic"])
 op("EluGrad",
    inputs=["gradients: T", "outputs: T"],
    outputs=["backprops: T"],
    attrs=["T: floattype"],
-   shape_fn=merge_inputs)
+   shape_fn=merge_inputs,
+   traits=["elementwise", "layout_agnostic"])
 op("Selu",
    inputs=["features: T"],
    outputs=["activations: T"],
    attrs=["T: floattype"],
-   shape_fn=unchanged)
+   shape_fn=unchanged,
+   traits=["elementwise", "layout_agnostic"])
 op("SeluGrad",
    inputs=["gradients: T", "outputs: T"],
    outputs=["backprops: T"],
    attrs=["T: floattype"],
-   shape_fn=merge_inputs)
+   shape_fn=merge_inputs,
+   traits=["elementwise"])
 op("LeakyRelu",
    inputs=["features: T"],
    outputs=["activations: T"],
    attrs=["alpha: float = 0.2", "T: floattype = DT_FLOAT"],
-   shape_fn=unchanged)
+   shape_fn=unchanged,
+   traits=["elementwise", "layout_agnostic"])
 op("LeakyReluGrad",
    inputs=["gradients: T", "features: T"],
    outputs=["backprops: T"],
    attrs=["alpha: float = 0.2", "T: floattype = DT_FLOAT"],
-   shape_fn=merge_inputs)
+   shape_fn=merge_inputs,
+   traits=["elementwise", "layout_agnostic"])
 op("Softplus",
    inputs=["features: T"],
    outputs=["activations: T"],
    attrs=["T: floattype"],
-   shape_fn=unchanged)
+   shape_fn=unchanged,
+   traits=["elementwise", "layout_agnostic"])
 op("SoftplusGrad",
    inputs=["gradients: T", "features: T"],
    outputs=["backprops: T"],
    attrs=["T: floattype"],
-   shape_fn=merge_inputs)
+   shape_fn=merge_inputs,
+   traits=["elementwise"])
 op("Softsign",
    inputs=["features: T"],
    outputs=["activations: T"],
    attrs=["T: floattype"],
-   shape_fn=unchanged)
+   shape_fn=unchanged,
+   traits=["elementwise"])
+op("SoftsignGrad",
+   inputs=["gradients: T", "features: T"],
+   outputs=["backprops: T"],
+   attrs=["T: floattype"],
+   shape_fn=merge_inputs,
+   traits=["elementwise"])
 op("Softmax",
    inputs=["logits: T"],
    outputs=["softmax: T"],

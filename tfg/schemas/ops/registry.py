@@ -1,12 +1,16 @@
-"""Op signatures: inputs/outputs with their type attrs, attrs with defaults, stateful flag, and a
-shape function, registered once per op in TensorFlow's REGISTER_OP notation.
+"""Op signatures: inputs/outputs with their type attrs, attrs with defaults, stateful flag, a
+shape function and the op's traits, registered once per op in TensorFlow's REGISTER_OP notation.
+This is the one home of every fact about an op: code elsewhere asks the registry
+(`ops_with("blas")`, `control_flow_names("enter")`) instead of keeping a table of op names.
 
     >>> op("MatMul", inputs=["a: T", "b: T"], outputs=["product: T"],
     ...    attrs=["transpose_a: bool = false", "transpose_b: bool = false",
     ...           "T: {half, float, double, int32, int64, complex64, complex128}"],
-    ...    shape_fn=matmul_shape)
+    ...    shape_fn=matmul_shape, traits=["blas", "fresh_output"])
     >>> get_op("MatMul").attrs["transpose_a"].default
     False
+    >>> "MatMul" in ops_with("blas"), sorted(control_flow_names("enter"))
+    (True, ['Enter', 'RefEnter'])
 
 Argument forms: `x: T` (type from attr T), `x: float` (fixed type), `x: N * T` (N tensors of
 type T), `x: Tlist` where Tlist is a `list(type)` attr, `ref: Ref(T)` for reference inputs.
@@ -20,6 +24,34 @@ from tfg.errors import UnknownOpError
 from tfg.schemas.dtypes import DType
 
 NO_DEFAULT = object()
+
+# What an op's traits mean; each names who asks.
+TRAITS = {
+    # Output i is computed from element i of each (broadcast) input, so the output has the
+    # broadcast shape of the inputs (memory limits, layout, cost model).
+    "elementwise": "each output element depends only on the matching input elements",
+    # The CPU kernel is one BLAS call, which already uses every core: the executor runs it on
+    # the scheduler thread instead of the pool.
+    "blas": "the kernel is a BLAS call that spreads over every core itself",
+    # Work does not grow with the input size (views, lookups, metadata): never worth a
+    # thread-pool hand-off, however large the input.
+    "cheap": "the kernel's work does not grow with its inputs",
+    # The kernel may wait for another step or thread (queues): never on the scheduler thread.
+    "blocking": "the kernel may wait for another step or thread",
+    # Output 0 of the CPU kernel is an array nothing else references, so a consumer may
+    # overwrite it in place.
+    "fresh_output": "output 0 is a new array that nothing else references",
+    # Commutes with a transpose of its 4-D data inputs (NHWC <-> NCHW layout rewrites).
+    "layout_agnostic": "the op commutes with a transpose of its data inputs",
+    # A value the user feeds: kept by every pass, never folded, listed as a graph input.
+    "placeholder": "a value the caller feeds",
+    # A variable that persists across steps and is saved in checkpoints.
+    "variable": "a variable that outlives the step (saved in checkpoints)",
+}
+
+# The primitive kinds the executor implements itself, for `control_flow=`.
+CONTROL_FLOW_KINDS = ("switch", "merge", "enter", "exit", "next_iteration", "loop_cond",
+                      "control_trigger", "send", "recv")
 
 _TYPE_ALIASES = {
     "float": DType.FLOAT, "double": DType.DOUBLE, "half": DType.HALF, "bfloat16": DType.BFLOAT16,
@@ -76,9 +108,15 @@ class OpSignature:
     shape_fn: Optional[Callable] = None
     is_commutative: bool = False
     is_aggregate: bool = False
-    # Control-flow and communication ops the executor implements itself.
-    control_flow: bool = False
+    # The kind (one of CONTROL_FLOW_KINDS) of a control-flow or communication op the executor
+    # implements itself; None for ordinary ops.
+    control_flow: Optional[str] = None
+    traits: frozenset = frozenset()
     extra: dict = field(default_factory=dict)
+
+    def has(self, trait):
+        """Whether the op has `trait` (a key of TRAITS)."""
+        return trait in self.traits
 
     @property
     def has_ref_inputs(self):
@@ -95,12 +133,19 @@ _OPS = {}
 
 
 def op(name, inputs=(), outputs=(), attrs=(), stateful=False, shape_fn=None,
-       is_commutative=False, is_aggregate=False, control_flow=False, **extra):
+       is_commutative=False, is_aggregate=False, control_flow=None, traits=(), **extra):
     """Register an op signature (see module docstring for the notation)."""
+    unknown = set(traits) - set(TRAITS)
+    if unknown:
+        raise ValueError(f"op {name}: unknown traits {sorted(unknown)} (known: {sorted(TRAITS)})")
+    if control_flow is not None and control_flow not in CONTROL_FLOW_KINDS:
+        raise ValueError(f"op {name}: control_flow {control_flow!r} is not one of "
+                         f"{CONTROL_FLOW_KINDS}")
     sig = OpSignature(
         name=name, inputs=[_parse_arg(a) for a in inputs], outputs=[_parse_arg(a) for a in outputs],
         attrs={}, stateful=stateful, shape_fn=shape_fn, is_commutative=is_commutative,
-        is_aggregate=is_aggregate, control_flow=control_flow, extra=extra)
+        is_aggregate=is_aggregate, control_flow=control_flow, traits=frozenset(traits),
+        extra=extra)
     for a in attrs:
         ad = _parse_attr(a)
         sig.attrs[ad.name] = ad
@@ -135,6 +180,32 @@ def get_op(name, node=None):
 
 def has_op(name):
     return name in _OPS
+
+
+def has_trait(name, trait):
+    """Whether op `name` is registered and has `trait`; False for unknown ops."""
+    sig = _OPS.get(name)
+    return sig is not None and trait in sig.traits
+
+
+def ops_with(trait):
+    """The names of the registered ops with `trait`.
+
+    Ask after `tfg.schemas.ops` is imported (importing it registers every op family).
+    """
+    if trait not in TRAITS:
+        raise ValueError(f"unknown trait {trait!r} (known: {sorted(TRAITS)})")
+    return frozenset(n for n, sig in _OPS.items() if trait in sig.traits)
+
+
+def control_flow_names(*kinds):
+    """The names of the registered ops of these control-flow kinds (e.g. Enter and RefEnter
+    for "enter"); with no kinds, every op the executor implements itself."""
+    bad = set(kinds) - set(CONTROL_FLOW_KINDS)
+    if bad:
+        raise ValueError(f"unknown control-flow kinds {sorted(bad)}")
+    return frozenset(n for n, sig in _OPS.items() if sig.control_flow is not None
+                     and (not kinds or sig.control_flow in kinds))
 
 
 def all_ops():

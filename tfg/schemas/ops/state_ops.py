@@ -45,11 +45,13 @@ def queue_dequeue_many(ctx):
 op("VariableV2",
    outputs=["ref: Ref(dtype)"],
    attrs=["shape: shape", "dtype: type", "container: string = ''", "shared_name: string = ''"],
-   stateful=True, shape_fn=from_shape_attr())
+   stateful=True, shape_fn=from_shape_attr(),
+   traits=["variable"])
 op("Variable",
    outputs=["ref: Ref(dtype)"],
    attrs=["shape: shape", "dtype: type", "container: string = ''", "shared_name: string = ''"],
-   stateful=True, shape_fn=from_shape_attr())
+   stateful=True, shape_fn=from_shape_attr(),
+   traits=["variable"])
 op("Assign",
    inputs=["ref: Ref(T)", "value: T"],
    outputs=["output_ref: Ref(T)"],
@@ -76,7 +78,8 @@ op("VarHandleOp",
    outputs=["resource: resource"],
    attrs=["container: string = ''", "shared_name: string = ''", "debug_name: string = ''",
           "dtype: type", "shape: shape", "allowed_devices: list(string) = []"],
-   stateful=True, shape_fn=scalar)
+   stateful=True, shape_fn=scalar,
+   traits=["variable"])
 op("ReadVariableOp",
    inputs=["resource: resource"],
    outputs=["value: dtype"],
@@ -113,12 +116,14 @@ op("StackPushV2",
    inputs=["handle: resource", "elem: T"],
    outputs=["output: T"],
    attrs=["T: type", "swap_memory: bool = false"],
-   stateful=True, shape_fn=stack_push)
+   stateful=True, shape_fn=stack_push,
+   traits=["cheap"])
 op("StackPopV2",
    inputs=["handle: resource"],
    outputs=["elem: elem_type"],
    attrs=["elem_type: type"],
-   stateful=True, shape_fn=unknown)
+   stateful=True, shape_fn=unknown,
+   traits=["cheap"])
 op("StackCloseV2",
    inputs=["handle: resource"],
    stateful=True, shape_fn=no_outputs)
@@ -138,25 +143,33 @@ op("RandomShuffleQueueV2",
 op("QueueEnqueueV2",
    inputs=["handle: resource", "components: Tcomponents"],
    attrs=["Tcomponents: list(type) >= 1", "timeout_ms: int = -1"],
-   stateful=True, shape_fn=no_outputs)
+   stateful=True, shape_fn=no_outputs,
+   traits=["blocking"])
 op("QueueEnqueueManyV2",
    inputs=["handle: resource", "components: Tcomponents"],
    attrs=["Tcomponents: list(type) >= 1", "timeout_ms: int = -1"],
-   stateful=True, shape_fn=no_outputs)
+   stateful=True, shape_fn=no_outputs,
+   traits=["blocking"])
 op("QueueDequeueV2",
    inputs=["handle: resource"],
    outputs=["components: component_types"],
    attrs=["component_types: list(type) >= 1", "timeout_ms: int = -1"],
-   stateful=True, shape_fn=queue_dequeue)
+   stateful=True, shape_fn=queue_dequeue,
+   traits=["blocking"])
 op("QueueDequeueManyV2",
    inputs=["handle: resource", "n: int32"],
    outputs=["components: component_types"],
    attrs=["component_types: list(type) >= 1", "timeout_ms: int = -1"],
-   stateful=True, shape_fn=queue_dequeue_many)
+   stateful=True, shape_fn=queue_dequeue_many,
+   traits=["blocking"])
 op("QueueCloseV2",
    inputs=["handle: resource"],
    attrs=["cancel_pending_enqueues: bool = false"],
    stateful=True, shape_fn=no_outputs)
+op("QueueIsClosedV2",
+   inputs=["handle: resource"],
+   outputs=["is_closed: bool"],
+   stateful=True, shape_fn=scalar)
 op("QueueSizeV2",
    inputs=["handle: resource"],
    outputs=["size: int32"],

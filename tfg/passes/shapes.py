@@ -1,9 +1,9 @@
 """Static shapes for the optimization passes: `{(node, port): shape tuple or None}`.
 
-Uses the project's shape inference (`tfg.graphdef.infer.infer`) when it is there and succeeds;
-otherwise a small forward propagation that knows Const, Placeholder/variable shape attrs,
-elementwise ops (with broadcasting) and a few shape-preserving ops, which is what the passes
-need to decide e.g. that `x * 1` has x's shape.
+Uses the project's shape inference (`tfg.graphdef.infer.infer`, the ops' shape functions);
+when inferring the whole graph raises, the same shape functions node by node, each failure
+leaving only that node's outputs unknown. The passes need this to decide e.g. that `x * 1`
+has x's shape.
 
     >>> static_shapes(g)[("x", 0)]       # x = Placeholder(shape=[2, 3])
     (2, 3)
@@ -11,24 +11,10 @@ need to decide e.g. that `x * 1` has x's shape.
 `LazyShapes(g)` gives the same answers tensor by tensor (what RewriteContext.shape uses): the
 passes ask about few tensors, and inferring a whole large graph cost as much as folding it.
 """
-import numpy as np
-
 from tfg.errors import TfgError
-from tfg.graphdef.infer import infer
-
-_SAME_SHAPE = frozenset({
-    "Identity", "Neg", "Abs", "Exp", "Log", "Sqrt", "Rsqrt", "Square", "Reciprocal", "Relu",
-    "Relu6", "Elu", "Selu", "LeakyRelu", "Sigmoid", "Tanh", "Softmax", "LogSoftmax", "Sin",
-    "Cos", "Floor", "Ceil", "Round", "Sign", "Log1p", "Expm1", "LogicalNot", "StopGradient",
-    "Cast", "OnesLike", "ZerosLike", "Softplus", "Erf", "CheckNumerics", "PreventGradient",
-    "BiasAdd", "Inv", "IsNan", "IsFinite", "Snapshot", "Rint",
-})
-_BINARY = frozenset({
-    "Add", "AddV2", "Sub", "Mul", "Div", "RealDiv", "FloorDiv", "FloorMod", "Maximum", "Minimum",
-    "Pow", "SquaredDifference", "Less", "LessEqual", "Greater", "GreaterEqual", "Equal",
-    "NotEqual", "LogicalAnd", "LogicalOr", "DivNoNan",
-})
-
+from tfg.graphdef.infer import UNKNOWN, infer, infer_node
+from tfg.graphdef.names import CONTROL
+from tfg.schemas.ops import control_flow_names
 
 def static_shapes(graph):
     try:
@@ -38,7 +24,7 @@ def static_shapes(graph):
         return _fallback(graph)
 
 
-_EAGER_OPS = frozenset({"NextIteration", "RefNextIteration", "StackPushV2", "StackPopV2"})
+_EAGER_OPS = control_flow_names("next_iteration") | {"StackPushV2", "StackPopV2"}
 
 
 class LazyShapes:
@@ -73,8 +59,6 @@ class LazyShapes:
 
     def _infer(self, name):
         """Infer `name` and its data ancestors (depth first); False on a cycle or an error."""
-        from tfg.graphdef.infer import UNKNOWN, infer_node
-        from tfg.graphdef.names import CONTROL
         graph, infos, done, visiting = self._graph, self._infos, self._done, set()
         stack = [(name, False)]
         while stack:
@@ -115,38 +99,23 @@ def _shape_of(ti):
 
 
 def _fallback(graph):
-    shapes = {}
+    """Node by node in topological order with the ops' shape functions (the one shape engine),
+    for a graph whose whole-graph inference raised: a node whose inference fails leaves its
+    outputs unknown instead of stopping the rest."""
     try:
         order = graph.topo_order()
     except TfgError:
-        return shapes
+        return {}
+    infos = {}
     for node in order:
+        ins = [infos.get((r.node, r.port), UNKNOWN) for r in node.data_inputs]
         try:
-            out = _node_shape(node, shapes)
-        except (TfgError, ValueError, TypeError, KeyError, IndexError):
-            out = None
-        if out is not None:
-            shapes[(node.name, 0)] = out
-    return shapes
-
-
-def _node_shape(node, shapes):
-    op = node.op
-    ins = [shapes.get((r.node, r.port)) for r in node.data_inputs]
-    if op in ("Const", "HostConst"):
-        return tuple(np.shape(node.get_attr("value")))
-    if op in ("Placeholder", "PlaceholderV2", "VariableV2", "Variable"):
-        return node.get_attr("shape", None)
-    if op == "PlaceholderWithDefault":
-        return node.get_attr("shape", None)
-    if op in _SAME_SHAPE:
-        return ins[0] if ins else None
-    if op in _BINARY and len(ins) == 2:
-        return broadcast_shapes(ins[0], ins[1])
-    if op == "AddN":
-        known = [s for s in ins if s is not None]
-        return known[0] if known else None
-    return None
+            outs = infer_node(node, ins)
+        except Exception:  # noqa: BLE001 - best effort, as static_shapes: unknown stays unknown
+            continue
+        for port, info in enumerate(outs):
+            infos[(node.name, port)] = info
+    return {key: _shape_of(info) for key, info in infos.items()}
 
 
 def broadcast_shapes(a, b):

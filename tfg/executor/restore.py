@@ -1,0 +1,39 @@
+"""Restore a SavedModel's trained values into a Session's variables: the executor's half of
+loading a SavedModel (tfg.graphdef.savedmodel reads the files; this assigns the values).
+
+    >>> sess = Session(g)                                 # g = load_graph("export/1")
+    >>> restore_variables(sess, g, read_variables("export/1"))
+    ['w1', 'w2']
+"""
+from tfg.errors import TfgInputError
+from tfg.graphdef.savedmodel_tf2 import restore_resource_variables
+from tfg.kernels.resources import Ref
+
+
+def restore_variables(session, graph, values):
+    """Assign `values` ({variable name: array}) to the graph's variables in `session`.
+
+    Before: a fresh Session of a SavedModel's graph (variables uninitialized).
+    After:  every variable the bundle holds has its saved value, as TensorFlow's loader's
+            restore op would leave it. Resource variables (a TF2 SavedModel) are restored by
+            running the saver's restore op (see tfg.graphdef.savedmodel_tf2).
+    """
+    if getattr(session, "_remote", None) is not None:
+        raise TfgInputError("a SavedModel's variables cannot be restored on a --cluster yet")
+    declared = {}
+    for node in graph:
+        if node.op in ("VariableV2", "Variable"):
+            container = node.get_attr("container", b"").decode()
+            short = node.get_attr("shared_name", b"").decode() or node.name
+            declared[node.name] = (container, short, node.get_attr("dtype", None),
+                                   node.get_attr("shape", None))
+        elif node.op == "VarHandleOp":  # a TF2 SavedModel: its restore function knows them
+            return restore_resource_variables(session, graph, values)
+    for name, value in values.items():
+        if name not in declared:
+            continue  # e.g. a slot variable of an optimizer that the graph was pruned of
+        container, short, dtype, shape = declared[name]
+        ref = session.resources.get_or_create(container, short,
+                                              lambda: Ref(short, dtype, shape))
+        ref.assign(value)
+    return sorted(n for n in values if n in declared)
