@@ -10,6 +10,7 @@ from conftest import FIXTURES
 from helpers import numeric_gradient
 from tfg import builder as tb
 from tfg.errors import TfgRuntimeError
+from tfg.executor.restore import restore_variables
 from tfg.executor.session import Session
 from tfg.graphdef import io, savedmodel
 from tfg.kernels.context import KernelContext
@@ -57,7 +58,7 @@ def _keras_case(model):
 
 def _check_keras(model, g, graph, bound, xs, names, devices=None):
     sess = Session(graph, devices=devices)
-    savedmodel.restore_variables(sess, g, savedmodel.read_variables(g.saved_model.path))
+    restore_variables(sess, g, savedmodel.read_variables(g.saved_model.path))
     got = sess.run([f"grad/{n}" for n in xs], feeds=bound)
     for name, value in zip(names, got):
         want = KERAS[f"{model}/{name}"]

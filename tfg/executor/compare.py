@@ -20,14 +20,14 @@ from tfg.errors import TfgError, TfgInputError
 from tfg.executor.session import Session
 from tfg.graphdef.names import parse_tensor, tensor_name
 from tfg.schemas.dtypes import DType
-from tfg.schemas.ops import get_op, has_op
+from tfg.schemas.ops import control_flow_names, get_op, has_op, ops_with
 from tfg.schemas.ops.signature import output_dtypes, ref_input_indices
 
 DEFAULT_RTOL = 1e-5
 DEFAULT_ATOL = 1e-5
 # Nodes never compared by --bisect: inputs, state, and values without a number to compare.
-_SKIP_OPS = frozenset({"Placeholder", "PlaceholderV2", "PlaceholderWithDefault", "NoOp",
-                       "_Send", "_Recv", "_HostSend", "_HostRecv", "ControlTrigger"})
+_SKIP_OPS = (ops_with("placeholder") | control_flow_names("send", "recv", "control_trigger")
+             | {"NoOp"})
 _NOT_NUMBERS = (DType.RESOURCE, DType.VARIANT, DType.STRING)
 
 

@@ -74,12 +74,12 @@ op("TensorArrayWriteV3",
    inputs=["handle: resource", "index: int32", "value: T", "flow_in: float"],
    outputs=["flow_out: float"],
    attrs=["T: type"],
-   stateful=True, shape_fn=write)
+   stateful=True, shape_fn=write, traits=["cheap"])
 op("TensorArrayReadV3",
    inputs=["handle: resource", "index: int32", "flow_in: float"],
    outputs=["value: dtype"],
    attrs=["dtype: type"],
-   stateful=True, shape_fn=read)
+   stateful=True, shape_fn=read, traits=["cheap"])
 op("TensorArrayGatherV3",
    inputs=["handle: resource", "indices: int32", "flow_in: float"],
    outputs=["value: dtype"],
@@ -103,7 +103,7 @@ op("TensorArraySplitV3",
 op("TensorArraySizeV3",
    inputs=["handle: resource", "flow_in: float"],
    outputs=["size: int32"],
-   stateful=True, shape_fn=scalar)
+   stateful=True, shape_fn=scalar, traits=["cheap"])
 op("TensorArrayCloseV3",
    inputs=["handle: resource"],
    stateful=True, shape_fn=no_outputs)
