@@ -5,6 +5,9 @@
     >>> conv_out_and_pads(7, 3, 2, 1, b"SAME")
     (4, 1, 1)
 """
+import contextlib
+import importlib
+
 import numpy as np
 
 from tfg.errors import TfgInputError, TfgRuntimeError
@@ -15,6 +18,23 @@ def fail(msg):
     """Raise the error a kernel reports for bad values at run time (TensorFlow's
     InvalidArgument): one line, the executor prefixes the node name and op."""
     raise TfgRuntimeError(msg)
+
+
+def errstate(xp, **kwargs):
+    """numpy's errstate on the CPU; a no-op for a GPU array module (CuPy has no float traps)."""
+    return np.errstate(**kwargs) if xp is np else contextlib.nullcontext()
+
+
+def scatter_add(xp, out, index, values):
+    """out[index] += values with repeated indices accumulating: numpy's add.at on the CPU,
+    cupyx.scatter_add on a GPU (the stand-in module has its own)."""
+    if xp is np:
+        np.add.at(out, index, values)
+        return
+    fn = getattr(xp, "scatter_add", None)
+    if fn is None:
+        fn = importlib.import_module("cupyx").scatter_add  # lazy: a GPU-only module
+    fn(out, index, values)
 
 
 def s(value):
