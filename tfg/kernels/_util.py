@@ -49,6 +49,13 @@ def np_dtype(dt):
     return dt.np
 
 
+def shape_of(value):
+    """A value's shape, read from `.shape` (a device array's shape without touching its
+    memory; numpy's np.shape would convert it); Python scalars have shape ()."""
+    shape = getattr(value, "shape", None)
+    return np.shape(value) if shape is None else tuple(shape)
+
+
 def tf_name(arr_or_dtype):
     dt = getattr(arr_or_dtype, "dtype", arr_or_dtype)
     try:

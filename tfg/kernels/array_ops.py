@@ -10,7 +10,8 @@ ListDiff, Where, and the data-format helpers.
 """
 import numpy as np
 
-from tfg.kernels._util import fail, norm_axes, norm_axis, np_dtype, s, shape_vector, tf_name
+from tfg.kernels._util import (fail, norm_axes, norm_axis, np_dtype, s, shape_of, shape_vector,
+                               tf_name)
 from tfg.kernels.registry import ALL_DEVICES, kernel
 
 
@@ -18,31 +19,25 @@ def _out_type(ctx, default="int32"):
     return np_dtype(ctx.attrs.get("out_type", default))
 
 
-def _shape_of(x):
-    # .shape, not np.shape: a device array's shape is read without touching its memory.
-    shape = getattr(x, "shape", None)
-    return np.shape(x) if shape is None else shape
-
-
 @kernel("Shape", device_types=ALL_DEVICES, host_only=True, shape_only=True)
 def shape(ctx, x):
-    return np.array(_shape_of(x), dtype=_out_type(ctx))
+    return np.array(shape_of(x), dtype=_out_type(ctx))
 
 
 @kernel("ShapeN", device_types=ALL_DEVICES, host_only=True, shape_only=True)
 def shape_n(ctx, *xs):
     t = _out_type(ctx)
-    return [np.array(_shape_of(x), dtype=t) for x in xs]
+    return [np.array(shape_of(x), dtype=t) for x in xs]
 
 
 @kernel("Size", device_types=ALL_DEVICES, host_only=True, shape_only=True)
 def size(ctx, x):
-    return np.array(int(np.prod(_shape_of(x))), dtype=_out_type(ctx))
+    return np.array(int(np.prod(shape_of(x))), dtype=_out_type(ctx))
 
 
 @kernel("Rank", device_types=ALL_DEVICES, host_only=True, shape_only=True)
 def rank(ctx, x):
-    return np.array(len(_shape_of(x)), dtype=np.int32)
+    return np.array(len(shape_of(x)), dtype=np.int32)
 
 
 @kernel("Reshape", device_types=ALL_DEVICES, host_inputs=(1,))

@@ -9,7 +9,7 @@ import numpy as np
 
 from tfg.errors import TfgInputError, TfgRuntimeError
 from tfg.kernels import aligned
-from tfg.kernels._util import fail, tf_name
+from tfg.kernels._util import fail, shape_of, tf_name
 from tfg.kernels.registry import ALL_DEVICES, kernel
 from tfg.schemas.dtypes import DType
 
@@ -84,7 +84,7 @@ def shape_compatible(actual, expected):
 @kernel("EnsureShape", device_types=ALL_DEVICES, forwards_input=True)
 def ensure_shape(ctx, x):
     want = ctx.attrs.get("shape")
-    have = x.shape if hasattr(x, "shape") else np.shape(x)
+    have = shape_of(x)
     if not shape_compatible(have, want):
         fail(f"Shape of tensor {ctx.name} {shape_string(have)} is not compatible with "
              f"expected shape {shape_string(want)}.")

@@ -14,13 +14,13 @@ import math
 
 import numpy as np
 
-from tfg.kernels._util import errstate, fail, norm_axis, np_dtype, tf_name
+from tfg.kernels._util import errstate, fail, norm_axis, np_dtype, shape_of, tf_name
 from tfg.kernels.registry import ALL_DEVICES, kernel
 from tfg.kernels.select import where
 
 
 def _bcast_error(x, y):
-    fail(f"Incompatible shapes: {list(x.shape)} vs. {list(getattr(y, 'shape', ()))}")
+    fail(f"Incompatible shapes: {list(shape_of(x))} vs. {list(shape_of(y))}")
 
 
 def _binary(op, fn):
@@ -47,7 +47,7 @@ def _binary(op, fn):
 
 def _broadcastable(x, y):
     try:
-        np.broadcast_shapes(np.shape(x), np.shape(y))
+        np.broadcast_shapes(shape_of(x), shape_of(y))
         return True
     except ValueError:
         return False
@@ -259,7 +259,7 @@ def add_n(ctx, *xs):
             xp.add(out, x, out=out)
     except ValueError:
         fail("AddN inputs must all have the same shape, got "
-             + ", ".join(str(list(np.shape(x))) for x in xs))
+             + ", ".join(str(list(shape_of(x))) for x in xs))
     return out
 
 
@@ -286,12 +286,12 @@ def cast(ctx, x):
 
 @kernel("Select", device_types=ALL_DEVICES)
 def select(ctx, cond, x, y):
-    if np.shape(x) != np.shape(y):
-        fail(f"'then' and 'else' must have the same size, got {list(np.shape(x))} and "
-             f"{list(np.shape(y))}")
+    if x.shape != y.shape:
+        fail(f"'then' and 'else' must have the same size, got {list(x.shape)} and "
+             f"{list(y.shape)}")
     if cond.ndim == 0:
         return x if bool(cond) else y
-    xs = np.shape(x)
+    xs = x.shape
     if cond.shape != xs:
         if cond.ndim == 1 and len(xs) >= 1 and cond.shape[0] == xs[0]:
             cond = cond.reshape(cond.shape + (1,) * (len(xs) - 1))
@@ -306,8 +306,8 @@ def select_v2(ctx, cond, x, y):
     try:
         return where(cond, x, y, ctx.xp)
     except ValueError:
-        fail(f"condition, then and else cannot broadcast: {list(np.shape(cond))}, "
-             f"{list(np.shape(x))}, {list(np.shape(y))}")
+        fail(f"condition, then and else cannot broadcast: {list(cond.shape)}, "
+             f"{list(x.shape)}, {list(y.shape)}")
 
 
 def _cumulative(op, name, identity):

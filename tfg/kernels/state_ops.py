@@ -13,7 +13,7 @@ fetch may still hold).
 import numpy as np
 
 from tfg.kernels import aligned
-from tfg.kernels._util import fail, s, tf_name
+from tfg.kernels._util import fail, s, shape_of, tf_name
 from tfg.kernels.basic import shape_compatible
 from tfg.kernels.registry import ALL_DEVICES, kernel
 from tfg.kernels.resources import Ref, ResourceHandle
@@ -30,15 +30,11 @@ def variable(ctx, step):
         container, name, lambda: Ref(name, ctx.attrs.get("dtype"), ctx.attrs.get("shape")))
 
 
-def _shape(value):
-    return value.shape if hasattr(value, "shape") else np.shape(value)
-
-
 def _check_same_shape(op, var, value):
     old = var.get()
-    if _shape(old) != _shape(value):
+    if shape_of(old) != shape_of(value):
         fail(f"{op} requires shapes of both tensors to match. lhs shape= "
-             f"{list(_shape(old))} rhs shape= {list(_shape(value))}")
+             f"{list(shape_of(old))} rhs shape= {list(shape_of(value))}")
     return old
 
 

@@ -18,6 +18,8 @@ import sys
 
 import numpy as np
 
+from tfg.kernels import memory
+
 COUNTS = {"h2d": 0, "d2h": 0}
 # numpy names CuPy lacks: a kernel that uses them on a device would fail on a real GPU.
 _MISSING = frozenset({"errstate", "seterr", "vectorize", "frompyfunc", "add_at", "nditer"})
@@ -56,7 +58,9 @@ def _wrap(value):
 
 def _device_fn(fn, name):
     def call(*args, **kwargs):
-        return _wrap(fn(*_unwrap(args), **{k: _unwrap(v) for k, v in kwargs.items()}))
+        args, kwargs = _unwrap(args), {k: _unwrap(v) for k, v in kwargs.items()}
+        with np.errstate(all="ignore"):  # CuPy has no floating-point warnings
+            return _wrap(fn(*args, **kwargs))
     call.__name__ = name
     return call
 
@@ -65,7 +69,6 @@ class ndarray:
     """A device array: a numpy array only this module's functions and methods may touch."""
 
     __slots__ = ("_a",)
-    __array_ufunc__ = None  # numpy ufuncs and operators refuse it; its own operators run
 
     def __init__(self, a):
         self._a = a
@@ -73,6 +76,18 @@ class ndarray:
     def __array__(self, dtype=None, copy=None):
         raise TypeError("Implicit conversion of a device array to a NumPy array is not allowed "
                         "(stand-in for CuPy); use .get()")
+
+    def __array_ufunc__(self, ufunc, method, *args, **kwargs):
+        # `np.float32(2) * device_array` comes here (numpy's scalar operator): CuPy computes
+        # it, and so does the stand-in. A numpy function on device arrays alone, or a numpy
+        # array mixed in, is refused.
+        scalar = any(isinstance(a, (np.generic, int, float, bool)) for a in args)
+        if method != "__call__" or not scalar or kwargs:
+            raise TypeError(f"numpy.{ufunc.__name__} was called on a device array; kernels "
+                            "must use ctx.xp")
+        args = _unwrap(args)
+        with np.errstate(all="ignore"):
+            return _wrap(ufunc(*args))
 
     def __array_function__(self, func, types, args, kwargs):
         raise TypeError(f"numpy.{func.__name__} was called on a device array; kernels must use "
@@ -93,6 +108,8 @@ class ndarray:
     T = property(lambda self: ndarray(self._a.T))
 
     def __getattr__(self, name):
+        if name.startswith("__"):  # __array_interface__ & co. would hand numpy the memory
+            raise AttributeError(name)
         attr = getattr(self._a, name)
         return _device_fn(attr, name) if callable(attr) else _wrap(attr)
 
@@ -136,7 +153,9 @@ def _index(key):
 
 def _operator(name):
     def op(self, *others):
-        return _wrap(getattr(self._a, name)(*_unwrap(others)))
+        others = _unwrap(others)
+        with np.errstate(all="ignore"):
+            return _wrap(getattr(self._a, name)(*others))
     op.__name__ = name
     return op
 
@@ -207,3 +226,4 @@ def scatter_add(target, indices, values):
 
 
 ndarray.__module__ = "tfg.kernels.gpu.standin"
+memory.DEVICE_ARRAY_TYPES.append(ndarray)
