@@ -31,9 +31,10 @@ def scatter_add(xp, out, index, values):
     if xp is np:
         np.add.at(out, index, values)
         return
-    fn = getattr(xp, "scatter_add", None)
+    fn = getattr(xp, "scatter_add", None)  # the stand-in's
     if fn is None:
-        fn = importlib.import_module("cupyx").scatter_add  # lazy: a GPU-only module
+        at = getattr(getattr(xp, "add", None), "at", None)  # CuPy >= 13: cupy.add.at
+        fn = at if at is not None else importlib.import_module("cupyx").scatter_add  # lazy
     fn(out, index, values)
 
 
