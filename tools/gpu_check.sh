@@ -4,7 +4,8 @@
 #   cp -r ../shared/conformance .conformance      # (beforehand, where the cases are)
 #   OUT=/some/dir bash tools/gpu_check.sh         # from the repository root, on the GPU machine
 #
-# No network is needed: tfg runs from this checkout (PYTHONPATH=.). Each section has its own
+# No network is needed: tfg runs from this checkout (PYTHONPATH=.); wheels in .whl/ are
+# installed into /tmp/site when protobuf/grpcio/click are missing. Each section has its own
 # time limit, cut further so the whole run stays under BUDGET seconds, and a failing or hung
 # section does not stop the next. Files written under $OUT (at most 7):
 #   summary.txt        one line per section: exit status and seconds
@@ -22,6 +23,12 @@ cd "$(dirname "$0")/.."
 OUT="${OUT:?set OUT to the folder for the results}"
 mkdir -p "$OUT"
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+# protobuf/grpcio/click as wheels carried in .whl/ when the machine lacks them (no network).
+if [ -d .whl ] && ! python3 -c "import google.protobuf, grpc, click" 2>/dev/null; then
+    python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl \
+        > "$OUT/pip.txt" 2>&1
+    export PYTHONPATH="/tmp/site:$PYTHONPATH"
+fi
 export TFG_CONFORMANCE="$PWD/.conformance"
 unset TFG_GPU_STANDIN
 # GPU_CHECK_DRY=1 tries this script on a machine without a GPU (the numpy stand-in as `gpu:1`).

@@ -11,7 +11,7 @@ Made once per node when a graph is prepared, so kernels pay no decoding cost per
 import numpy as np
 
 from tfg.kernels.memory import computes_on_host
-from tfg.kernels.registry import _KERNELS, GPU
+from tfg.kernels.registry import GPU, find_kernel
 from tfg.schemas.ops import get_op
 from tfg.schemas.ops import signature
 
@@ -46,7 +46,7 @@ class KernelContext:
         except Exception:  # a malformed attr surfaces where the kernel reads it
             dtypes = []
         if xp is not np:
-            kd = _KERNELS.get((node.op, GPU))
+            kd = find_kernel(node.op, GPU)
             if kd is not None and computes_on_host(kd.host_only, attrs):
                 xp = np
         return KernelContext(node, attrs, xp, device, dtypes)

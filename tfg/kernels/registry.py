@@ -87,6 +87,15 @@ def get_kernel(op, device_type=CPU, node=None):
     return kd
 
 
+def find_kernel(op, device_type=CPU):
+    """The KernelDef for (op, device_type), or None (no error: for callers that only ask)."""
+    kd = _KERNELS.get((op, device_type))
+    if kd is None and not _loaded:
+        _ensure_loaded()
+        kd = _KERNELS.get((op, device_type))
+    return kd
+
+
 def has_kernel(op, device_type=CPU):
     _ensure_loaded()
     return (op, device_type) in _KERNELS
