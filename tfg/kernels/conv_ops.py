@@ -248,13 +248,11 @@ def _max_pool(ctx, x, ksize=None, strides=None):
 
 @kernel("MaxPool", device_types=ALL_DEVICES)
 def max_pool(ctx, x):
-    xp = ctx.xp
     return _max_pool(ctx, x)
 
 
 @kernel("MaxPoolV2", device_types=ALL_DEVICES, host_inputs=(1, 2))
 def max_pool_v2(ctx, x, ksize, strides):
-    xp = ctx.xp
     return _max_pool(ctx, x, shape_vector(ksize, "ksize"), shape_vector(strides, "strides"))
 
 

@@ -212,13 +212,11 @@ def softsign_grad(ctx, dy, x):
 
 @kernel("TanhGrad", device_types=ALL_DEVICES)
 def tanh_grad(ctx, y, dy):
-    xp = ctx.xp
     return dy * (1 - y * y)
 
 
 @kernel("SigmoidGrad", device_types=ALL_DEVICES)
 def sigmoid_grad(ctx, y, dy):
-    xp = ctx.xp
     return dy * (y * (1 - y))
 
 
@@ -231,13 +229,11 @@ def sqrt_grad(ctx, y, dy):
 
 @kernel("RsqrtGrad", device_types=ALL_DEVICES)
 def rsqrt_grad(ctx, y, dy):
-    xp = ctx.xp
     return (y * y * y) * dy * -0.5
 
 
 @kernel(["ReciprocalGrad", "InvGrad"], device_types=ALL_DEVICES)
 def reciprocal_grad(ctx, y, dy):
-    xp = ctx.xp
     return -dy * (y * y)
 
 
