@@ -1,23 +1,41 @@
-"""GPU vs CPU: an MLP SGD step (784-1024-1024-10, batch 128) and CNN inference.
+"""GPU against tfg's own CPU, on the same machine: an MLP SGD step (784-1024-1024-10, batch 128),
+CNN inference (two conv/pool blocks, batch 64), and keras.applications ResNet50 and
+MobileNetV2 inference (batch 32, 224x224x3).
 
-Needs CuPy and a GPU:  PYTHONPATH=. python3 benchmarks/bench_gpu.py  (writes results/gpu.json)
+    PYTHONPATH=. python3 benchmarks/bench_gpu.py [--rows mlp,cnn,resnet50,mobilenetv2]
+        [--out benchmarks/results/gpu.json] [--cpu-steps 2] [--gpu-steps 10]
+
+Needs CuPy and a GPU (with TFG_GPU_STANDIN=1 it runs on the numpy stand-in: a check that the
+script works, not a measurement). Each row: median step time on `cpu:1` and on `gpu:1`, their
+ratio, and for the Keras models the largest error against TensorFlow's output
+(benchmarks/models/<model>_expected.npz). The Keras graphs are stored with their weights as
+splats (tools/gen_keras_apps.py); `refill` gives them back seeded random values of each
+tensor's original mean and deviation before anything is timed. Every graph is first run
+through `tfg.optimize` (the same graph for both devices). A step is `Session.run` with the
+feed and the fetch, so host->device and device->host copies are in the GPU's time.
 """
+import argparse
 import json
 import pathlib
+import statistics
+import sys
 import time
 
 import numpy as np
 
+import tfg
 from tfg import builder as tb
 from tfg.executor.session import Session
+from tfg.graphdef import io
+from tfg.schemas.dtypes import DType
+
+HERE = pathlib.Path(__file__).resolve().parent
+MODELS = HERE / "models"
 
 
 def mlp():
     """Forward MLP from the builder, its gradient from tfg.grad, and one SGD update per
     variable (ApplyGradientDescent) grouped under the NoOp `train`."""
-    import tfg
-    from tfg.schemas.dtypes import DType
-
     rng = np.random.default_rng(0)
     names = []
     with tb.Graph() as g:
@@ -42,7 +60,8 @@ def mlp():
     graph.add_node("train", "NoOp", [f"^sgd/{v}" for v in names])
     feeds = {"x:0": rng.standard_normal((128, 784)).astype(np.float32),
              "y:0": rng.integers(0, 10, 128).astype(np.int32)}
-    return graph, ["loss:0"], ["train"], feeds
+    return {"graph": graph, "fetches": ["loss:0"], "targets": ["train"], "feeds": feeds,
+            "init": ["init"]}
 
 
 def cnn():
@@ -57,35 +76,92 @@ def cnn():
         h = tb.reshape(h, [64, -1])
         w = tb.constant((rng.standard_normal((8 * 8 * 64, 10)) * 0.01).astype(np.float32))
         tb.softmax(tb.matmul(h, w), name="probs")
-    return g.graph, ["probs:0"], [], {"x:0": rng.standard_normal((64, 32, 32, 3)).astype(np.float32)}
+    feeds = {"x:0": rng.standard_normal((64, 32, 32, 3)).astype(np.float32)}
+    return {"graph": g.graph, "fetches": ["probs:0"], "targets": [], "feeds": feeds}
 
 
-def timed(make, devices, steps=20):
-    g, fetches, targets, feeds = make()
-    s = Session(g, devices=devices)
-    init = [n.name for n in g if n.name == "init"]
-    if init:
-        s.run(targets=init)
-    for _ in range(3):
-        s.run(fetches, feeds=feeds, targets=targets)
-    t = time.perf_counter()
+def refill(shape, mean, std, index):
+    """The values a splatted constant gets back (the same as tools/gen_keras_apps.py's)."""
+    rng = np.random.default_rng(1000 + index)
+    return (mean + std * rng.standard_normal(shape)).astype(np.float32)
+
+
+def keras_model(name):
+    meta = json.loads((MODELS / f"{name}.json").read_text())
+    graph = io.load(str(MODELS / f"{name}.pb"))
+    for index, (node_name, mean, std) in enumerate(meta["splats"]):
+        node = graph[node_name]
+        node.set_attr("value", refill(node.get_attr("value").shape, mean, std, index))
+    out = meta["output"]
+    graph = tfg.optimize(graph, keep=[out.split(":")[0]])
+    size, batch = meta["size"], meta["batch"]
+    x = np.random.default_rng(0).standard_normal((batch, size, size, 3)).astype(np.float32)
+    with np.load(MODELS / f"{name}_expected.npz") as f:
+        expected = f["y"]
+    return {"graph": graph, "fetches": [out], "targets": [], "feeds": {meta["input"]: x},
+            "expected": expected}
+
+
+ROWS = {"mlp_sgd_step": mlp, "cnn_infer": cnn,
+        "resnet50_b32_infer": lambda: keras_model("resnet50"),
+        "mobilenetv2_b32_infer": lambda: keras_model("mobilenetv2")}
+
+
+def timed(row, devices, steps, warmup):
+    s = Session(row["graph"], devices=devices)
+    if row.get("init"):
+        s.run(targets=row["init"])
+    for _ in range(warmup):
+        out = s.run(row["fetches"], feeds=row["feeds"], targets=row["targets"])
+    times = []
     for _ in range(steps):
-        s.run(fetches, feeds=feeds, targets=targets)
-    return (time.perf_counter() - t) / steps * 1e3
+        t = time.perf_counter()
+        out = s.run(row["fetches"], feeds=row["feeds"], targets=row["targets"])
+        times.append(time.perf_counter() - t)
+    return statistics.median(times) * 1e3, out[0]
+
+
+def device_name():
+    from tfg.executor.devices import array_module
+    xp = array_module("GPU")
+    if not hasattr(xp, "cuda"):
+        return "stand-in (numpy, TFG_GPU_STANDIN)"
+    name = xp.cuda.runtime.getDeviceProperties(0)["name"]
+    return name.decode() if isinstance(name, bytes) else name
 
 
 def main():
-    import cupy
-    name = cupy.cuda.runtime.getDeviceProperties(0)["name"]
-    name = name.decode() if isinstance(name, bytes) else name
-    res = {"device": name}
-    for label, make in (("mlp_sgd_step_ms", mlp), ("cnn_infer_ms", cnn)):
-        res[label] = {"cpu": round(timed(make, "cpu:1"), 2), "gpu": round(timed(make, "gpu:1"), 2)}
-        print(label, res[label], flush=True)
-    out = pathlib.Path(__file__).parent / "results" / "gpu.json"
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rows", default=",".join(ROWS))
+    ap.add_argument("--out", default=str(HERE / "results" / "gpu.json"))
+    ap.add_argument("--cpu-steps", type=int, default=2)
+    ap.add_argument("--gpu-steps", type=int, default=10)
+    a = ap.parse_args()
+    res = {"device": device_name(), "rows": {}}
+    for label in a.rows.split(","):
+        try:
+            row = ROWS[label]()
+            cpu_ms, cpu_out = timed(row, "cpu:1", a.cpu_steps, 1)
+            gpu_ms, gpu_out = timed(row, "gpu:1", a.gpu_steps, 2)
+            r = {"cpu_ms": round(cpu_ms, 2), "gpu_ms": round(gpu_ms, 2),
+                 "gpu_speedup": round(cpu_ms / gpu_ms, 2)}
+            if not row["targets"]:  # inference: both devices computed the same thing
+                r["gpu_vs_cpu_max_abs_diff"] = float(np.max(np.abs(gpu_out - cpu_out)))
+            if "expected" in row:
+                want = row["expected"]
+                err = float(np.max(np.abs(gpu_out - want)))
+                r["gpu_vs_tensorflow_max_abs_err"] = err
+                r["gpu_matches_tensorflow"] = bool(err <= 1e-3 * float(np.max(np.abs(want))))
+        except Exception as e:  # noqa: BLE001 - one failing row must not lose the others
+            r = {"error": f"{type(e).__name__}: {e}"[:500]}
+        res["rows"][label] = r
+        print(label, json.dumps(r), flush=True)
+    out = pathlib.Path(a.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(res, indent=2) + "\n")
     print(json.dumps(res))
+    return 0 if all("error" not in r for r in res["rows"].values()) else 1
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

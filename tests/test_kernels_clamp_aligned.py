@@ -1,5 +1,7 @@
 """Relu/Relu6 through block comparisons (tfg/kernels/clamp.py) and 64-byte-aligned arrays for
 constants, variables and ReluGrad results (tfg/kernels/aligned.py)."""
+import types
+
 import numpy as np
 import pytest
 
@@ -10,6 +12,8 @@ from tfg.errors import TfgError
 from tfg.graphdef.attrs import Shape
 from tfg.graphdef.graph import Graph
 from tfg.schemas.dtypes import DType
+
+_CPU = types.SimpleNamespace(xp=np)  # all a kernel called directly reads of its context
 
 F = DType.FLOAT
 
@@ -151,14 +155,14 @@ def test_relu_grads_follow_tensorflows_formula():
     from tfg.kernels.nn_ops import relu6_grad, relu_grad
     x = np.array([-1, 0, 1, 5, 6, 7, np.nan, -2], np.float32)
     dy = np.array([np.nan, 2, 3, -4, 5, 6, 7, np.inf], np.float32)
-    got = relu_grad(None, dy, x)
+    got = relu_grad(_CPU, dy, x)
     assert got.dtype == np.float32
     np.testing.assert_array_equal(got, [np.nan, 0, 3, -4, 5, 6, 0, np.nan])
-    np.testing.assert_array_equal(relu6_grad(None, dy, x), [np.nan, 0, 3, -4, 0, 0, 0, np.nan])
+    np.testing.assert_array_equal(relu6_grad(_CPU, dy, x), [np.nan, 0, 3, -4, 0, 0, 0, np.nan])
     big_x = np.random.default_rng(3).standard_normal((128, 1024)).astype(np.float32)
     big_dy = np.random.default_rng(4).standard_normal((128, 1024)).astype(np.float32)
-    out = relu_grad(None, big_dy, big_x)
+    out = relu_grad(_CPU, big_dy, big_x)
     np.testing.assert_array_equal(out, np.where(big_x > 0, big_dy, 0))
     assert out.ctypes.data % 64 == 0
-    ints = relu_grad(None, np.arange(6, dtype=np.int32), np.array([-1, 0, 1, 2, -3, 4], np.int32))
+    ints = relu_grad(_CPU, np.arange(6, dtype=np.int32), np.array([-1, 0, 1, 2, -3, 4], np.int32))
     assert ints.dtype == np.int32 and ints.tolist() == [0, 0, 2, 3, 0, 5]

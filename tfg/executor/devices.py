@@ -9,12 +9,18 @@ SPEC forms: `cpu:4` (four CPU devices), `cpu:2,gpu:1`, full or partial names sep
 (`/job:localhost/replica:0/task:0/device:CPU:1`, `/device:CPU:1`), or None/"" for every local
 device (CPU:0, plus each GPU that CuPy sees). GPU kernels are looked up under device type "GPU"
 and get `cupy` as their array module; asking for a GPU without CuPy is an input error.
+With `TFG_GPU_STANDIN=N` in the environment, N GPU devices exist and their array module is
+tfg.kernels.gpu.standin (numpy behind a distinct array type): CI runs every GPU kernel that way.
 """
+
 import numpy as np
 
 from tfg.errors import TfgInputError
-from tfg.graphdef.names import (  # noqa: F401  (local_gpu_count: part of this API)
-    LOCAL_JOB, DeviceSpec, cupy_module, local_device_specs, local_gpu_count, parse_device_list)
+from tfg.graphdef.names import (  # noqa: F401  (local_gpu_count, STANDIN_ENV: this API's)
+    LOCAL_JOB, STANDIN_ENV, DeviceSpec, cupy_module, local_device_specs, local_gpu_count,
+    parse_device_list, standin_gpu_count)
+from tfg.kernels import memory
+from tfg.kernels.memory import to_host  # noqa: F401  (re-exported: the executor's border copy)
 
 
 def array_module(device_type):
@@ -22,22 +28,22 @@ def array_module(device_type):
     if device_type == "CPU":
         return np
     if device_type == "GPU":
-        cupy = cupy_module()
-        if cupy is None:
+        xp = _cupy()
+        if xp is None:
             raise TfgInputError("a GPU device was requested but CuPy is not installed "
                                 "(pip install 'tfg[gpu]')")
-        return cupy
+        if xp.ndarray not in memory.DEVICE_ARRAY_TYPES:
+            memory.DEVICE_ARRAY_TYPES.append(xp.ndarray)
+        return xp
     raise TfgInputError(f"unknown device type {device_type!r} (expected CPU or GPU)")
 
 
-def to_host(value):
-    """A device (CuPy) array copied to a numpy array; anything else unchanged.
-
-    >>> to_host(cupy.arange(3))     # -> array([0, 1, 2]) (numpy)
-    """
-    if type(value).__module__.startswith("cupy"):
-        return value.get()
-    return value
+def _cupy():
+    """The GPU array module: the stand-in when TFG_GPU_STANDIN asks for it, else CuPy."""
+    if standin_gpu_count():
+        from tfg.kernels.gpu import standin  # lazy: only test runs ask for it
+        return standin
+    return cupy_module()
 
 
 class Device:

@@ -30,6 +30,7 @@ from tfg.errors import GraphValidationError, TfgError, TfgRuntimeError
 from tfg.executor import plan as P
 from tfg.executor.devices import to_host
 from tfg.executor.frames import Frame, Iteration
+from tfg.kernels.memory import received
 from tfg.kernels.resources import Ref
 
 
@@ -356,7 +357,7 @@ class DataflowRun:
         self.recv_waiting[rid] = key
         self.inflight += 1
         start = time.perf_counter_ns() if self.trace is not None else 0
-        on_cpu = getattr(self.plan.device, "device_type", "CPU") != "GPU"
+        xp = getattr(self.plan.device, "xp", np)
 
         def arrived(value, is_dead, error):
             if error is not None:
@@ -364,8 +365,8 @@ class DataflowRun:
                 return
             if self.trace is not None:
                 self._record(item, start, (value,))
-            if on_cpu:
-                value = to_host(value)  # GPU -> CPU at a partition border
+            if not is_dead:
+                value = received(xp, value)  # the only host<->device copy between partitions
             self.post((tn, [NOVAL if is_dead else value], None, False, rid))
 
         self.rendezvous.recv_async(key, arrived)

@@ -34,6 +34,7 @@ from tfg.executor.rendezvous import LocalRendezvous
 from tfg.graphdef import io
 from tfg.graphdef.names import tensor_name
 from tfg.graphdef.validate import check_control_flow, validate
+from tfg.kernels.memory import received
 from tfg.kernels.resources import Ref, ResourceMgr, StepContext
 
 
@@ -177,7 +178,8 @@ class Session:
         if len(plans) == 1 and prepared.schedules[0] is not None:
             memory = [0] if trace else None
             try:
-                per_plan[0] = prepared.schedules[0].run(step, feed_values, group.trace, memory)
+                per_plan[0] = prepared.schedules[0].run(
+                    step, _feeds_on(plans[0].device, feed_values), group.trace, memory)
             except BaseException:
                 step.cancelled.set()
                 raise
@@ -185,7 +187,8 @@ class Session:
         else:
             rendezvous = LocalRendezvous()
             group.rendezvous = rendezvous
-            runs = [DataflowRun(p, group, rendezvous, feed_values) for p in plans]
+            runs = [DataflowRun(p, group, rendezvous, _feeds_on(p.device, feed_values))
+                    for p in plans]
             threads = [threading.Thread(target=_quiet(r.execute), name=f"tfg-{p.device.short}",
                                         daemon=True) for r, p in zip(runs[1:], plans[1:])]
             for t in threads:
@@ -289,6 +292,31 @@ def _needs_copy(graph, ref, fed):
         return get_kernel(node.op).forwards_input or node.op.startswith(("Variable", "Read"))
     except Exception:
         return True
+
+
+class _DeviceFeeds:
+    """Feed values as a GPU partition reads them: each copied to the device once, when first
+    used (a feed read by several kernels is not copied once per kernel)."""
+
+    __slots__ = ("values", "xp", "copies")
+
+    def __init__(self, values, xp):
+        self.values, self.xp, self.copies = values, xp, {}
+
+    def __getitem__(self, i):
+        value = self.copies.get(i)
+        if value is None:
+            value = self.copies[i] = received(self.xp, self.values[i])
+        return value
+
+    def __len__(self):
+        return len(self.values)
+
+
+def _feeds_on(device, feed_values):
+    if getattr(device, "device_type", "CPU") != "GPU" or not feed_values:
+        return feed_values
+    return _DeviceFeeds(feed_values, device.xp)
 
 
 def _fetch_value(value, prepared, i, plan):

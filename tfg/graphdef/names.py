@@ -7,6 +7,7 @@
     >>> DeviceSpec.parse("/cpu:0").to_string()
     '/device:CPU:0'
 """
+import os
 import re
 from typing import NamedTuple, Optional
 
@@ -176,8 +177,24 @@ def parse_device_list(spec, job=LOCAL_JOB, task=0, device_types=None):
     return out
 
 
+# TFG_GPU_STANDIN=N makes N numpy-backed stand-in GPUs (tfg.kernels.gpu.standin), so tests
+# check the GPU path on machines without one.
+STANDIN_ENV = "TFG_GPU_STANDIN"
+
+
+def standin_gpu_count():
+    """How many stand-in GPUs TFG_GPU_STANDIN asks for (1 for any non-number but 0)."""
+    value = os.environ.get(STANDIN_ENV, "").strip()
+    if not value or value == "0":
+        return 0
+    return int(value) if value.isdigit() else 1
+
+
 def local_gpu_count():
-    """How many GPUs CuPy sees on this machine (0 without CuPy or without a CUDA runtime)."""
+    """How many GPUs this machine has for tfg: the stand-ins asked for, else those CuPy sees
+    (0 without CuPy or without a CUDA runtime)."""
+    if standin_gpu_count():
+        return standin_gpu_count()
     cupy = cupy_module()
     if cupy is None:
         return 0

@@ -5,6 +5,9 @@
     >>> conv_out_and_pads(7, 3, 2, 1, b"SAME")
     (4, 1, 1)
 """
+import contextlib
+import importlib
+
 import numpy as np
 
 from tfg.errors import TfgInputError, TfgRuntimeError
@@ -17,6 +20,24 @@ def fail(msg):
     raise TfgRuntimeError(msg)
 
 
+def errstate(xp, **kwargs):
+    """numpy's errstate on the CPU; a no-op for a GPU array module (CuPy has no float traps)."""
+    return np.errstate(**kwargs) if xp is np else contextlib.nullcontext()
+
+
+def scatter_add(xp, out, index, values):
+    """out[index] += values with repeated indices accumulating: numpy's add.at on the CPU,
+    cupyx.scatter_add on a GPU (the stand-in module has its own)."""
+    if xp is np:
+        np.add.at(out, index, values)
+        return
+    fn = getattr(xp, "scatter_add", None)  # the stand-in's
+    if fn is None:
+        at = getattr(getattr(xp, "add", None), "at", None)  # CuPy >= 13: cupy.add.at
+        fn = at if at is not None else importlib.import_module("cupyx").scatter_add  # lazy
+    fn(out, index, values)
+
+
 def s(value):
     """A string attr (bytes) as str."""
     return value.decode() if isinstance(value, bytes) else str(value)
@@ -27,6 +48,13 @@ def np_dtype(dt):
     if not isinstance(dt, DType):
         dt = DType.parse(dt)
     return dt.np
+
+
+def shape_of(value):
+    """A value's shape, read from `.shape` (a device array's shape without touching its
+    memory; numpy's np.shape would convert it); Python scalars have shape ()."""
+    shape = getattr(value, "shape", None)
+    return np.shape(value) if shape is None else tuple(shape)
 
 
 def tf_name(arr_or_dtype):

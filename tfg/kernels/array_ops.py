@@ -10,40 +10,42 @@ ListDiff, Where, and the data-format helpers.
 """
 import numpy as np
 
-from tfg.kernels._util import fail, norm_axes, norm_axis, np_dtype, s, shape_vector, tf_name
+from tfg.kernels._util import (fail, norm_axes, norm_axis, np_dtype, s, shape_of, shape_vector,
+                               tf_name)
 from tfg.kernels.list_bulk_ops import zeros_like_list
 from tfg.kernels.list_ops import TensorList
-from tfg.kernels.registry import kernel
+from tfg.kernels.registry import ALL_DEVICES, kernel
 
 
 def _out_type(ctx, default="int32"):
     return np_dtype(ctx.attrs.get("out_type", default))
 
 
-@kernel("Shape")
+@kernel("Shape", device_types=ALL_DEVICES, host_only=True, shape_only=True)
 def shape(ctx, x):
-    return np.array(np.shape(x), dtype=_out_type(ctx))
+    return np.array(shape_of(x), dtype=_out_type(ctx))
 
 
-@kernel("ShapeN")
+@kernel("ShapeN", device_types=ALL_DEVICES, host_only=True, shape_only=True)
 def shape_n(ctx, *xs):
     t = _out_type(ctx)
-    return [np.array(np.shape(x), dtype=t) for x in xs]
+    return [np.array(shape_of(x), dtype=t) for x in xs]
 
 
-@kernel("Size")
+@kernel("Size", device_types=ALL_DEVICES, host_only=True, shape_only=True)
 def size(ctx, x):
-    return np.array(np.size(x), dtype=_out_type(ctx))
+    return np.array(int(np.prod(shape_of(x))), dtype=_out_type(ctx))
 
 
-@kernel("Rank")
+@kernel("Rank", device_types=ALL_DEVICES, host_only=True, shape_only=True)
 def rank(ctx, x):
-    return np.array(np.ndim(x), dtype=np.int32)
+    return np.array(len(shape_of(x)), dtype=np.int32)
 
 
-@kernel("Reshape")
+@kernel("Reshape", device_types=ALL_DEVICES, host_inputs=(1,))
 def reshape(ctx, x, new_shape):
-    x = np.asarray(x)
+    xp = ctx.xp
+    x = xp.asarray(x)
     dims = shape_vector(new_shape)
     if sum(d == -1 for d in dims) > 1 or any(d < -1 for d in dims):
         fail(f"only one input size may be -1, and none below: {list(dims)}")
@@ -54,9 +56,10 @@ def reshape(ctx, x, new_shape):
              f"{list(dims)} does not fit")
 
 
-@kernel("Squeeze")
+@kernel("Squeeze", device_types=ALL_DEVICES)
 def squeeze(ctx, x):
-    x = np.asarray(x)
+    xp = ctx.xp
+    x = xp.asarray(x)
     dims = ctx.attrs.get("squeeze_dims", ctx.attrs.get("axis", [])) or []
     if not dims:
         return x.reshape(tuple(d for d in x.shape if d != 1))
@@ -67,25 +70,27 @@ def squeeze(ctx, x):
     return x.reshape(tuple(d for i, d in enumerate(x.shape) if i not in axes))
 
 
-@kernel("ExpandDims")
+@kernel("ExpandDims", device_types=ALL_DEVICES, host_inputs=(1,))
 def expand_dims(ctx, x, dim):
-    x = np.asarray(x)
+    xp = ctx.xp
+    x = xp.asarray(x)
     d = int(np.asarray(dim).reshape(-1)[0]) if np.size(dim) == 1 else fail(
         "'dim' must be a tensor with a single value")
     d = norm_axis(d, x.ndim + 1, "dim")
     return x.reshape(x.shape[:d] + (1,) + x.shape[d:])
 
 
-@kernel("Transpose")
+@kernel("Transpose", device_types=ALL_DEVICES, host_inputs=(1,))
 def transpose(ctx, x, perm):
-    x = np.asarray(x)
+    xp = ctx.xp
+    x = xp.asarray(x)
     p = shape_vector(perm, "perm")
     if sorted(p) != list(range(x.ndim)):
         fail(f"transpose expects a permutation of [0..{x.ndim}), got {list(p)}")
-    return np.transpose(x, p)
+    return xp.transpose(x, p)
 
 
-@kernel("InvertPermutation")
+@kernel("InvertPermutation", device_types=ALL_DEVICES, host_only=True)
 def invert_permutation(ctx, x):
     x = np.asarray(x)
     if x.ndim != 1 or sorted(x.tolist()) != list(range(x.size)):
@@ -95,8 +100,8 @@ def invert_permutation(ctx, x):
     return out
 
 
-def _concat(values, axis):
-    values = [np.asarray(v) for v in values]
+def _concat(xp, values, axis):
+    values = [xp.asarray(v) for v in values]
     ndim = values[0].ndim
     if ndim == 0:
         fail("Can't concatenate scalars (use tf.stack instead)")
@@ -104,23 +109,25 @@ def _concat(values, axis):
     if len(values) == 1:
         return values[0]
     try:
-        return np.concatenate(values, axis=ax)
+        return xp.concatenate(values, axis=ax)
     except ValueError:
         fail("ConcatOp: dimensions of inputs should match: "
              + ", ".join(str(list(v.shape)) for v in values) + f" along axis {ax}")
 
 
-@kernel("ConcatV2")
+@kernel("ConcatV2", device_types=ALL_DEVICES, host_inputs=(-1,))
 def concat_v2(ctx, *inputs):
-    return _concat(inputs[:-1], inputs[-1])
+    xp = ctx.xp
+    return _concat(xp, inputs[:-1], inputs[-1])
 
 
-@kernel("Concat")
+@kernel("Concat", device_types=ALL_DEVICES, host_inputs=(0,))
 def concat(ctx, concat_dim, *values):
-    return _concat(values, concat_dim)
+    xp = ctx.xp
+    return _concat(xp, values, concat_dim)
 
 
-@kernel("ConcatOffset")
+@kernel("ConcatOffset", device_types=ALL_DEVICES, host_only=True)
 def concat_offset(ctx, concat_dim, *shapes):
     shapes = [np.asarray(sh) for sh in shapes]
     ax = norm_axis(np.asarray(concat_dim).reshape(()), shapes[0].size, "concat_dim")
@@ -133,45 +140,49 @@ def concat_offset(ctx, concat_dim, *shapes):
     return out
 
 
-@kernel("Pack")
+@kernel("Pack", device_types=ALL_DEVICES)
 def pack(ctx, *values):
-    values = [np.asarray(v) for v in values]
+    xp = ctx.xp
+    values = [xp.asarray(v) for v in values]
     ax = norm_axis(ctx.attrs.get("axis", 0), values[0].ndim + 1)
     try:
-        return np.stack(values, axis=ax)
+        return xp.stack(values, axis=ax)
     except ValueError:
         fail("Shapes of all inputs must match: " + ", ".join(str(list(v.shape)) for v in values))
 
 
-@kernel("Unpack")
+@kernel("Unpack", device_types=ALL_DEVICES)
 def unpack(ctx, value):
-    x = np.asarray(value)
+    xp = ctx.xp
+    x = xp.asarray(value)
     ax = norm_axis(ctx.attrs.get("axis", 0), x.ndim)
     num = ctx.attrs.get("num", x.shape[ax])
     if x.shape[ax] != num:
         fail(f"Input shape axis {ax} must equal {num}, got shape {list(x.shape)}")
-    return [np.take(x, i, axis=ax) for i in range(num)]
+    return [xp.take(x, i, axis=ax) for i in range(num)]
 
 
-def _split_at(x, ax, sizes):
-    edges = np.cumsum(sizes)[:-1]
-    return np.split(x, edges, axis=ax)
+def _split_at(xp, x, ax, sizes):
+    edges = np.cumsum(sizes)[:-1].tolist()
+    return xp.split(x, edges, axis=ax)
 
 
-@kernel("Split")
+@kernel("Split", device_types=ALL_DEVICES, host_inputs=(0,))
 def split(ctx, axis, value):
-    x = np.asarray(value)
+    xp = ctx.xp
+    x = xp.asarray(value)
     ax = norm_axis(np.asarray(axis).reshape(()), x.ndim)
     n = int(ctx.attrs["num_split"])
     if x.shape[ax] % n:
         fail(f"Number of ways to split should evenly divide the split dimension, but got "
              f"split_dim {ax} (size = {x.shape[ax]}) and num_split {n}")
-    return np.split(x, n, axis=ax)
+    return xp.split(x, n, axis=ax)
 
 
-@kernel("SplitV")
+@kernel("SplitV", device_types=ALL_DEVICES, host_inputs=(1, 2))
 def split_v(ctx, value, size_splits, axis):
-    x = np.asarray(value)
+    xp = ctx.xp
+    x = xp.asarray(value)
     ax = norm_axis(np.asarray(axis).reshape(()), x.ndim)
     sizes = list(shape_vector(size_splits, "size_splits"))
     if sizes.count(-1) > 1:
@@ -182,12 +193,13 @@ def split_v(ctx, value, size_splits, axis):
         fail(f"Determined shape must either match input shape along split_dim exactly if fully "
              f"specified, or be less than the size of the input along split_dim if not fully "
              f"specified: size_splits {list(shape_vector(size_splits))}, dim {x.shape[ax]}")
-    return _split_at(x, ax, sizes)
+    return _split_at(xp, x, ax, sizes)
 
 
-@kernel("Slice")
+@kernel("Slice", device_types=ALL_DEVICES, host_inputs=(1, 2))
 def slice_(ctx, x, begin, size_):
-    x = np.asarray(x)
+    xp = ctx.xp
+    x = xp.asarray(x)
     b, sz = shape_vector(begin, "begin"), shape_vector(size_, "size")
     if len(b) != x.ndim or len(sz) != x.ndim:
         fail(f"Expected begin and size of length {x.ndim}, got {len(b)} and {len(sz)}")
@@ -201,13 +213,14 @@ def slice_(ctx, x, begin, size_):
     return x[tuple(idx)]
 
 
-@kernel("Tile")
+@kernel("Tile", device_types=ALL_DEVICES, host_inputs=(1,))
 def tile(ctx, x, multiples):
-    x = np.asarray(x)
+    xp = ctx.xp
+    x = xp.asarray(x)
     m = shape_vector(multiples, "multiples")
     if len(m) != x.ndim or any(v < 0 for v in m):
         fail(f"Expected multiples of length {x.ndim} and >= 0, got {list(m)}")
-    return np.tile(x, m)
+    return xp.tile(x, m)
 
 
 def _paddings(x, paddings):
@@ -218,21 +231,24 @@ def _paddings(x, paddings):
     return [(int(a), int(b)) for a, b in p.tolist()]
 
 
-@kernel("Pad")
+@kernel("Pad", device_types=ALL_DEVICES, host_inputs=(1,))
 def pad(ctx, x, paddings):
-    x = np.asarray(x)
-    return np.pad(x, _paddings(x, paddings))
+    xp = ctx.xp
+    x = xp.asarray(x)
+    return xp.pad(x, _paddings(x, paddings))
 
 
-@kernel("PadV2")
+@kernel("PadV2", device_types=ALL_DEVICES, host_inputs=(1,))
 def pad_v2(ctx, x, paddings, constant_values):
-    x = np.asarray(x)
-    return np.pad(x, _paddings(x, paddings), constant_values=np.asarray(constant_values).item())
+    xp = ctx.xp
+    x = xp.asarray(x)
+    return xp.pad(x, _paddings(x, paddings), constant_values=xp.asarray(constant_values).item())
 
 
-@kernel("MirrorPad")
+@kernel("MirrorPad", device_types=ALL_DEVICES, host_inputs=(1,))
 def mirror_pad(ctx, x, paddings):
-    x = np.asarray(x)
+    xp = ctx.xp
+    x = xp.asarray(x)
     mode = s(ctx.attrs.get("mode", b"REFLECT")).upper()
     pads = _paddings(x, paddings)
     limit = 0 if mode == "REFLECT" else 1
@@ -240,40 +256,45 @@ def mirror_pad(ctx, x, paddings):
         if max(a, b) > x.shape[d] - 1 + limit:
             fail(f"paddings must be less than{' or equal to' if limit else ''} the dimension "
                  f"size: {a}, {b} for dimension {d} of size {x.shape[d]}")
-    return np.pad(x, pads, mode="reflect" if mode == "REFLECT" else "symmetric")
+    return xp.pad(x, pads, mode="reflect" if mode == "REFLECT" else "symmetric")
 
 
-@kernel("ReverseV2")
+@kernel("ReverseV2", device_types=ALL_DEVICES, host_inputs=(1,))
 def reverse_v2(ctx, x, axis):
-    x = np.asarray(x)
+    xp = ctx.xp
+    x = xp.asarray(x)
     axes = norm_axes(axis, x.ndim, "axis")
-    return np.flip(x, axes) if axes else x
+    return xp.flip(x, axes) if axes else x
 
 
-@kernel("Fill")
+@kernel("Fill", device_types=ALL_DEVICES, host_inputs=(0,))
 def fill(ctx, dims, value):
-    value = np.asarray(value)
+    xp = ctx.xp
+    value = xp.asarray(value)
     if value.ndim != 0:
         fail(f"value must be a scalar, got shape {list(value.shape)}")
     d = shape_vector(dims, "dims")
     if any(v < 0 for v in d):
         fail(f"dims must be non-negative, got {list(d)}")
-    return np.full(d, value, dtype=value.dtype)
+    out = xp.empty(d, dtype=value.dtype)
+    out[...] = value
+    return out
 
 
-@kernel("ZerosLike")
+@kernel("ZerosLike", device_types=ALL_DEVICES)
 def zeros_like(ctx, x):
     if isinstance(x, TensorList):  # T=variant: the zero gradient of a list
         return zeros_like_list(x)
-    return np.zeros_like(x)
+    return ctx.xp.zeros_like(x)
 
 
-@kernel("OnesLike")
+@kernel("OnesLike", device_types=ALL_DEVICES)
 def ones_like(ctx, x):
-    return np.ones_like(x)
+    xp = ctx.xp
+    return xp.ones_like(x)
 
 
-@kernel("Range")
+@kernel("Range", device_types=ALL_DEVICES, host_only=True)
 def range_(ctx, start, limit, delta):
     dtype = np.asarray(start).dtype
     st, li, de = (np.asarray(v).item() for v in (start, limit, delta))
@@ -288,27 +309,29 @@ def range_(ctx, start, limit, delta):
     return (st + np.arange(n, dtype=np.float64 if dtype.kind == "f" else dtype) * de).astype(dtype)
 
 
-@kernel("OneHot")
+@kernel("OneHot", device_types=ALL_DEVICES, host_inputs=(1,))
 def one_hot(ctx, indices, depth, on_value, off_value):
-    idx = np.asarray(indices)
+    xp = ctx.xp
+    idx = xp.asarray(indices)
     depth = int(np.asarray(depth))
     if depth < 0:
         fail(f"depth must be non-negative, got {depth}")
     axis = int(ctx.attrs.get("axis", -1))
     if axis < -1 or axis > idx.ndim:
         fail(f"Expected axis to be -1 or between [0, {idx.ndim}], got {axis}")
-    on, off = np.asarray(on_value), np.asarray(off_value)
-    hot = idx[..., None] == np.arange(depth, dtype=idx.dtype)
-    out = np.where(hot, on, off).astype(on.dtype, copy=False)
-    return out if axis == -1 else np.moveaxis(out, -1, axis)
+    on, off = xp.asarray(on_value), xp.asarray(off_value)
+    hot = idx[..., None] == xp.arange(depth, dtype=idx.dtype)
+    out = xp.where(hot, on, off).astype(on.dtype, copy=False)
+    return out if axis == -1 else xp.moveaxis(out, -1, axis)
 
 
-@kernel("BroadcastTo")
+@kernel("BroadcastTo", device_types=ALL_DEVICES, host_inputs=(1,))
 def broadcast_to(ctx, x, shape_):
-    x = np.asarray(x)
+    xp = ctx.xp
+    x = xp.asarray(x)
     target = shape_vector(shape_)
     try:
-        return np.broadcast_to(x, target)
+        return xp.broadcast_to(x, target)
     except ValueError:
         fail(f"Unable to broadcast tensor of shape {list(x.shape)} to tensor of shape "
              f"{list(target)}")
@@ -321,13 +344,13 @@ def _bcast_shape(s0, s1):
         fail(f"Incompatible shapes: {list(s0)} vs. {list(s1)}")
 
 
-@kernel("BroadcastArgs")
+@kernel("BroadcastArgs", device_types=ALL_DEVICES, host_only=True)
 def broadcast_args(ctx, s0, s1):
     out = _bcast_shape(shape_vector(s0), shape_vector(s1))
     return np.array(out, dtype=np.asarray(s0).dtype)
 
 
-@kernel("BroadcastGradientArgs")
+@kernel("BroadcastGradientArgs", device_types=ALL_DEVICES, host_only=True)
 def broadcast_gradient_args(ctx, s0, s1):
     a, b = shape_vector(s0), shape_vector(s1)
     _bcast_shape(a, b)
@@ -356,16 +379,17 @@ def list_diff(ctx, x, y):
     return x[keep], np.nonzero(keep)[0].astype(np_dtype(ctx.attrs.get("out_idx", "int32")))
 
 
-@kernel("Where")
+@kernel("Where", device_types=ALL_DEVICES)
 def where(ctx, x):
-    return np.argwhere(np.asarray(x)).astype(np.int64)
+    xp = ctx.xp
+    return xp.argwhere(xp.asarray(x)).astype(xp.int64)
 
 
 def _format(ctx):
     return s(ctx.attrs.get("src_format", b"NHWC")), s(ctx.attrs.get("dst_format", b"NCHW"))
 
 
-@kernel("DataFormatVecPermute")
+@kernel("DataFormatVecPermute", device_types=ALL_DEVICES, host_only=True)
 def data_format_vec_permute(ctx, x):
     x = np.asarray(x)
     src, dst = _format(ctx)
@@ -378,7 +402,7 @@ def data_format_vec_permute(ctx, x):
     return x[[src.index(c) for c in dst]]
 
 
-@kernel("DataFormatDimMap")
+@kernel("DataFormatDimMap", device_types=ALL_DEVICES, host_only=True)
 def data_format_dim_map(ctx, x):
     x = np.asarray(x)
     src, dst = _format(ctx)
@@ -386,9 +410,10 @@ def data_format_dim_map(ctx, x):
     return table[np.mod(x, len(src))]
 
 
-@kernel("Bitcast")
+@kernel("Bitcast", device_types=ALL_DEVICES)
 def bitcast(ctx, x):
-    x = np.asarray(x)
+    xp = ctx.xp
+    x = xp.asarray(x)
     dst = np_dtype(ctx.attrs["type"])
     if dst.itemsize == x.dtype.itemsize:
         return x.view(dst)
@@ -396,4 +421,4 @@ def bitcast(ctx, x):
         return x.view(dst).reshape(x.shape + (x.dtype.itemsize // dst.itemsize,))
     if x.shape[-1] * x.dtype.itemsize != dst.itemsize:
         fail(f"Cannot bitcast from {tf_name(x)} to {tf_name(dst)}: shape {list(x.shape)}")
-    return np.ascontiguousarray(x).view(dst).reshape(x.shape[:-1])
+    return xp.ascontiguousarray(x).view(dst).reshape(x.shape[:-1])

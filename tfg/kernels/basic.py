@@ -9,13 +9,15 @@ import numpy as np
 
 from tfg.errors import TfgInputError, TfgRuntimeError
 from tfg.kernels import aligned
-from tfg.kernels._util import fail, tf_name
-from tfg.kernels.registry import kernel
+from tfg.kernels._util import fail, shape_of, tf_name
+from tfg.kernels.registry import ALL_DEVICES, kernel
 from tfg.schemas.dtypes import DType
 
 
-@kernel("Const")
+@kernel("Const", device_types=ALL_DEVICES)
 def const(ctx):
+    """The attr's tensor, decoded once per node. On a GPU it is copied to the device once and
+    kept there (int32 and string constants stay on the host, as TensorFlow keeps them)."""
     value = ctx.cache.get("value")
     if value is None:
         value = np.asarray(ctx.attrs["value"])
@@ -27,6 +29,8 @@ def const(ctx):
         # Every step shares this array: a kernel writing into its input would corrupt the
         # constant, so make that fail loudly instead.
         value.setflags(write=False)
+        if ctx.xp is not np:
+            value = ctx.xp.asarray(value)
         ctx.cache["value"] = value
     return value
 
@@ -38,7 +42,7 @@ def shape_string(shape):
     return "[" + ",".join("?" if d is None or d < 0 else str(d) for d in shape) + "]"
 
 
-@kernel("Placeholder")
+@kernel("Placeholder", device_types=ALL_DEVICES)
 def placeholder(ctx):
     dtype = ctx.attrs.get("dtype")
     dt = dtype.tf_name if isinstance(dtype, DType) else "?"
@@ -48,22 +52,22 @@ def placeholder(ctx):
 
 
 @kernel(["Identity", "PlaceholderWithDefault", "StopGradient", "PreventGradient",
-         "RefIdentity"], forwards_input=True)
+         "RefIdentity"], device_types=ALL_DEVICES, forwards_input=True)
 def identity(ctx, x):
     return x
 
 
-@kernel("IdentityN", forwards_input=True)
+@kernel("IdentityN", device_types=ALL_DEVICES, forwards_input=True)
 def identity_n(ctx, *xs):
     return list(xs)
 
 
-@kernel("Snapshot")
+@kernel("Snapshot", device_types=ALL_DEVICES)
 def snapshot(ctx, x):
-    return np.array(x, copy=True)
+    return ctx.xp.array(x, copy=True)
 
 
-@kernel("NoOp")
+@kernel("NoOp", device_types=ALL_DEVICES)
 def no_op(ctx, *inputs):
     return ()
 
@@ -77,24 +81,26 @@ def shape_compatible(actual, expected):
     return all(e is None or e < 0 or e == a for a, e in zip(actual, expected))
 
 
-@kernel("EnsureShape", forwards_input=True)
+@kernel("EnsureShape", device_types=ALL_DEVICES, forwards_input=True)
 def ensure_shape(ctx, x):
     want = ctx.attrs.get("shape")
-    if not shape_compatible(np.shape(x), want):
-        fail(f"Shape of tensor {ctx.name} {shape_string(np.shape(x))} is not compatible with "
+    have = shape_of(x)
+    if not shape_compatible(have, want):
+        fail(f"Shape of tensor {ctx.name} {shape_string(have)} is not compatible with "
              f"expected shape {shape_string(want)}.")
     return x
 
 
-@kernel("CheckNumerics", forwards_input=True)
+@kernel("CheckNumerics", device_types=ALL_DEVICES, forwards_input=True)
 def check_numerics(ctx, x):
-    x = np.asarray(x)
+    xp = ctx.xp
+    x = xp.asarray(x)
     if x.dtype.kind not in "fc":
         fail(f"CheckNumerics does not support dtype {tf_name(x)}")
-    if not np.isfinite(x).all():
+    if not bool(xp.isfinite(x).all()):
         msg = ctx.attrs.get("message", b"")
         msg = msg.decode(errors="replace") if isinstance(msg, bytes) else str(msg)
-        nan, inf = bool(np.isnan(x).any()), bool(np.isinf(x).any())
+        nan, inf = bool(xp.isnan(x).any()), bool(xp.isinf(x).any())
         what = "Inf and NaN" if nan and inf else ("NaN" if nan else "Inf")
         raise TfgRuntimeError(f"{msg} : Tensor had {what} values")
     return x
@@ -111,7 +117,7 @@ def _summarize(x, n):
     return "[" + " ".join(items) + more + "]"
 
 
-@kernel("Assert")
+@kernel("Assert", device_types=ALL_DEVICES, host_only=True)
 def assert_(ctx, condition, *data):
     cond = np.asarray(condition)
     if cond.dtype != np.bool_ or cond.size != 1:

@@ -12,7 +12,7 @@ Statistics are computed in float32 (the U type) even for half inputs, as TensorF
 import numpy as np
 
 from tfg.kernels._util import fail, is_nchw
-from tfg.kernels.registry import kernel
+from tfg.kernels.registry import ALL_DEVICES, kernel
 
 
 def _channels_last(x, fmt):
@@ -32,17 +32,18 @@ def _check_vec(name, v, c):
         fail(f"{name} must be a vector of size {c}, got shape {list(v.shape)}")
 
 
-@kernel(["FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3"])
+@kernel(["FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3"], device_types=ALL_DEVICES)
 def fused_batch_norm(ctx, x, scale, offset, mean, variance):
-    x = np.asarray(x)
+    xp = ctx.xp
+    x = xp.asarray(x)
     fmt = ctx.attrs.get("data_format", b"NHWC")
     eps = np.float32(ctx.attrs.get("epsilon", 1e-4))
     factor = float(ctx.attrs.get("exponential_avg_factor", 1.0))
     training = bool(ctx.attrs.get("is_training", True))
     x2, restore = _channels_last(x, fmt)
     c = x2.shape[1]
-    u = np.float32
-    scale, offset = np.asarray(scale, u), np.asarray(offset, u)
+    u = xp.float32
+    scale, offset = xp.asarray(scale, u), xp.asarray(offset, u)
     _check_vec("scale", scale, c)
     _check_vec("offset", offset, c)
     xf = x2.astype(u, copy=False)
@@ -50,12 +51,12 @@ def fused_batch_norm(ctx, x, scale, offset, mean, variance):
         m = x2.shape[0]
         bmean = xf.mean(axis=0, dtype=u)
         centered = xf - bmean
-        bvar = np.mean(centered * centered, axis=0, dtype=u)
-        inv = 1 / np.sqrt(bvar + eps)
+        bvar = xp.mean(centered * centered, axis=0, dtype=u)
+        inv = 1 / xp.sqrt(bvar + eps)
         y = centered * (inv * scale) + offset
         unbiased = bvar * u(m / (m - 1)) if m > 1 else bvar
         if factor != 1.0:
-            mean, variance = np.asarray(mean, u), np.asarray(variance, u)
+            mean, variance = xp.asarray(mean, u), xp.asarray(variance, u)
             _check_vec("mean", mean, c)
             _check_vec("variance", variance, c)
             out_mean = (1 - factor) * mean + factor * bmean
@@ -64,37 +65,39 @@ def fused_batch_norm(ctx, x, scale, offset, mean, variance):
             out_mean, out_var = bmean, unbiased
         reserve = [bmean, bvar]
     else:
-        mean, variance = np.asarray(mean, u), np.asarray(variance, u)
+        mean, variance = xp.asarray(mean, u), xp.asarray(variance, u)
         _check_vec("mean", mean, c)
         _check_vec("variance", variance, c)
-        k = scale / np.sqrt(variance + eps)
+        k = scale / xp.sqrt(variance + eps)
         y = xf * k + (offset - mean * k)
         out_mean, out_var = mean, variance
         # TensorFlow leaves these unset in inference; zeros are a defined stand-in.
-        reserve = [np.zeros(c, u), np.zeros(c, u)]
+        reserve = [xp.zeros(c, u), xp.zeros(c, u)]
     outs = [restore(y.astype(x.dtype, copy=False)), out_mean.astype(u, copy=False),
             out_var.astype(u, copy=False)] + reserve
     if ctx.op == "FusedBatchNormV3":
-        outs.append(np.zeros((), u))
+        outs.append(xp.zeros((), u))
     return outs
 
 
-@kernel(["FusedBatchNormGrad", "FusedBatchNormGradV2", "FusedBatchNormGradV3"])
+@kernel(["FusedBatchNormGrad", "FusedBatchNormGradV2", "FusedBatchNormGradV3"],
+        device_types=ALL_DEVICES)
 def fused_batch_norm_grad(ctx, dy, x, scale, reserve_1, reserve_2, *reserve_3):
-    dy, x = np.asarray(dy), np.asarray(x)
+    xp = ctx.xp
+    dy, x = xp.asarray(dy), xp.asarray(x)
     fmt = ctx.attrs.get("data_format", b"NHWC")
     eps = np.float32(ctx.attrs.get("epsilon", 1e-4))
     training = bool(ctx.attrs.get("is_training", True))
-    u = np.float32
+    u = xp.float32
     x2, restore = _channels_last(x, fmt)
     dy2, _ = _channels_last(dy, fmt)
     c = x2.shape[1]
-    scale = np.asarray(scale, u)
-    mean, var = np.asarray(reserve_1, u), np.asarray(reserve_2, u)
+    scale = xp.asarray(scale, u)
+    mean, var = xp.asarray(reserve_1, u), xp.asarray(reserve_2, u)
     for name, v in (("scale", scale), ("reserve_space_1", mean), ("reserve_space_2", var)):
         _check_vec(name, v, c)
     xf, g = x2.astype(u, copy=False), dy2.astype(u, copy=False)
-    inv = 1 / np.sqrt(var + eps)
+    inv = 1 / xp.sqrt(var + eps)
     xhat = (xf - mean) * inv
     doffset = g.sum(axis=0, dtype=u)
     dscale = (g * xhat).sum(axis=0, dtype=u)
@@ -103,5 +106,5 @@ def fused_batch_norm_grad(ctx, dy, x, scale, reserve_1, reserve_2, *reserve_3):
         dx = (scale * inv / m) * (m * g - doffset - xhat * dscale)
     else:
         dx = g * (scale * inv)
-    empty = np.zeros(0, u)
+    empty = xp.zeros(0, u)
     return [restore(dx.astype(x.dtype, copy=False)), dscale, doffset, empty, empty]

@@ -1,6 +1,8 @@
 """What a kernel sees of its node: decoded attrs (with defaults), the array module, the device.
 
 Made once per node when a graph is prepared, so kernels pay no decoding cost per call.
+`xp` is the device's array module, except for a GPU node that computes in host memory
+(int32 or string `T`, or a host-only kernel such as Shape): numpy there, as in TensorFlow.
 
     >>> ctx = KernelContext.for_node(node, device="/job:localhost/replica:0/task:0/device:CPU:0")
     >>> ctx.attrs["transpose_a"], ctx.output_dtypes
@@ -8,6 +10,8 @@ Made once per node when a graph is prepared, so kernels pay no decoding cost per
 """
 import numpy as np
 
+from tfg.kernels.memory import computes_on_host
+from tfg.kernels.registry import GPU, find_kernel
 from tfg.schemas.ops import get_op
 from tfg.schemas.ops import signature
 
@@ -41,4 +45,8 @@ class KernelContext:
             dtypes = signature.output_dtypes(node)
         except Exception:  # a malformed attr surfaces where the kernel reads it
             dtypes = []
+        if xp is not np:
+            kd = find_kernel(node.op, GPU)
+            if kd is not None and computes_on_host(kd.host_only, attrs):
+                xp = np
         return KernelContext(node, attrs, xp, device, dtypes)

@@ -14,7 +14,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from tfg.kernels._util import (conv_out_and_pads, fail, from_nhwc, is_nchw, s, shape_vector,
                                spatial_attr, to_nhwc)
-from tfg.kernels.registry import kernel
+from tfg.kernels.registry import ALL_DEVICES, kernel
 from tfg.kernels.select import where
 
 
@@ -45,10 +45,10 @@ class _Geom:
         self.oh, self.pt, self.pb = conv_out_and_pads(h, kh, self.sh, self.dh, padding, eh)
         self.ow, self.pl, self.pr = conv_out_and_pads(w, kw, self.sw, self.dw, padding, ew)
 
-    def pad(self, x, value=0):
+    def pad(self, xp, x, value=0):
         if not (self.pt or self.pb or self.pl or self.pr):
             return x
-        return np.pad(x, ((0, 0), (self.pt, self.pb), (self.pl, self.pr), (0, 0)),
+        return xp.pad(x, ((0, 0), (self.pt, self.pb), (self.pl, self.pr), (0, 0)),
                       constant_values=value)
 
     def tap(self, i, j):
@@ -60,13 +60,16 @@ class _Geom:
     def padded_shape(self, n, h, w, c):
         return (n, h + self.pt + self.pb, w + self.pl + self.pr, c)
 
-    def crop(self, xp, h, w):
-        return xp[:, self.pt:self.pt + h, self.pl:self.pl + w, :]
+    def crop(self, x, h, w):
+        return x[:, self.pt:self.pt + h, self.pl:self.pl + w, :]
 
 
-def _im2col(x, g):
+def _im2col(xp, x, g):
     """Patch matrix [N*OH*OW, KH*KW*C] of NHWC `x` (any strides: an NCHW input's transpose is
     fine), rows in output order and columns in the filter's (kh, kw, c) order.
+
+    On a GPU (`xp` not numpy) the KH*KW taps are stacked: a few whole-tensor copies, then
+    one cuBLAS GEMM does the convolution (no cuDNN needed).
 
     The padded copy is one allocation (zeros, then the interior assigned: this also makes an
     NCHW view contiguous in the same pass) instead of np.pad plus ascontiguousarray. With
@@ -74,17 +77,22 @@ def _im2col(x, g):
     KW*C values and the copy into the patch matrix moves whole runs, not C values at a time.
     """
     n, h, w, c = x.shape
+    if xp is not np:
+        xpad = g.pad(xp, x)
+        taps = [xpad[g.tap(i, j)] for i in range(g.kh) for j in range(g.kw)]
+        cols = taps[0] if len(taps) == 1 else xp.stack(taps, axis=3)
+        return cols.reshape(n * g.oh * g.ow, g.kh * g.kw * c)
     if g.pt or g.pb or g.pl or g.pr or not x.flags.c_contiguous:
-        xp = np.zeros(g.padded_shape(n, h, w, c), x.dtype)
-        xp[:, g.pt:g.pt + h, g.pl:g.pl + w, :] = x
+        xpad = np.zeros(g.padded_shape(n, h, w, c), x.dtype)
+        xpad[:, g.pt:g.pt + h, g.pl:g.pl + w, :] = x
     else:
-        xp = x
-    sn, sh, sw, sc = xp.strides
+        xpad = x
+    sn, sh, sw, sc = xpad.strides
     if g.dw == 1:
-        win = as_strided(xp, (n, g.oh, g.ow, g.kh, g.kw * c),
+        win = as_strided(xpad, (n, g.oh, g.ow, g.kh, g.kw * c),
                          (sn, sh * g.sh, sw * g.sw, sh * g.dh, sc), writeable=False)
     else:
-        win = as_strided(xp, (n, g.oh, g.ow, g.kh, g.kw, c),
+        win = as_strided(xpad, (n, g.oh, g.ow, g.kh, g.kw, c),
                          (sn, sh * g.sh, sw * g.sw, sh * g.dh, sw * g.dw, sc), writeable=False)
     return win.reshape(n * g.oh * g.ow, g.kh * g.kw * c)
 
@@ -99,10 +107,11 @@ def _check_conv(x, w, op):
              f"in_channels {w.shape[2]}")
 
 
-@kernel("Conv2D")
+@kernel("Conv2D", device_types=ALL_DEVICES)
 def conv2d(ctx, x, w):
+    xp = ctx.xp
     fmt = ctx.attrs.get("data_format", b"NHWC")
-    x, w = to_nhwc(np.asarray(x), fmt), np.asarray(w)
+    x, w = to_nhwc(xp.asarray(x), fmt), xp.asarray(w)
     _check_conv(x, w, "Conv2D")
     n, h, wd, c = x.shape
     kh, kw, _, oc = w.shape
@@ -110,7 +119,7 @@ def conv2d(ctx, x, w):
     if kh == kw == 1 and g.sh == g.sw == 1 and not (g.pt or g.pl):
         y = x.reshape(-1, c) @ w.reshape(c, oc)
     else:
-        y = _im2col(x, g) @ w.reshape(-1, oc)
+        y = _im2col(xp, x, g) @ w.reshape(-1, oc)
     return from_nhwc(y.reshape(n, g.oh, g.ow, oc), fmt)
 
 
@@ -121,10 +130,11 @@ def _input_sizes(sizes, fmt, channels):
     return (dims[0], dims[2], dims[3], dims[1]) if is_nchw(fmt) else dims
 
 
-@kernel("Conv2DBackpropInput")
+@kernel("Conv2DBackpropInput", device_types=ALL_DEVICES, host_inputs=(0,))
 def conv2d_backprop_input(ctx, input_sizes, w, dy):
+    xp = ctx.xp
     fmt = ctx.attrs.get("data_format", b"NHWC")
-    w, dy = np.asarray(w), to_nhwc(np.asarray(dy), fmt)
+    w, dy = xp.asarray(w), to_nhwc(xp.asarray(dy), fmt)
     n, h, wd, c = _input_sizes(input_sizes, fmt, w.shape[2])
     kh, kw, _, oc = w.shape
     g = _Geom(ctx, h, wd, kh, kw)
@@ -132,72 +142,76 @@ def conv2d_backprop_input(ctx, input_sizes, w, dy):
         fail(f"out_backprop shape {list(dy.shape)} does not match the computed output shape "
              f"{[n, g.oh, g.ow, oc]}")
     dcols = (dy.reshape(-1, oc) @ w.reshape(-1, oc).T).reshape(n, g.oh, g.ow, kh, kw, c)
-    dxp = np.zeros(g.padded_shape(n, h, wd, c), dtype=dy.dtype)
+    dxp = xp.zeros(g.padded_shape(n, h, wd, c), dtype=dy.dtype)
     for i in range(kh):
         for j in range(kw):
             dxp[g.tap(i, j)] += dcols[:, :, :, i, j, :]
     return from_nhwc(g.crop(dxp, h, wd), fmt)
 
 
-@kernel("Conv2DBackpropFilter")
+@kernel("Conv2DBackpropFilter", device_types=ALL_DEVICES, host_inputs=(1,))
 def conv2d_backprop_filter(ctx, x, filter_sizes, dy):
+    xp = ctx.xp
     fmt = ctx.attrs.get("data_format", b"NHWC")
-    x, dy = to_nhwc(np.asarray(x), fmt), to_nhwc(np.asarray(dy), fmt)
+    x, dy = to_nhwc(xp.asarray(x), fmt), to_nhwc(xp.asarray(dy), fmt)
     kh, kw, c, oc = shape_vector(filter_sizes, "filter_sizes")
     n, h, wd, _ = x.shape
     g = _Geom(ctx, h, wd, kh, kw)
     if dy.shape != (n, g.oh, g.ow, oc):
         fail(f"out_backprop shape {list(dy.shape)} does not match the computed output shape "
              f"{[n, g.oh, g.ow, oc]}")
-    cols = _im2col(x, g)
+    cols = _im2col(xp, x, g)
     return (cols.T @ dy.reshape(-1, oc)).reshape(kh, kw, c, oc)
 
 
-@kernel("DepthwiseConv2dNative")
+@kernel("DepthwiseConv2dNative", device_types=ALL_DEVICES)
 def depthwise_conv2d(ctx, x, w):
+    xp = ctx.xp
     fmt = ctx.attrs.get("data_format", b"NHWC")
-    x, w = to_nhwc(np.asarray(x), fmt), np.asarray(w)
+    x, w = to_nhwc(xp.asarray(x), fmt), xp.asarray(w)
     n, h, wd, c = x.shape
     kh, kw, wc, m = w.shape
     if wc != c:
         fail(f"input depth {c} must equal the filter's in_channels {wc}")
     g = _Geom(ctx, h, wd, kh, kw)
-    xp = g.pad(x)
-    out = np.zeros((n, g.oh, g.ow, c, m), dtype=x.dtype)
+    xpad = g.pad(xp, x)
+    out = xp.zeros((n, g.oh, g.ow, c, m), dtype=x.dtype)
     for i in range(kh):
         for j in range(kw):
-            out += xp[g.tap(i, j)][..., None] * w[i, j]
+            out += xpad[g.tap(i, j)][..., None] * w[i, j]
     return from_nhwc(out.reshape(n, g.oh, g.ow, c * m), fmt)
 
 
-@kernel("DepthwiseConv2dNativeBackpropInput")
+@kernel("DepthwiseConv2dNativeBackpropInput", device_types=ALL_DEVICES, host_inputs=(0,))
 def depthwise_backprop_input(ctx, input_sizes, w, dy):
+    xp = ctx.xp
     fmt = ctx.attrs.get("data_format", b"NHWC")
-    w, dy = np.asarray(w), to_nhwc(np.asarray(dy), fmt)
+    w, dy = xp.asarray(w), to_nhwc(xp.asarray(dy), fmt)
     n, h, wd, c = _input_sizes(input_sizes, fmt, w.shape[2])
     kh, kw, _, m = w.shape
     g = _Geom(ctx, h, wd, kh, kw)
     dyr = dy.reshape(n, g.oh, g.ow, c, m)
-    dxp = np.zeros(g.padded_shape(n, h, wd, c), dtype=dy.dtype)
+    dxp = xp.zeros(g.padded_shape(n, h, wd, c), dtype=dy.dtype)
     for i in range(kh):
         for j in range(kw):
-            dxp[g.tap(i, j)] += np.einsum("nhwcm,cm->nhwc", dyr, w[i, j])
+            dxp[g.tap(i, j)] += xp.einsum("nhwcm,cm->nhwc", dyr, w[i, j])
     return from_nhwc(g.crop(dxp, h, wd), fmt)
 
 
-@kernel("DepthwiseConv2dNativeBackpropFilter")
+@kernel("DepthwiseConv2dNativeBackpropFilter", device_types=ALL_DEVICES, host_inputs=(1,))
 def depthwise_backprop_filter(ctx, x, filter_sizes, dy):
+    xp = ctx.xp
     fmt = ctx.attrs.get("data_format", b"NHWC")
-    x, dy = to_nhwc(np.asarray(x), fmt), to_nhwc(np.asarray(dy), fmt)
+    x, dy = to_nhwc(xp.asarray(x), fmt), to_nhwc(xp.asarray(dy), fmt)
     kh, kw, c, m = shape_vector(filter_sizes, "filter_sizes")
     n, h, wd, _ = x.shape
     g = _Geom(ctx, h, wd, kh, kw)
-    xp = g.pad(x)
+    xpad = g.pad(xp, x)
     dyr = dy.reshape(n, g.oh, g.ow, c, m)
-    dw = np.empty((kh, kw, c, m), dtype=dy.dtype)
+    dw = xp.empty((kh, kw, c, m), dtype=dy.dtype)
     for i in range(kh):
         for j in range(kw):
-            dw[i, j] = np.einsum("nhwc,nhwcm->cm", xp[g.tap(i, j)], dyr)
+            dw[i, j] = xp.einsum("nhwc,nhwcm->cm", xpad[g.tap(i, j)], dyr)
     return dw
 
 
@@ -217,90 +231,103 @@ def _lowest(dtype):
 
 
 def _max_pool(ctx, x, ksize=None, strides=None):
+    xp = ctx.xp
     fmt = ctx.attrs.get("data_format", b"NHWC")
-    x = to_nhwc(np.asarray(x), fmt)
+    x = to_nhwc(xp.asarray(x), fmt)
     if x.ndim != 4:
         fail(f"MaxPool needs a 4-D input, got {list(x.shape)}")
     g = _pool_geom(ctx, x.shape, ksize, strides)
-    xp = g.pad(x, _lowest(x.dtype))
+    xpad = g.pad(xp, x, _lowest(x.dtype))
     taps = [g.tap(i, j) for i in range(g.kh) for j in range(g.kw)]
     # The first maximum allocates the output (no separate copy of tap 0); the rest go in place.
-    out = np.maximum(xp[taps[0]], xp[taps[1]]) if len(taps) > 1 else xp[taps[0]].copy()
+    out = xp.maximum(xpad[taps[0]], xpad[taps[1]]) if len(taps) > 1 else xpad[taps[0]].copy()
     for t in taps[2:]:
-        np.maximum(out, xp[t], out=out)
+        xp.maximum(out, xpad[t], out=out)
     return from_nhwc(out, fmt)
 
 
-@kernel("MaxPool")
+@kernel("MaxPool", device_types=ALL_DEVICES)
 def max_pool(ctx, x):
     return _max_pool(ctx, x)
 
 
-@kernel("MaxPoolV2")
+@kernel("MaxPoolV2", device_types=ALL_DEVICES, host_inputs=(1, 2))
 def max_pool_v2(ctx, x, ksize, strides):
     return _max_pool(ctx, x, shape_vector(ksize, "ksize"), shape_vector(strides, "strides"))
 
 
-@kernel(["MaxPoolGrad", "MaxPoolGradV2"])
+@kernel(["MaxPoolGrad", "MaxPoolGradV2"], device_types=ALL_DEVICES, host_inputs=(3, 4))
 def max_pool_grad(ctx, x, y, dy, *ksize_strides):
+    xp = ctx.xp
     fmt = ctx.attrs.get("data_format", b"NHWC")
-    x, dy = to_nhwc(np.asarray(x), fmt), to_nhwc(np.asarray(dy), fmt)
+    x, dy = to_nhwc(xp.asarray(x), fmt), to_nhwc(xp.asarray(dy), fmt)
     ks = [shape_vector(v) for v in ksize_strides] if ksize_strides else [None, None]
     g = _pool_geom(ctx, x.shape, *ks)
     n, h, wd, c = x.shape
-    xp = g.pad(x, _lowest(x.dtype))
+    xpad = g.pad(xp, x, _lowest(x.dtype))
     # The first maximum of each window (row-major taps, strict >) gets the gradient. Selected
     # by bit masks (kernels/select.py): the masks are data-dependent, np.where's branches slow.
-    best = xp[g.tap(0, 0)].copy()
-    arg = np.zeros(best.shape, np.int32)
+    best = xpad[g.tap(0, 0)].copy()
+    arg = xp.zeros(best.shape, xp.int32)
     for i in range(g.kh):
         for j in range(g.kw):
             if i or j:
-                t = xp[g.tap(i, j)]
+                t = xpad[g.tap(i, j)]
                 better = t > best
-                best = where(better, t, best)
-                arg = where(better, np.asarray(i * g.kw + j, np.int32), arg)
-    dxp = np.zeros(g.padded_shape(n, h, wd, c), dtype=dy.dtype)
-    zero = np.zeros((), dy.dtype)
+                best = where(better, t, best, xp)
+                arg = where(better, np.int32(i * g.kw + j), arg, xp)
+    dxp = xp.zeros(g.padded_shape(n, h, wd, c), dtype=dy.dtype)
+    zero = xp.zeros((), dy.dtype)
     for i in range(g.kh):
         for j in range(g.kw):
-            dxp[g.tap(i, j)] += where(arg == i * g.kw + j, dy, zero)
+            dxp[g.tap(i, j)] += where(arg == i * g.kw + j, dy, zero, xp)
     return from_nhwc(g.crop(dxp, h, wd), fmt)
 
 
-def _window_counts(g, h, w):
-    """How many real (unpadded) inputs each output window covers: [OH, OW]."""
+def _window_counts(ctx, g, h, w, dtype):
+    """How many real (unpadded) inputs each output window covers, as [1, OH, OW, 1] of `dtype`
+    in the device's memory (made once per node and shape: no host copy per step)."""
+    key = ("window_counts", g.oh, g.ow, h, w, dtype)
+    cached = ctx.cache.get(key)
+    if cached is not None:
+        return cached
+
     def counts(out, stride, pad, k, size):
         start = np.arange(out) * stride - pad
         return np.minimum(start + k, size) - np.maximum(start, 0)
-    return np.outer(counts(g.oh, g.sh, g.pt, g.kh, h), counts(g.ow, g.sw, g.pl, g.kw, w))
+    table = np.outer(counts(g.oh, g.sh, g.pt, g.kh, h), counts(g.ow, g.sw, g.pl, g.kw, w))
+    table = ctx.xp.asarray(table[None, :, :, None].astype(dtype))
+    ctx.cache[key] = table
+    return table
 
 
-@kernel("AvgPool")
+@kernel("AvgPool", device_types=ALL_DEVICES)
 def avg_pool(ctx, x):
+    xp = ctx.xp
     fmt = ctx.attrs.get("data_format", b"NHWC")
-    x = to_nhwc(np.asarray(x), fmt)
+    x = to_nhwc(xp.asarray(x), fmt)
     if x.ndim != 4 or x.dtype.kind != "f":
         fail(f"AvgPool needs a 4-D floating input, got {x.dtype} {list(x.shape)}")
     g = _pool_geom(ctx, x.shape)
-    xp = g.pad(x)
-    out = xp[g.tap(0, 0)].copy()
+    xpad = g.pad(xp, x)
+    out = xpad[g.tap(0, 0)].copy()
     for i in range(g.kh):
         for j in range(g.kw):
             if i or j:
-                out += xp[g.tap(i, j)]
-    out /= _window_counts(g, x.shape[1], x.shape[2])[None, :, :, None].astype(x.dtype)
+                out += xpad[g.tap(i, j)]
+    out /= _window_counts(ctx, g, x.shape[1], x.shape[2], x.dtype)
     return from_nhwc(out, fmt)
 
 
-@kernel("AvgPoolGrad")
+@kernel("AvgPoolGrad", device_types=ALL_DEVICES, host_inputs=(0,))
 def avg_pool_grad(ctx, orig_input_shape, dy):
+    xp = ctx.xp
     fmt = ctx.attrs.get("data_format", b"NHWC")
-    dy = to_nhwc(np.asarray(dy), fmt)
+    dy = to_nhwc(xp.asarray(dy), fmt)
     n, h, wd, c = _input_sizes(orig_input_shape, fmt, None)
     g = _pool_geom(ctx, (n, h, wd, c))
-    share = dy / _window_counts(g, h, wd)[None, :, :, None].astype(dy.dtype)
-    dxp = np.zeros(g.padded_shape(n, h, wd, c), dtype=dy.dtype)
+    share = dy / _window_counts(ctx, g, h, wd, dy.dtype)
+    dxp = xp.zeros(g.padded_shape(n, h, wd, c), dtype=dy.dtype)
     for i in range(g.kh):
         for j in range(g.kw):
             dxp[g.tap(i, j)] += share

@@ -1,4 +1,4 @@
-"""CPU kernels for Grappler's fused ops: the base op's kernel, then the fused steps in order.
+"""Kernels (CPU and GPU, on ctx.xp) for Grappler's fused ops: the base op's kernel, then the fused steps in order.
 
     _FusedConv2D(x, W, b, fused_ops=[BiasAdd, Relu])             = Relu(BiasAdd(Conv2D(x, W), b))
     _FusedConv2D(x, W, s, o, m, v, fused_ops=[FusedBatchNorm])   = BN_inference(Conv2D(x, W))
@@ -14,28 +14,40 @@ from tfg.errors import TfgRuntimeError
 from tfg.kernels import clamp
 from tfg.kernels._util import fail
 from tfg.kernels.context import KernelContext
-from tfg.kernels.registry import get_kernel, kernel
+from tfg.kernels.registry import ALL_DEVICES, get_kernel, kernel
 from tfg.kernels.select import where
 
+def _relu(xp, x, a):
+    return clamp.relu(x) if xp is np else xp.maximum(x, x.dtype.type(0))
+
+
+def _relu6(xp, x, a):
+    return clamp.relu6(x) if xp is np else xp.clip(x, x.dtype.type(0), x.dtype.type(6))
+
+
+# Each activation is (xp, x, alpha) -> y, for numpy or a GPU array module alike.
 _ACTIVATIONS = {
-    "Relu": lambda x, a: clamp.relu(x),
-    "Relu6": lambda x, a: clamp.relu6(x),
-    "Elu": lambda x, a: where(x < 0, np.expm1(np.minimum(x, np.zeros((), x.dtype))), x),
-    "LeakyRelu": lambda x, a: where(x < 0, x * np.asarray(a, x.dtype), x),
-    "Tanh": lambda x, a: np.tanh(x),
-    "Sigmoid": lambda x, a: (1 / (1 + np.exp(-x))).astype(x.dtype),
-    "Identity": lambda x, a: x,
+    "Relu": _relu,
+    "Relu6": _relu6,
+    "Elu": lambda xp, x, a: where(x < 0, xp.expm1(xp.minimum(x, x.dtype.type(0))), x, xp),
+    "LeakyRelu": lambda xp, x, a: where(x < 0, x * x.dtype.type(a), x, xp),
+    "Tanh": lambda xp, x, a: xp.tanh(x),
+    "Sigmoid": lambda xp, x, a: (1 / (1 + xp.exp(-x))).astype(x.dtype),
+    "Identity": lambda xp, x, a: x,
 }
 
 
 def _base(ctx, op, *inputs):
-    """Run the registered kernel of `op` with this node's attrs (looked up once per node)."""
+    """Run the registered kernel of `op` with this node's attrs (looked up once per node).
+
+    The CPU registration is the plain function, written against `ctx.xp`: on a GPU it runs
+    on the device arrays this kernel already has."""
     hit = ctx.cache.get("base")
     if hit is None or hit[0] != op:
         kd = get_kernel(op, "CPU", ctx.name)
         sub = KernelContext(ctx.node, ctx.attrs, ctx.xp, ctx.device, ctx.output_dtypes)
         hit = ctx.cache["base"] = (op, kd.fn, sub)
-    return np.asarray(hit[1](hit[2], *inputs))
+    return ctx.xp.asarray(hit[1](hit[2], *inputs))
 
 
 def _channel_axis(ctx, ndim):
@@ -44,17 +56,17 @@ def _channel_axis(ctx, ndim):
     return 1 if fmt.startswith("NC") and ndim > 2 else ndim - 1
 
 
-def _bias(y, b, axis):
+def _bias(xp, y, b, axis):
     shape = [1] * y.ndim
     shape[axis] = -1
-    return (y + np.asarray(b).reshape(shape)).astype(y.dtype)
+    return (y + xp.asarray(b).reshape(shape)).astype(y.dtype)
 
 
-def _batch_norm(y, scale, offset, mean, var, eps, axis):
+def _batch_norm(xp, y, scale, offset, mean, var, eps, axis):
     shape = [1] * y.ndim
     shape[axis] = -1
-    r = lambda v: np.asarray(v, np.float32).reshape(shape)  # noqa: E731
-    inv = 1.0 / np.sqrt(r(var) + np.float32(eps))
+    r = lambda v: xp.asarray(v, np.float32).reshape(shape)  # noqa: E731
+    inv = 1.0 / xp.sqrt(r(var) + np.float32(eps))
     return ((y.astype(np.float32) - r(mean)) * inv * r(scale) + r(offset)).astype(y.dtype)
 
 
@@ -106,6 +118,7 @@ def _apply_fused(ctx, y, args):
     The base kernels (MatMul, Conv2D, DepthwiseConv2dNative) return arrays that no input and
     no other value shares (the contract of tfg/executor/inplace.py's FRESH_OUTPUT list), so a
     writable result takes the bias and the activation in place."""
+    xp = ctx.xp
     ops, axis, alpha, epsilon, quick = _steps(ctx, y.ndim)
     inplace = type(y) is np.ndarray and y.flags.writeable
     if quick is not None and inplace:
@@ -120,7 +133,7 @@ def _apply_fused(ctx, y, args):
         if op == "BiasAdd":
             b = args[i]
             if type(b) is not np.ndarray:
-                b = np.asarray(b)
+                b = xp.asarray(b)
             if b.ndim != 1 or b.shape[0] != y.shape[axis]:
                 fail(f"Must provide as many biases as the channel dimension of the input "
                      f"tensor: {list(b.shape)} vs. {list(y.shape)}")
@@ -128,38 +141,39 @@ def _apply_fused(ctx, y, args):
                                                                "same_kind")):
                 y = _bias_inplace(y, b, axis)
             else:
-                y = _bias(y, b, axis)
+                y = _bias(xp, y, b, axis)
             i += 1
         elif op == "FusedBatchNorm":
             scale, offset, mean, var = args[i:i + 4]
-            y = _batch_norm(y, scale, offset, mean, var, epsilon, axis)
+            y = _batch_norm(xp, y, scale, offset, mean, var, epsilon, axis)
             i += 4
         elif inplace and op in _INPLACE_ACTIVATIONS:
             y = _INPLACE_ACTIVATIONS[op](y, alpha)
         else:
-            y = _ACTIVATIONS[op](y, alpha)
+            y = _ACTIVATIONS[op](xp, y, alpha)
     return y
 
 
-@kernel("_FusedConv2D")
+@kernel("_FusedConv2D", device_types=ALL_DEVICES)
 def fused_conv2d(ctx, x, w, *args):
     n = int(ctx.attrs.get("num_args", 0))
     return _apply_fused(ctx, _base(ctx, "Conv2D", x, w), args[:n])
 
 
-@kernel("_FusedDepthwiseConv2dNative")
+@kernel("_FusedDepthwiseConv2dNative", device_types=ALL_DEVICES)
 def fused_depthwise(ctx, x, w, *args):
     return _apply_fused(ctx, _base(ctx, "DepthwiseConv2dNative", x, w), args)
 
 
-@kernel("_FusedMatMul")
+@kernel("_FusedMatMul", device_types=ALL_DEVICES)
 def fused_matmul(ctx, a, b, *args):
     return _apply_fused(ctx, _base(ctx, "MatMul", a, b), args)
 
 
-@kernel("_FusedBatchNormEx")
+@kernel("_FusedBatchNormEx", device_types=ALL_DEVICES)
 def fused_batch_norm_ex(ctx, x, scale, offset, mean, var, *side):
-    x = np.asarray(x)
+    xp = ctx.xp
+    x = xp.asarray(x)
     axis = _channel_axis(ctx, x.ndim)
     axes = tuple(a for a in range(x.ndim) if a != axis)
     eps = ctx.attrs.get("epsilon", 1e-4)
@@ -169,20 +183,20 @@ def fused_batch_norm_ex(ctx, x, scale, offset, mean, var, *side):
         n = x.size // max(x.shape[axis], 1)
         unbiased = bv * (n / max(n - 1, 1))
         f = float(ctx.attrs.get("exponential_avg_factor", 1.0))
-        out_m = bm if f == 1.0 else (1 - f) * np.asarray(mean, np.float32) + f * bm
-        out_v = unbiased if f == 1.0 else (1 - f) * np.asarray(var, np.float32) + f * unbiased
-        y = _batch_norm(x, scale, offset, bm, bv, eps, axis)
+        out_m = bm if f == 1.0 else (1 - f) * xp.asarray(mean, np.float32) + f * bm
+        out_v = unbiased if f == 1.0 else (1 - f) * xp.asarray(var, np.float32) + f * unbiased
+        y = _batch_norm(xp, x, scale, offset, bm, bv, eps, axis)
         reserve = (bm, bv)
     else:
-        y = _batch_norm(x, scale, offset, mean, var, eps, axis)
-        out_m, out_v = np.asarray(mean, np.float32), np.asarray(var, np.float32)
+        y = _batch_norm(xp, x, scale, offset, mean, var, eps, axis)
+        out_m, out_v = xp.asarray(mean, np.float32), xp.asarray(var, np.float32)
         reserve = (out_m, out_v)
     for s in side:
-        y = (y + np.asarray(s)).astype(y.dtype)
+        y = (y + xp.asarray(s)).astype(y.dtype)
     mode = ctx.attrs.get("activation_mode", b"Identity")
     mode = mode.decode() if isinstance(mode, bytes) else mode
     if mode not in _ACTIVATIONS:
         raise TfgRuntimeError(f"{ctx.name}: activation_mode {mode!r} is not supported")
-    y = _ACTIVATIONS[mode](y, ctx.attrs.get("leakyrelu_alpha", 0.2))
-    f32 = lambda v: np.asarray(v, np.float32)  # noqa: E731
-    return y, f32(out_m), f32(out_v), f32(reserve[0]), f32(reserve[1]), np.zeros(0, np.float32)
+    y = _ACTIVATIONS[mode](xp, y, ctx.attrs.get("leakyrelu_alpha", 0.2))
+    f32 = lambda v: xp.asarray(v, np.float32)  # noqa: E731
+    return y, f32(out_m), f32(out_v), f32(reserve[0]), f32(reserve[1]), xp.zeros(0, np.float32)

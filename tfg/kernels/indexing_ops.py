@@ -10,8 +10,8 @@ wrap negative indices silently).
 """
 import numpy as np
 
-from tfg.kernels._util import fail, norm_axis, shape_vector
-from tfg.kernels.registry import kernel
+from tfg.kernels._util import fail, norm_axis, scatter_add, shape_vector
+from tfg.kernels.registry import ALL_DEVICES, kernel
 
 
 def strided_slice_index(shape, begin, end, strides, attrs):
@@ -78,16 +78,17 @@ def _slice(x, begin, end, strides, attrs):
     return strided_slice_index(x.shape, begin, end, strides, attrs)
 
 
-@kernel("StridedSlice")
+@kernel("StridedSlice", device_types=ALL_DEVICES, host_inputs=(1, 2, 3))
 def strided_slice(ctx, x, begin, end, strides):
-    x = np.asarray(x)
+    x = ctx.xp.asarray(x)
     return x[_slice(x, begin, end, strides, ctx.attrs)]
 
 
-@kernel("StridedSliceGrad")
+@kernel("StridedSliceGrad", device_types=ALL_DEVICES, host_inputs=(0, 1, 2, 3))
 def strided_slice_grad(ctx, shape, begin, end, strides, dy):
-    dy = np.asarray(dy)
-    out = np.zeros(shape_vector(shape), dtype=dy.dtype)
+    xp = ctx.xp
+    dy = xp.asarray(dy)
+    out = xp.zeros(shape_vector(shape), dtype=dy.dtype)
     view_idx = _slice(out, begin, end, strides, ctx.attrs)
     target = out[view_idx]
     if target.size != dy.size:
@@ -96,22 +97,22 @@ def strided_slice_grad(ctx, shape, begin, end, strides, dy):
     return out
 
 
-def _check_indices(indices, limit, what="indices"):
-    idx = np.asarray(indices)
+def _check_indices(xp, indices, limit, what="indices"):
+    idx = xp.asarray(indices)
     if idx.dtype.kind not in "iu":
         fail(f"{what} must be int32 or int64")
     if idx.size:
         lo, hi = int(idx.min()), int(idx.max())
         if lo < 0 or hi >= limit:
             bad = lo if lo < 0 else hi
-            pos = np.argwhere(idx == bad)[0].tolist()
+            pos = xp.argwhere(idx == bad)[0].tolist()
             fail(f"{what}[{','.join(map(str, pos))}] = {bad} is not in [0, {limit})")
     return idx
 
 
-def _gather(params, indices, axis, batch_dims):
-    params = np.asarray(params)
-    idx = np.asarray(indices)
+def _gather(xp, params, indices, axis, batch_dims):
+    params = xp.asarray(params)
+    idx = xp.asarray(indices)
     if batch_dims < 0:
         batch_dims += idx.ndim
     axis = norm_axis(axis, params.ndim)
@@ -122,9 +123,9 @@ def _gather(params, indices, axis, batch_dims):
         i = int(idx)
         if 0 <= i < params.shape[axis]:
             return params[(slice(None),) * axis + (i,)].copy()
-    _check_indices(idx, params.shape[axis])
+    _check_indices(xp, idx, params.shape[axis])
     if batch_dims == 0:
-        return np.take(params, idx, axis=axis)
+        return xp.take(params, idx, axis=axis)
     if params.shape[:batch_dims] != idx.shape[:batch_dims]:
         fail(f"params.shape[:{batch_dims}] {list(params.shape[:batch_dims])} must equal "
              f"indices.shape[:{batch_dims}] {list(idx.shape[:batch_dims])}")
@@ -132,82 +133,86 @@ def _gather(params, indices, axis, batch_dims):
     nb = int(np.prod(bshape))
     p = params.reshape((nb,) + params.shape[batch_dims:])
     ix = idx.reshape((nb,) + idx.shape[batch_dims:])
-    parts = [np.take(p[i], ix[i], axis=axis - batch_dims) for i in range(nb)]
+    parts = [xp.take(p[i], ix[i], axis=axis - batch_dims) for i in range(nb)]
     inner = parts[0].shape if parts else (
         params.shape[batch_dims:axis] + idx.shape[batch_dims:] + params.shape[axis + 1:])
-    out = np.stack(parts) if parts else np.zeros((0,) + inner, params.dtype)
+    out = xp.stack(parts) if parts else xp.zeros((0,) + inner, params.dtype)
     return out.reshape(bshape + inner)
 
 
-@kernel("GatherV2")
+@kernel("GatherV2", device_types=ALL_DEVICES, host_inputs=(2,))
 def gather_v2(ctx, params, indices, axis):
-    return _gather(params, indices, int(np.asarray(axis).reshape(())),
+    return _gather(ctx.xp, params, indices, int(np.asarray(axis).reshape(())),
                    int(ctx.attrs.get("batch_dims", 0)))
 
 
-@kernel("Gather")
+@kernel("Gather", device_types=ALL_DEVICES)
 def gather(ctx, params, indices):
-    return _gather(params, indices, 0, 0)
+    return _gather(ctx.xp, params, indices, 0, 0)
 
 
-def _nd_index(indices, shape, what):
-    idx = np.asarray(indices)
+def _nd_index(xp, indices, shape, what):
+    idx = xp.asarray(indices)
     k = idx.shape[-1] if idx.ndim else 0
     if idx.ndim == 0 or k > len(shape):
         fail(f"{what}: index innermost dimension {k} must be <= rank {len(shape)}")
     for d in range(k):
         col = idx[..., d]
         if col.size and (col.min() < 0 or col.max() >= shape[d]):
-            bad = np.argwhere((col < 0) | (col >= shape[d]))[0].tolist()
+            bad = xp.argwhere((col < 0) | (col >= shape[d]))[0].tolist()
             fail(f"{what}: indices{bad} = {idx[tuple(bad)].tolist()} does not index into "
                  f"shape {list(shape)}")
-    return tuple(np.moveaxis(idx, -1, 0)) if k else None
+    return tuple(xp.moveaxis(idx, -1, 0)) if k else None
 
 
-@kernel("GatherNd")
+@kernel("GatherNd", device_types=ALL_DEVICES)
 def gather_nd(ctx, params, indices):
-    params = np.asarray(params)
-    idx = np.asarray(indices)
-    key = _nd_index(idx, params.shape, "GatherNd")
+    xp = ctx.xp
+    params = xp.asarray(params)
+    idx = xp.asarray(indices)
+    key = _nd_index(xp, idx, params.shape, "GatherNd")
     if key is None:  # k == 0: every index selects the whole of params
-        return np.broadcast_to(params, idx.shape[:-1] + params.shape).copy()
+        return xp.broadcast_to(params, idx.shape[:-1] + params.shape).copy()
     return params[key]
 
 
-@kernel("ScatterNd")
+@kernel("ScatterNd", device_types=ALL_DEVICES, host_inputs=(2,))
 def scatter_nd(ctx, indices, updates, shape):
-    updates = np.asarray(updates)
-    out = np.zeros(shape_vector(shape), dtype=updates.dtype)
-    key = _nd_index(indices, out.shape, "ScatterNd")
-    np.add.at(out, key if key is not None else Ellipsis, updates)
+    xp = ctx.xp
+    updates = xp.asarray(updates)
+    out = xp.zeros(shape_vector(shape), dtype=updates.dtype)
+    key = _nd_index(xp, indices, out.shape, "ScatterNd")
+    scatter_add(xp, out, key if key is not None else Ellipsis, updates)
     return out
 
 
-@kernel("UnsortedSegmentSum")
+@kernel("UnsortedSegmentSum", device_types=ALL_DEVICES, host_inputs=(2,))
 def unsorted_segment_sum(ctx, data, segment_ids, num_segments):
-    data, ids = np.asarray(data), np.asarray(segment_ids)
+    xp = ctx.xp
+    data, ids = xp.asarray(data), xp.asarray(segment_ids)
     n = int(np.asarray(num_segments).reshape(()))
     if data.shape[:ids.ndim] != ids.shape:
         fail(f"segment_ids.shape {list(ids.shape)} must be a prefix of data.shape "
              f"{list(data.shape)}")
     rest = data.shape[ids.ndim:]
-    out = np.zeros((n,) + rest, dtype=data.dtype)
+    out = xp.zeros((n,) + rest, dtype=data.dtype)
     flat_ids = ids.reshape(-1)
     if flat_ids.size and flat_ids.max() >= n:
-        fail(f"segment_ids[{int(np.argmax(flat_ids >= n))}] = {int(flat_ids.max())} is out of "
+        fail(f"segment_ids[{int(xp.argmax(flat_ids >= n))}] = {int(flat_ids.max())} is out of "
              f"range [0, {n})")
     keep = flat_ids >= 0  # negative ids are dropped, as TensorFlow does
-    np.add.at(out, flat_ids[keep], data.reshape((-1,) + rest)[keep])
+    scatter_add(xp, out, flat_ids[keep], data.reshape((-1,) + rest)[keep])
     return out
 
 
-@kernel("DynamicStitch")
+@kernel("DynamicStitch", device_types=ALL_DEVICES)
 def dynamic_stitch(ctx, *args):
+    xp = ctx.xp
     n = len(args) // 2
-    indices, data = [np.asarray(a) for a in args[:n]], [np.asarray(a) for a in args[n:]]
+    indices, data = [xp.asarray(a) for a in args[:n]], [xp.asarray(a) for a in args[n:]]
     rest = data[0].shape[indices[0].ndim:]
     size = max((int(i.max()) + 1 for i in indices if i.size), default=0)
-    out = np.zeros((size,) + rest, dtype=data[0].dtype)
+    out = xp.zeros((size,) + rest, dtype=data[0].dtype)
     for idx, d in zip(indices, data):
         if d.shape != idx.shape + rest:
             fail(f"data shape {list(d.shape)} must be indices shape {list(idx.shape)} + "

@@ -14,216 +14,249 @@ import math
 
 import numpy as np
 
-from tfg.kernels._util import fail, norm_axis, np_dtype, tf_name
+from tfg.kernels._util import errstate, fail, norm_axis, np_dtype, shape_of, tf_name
 from tfg.kernels.list_bulk_ops import add_lists
 from tfg.kernels.list_ops import TensorList
-from tfg.kernels.registry import kernel
+from tfg.kernels.registry import ALL_DEVICES, kernel
 from tfg.kernels.select import where
 
 
 def _bcast_error(x, y):
-    fail(f"Incompatible shapes: {list(np.shape(x))} vs. {list(np.shape(y))}")
+    fail(f"Incompatible shapes: {list(shape_of(x))} vs. {list(shape_of(y))}")
 
 
 def _binary(op, fn):
-    @kernel(op)
+    # fn is a ufunc name (resolved on ctx.xp) or a function (xp, x, y).
+    name = fn if isinstance(fn, str) else None
+    np_fn = getattr(np, name) if name else None
+
+    @kernel(op, device_types=ALL_DEVICES)
     def run(ctx, x, y):
+        xp = ctx.xp
         try:
-            return fn(x, y)
+            if name:
+                return np_fn(x, y) if xp is np else getattr(xp, name)(x, y)
+            return fn(xp, x, y)
         except ValueError:
             if _broadcastable(x, y):
                 raise
             _bcast_error(x, y)
         except TypeError:  # numpy has no loop for this dtype (strings, bools in arithmetic)
-            fail(f"{op} does not support dtype {tf_name(np.asarray(x))}")
+            fail(f"{op} does not support dtype {tf_name(x)}")
     run.__name__ = op
     return run
 
 
 def _broadcastable(x, y):
     try:
-        np.broadcast_shapes(np.shape(x), np.shape(y))
+        np.broadcast_shapes(shape_of(x), shape_of(y))
         return True
     except ValueError:
         return False
 
 
 def _is_int(x):
-    return np.asarray(x).dtype.kind in "iu"
+    return x.dtype.kind in "iu"
 
 
-def _check_int_divisor(y):
-    if not np.all(y):
+def _check_int_divisor(xp, y):
+    if not bool(xp.all(y)):
         fail("Integer division by zero")
 
 
-def _truncate_div_int(x, y):
-    _check_int_divisor(y)
-    q = np.floor_divide(x, y)
+def _truncate_div_int(xp, x, y):
+    _check_int_divisor(xp, y)
+    q = xp.floor_divide(x, y)
     # Floor and truncation differ when the signs differ and the division is inexact.
-    fix = (np.remainder(x, y) != 0) & ((x < 0) != (y < 0))
+    fix = (xp.remainder(x, y) != 0) & ((x < 0) != (y < 0))
     return q + fix.astype(q.dtype)
 
 
-def _floor_div(x, y):
+def _floor_div(xp, x, y):
     if _is_int(x):
-        _check_int_divisor(y)
-        return np.floor_divide(x, y)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.floor(np.true_divide(x, y))
+        _check_int_divisor(xp, y)
+        return xp.floor_divide(x, y)
+    with errstate(xp, divide="ignore", invalid="ignore"):
+        return xp.floor(xp.true_divide(x, y))
 
 
-def _floor_mod(x, y):
+def _floor_mod(xp, x, y):
     if _is_int(x):
-        _check_int_divisor(y)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.mod(x, y)
+        _check_int_divisor(xp, y)
+    with errstate(xp, divide="ignore", invalid="ignore"):
+        return xp.mod(x, y)
 
 
-def _real_div(x, y):
+def _real_div(xp, x, y):
     if _is_int(x):  # integer RealDiv/Div truncate, as C++ does
-        return _truncate_div_int(x, y)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.true_divide(x, y)
+        return _truncate_div_int(xp, x, y)
+    with errstate(xp, divide="ignore", invalid="ignore"):
+        return xp.true_divide(x, y)
 
 
-def _truncate_div(x, y):
+def _truncate_div(xp, x, y):
     if _is_int(x):
-        return _truncate_div_int(x, y)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.trunc(np.true_divide(x, y))
+        return _truncate_div_int(xp, x, y)
+    with errstate(xp, divide="ignore", invalid="ignore"):
+        return xp.trunc(xp.true_divide(x, y))
 
 
-def _truncate_mod(x, y):
+def _truncate_mod(xp, x, y):
     if _is_int(x):
-        _check_int_divisor(y)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.fmod(x, y)
+        _check_int_divisor(xp, y)
+    with errstate(xp, divide="ignore", invalid="ignore"):
+        return xp.fmod(x, y)
 
 
-def _div_no_nan(x, y):
-    with np.errstate(divide="ignore", invalid="ignore"):
-        q = np.true_divide(x, y) if not _is_int(x) else _safe_int_div(x, y)
-    return np.where(y == 0, np.zeros((), q.dtype), q)
+def _div_no_nan(xp, x, y):
+    with errstate(xp, divide="ignore", invalid="ignore"):
+        q = xp.true_divide(x, y) if not _is_int(x) else _safe_int_div(xp, x, y)
+    return xp.where(y == 0, xp.zeros((), q.dtype), q)
 
 
-def _safe_int_div(x, y):
-    return _truncate_div_int(x, np.where(y == 0, 1, y).astype(np.asarray(y).dtype))
+def _safe_int_div(xp, x, y):
+    return _truncate_div_int(xp, x, xp.where(y == 0, 1, y).astype(y.dtype))
 
 
-def _pow(x, y):
-    if _is_int(x) and np.any(np.asarray(y) < 0):
+def _pow(xp, x, y):
+    if _is_int(x) and bool(xp.any(y < 0)):
         fail("Integers to negative integer powers are not allowed")
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        return np.power(x, y)
+    with errstate(xp, divide="ignore", invalid="ignore", over="ignore"):
+        return xp.power(x, y)
 
 
-def _squared_difference(x, y):
-    d = np.subtract(x, y)
+def _squared_difference(xp, x, y):
+    d = xp.subtract(x, y)
     return d * d
 
 
+def _xdivy(xp, x, y):
+    with errstate(xp, divide="ignore", invalid="ignore"):
+        return xp.where(x == 0, xp.zeros((), x.dtype), x / y).astype(x.dtype)
+
+
 BINARY = {
-    "AddV2": np.add, "Add": np.add, "Sub": np.subtract, "Mul": np.multiply,
+    "AddV2": "add", "Add": "add", "Sub": "subtract", "Mul": "multiply",
     "RealDiv": _real_div, "Div": _real_div, "DivNoNan": _div_no_nan, "FloorDiv": _floor_div,
     "FloorMod": _floor_mod, "TruncateDiv": _truncate_div, "TruncateMod": _truncate_mod,
-    "Pow": _pow, "Maximum": np.maximum, "Minimum": np.minimum,
+    "Pow": _pow, "Maximum": "maximum", "Minimum": "minimum",
     "SquaredDifference": _squared_difference,
-    "Less": np.less, "LessEqual": np.less_equal, "Greater": np.greater,
-    "GreaterEqual": np.greater_equal, "LogicalAnd": np.logical_and, "LogicalOr": np.logical_or,
-    "Atan2": np.arctan2, "Xdivy": lambda x, y: np.where(x == 0, 0, x / y).astype(x.dtype),
+    "Less": "less", "LessEqual": "less_equal", "Greater": "greater",
+    "GreaterEqual": "greater_equal", "LogicalAnd": "logical_and", "LogicalOr": "logical_or",
+    "Atan2": "arctan2", "Xdivy": _xdivy,
 }
 for _op, _fn in BINARY.items():
     _binary(_op, _fn)
 
 
-def _equality(op, fn):
-    @kernel(op)
+def _equality(op, name):
+    @kernel(op, device_types=ALL_DEVICES)
     def run(ctx, x, y):
         if not _broadcastable(x, y):
             if not ctx.attrs.get("incompatible_shape_error", True):
-                return np.bool_(op == "NotEqual")
+                return ctx.xp.asarray(op == "NotEqual")
             _bcast_error(x, y)
-        return fn(x, y)
+        return getattr(ctx.xp, name)(x, y)
     return run
 
 
-_equality("Equal", np.equal)
-_equality("NotEqual", np.not_equal)
+_equality("Equal", "equal")
+_equality("NotEqual", "not_equal")
 
 
 # --------------------------------------------------------------------------- unary
-def _sigmoid(x):
+def _sigmoid(xp, x):
     # exp of a non-positive number only: no overflow for large |x|.
-    e = np.exp(-np.abs(x))
-    return np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
+    e = xp.exp(-xp.abs(x))
+    return xp.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
 
 
 # Abramowitz & Stegun 7.1.26 is only good to ~1e-7, fine for float32 but not float64.
 _erf64 = np.vectorize(math.erf, otypes=[np.float64])
 
 
-def _erf(x):
-    x = np.asarray(x)
+def _erf(xp, x):
     if x.dtype == np.float64:
-        return _erf64(x)
+        if xp is np:
+            return _erf64(x)
+        from cupyx.scipy.special import erf  # lazy: only float64 Erf on a GPU needs SciPy's
+        return erf(x)
     t32 = x.astype(np.float64)
-    a = np.abs(t32)
+    a = xp.abs(t32)
     t = 1.0 / (1.0 + 0.3275911 * a)
     poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027
                                                                           + t * 1.061405429))))
-    r = 1.0 - poly * np.exp(-a * a)
-    return (np.sign(t32) * r).astype(x.dtype)
+    r = 1.0 - poly * xp.exp(-a * a)
+    return (xp.sign(t32) * r).astype(x.dtype)
 
 
 _erfc64 = np.vectorize(math.erfc, otypes=[np.float64])
 
 
-def _erfc(x):
-    # In float64 and not as 1 - erf: exact gelu reads erfc(-x/sqrt(2)) far into the tail.
-    x = np.asarray(x)
-    return _erfc64(x).astype(x.dtype)
+def _erfc(xp, x):
+    # Not as 1 - erf: exact gelu reads erfc(-x/sqrt(2)) far into the tail, where 1 - erf has
+    # no correct digits left.
+    if xp is np:
+        return _erfc64(x).astype(x.dtype)
+    if x.dtype == np.float64:
+        from cupyx.scipy.special import erfc  # lazy: only float64 Erfc on a GPU needs it
+        return erfc(x)
+    # Below float64, the Chebyshev fit of Numerical Recipes' erfcc (relative error < 1.2e-7
+    # everywhere, tail included) in float64 is exact to float32's precision.
+    z = xp.abs(x.astype(np.float64))
+    t = 1.0 / (1.0 + 0.5 * z)
+    poly = -1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (
+        -0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (
+            -0.82215223 + t * 0.17087277))))))))
+    tail = t * xp.exp(-z * z + poly)
+    return xp.where(x >= 0, tail, 2.0 - tail).astype(x.dtype)
 
 
-def _reciprocal(x):
+def _reciprocal(xp, x):
     if _is_int(x):
-        _check_int_divisor(x)
-        return _truncate_div_int(np.ones_like(x), x)
-    with np.errstate(divide="ignore"):
-        return np.reciprocal(x)
+        _check_int_divisor(xp, x)
+        return _truncate_div_int(xp, xp.ones_like(x), x)
+    with errstate(xp, divide="ignore"):
+        return xp.reciprocal(x)
 
 
-def _rsqrt(x):
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return 1 / np.sqrt(x)
+def _rsqrt(xp, x):
+    with errstate(xp, divide="ignore", invalid="ignore"):
+        return 1 / xp.sqrt(x)
 
 
-def _log(fn):
-    def run(x):
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return fn(x)
+def _log(name):
+    def run(xp, x):
+        with errstate(xp, divide="ignore", invalid="ignore"):
+            return getattr(xp, name)(x)
     return run
 
 
 UNARY = {
-    "Neg": np.negative, "Abs": np.abs, "Sign": np.sign, "Square": np.square,
-    "Sqrt": _log(np.sqrt), "Rsqrt": _rsqrt, "Reciprocal": _reciprocal, "Inv": _reciprocal,
-    "Exp": np.exp, "Expm1": np.expm1, "Log": _log(np.log), "Log1p": _log(np.log1p),
-    "Sin": np.sin, "Cos": np.cos, "Tan": np.tan, "Tanh": np.tanh, "Sigmoid": _sigmoid,
-    "Erf": _erf, "Erfc": _erfc, "Floor": np.floor, "Ceil": np.ceil, "Rint": np.rint,
-    "IsFinite": np.isfinite, "IsNan": np.isnan, "IsInf": np.isinf,
-    "LogicalNot": np.logical_not, "Asin": np.arcsin, "Acos": np.arccos, "Atan": np.arctan,
-    "Sinh": np.sinh, "Cosh": np.cosh,
+    "Neg": "negative", "Abs": "abs", "Sign": "sign", "Square": "square",
+    "Sqrt": _log("sqrt"), "Rsqrt": _rsqrt, "Reciprocal": _reciprocal, "Inv": _reciprocal,
+    "Exp": "exp", "Expm1": "expm1", "Log": _log("log"), "Log1p": _log("log1p"),
+    "Sin": "sin", "Cos": "cos", "Tan": "tan", "Tanh": "tanh", "Sigmoid": _sigmoid,
+    "Erf": _erf, "Erfc": _erfc, "Floor": "floor", "Ceil": "ceil", "Rint": "rint",
+    "IsFinite": "isfinite", "IsNan": "isnan", "IsInf": "isinf",
+    "LogicalNot": "logical_not", "Asin": "arcsin", "Acos": "arccos", "Atan": "arctan",
+    "Sinh": "sinh", "Cosh": "cosh",
 }
 
 
 def _unary(op, fn):
-    @kernel(op)
+    name = fn if isinstance(fn, str) else None
+    np_fn = getattr(np, name) if name else None
+
+    @kernel(op, device_types=ALL_DEVICES)
     def run(ctx, x):
+        xp = ctx.xp
         try:
-            return fn(x)
+            if name:
+                return np_fn(x) if xp is np else getattr(xp, name)(x)
+            return fn(xp, x)
         except TypeError:  # numpy has no loop for this dtype
-            fail(f"{op} does not support dtype {tf_name(np.asarray(x))}")
+            fail(f"{op} does not support dtype {tf_name(x)}")
     run.__name__ = op
     return run
 
@@ -232,96 +265,98 @@ for _op, _fn in UNARY.items():
     _unary(_op, _fn)
 
 
-@kernel("Round")
+@kernel("Round", device_types=ALL_DEVICES)
 def round_(ctx, x):
     # numpy rounds half to even, as TensorFlow's Round does; integers are unchanged.
-    return x if _is_int(x) else np.round(x)
+    return x if _is_int(x) else ctx.xp.round(x)
 
 
-@kernel("AddN")
+@kernel("AddN", device_types=ALL_DEVICES)
 def add_n(ctx, *xs):
     if len(xs) == 1:
         return xs[0]
     if isinstance(xs[0], TensorList):  # T=variant: gradients of TensorLists summed
         return add_lists(xs)
+    xp = ctx.xp
     try:
         # asarray: the sum of two 0-d arrays is a numpy scalar, which cannot be an `out=`.
-        out = np.asarray(np.add(xs[0], xs[1]))
+        out = xp.asarray(xp.add(xs[0], xs[1]))
         for x in xs[2:]:
-            np.add(out, x, out=out)
+            xp.add(out, x, out=out)
     except ValueError:
         fail("AddN inputs must all have the same shape, got "
-             + ", ".join(str(list(np.shape(x))) for x in xs))
+             + ", ".join(str(list(shape_of(x))) for x in xs))
     return out
 
 
-@kernel("Cast")
+@kernel("Cast", device_types=ALL_DEVICES)
 def cast(ctx, x):
     dst = np_dtype(ctx.attrs["DstT"])
-    x = np.asarray(x)
+    xp = ctx.xp
+    if xp is np:
+        x = np.asarray(x)
     if x.dtype == dst:
         return x
     if dst == np.bool_:
         return x != 0
     if x.dtype.kind == "O" or dst.kind == "O":
         fail(f"Cast between {tf_name(x)} and {tf_name(dst)} is not supported")
-    with np.errstate(invalid="ignore", over="ignore"):
+    with errstate(xp, invalid="ignore", over="ignore"):
         if x.dtype.kind == "f" and dst.kind in "iu":
             # Out-of-range floats and NaN are undefined in C++; saturate like TensorFlow 2.x.
             info = np.iinfo(dst)
-            x = np.nan_to_num(np.trunc(x), nan=0, posinf=info.max, neginf=info.min)
-            x = np.clip(x, info.min, info.max)
+            x = xp.nan_to_num(xp.trunc(x), nan=0, posinf=info.max, neginf=info.min)
+            x = xp.clip(x, info.min, info.max)
         return x.astype(dst)
 
 
-@kernel("Select")
+@kernel("Select", device_types=ALL_DEVICES)
 def select(ctx, cond, x, y):
-    cond = np.asarray(cond)
-    if np.shape(x) != np.shape(y):
-        fail(f"'then' and 'else' must have the same size, got {list(np.shape(x))} and "
-             f"{list(np.shape(y))}")
+    if x.shape != y.shape:
+        fail(f"'then' and 'else' must have the same size, got {list(x.shape)} and "
+             f"{list(y.shape)}")
     if cond.ndim == 0:
         return x if bool(cond) else y
-    xs = np.shape(x)
+    xs = x.shape
     if cond.shape != xs:
         if cond.ndim == 1 and len(xs) >= 1 and cond.shape[0] == xs[0]:
             cond = cond.reshape(cond.shape + (1,) * (len(xs) - 1))
         else:
             fail(f"condition must be a scalar, a vector of size {xs[0] if xs else 0} or of shape"
                  f" {list(xs)}, got {list(cond.shape)}")
-    return where(cond, x, y)
+    return where(cond, x, y, ctx.xp)
 
 
-@kernel("SelectV2")
+@kernel("SelectV2", device_types=ALL_DEVICES)
 def select_v2(ctx, cond, x, y):
     try:
-        return where(cond, x, y)
+        return where(cond, x, y, ctx.xp)
     except ValueError:
-        fail(f"condition, then and else cannot broadcast: {list(np.shape(cond))}, "
-             f"{list(np.shape(x))}, {list(np.shape(y))}")
+        fail(f"condition, then and else cannot broadcast: {list(cond.shape)}, "
+             f"{list(x.shape)}, {list(y.shape)}")
 
 
-def _cumulative(op, fn, identity):
-    @kernel(op)
+def _cumulative(op, name, identity):
+    @kernel(op, device_types=ALL_DEVICES, host_inputs=(1,))
     def run(ctx, x, axis):
-        x = np.asarray(x)
+        xp = ctx.xp
         if x.ndim == 0:
             fail(f"{op} needs an input of rank >= 1")
         ax = norm_axis(np.asarray(axis).reshape(()), x.ndim)
         rev, excl = ctx.attrs.get("reverse", False), ctx.attrs.get("exclusive", False)
         if rev:
-            x = np.flip(x, ax)
-        out = fn(x, axis=ax, dtype=x.dtype)
+            x = xp.flip(x, ax)
+        out = getattr(xp, name)(x, axis=ax, dtype=x.dtype)
         if excl:
-            out = np.roll(out, 1, axis=ax)
+            out = xp.roll(out, 1, axis=ax)
             first = [slice(None)] * x.ndim
             first[ax] = slice(0, 1)
             out[tuple(first)] = identity
         if rev:
-            out = np.flip(out, ax)
+            out = xp.flip(out, ax)
         return out
     return run
 
 
-_cumulative("Cumsum", np.cumsum, 0)
-_cumulative("Cumprod", np.cumprod, 1)
+_cumulative("Cumsum", "cumsum", 0)
+_cumulative("Cumprod", "cumprod", 1)

@@ -9,47 +9,49 @@ ops, softmax, the cross-entropy losses, L2Loss.
 import numpy as np
 
 from tfg.kernels import aligned, clamp
-from tfg.kernels._util import fail, is_nchw, np_dtype, require_float
-from tfg.kernels.registry import kernel
+from tfg.kernels._util import errstate, fail, is_nchw, np_dtype, require_float
+from tfg.kernels.registry import ALL_DEVICES, kernel
 from tfg.kernels.select import where
 
 SELU_ALPHA = 1.6732632423543772848170429916717
 SELU_SCALE = 1.0507009873554804934193349852946
 
 
-def _t(x, adjoint):
+def _t(xp, x, adjoint):
     if not adjoint:
         return x
-    x = np.swapaxes(x, -1, -2)
-    return np.conj(x) if x.dtype.kind == "c" else x
+    x = xp.swapaxes(x, -1, -2)
+    return xp.conj(x) if x.dtype.kind == "c" else x
 
 
-@kernel("MatMul")
+@kernel("MatMul", device_types=ALL_DEVICES)
 def matmul(ctx, a, b):
-    a, b = np.asarray(a), np.asarray(b)
+    xp = ctx.xp
+    a, b = xp.asarray(a), xp.asarray(b)
     if a.ndim != 2 or b.ndim != 2:
         fail(f"MatMul needs matrices, got shapes {list(a.shape)} and {list(b.shape)}")
     a = a.T if ctx.attrs.get("transpose_a", False) else a
     b = b.T if ctx.attrs.get("transpose_b", False) else b
     if a.shape[1] != b.shape[0]:
         fail(f"Matrix size-incompatible: In[0]: {list(a.shape)}, In[1]: {list(b.shape)}")
-    return np.matmul(a, b)
+    return xp.matmul(a, b)
 
 
-@kernel(["BatchMatMul", "BatchMatMulV2", "BatchMatMulV3"])
+@kernel(["BatchMatMul", "BatchMatMulV2", "BatchMatMulV3"], device_types=ALL_DEVICES)
 def batch_matmul(ctx, x, y):
-    x, y = np.asarray(x), np.asarray(y)
+    xp = ctx.xp
+    x, y = xp.asarray(x), xp.asarray(y)
     if x.ndim < 2 or y.ndim < 2:
         fail(f"BatchMatMul needs inputs of rank >= 2, got {list(x.shape)} and {list(y.shape)}")
     tout = ctx.attrs.get("Tout")
     if tout is not None:  # V3 may take mixed input types and name the output's
         tout = np_dtype(tout)
         x, y = x.astype(tout, copy=False), y.astype(tout, copy=False)
-    x, y = _t(x, ctx.attrs.get("adj_x", False)), _t(y, ctx.attrs.get("adj_y", False))
+    x, y = _t(xp, x, ctx.attrs.get("adj_x", False)), _t(xp, y, ctx.attrs.get("adj_y", False))
     if x.shape[-1] != y.shape[-2]:
         fail(f"Matrix size-incompatible: In[0]: {list(x.shape)}, In[1]: {list(y.shape)}")
     try:
-        return np.matmul(x, y)
+        return xp.matmul(x, y)
     except ValueError:
         fail(f"In[0] and In[1] must have compatible batch dimensions: {list(x.shape)} vs. "
              f"{list(y.shape)}")
@@ -67,9 +69,10 @@ def _bias_shape(value, bias, fmt):
     return axis
 
 
-@kernel(["BiasAdd", "BiasAddV1"])
+@kernel(["BiasAdd", "BiasAddV1"], device_types=ALL_DEVICES)
 def bias_add(ctx, value, bias):
-    value, bias = np.asarray(value), np.asarray(bias)
+    xp = ctx.xp
+    value, bias = xp.asarray(value), xp.asarray(bias)
     fmt = ctx.attrs.get("data_format", b"NHWC")
     axis = _bias_shape(value, bias, fmt)
     if axis == value.ndim - 1:
@@ -77,171 +80,193 @@ def bias_add(ctx, value, bias):
     return value + bias.reshape((-1,) + (1,) * (value.ndim - axis - 1))
 
 
-@kernel("BiasAddGrad")
+@kernel("BiasAddGrad", device_types=ALL_DEVICES)
 def bias_add_grad(ctx, dy):
-    dy = np.asarray(dy)
+    xp = ctx.xp
+    dy = xp.asarray(dy)
     if dy.ndim < 2:
         fail(f"Input tensor must be at least 2D: {list(dy.shape)}")
     axis = 1 if is_nchw(ctx.attrs.get("data_format", b"NHWC")) and dy.ndim >= 3 else dy.ndim - 1
-    return np.sum(dy, axis=tuple(a for a in range(dy.ndim) if a != axis), dtype=dy.dtype)
+    return xp.sum(dy, axis=tuple(a for a in range(dy.ndim) if a != axis), dtype=dy.dtype)
 
 
 # --------------------------------------------------------------------------- activations
 def _zero(x):
-    return np.zeros((), np.asarray(x).dtype)
+    # A numpy scalar: both numpy and CuPy take it as an operand without a copy.
+    return x.dtype.type(0)
 
 
-@kernel("Relu")
+@kernel("Relu", device_types=ALL_DEVICES)
 def relu(ctx, x):
-    return clamp.relu(x)
+    xp = ctx.xp
+    return clamp.relu(x) if xp is np else xp.maximum(x, _zero(x))
 
 
-@kernel("Relu6")
+@kernel("Relu6", device_types=ALL_DEVICES)
 def relu6(ctx, x):
-    return clamp.relu6(x)
+    xp = ctx.xp
+    return clamp.relu6(x) if xp is np else xp.clip(x, _zero(x), x.dtype.type(6))
 
 
-@kernel("Elu")
+@kernel("Elu", device_types=ALL_DEVICES)
 def elu(ctx, x):
-    x = np.asarray(x)
+    xp = ctx.xp
+    x = xp.asarray(x)
     require_float("Elu", x)
-    return where(x < 0, np.expm1(np.minimum(x, _zero(x))), x)
+    return where(x < 0, xp.expm1(xp.minimum(x, _zero(x))), x, xp)
 
 
-@kernel("Selu")
+@kernel("Selu", device_types=ALL_DEVICES)
 def selu(ctx, x):
-    require_float("Selu", np.asarray(x))
-    neg = (SELU_SCALE * SELU_ALPHA) * np.expm1(np.minimum(x, 0))
+    xp = ctx.xp
+    require_float("Selu", xp.asarray(x))
+    neg = (SELU_SCALE * SELU_ALPHA) * xp.expm1(xp.minimum(x, 0))
     return where(x < 0, neg.astype(x.dtype, copy=False),
-                  (SELU_SCALE * x).astype(x.dtype, copy=False))
+                  (SELU_SCALE * x).astype(x.dtype, copy=False), xp)
 
 
-@kernel("LeakyRelu")
+@kernel("LeakyRelu", device_types=ALL_DEVICES)
 def leaky_relu(ctx, x):
+    xp = ctx.xp
     alpha = ctx.attrs.get("alpha", 0.2)
-    x = np.asarray(x)
-    return where(x > 0, x, (x * alpha).astype(x.dtype, copy=False))
+    x = xp.asarray(x)
+    return where(x > 0, x, (x * alpha).astype(x.dtype, copy=False), xp)
 
 
-@kernel("Softplus")
+@kernel("Softplus", device_types=ALL_DEVICES)
 def softplus(ctx, x):
-    require_float("Softplus", np.asarray(x))
-    return np.logaddexp(x, _zero(x))
+    xp = ctx.xp
+    require_float("Softplus", xp.asarray(x))
+    return xp.logaddexp(x, _zero(x))
 
 
-@kernel("Softsign")
+@kernel("Softsign", device_types=ALL_DEVICES)
 def softsign(ctx, x):
-    return x / (1 + np.abs(x))
+    xp = ctx.xp
+    return x / (1 + xp.abs(x))
 
 
-def _masked(dy, mask):
+def _masked(xp, dy, mask):
     """dy * mask (booleans), TensorFlow's formula for ReluGrad/Relu6Grad: a NaN gradient stays
     NaN where the mask is off (np.where would give 0), and it is one vectorized pass, where
     np.where on a random mask is not (128x1024 float32: 40 us against 550 us). The result is
     aligned: it is the right-hand operand of the weight gradient's matmul."""
+    if xp is not np:
+        return xp.multiply(dy, mask, dtype=dy.dtype)
     dy = np.asarray(dy)
     out = aligned.empty(dy.shape, dy.dtype) if dy.shape == mask.shape else None
     with np.errstate(invalid="ignore"):  # inf * 0 is NaN, as in TensorFlow, without a warning
         return np.multiply(dy, mask, out=out, dtype=dy.dtype)
 
 
-@kernel("ReluGrad")
+@kernel("ReluGrad", device_types=ALL_DEVICES)
 def relu_grad(ctx, dy, x):
-    return _masked(dy, np.greater(x, _zero(x)))
+    xp = ctx.xp
+    return _masked(xp, dy, xp.greater(x, _zero(x)))
 
 
-@kernel("Relu6Grad")
+@kernel("Relu6Grad", device_types=ALL_DEVICES)
 def relu6_grad(ctx, dy, x):
-    x = np.asarray(x)
-    return _masked(dy, (x > _zero(x)) & (x < np.asarray(6, x.dtype)))
+    xp = ctx.xp
+    x = xp.asarray(x)
+    return _masked(xp, dy, (x > _zero(x)) & (x < x.dtype.type(6)))
 
 
-@kernel("EluGrad")
+@kernel("EluGrad", device_types=ALL_DEVICES)
 def elu_grad(ctx, dy, y):
-    dy = np.asarray(dy)
-    return where(np.asarray(y) < 0, (dy * (y + 1)).astype(dy.dtype, copy=False), dy)
+    xp = ctx.xp
+    dy = xp.asarray(dy)
+    return where(xp.asarray(y) < 0, (dy * (y + 1)).astype(dy.dtype, copy=False), dy, xp)
 
 
-@kernel("SeluGrad")
+@kernel("SeluGrad", device_types=ALL_DEVICES)
 def selu_grad(ctx, dy, y):
-    dy = np.asarray(dy)
+    xp = ctx.xp
+    dy = xp.asarray(dy)
     neg = (dy * (y + SELU_SCALE * SELU_ALPHA)).astype(dy.dtype, copy=False)
-    return where(np.asarray(y) < 0, neg, (dy * SELU_SCALE).astype(dy.dtype, copy=False))
+    return where(xp.asarray(y) < 0, neg, (dy * SELU_SCALE).astype(dy.dtype, copy=False), xp)
 
 
-@kernel("LeakyReluGrad")
+@kernel("LeakyReluGrad", device_types=ALL_DEVICES)
 def leaky_relu_grad(ctx, dy, x):
+    xp = ctx.xp
     alpha = ctx.attrs.get("alpha", 0.2)
-    dy = np.asarray(dy)
-    return where(np.asarray(x) > 0, dy, (dy * alpha).astype(dy.dtype, copy=False))
+    dy = xp.asarray(dy)
+    return where(xp.asarray(x) > 0, dy, (dy * alpha).astype(dy.dtype, copy=False), xp)
 
 
-@kernel("SoftplusGrad")
+@kernel("SoftplusGrad", device_types=ALL_DEVICES)
 def softplus_grad(ctx, dy, x):
-    e = np.exp(-np.abs(x))
-    sig = np.where(x >= 0, 1 / (1 + e), e / (1 + e))
+    xp = ctx.xp
+    e = xp.exp(-xp.abs(x))
+    sig = xp.where(x >= 0, 1 / (1 + e), e / (1 + e))
     return (dy * sig).astype(dy.dtype, copy=False)
 
 
-@kernel("SoftsignGrad")
+@kernel("SoftsignGrad", device_types=ALL_DEVICES)
 def softsign_grad(ctx, dy, x):
-    d = 1 + np.abs(x)
+    xp = ctx.xp
+    d = 1 + xp.abs(x)
     return dy / (d * d)
 
 
-@kernel("TanhGrad")
+@kernel("TanhGrad", device_types=ALL_DEVICES)
 def tanh_grad(ctx, y, dy):
     return dy * (1 - y * y)
 
 
-@kernel("SigmoidGrad")
+@kernel("SigmoidGrad", device_types=ALL_DEVICES)
 def sigmoid_grad(ctx, y, dy):
     return dy * (y * (1 - y))
 
 
-@kernel("SqrtGrad")
+@kernel("SqrtGrad", device_types=ALL_DEVICES)
 def sqrt_grad(ctx, y, dy):
-    with np.errstate(divide="ignore", invalid="ignore"):
+    xp = ctx.xp
+    with errstate(xp, divide="ignore", invalid="ignore"):
         return (dy * 0.5) / y
 
 
-@kernel("RsqrtGrad")
+@kernel("RsqrtGrad", device_types=ALL_DEVICES)
 def rsqrt_grad(ctx, y, dy):
     return (y * y * y) * dy * -0.5
 
 
-@kernel(["ReciprocalGrad", "InvGrad"])
+@kernel(["ReciprocalGrad", "InvGrad"], device_types=ALL_DEVICES)
 def reciprocal_grad(ctx, y, dy):
     return -dy * (y * y)
 
 
 # --------------------------------------------------------------------------- softmax and losses
-def _log_softmax(x):
-    shifted = x - np.max(x, axis=-1, keepdims=True)
-    return shifted - np.log(np.sum(np.exp(shifted), axis=-1, keepdims=True))
+def _log_softmax(xp, x):
+    shifted = x - xp.max(x, axis=-1, keepdims=True)
+    return shifted - xp.log(xp.sum(xp.exp(shifted), axis=-1, keepdims=True))
 
 
-@kernel("Softmax")
+@kernel("Softmax", device_types=ALL_DEVICES)
 def softmax(ctx, logits):
-    x = np.asarray(logits)
+    xp = ctx.xp
+    x = xp.asarray(logits)
     if x.ndim < 1:
         fail("logits must have >= 1 dimension, got a scalar")
-    e = np.exp(x - np.max(x, axis=-1, keepdims=True))
-    e /= np.sum(e, axis=-1, keepdims=True)
+    e = xp.exp(x - xp.max(x, axis=-1, keepdims=True))
+    e /= xp.sum(e, axis=-1, keepdims=True)
     return e
 
 
-@kernel("LogSoftmax")
+@kernel("LogSoftmax", device_types=ALL_DEVICES)
 def log_softmax(ctx, logits):
-    x = np.asarray(logits)
+    xp = ctx.xp
+    x = xp.asarray(logits)
     if x.ndim < 1:
         fail("logits must have >= 1 dimension, got a scalar")
-    return _log_softmax(x)
+    return _log_softmax(xp, x)
 
 
-@kernel("SoftmaxCrossEntropyWithLogits")
+@kernel("SoftmaxCrossEntropyWithLogits", device_types=ALL_DEVICES)
 def softmax_xent(ctx, features, labels):
-    x, y = np.asarray(features), np.asarray(labels)
+    xp = ctx.xp
+    x, y = xp.asarray(features), xp.asarray(labels)
     try:
         shape = np.broadcast_shapes(x.shape, y.shape)
     except ValueError:
@@ -249,15 +274,16 @@ def softmax_xent(ctx, features, labels):
     if shape is None or len(shape) != 2:
         fail(f"logits and labels must be broadcastable 2-D tensors: logits_size="
              f"{list(x.shape)} labels_size={list(y.shape)}")
-    logp = _log_softmax(np.broadcast_to(x, shape))
-    loss = -np.sum(y * logp, axis=-1)
-    backprop = np.exp(logp) - y
+    logp = _log_softmax(xp, xp.broadcast_to(x, shape))
+    loss = -xp.sum(y * logp, axis=-1)
+    backprop = xp.exp(logp) - y
     return loss.astype(x.dtype, copy=False), backprop.astype(x.dtype, copy=False)
 
 
-@kernel("SparseSoftmaxCrossEntropyWithLogits")
+@kernel("SparseSoftmaxCrossEntropyWithLogits", device_types=ALL_DEVICES)
 def sparse_softmax_xent(ctx, features, labels):
-    x, labels = np.asarray(features), np.asarray(labels)
+    xp = ctx.xp
+    x, labels = xp.asarray(features), xp.asarray(labels)
     if x.ndim != 2 or labels.ndim != 1 or labels.shape[0] != x.shape[0]:
         fail(f"logits must be 2-D and labels 1-D with the same first dimension: logits shape "
              f"{list(x.shape)}, labels shape {list(labels.shape)}")
@@ -267,17 +293,18 @@ def sparse_softmax_xent(ctx, features, labels):
         v = int(labels[bad][0])
         fail(f"Received a label value of {v} which is outside the valid range of [0, {k}).  "
              f"Label values: {' '.join(str(int(v)) for v in labels.tolist())}")
-    logp = _log_softmax(x)
-    rows = np.arange(x.shape[0])
+    logp = _log_softmax(xp, x)
+    rows = xp.arange(x.shape[0])
     loss = -logp[rows, labels]
-    backprop = np.exp(logp)
+    backprop = xp.exp(logp)
     backprop[rows, labels] -= 1
     return loss, backprop
 
 
-@kernel("L2Loss")
+@kernel("L2Loss", device_types=ALL_DEVICES)
 def l2_loss(ctx, t):
-    t = np.asarray(t)
+    xp = ctx.xp
+    t = xp.asarray(t)
     require_float("L2Loss", t)
     flat = t.reshape(-1)
-    return np.asarray(np.dot(flat, flat) / 2, dtype=t.dtype)
+    return xp.asarray(xp.dot(flat, flat) / 2, dtype=t.dtype)

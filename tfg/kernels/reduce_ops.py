@@ -7,12 +7,13 @@
 """
 import numpy as np
 
-from tfg.kernels._util import fail, norm_axes, norm_axis, np_dtype, tf_name
-from tfg.kernels.registry import kernel
+from tfg.kernels._util import errstate, fail, norm_axes, norm_axis, np_dtype, tf_name
+from tfg.kernels.registry import ALL_DEVICES, kernel
 
 
 def _reduce_setup(ctx, x, axis):
-    x = np.asarray(x)
+    if ctx.xp is np:
+        x = np.asarray(x)
     axes = norm_axes(axis, max(x.ndim, 1) if x.ndim else 0) if np.size(axis) else ()
     return x, axes, bool(ctx.attrs.get("keep_dims", False))
 
@@ -26,8 +27,9 @@ def _highest(dtype):
 
 
 def _reduction(op, fn, empty=None, kinds="fciub"):
-    @kernel(op)
+    @kernel(op, device_types=ALL_DEVICES, host_inputs=(1,))
     def run(ctx, x, axis):
+        xp = ctx.xp
         x, axes, keep = _reduce_setup(ctx, x, axis)
         if x.dtype.kind not in kinds:
             fail(f"{op} does not support dtype {tf_name(x)}")
@@ -36,53 +38,55 @@ def _reduction(op, fn, empty=None, kinds="fciub"):
         if empty is not None and any(x.shape[a] == 0 for a in axes):
             shape = tuple(1 if a in axes else d for a, d in enumerate(x.shape)) if keep else \
                 tuple(d for a, d in enumerate(x.shape) if a not in axes)
-            return np.full(shape, empty(x.dtype), x.dtype)
-        return np.asarray(fn(x, axes, keep))
+            return xp.full(shape, empty(x.dtype), x.dtype)
+        return xp.asarray(fn(xp, x, axes, keep))
     run.__name__ = op
     return run
 
 
-def _sum(x, axes, keep):
-    return np.sum(x, axis=axes, keepdims=keep, dtype=x.dtype)
+def _sum(xp, x, axes, keep):
+    return xp.sum(x, axis=axes, keepdims=keep, dtype=x.dtype)
 
 
-def _mean(x, axes, keep):
+def _mean(xp, x, axes, keep):
     if x.dtype.kind in "iu":
         count = int(np.prod([x.shape[a] for a in axes]))
-        total = np.sum(x, axis=axes, keepdims=keep, dtype=x.dtype)
+        total = xp.sum(x, axis=axes, keepdims=keep, dtype=x.dtype)
         if count == 0:
-            return np.zeros_like(total)
+            return xp.zeros_like(total)
         # C++ integer division truncates toward zero.
-        q = np.abs(total) // count
-        return np.where(total < 0, -q, q).astype(x.dtype)
+        q = xp.abs(total) // count
+        return xp.where(total < 0, -q, q).astype(x.dtype)
     if x.dtype.itemsize < 4 and x.dtype.kind == "f":  # half: accumulate in float32
-        return np.mean(x, axis=axes, keepdims=keep, dtype=np.float32).astype(x.dtype)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.mean(x, axis=axes, keepdims=keep, dtype=x.dtype)
+        return xp.mean(x, axis=axes, keepdims=keep, dtype=np.float32).astype(x.dtype)
+    with errstate(xp, invalid="ignore", divide="ignore"):
+        return xp.mean(x, axis=axes, keepdims=keep, dtype=x.dtype)
 
 
 _reduction("Sum", _sum, kinds="fciu")
 _reduction("Mean", _mean, kinds="fciu")
-_reduction("Prod", lambda x, a, k: np.prod(x, axis=a, keepdims=k, dtype=x.dtype), kinds="fciu")
-_reduction("Max", lambda x, a, k: np.max(x, axis=a, keepdims=k), empty=_lowest, kinds="fiu")
-_reduction("Min", lambda x, a, k: np.min(x, axis=a, keepdims=k), empty=_highest, kinds="fiu")
-_reduction("All", lambda x, a, k: np.all(x, axis=a, keepdims=k), kinds="b")
-_reduction("Any", lambda x, a, k: np.any(x, axis=a, keepdims=k), kinds="b")
+_reduction("Prod", lambda xp, x, a, k: xp.prod(x, axis=a, keepdims=k, dtype=x.dtype),
+           kinds="fciu")
+_reduction("Max", lambda xp, x, a, k: xp.max(x, axis=a, keepdims=k), empty=_lowest, kinds="fiu")
+_reduction("Min", lambda xp, x, a, k: xp.min(x, axis=a, keepdims=k), empty=_highest, kinds="fiu")
+_reduction("All", lambda xp, x, a, k: xp.all(x, axis=a, keepdims=k), kinds="b")
+_reduction("Any", lambda xp, x, a, k: xp.any(x, axis=a, keepdims=k), kinds="b")
 
 
-def _arg(op, fn):
-    @kernel(op)
+def _arg(op, name):
+    @kernel(op, device_types=ALL_DEVICES, host_inputs=(1,))
     def run(ctx, x, dimension):
-        x = np.asarray(x)
+        if ctx.xp is np:
+            x = np.asarray(x)
         if x.ndim == 0:
             fail(f"{op} needs an input of rank >= 1")
         ax = norm_axis(np.asarray(dimension).reshape(()), x.ndim, "dimension")
         if x.shape[ax] == 0:
             fail(f"{op}: reduction axis {ax} is empty in shape {list(x.shape)}")
         out_type = np_dtype(ctx.attrs.get("output_type", "int64"))
-        return fn(x, axis=ax).astype(out_type)
+        return getattr(ctx.xp, name)(x, axis=ax).astype(out_type)
     return run
 
 
-_arg("ArgMax", np.argmax)
-_arg("ArgMin", np.argmin)
+_arg("ArgMax", "argmax")
+_arg("ArgMin", "argmin")

@@ -15,13 +15,26 @@ the per-step state (`step.resources` for step-scoped resources such as stacks,
 `step.session_resources` for variables/queues that live as long as the session, `step.rng`).
 `ref_inputs` lists input indices the kernel takes by reference (a `Ref` object, see
 tfg.kernels.resources); every other input reaching the kernel is a plain array.
+
+One function serves several device types when it is written against `ctx.xp`:
+
+    @kernel("Sum", device_types=ALL_DEVICES, host_inputs=(1,))   # axes stay on the host
+    def sum_(ctx, x, axes):
+        return ctx.xp.sum(x, axis=norm_axes(axes, x.ndim), keepdims=ctx.attrs["keep_dims"])
+
+Its GPU registration gets its inputs in the memory TensorFlow keeps them in
+(tfg.kernels.memory): `host_inputs` on the host, the rest on the device; `host_only=True`
+makes the GPU kernel compute on the host altogether (Shape, Size, ...). An op registered for
+CPU only has no GPU kernel: placement keeps it on a CPU device.
 """
 from dataclasses import dataclass
 from typing import Callable
 
 from tfg.errors import UnknownOpError
+from tfg.kernels.memory import on_device
 
 CPU, GPU = "CPU", "GPU"
+ALL_DEVICES = (CPU, GPU)
 
 
 @dataclass(frozen=True)
@@ -34,21 +47,27 @@ class KernelDef:
     # The kernel may return one of its inputs itself (Identity-like): the executor must then
     # not let a later in-place update of that input alias the output.
     forwards_input: bool = False
+    # GPU only: inputs kept in host memory, and whether the kernel computes on the host.
+    host_inputs: tuple = ()
+    host_only: bool = False
 
 
 _KERNELS = {}
 
 
-def kernel(op, device_types=(CPU,), needs_step=False, ref_inputs=(), forwards_input=False):
-    """Decorator registering `fn` for `op` on each of `device_types` (an op name or a list)."""
+def kernel(op, device_types=(CPU,), needs_step=False, ref_inputs=(), forwards_input=False,
+           host_inputs=(), host_only=False, shape_only=False):
+    """Decorator registering `fn` for `op` (a name or a list) on each of `device_types`."""
     ops = [op] if isinstance(op, str) else list(op)
     types = [device_types] if isinstance(device_types, str) else list(device_types)
 
     def register(fn):
-        for o in ops:
-            for t in types:
-                _KERNELS[(o, t)] = KernelDef(o, t, fn, needs_step, tuple(ref_inputs),
-                                             forwards_input)
+        for t in types:
+            call = fn if t == CPU else on_device(fn, host_inputs, ref_inputs, needs_step,
+                                                 shape_only)
+            for o in ops:
+                _KERNELS[(o, t)] = KernelDef(o, t, call, needs_step, tuple(ref_inputs),
+                                             forwards_input, tuple(host_inputs), host_only)
         return fn
 
     return register
@@ -65,6 +84,15 @@ def get_kernel(op, device_type=CPU, node=None):
         others = sorted(t for (o, t) in _KERNELS if o == op)
         have = f"; it has kernels on {', '.join(others)}" if others else "; no device has one"
         raise UnknownOpError(f"no {device_type} kernel for op {op!r}{where}{have}")
+    return kd
+
+
+def find_kernel(op, device_type=CPU):
+    """The KernelDef for (op, device_type), or None (no error: for callers that only ask)."""
+    kd = _KERNELS.get((op, device_type))
+    if kd is None and not _loaded:
+        _ensure_loaded()
+        kd = _KERNELS.get((op, device_type))
     return kd
 
 

@@ -11,7 +11,7 @@ about 60 us. The result is bit-for-bit np.where's (NaN payloads and signed zeros
 since bits are copied, not arithmetic done.
 
 Used for large arrays of one numeric dtype; anything else (mixed dtypes, whose promotion
-np.where does, objects, small arrays) goes to np.where itself.
+np.where does, objects, small arrays) goes to np.where itself. On a GPU (`xp` not numpy) it is the array module's own `where`.
 """
 import numpy as np
 
@@ -19,8 +19,10 @@ _MIN_SIZE = 4096
 _SIGNED = {1: np.int8, 2: np.int16, 4: np.int32, 8: np.int64}
 
 
-def where(cond, a, b):
+def where(cond, a, b, xp=np):
     """np.where(cond, a, b), broadcasting the three as np.where does."""
+    if xp is not np:
+        return xp.where(cond, a, b)
     cond, a, b = np.asarray(cond), np.asarray(a), np.asarray(b)
     ints = _SIGNED.get(a.dtype.itemsize)
     if (ints is None or a.dtype != b.dtype or a.dtype.kind not in "biuf"

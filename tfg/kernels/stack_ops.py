@@ -13,7 +13,7 @@ import threading
 import numpy as np
 
 from tfg.kernels._util import fail, s
-from tfg.kernels.registry import kernel
+from tfg.kernels.registry import ALL_DEVICES, kernel
 
 
 class Stack:
@@ -63,7 +63,7 @@ def _stack(handle):
     return handle
 
 
-@kernel("StackV2", needs_step=True)
+@kernel("StackV2", device_types=ALL_DEVICES, host_only=True, needs_step=True)
 def stack_v2(ctx, step, max_size):
     name = s(ctx.attrs.get("stack_name", b"")) or ctx.name
     stack = Stack(name, int(np.asarray(max_size)), ctx.attrs.get("elem_type"))
@@ -71,18 +71,20 @@ def stack_v2(ctx, step, max_size):
     return stack
 
 
-@kernel("StackPushV2")
+# On a GPU the stack itself is a host object, as in TensorFlow; pushed tensors stay in the
+# memory they were computed in (a device array stays on the device).
+@kernel("StackPushV2", device_types=ALL_DEVICES)
 def stack_push_v2(ctx, handle, elem):
     _stack(handle).push(elem)
     return elem
 
 
-@kernel("StackPopV2")
+@kernel("StackPopV2", device_types=ALL_DEVICES)
 def stack_pop_v2(ctx, handle):
     return _stack(handle).pop()
 
 
-@kernel("StackCloseV2")
+@kernel("StackCloseV2", device_types=ALL_DEVICES, host_only=True)
 def stack_close_v2(ctx, handle):
     _stack(handle).close()
     return ()

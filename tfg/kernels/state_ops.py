@@ -13,9 +13,9 @@ fetch may still hold).
 import numpy as np
 
 from tfg.kernels import aligned
-from tfg.kernels._util import fail, s, tf_name
+from tfg.kernels._util import fail, s, shape_of, tf_name
 from tfg.kernels.basic import shape_compatible
-from tfg.kernels.registry import kernel
+from tfg.kernels.registry import ALL_DEVICES, kernel
 from tfg.kernels.resources import Ref, ResourceHandle
 
 
@@ -23,7 +23,7 @@ def _var_key(ctx):
     return s(ctx.attrs.get("container", b"")), s(ctx.attrs.get("shared_name", b"")) or ctx.name
 
 
-@kernel(["VariableV2", "Variable"], needs_step=True)
+@kernel(["VariableV2", "Variable"], device_types=ALL_DEVICES, needs_step=True)
 def variable(ctx, step):
     container, name = _var_key(ctx)
     return step.session_resources.get_or_create(
@@ -32,15 +32,21 @@ def variable(ctx, step):
 
 def _check_same_shape(op, var, value):
     old = var.get()
-    if np.shape(old) != np.shape(value):
+    if shape_of(old) != shape_of(value):
         fail(f"{op} requires shapes of both tensors to match. lhs shape= "
-             f"{list(np.shape(old))} rhs shape= {list(np.shape(value))}")
+             f"{list(shape_of(old))} rhs shape= {list(shape_of(value))}")
     return old
 
 
-@kernel("Assign", ref_inputs=(0,))
+def _fresh_copy(xp, value):
+    """The variable's own copy of `value` (aligned for BLAS on the CPU)."""
+    return aligned.fresh_copy(value) if xp is np else xp.array(value, copy=True)
+
+
+@kernel("Assign", device_types=ALL_DEVICES, ref_inputs=(0,))
 def assign(ctx, ref, value):
-    value = np.asarray(value)
+    xp = ctx.xp
+    value = xp.asarray(value)
     with ref.lock:
         if ctx.attrs.get("validate_shape", True):
             if ref.initialized:
@@ -48,31 +54,31 @@ def assign(ctx, ref, value):
             elif ref.shape is not None and not shape_compatible(value.shape, ref.shape):
                 fail(f"Assign requires shapes of both tensors to match. lhs shape= "
                      f"{list(ref.shape)} rhs shape= {list(value.shape)}")
-        ref.assign(aligned.fresh_copy(value))
+        ref.assign(_fresh_copy(xp, value))
     return ref
 
 
-def _update_ref(op, fn):
-    @kernel(op, ref_inputs=(0,))
+def _update_ref(op, name):
+    @kernel(op, device_types=ALL_DEVICES, ref_inputs=(0,))
     def run(ctx, ref, value):
         with ref.lock:
             old = _check_same_shape(op, ref, value)
-            ref.assign(fn(old, value))
+            ref.assign(getattr(ctx.xp, name)(old, value))
         return ref
     return run
 
 
-_update_ref("AssignAdd", np.add)
-_update_ref("AssignSub", np.subtract)
+_update_ref("AssignAdd", "add")
+_update_ref("AssignSub", "subtract")
 
 
-@kernel("IsVariableInitialized", ref_inputs=(0,))
+@kernel("IsVariableInitialized", device_types=ALL_DEVICES, host_only=True, ref_inputs=(0,))
 def is_variable_initialized(ctx, ref):
     return np.bool_(ref.initialized)
 
 
 # --------------------------------------------------------------------------- resource variables
-@kernel("VarHandleOp", needs_step=True)
+@kernel("VarHandleOp", device_types=ALL_DEVICES, host_only=True, needs_step=True)
 def var_handle(ctx, step):
     container, name = _var_key(ctx)
     return ResourceHandle(container, name, step.session_resources, ctx.attrs.get("dtype"),
@@ -90,13 +96,13 @@ def resolve(handle):
 
 def _check_dtype(ctx, var, value=None):
     want = ctx.attrs.get("dtype")
-    have = value.dtype if value is not None else np.asarray(var.get()).dtype
+    have = value.dtype if value is not None else var.get().dtype
     if want is not None and want.np != have:
         fail(f"Trying to {'assign' if value is not None else 'read'} variable with wrong dtype."
              f" Expected {want.tf_name} got {tf_name(have)}")
 
 
-@kernel("ReadVariableOp")
+@kernel("ReadVariableOp", device_types=ALL_DEVICES)
 def read_variable(ctx, handle):
     var = resolve(handle)
     value = var.get()
@@ -104,40 +110,41 @@ def read_variable(ctx, handle):
     return value
 
 
-@kernel("AssignVariableOp")
+@kernel("AssignVariableOp", device_types=ALL_DEVICES)
 def assign_variable(ctx, handle, value):
-    value = np.asarray(value)
+    xp = ctx.xp
+    value = xp.asarray(value)
     var = handle.lookup_or_create(lambda: Ref(handle.name, handle.dtype, handle.shape))
     _check_dtype(ctx, var, value)
     with var.lock:
         if ctx.attrs.get("validate_shape", False) and var.initialized:
             _check_same_shape("AssignVariableOp", var, value)
-        var.assign(aligned.fresh_copy(value))
+        var.assign(_fresh_copy(xp, value))
     return ()
 
 
-def _update_resource(op, fn):
-    @kernel(op)
+def _update_resource(op, name):
+    @kernel(op, device_types=ALL_DEVICES)
     def run(ctx, handle, value):
         var = resolve(handle)
         with var.lock:
             old = _check_same_shape(op, var, value)
-            var.assign(fn(old, value))
+            var.assign(getattr(ctx.xp, name)(old, value))
         return ()
     return run
 
 
-_update_resource("AssignAddVariableOp", np.add)
-_update_resource("AssignSubVariableOp", np.subtract)
+_update_resource("AssignAddVariableOp", "add")
+_update_resource("AssignSubVariableOp", "subtract")
 
 
-@kernel("VarIsInitializedOp")
+@kernel("VarIsInitializedOp", device_types=ALL_DEVICES, host_only=True)
 def var_is_initialized(ctx, handle):
     var = handle.mgr.lookup(handle.container, handle.name)
     return np.bool_(var is not None and var.initialized)
 
 
-@kernel("DestroyResourceOp")
+@kernel("DestroyResourceOp", device_types=ALL_DEVICES, host_only=True)
 def destroy_resource(ctx, handle):
     if handle.mgr.delete(handle.container, handle.name) is None and \
             not ctx.attrs.get("ignore_lookup_error", True):

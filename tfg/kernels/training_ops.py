@@ -12,11 +12,13 @@ import numpy as np
 
 from tfg.kernels import aligned
 from tfg.kernels._util import fail
-from tfg.kernels.registry import kernel
+from tfg.kernels.registry import ALL_DEVICES, kernel
 from tfg.kernels.state_ops import resolve
 
 
-def _gradient_descent(attrs, var, alpha, delta):
+def _gradient_descent(xp, attrs, var, alpha, delta):
+    if xp is not np:
+        return (var - xp.multiply(alpha, delta),)
     var, delta = np.asarray(var), np.asarray(delta)
     if var.ndim and var.shape == delta.shape and np.result_type(alpha, delta) == var.dtype:
         # The same arithmetic, into one fresh aligned array (the variable's next value, which
@@ -27,34 +29,34 @@ def _gradient_descent(attrs, var, alpha, delta):
     return (var - np.multiply(alpha, delta),)
 
 
-def _momentum(attrs, var, accum, lr, grad, momentum):
+def _momentum(xp, attrs, var, accum, lr, grad, momentum):
     accum = accum * momentum + grad
     if attrs.get("use_nesterov", False):
         return var - (grad * lr + accum * (momentum * lr)), accum
     return var - lr * accum, accum
 
 
-def _adam(attrs, var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad):
-    lr_t = lr * np.sqrt(1 - beta2_power) / (1 - beta1_power)
+def _adam(xp, attrs, var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad):
+    lr_t = lr * xp.sqrt(1 - beta2_power) / (1 - beta1_power)
     m = m + (grad - m) * (1 - beta1)
     v = v + (grad * grad - v) * (1 - beta2)
     if attrs.get("use_nesterov", False):
-        step = (m * beta1 + grad * (1 - beta1)) * lr_t / (np.sqrt(v) + epsilon)
+        step = (m * beta1 + grad * (1 - beta1)) * lr_t / (xp.sqrt(v) + epsilon)
     else:
-        step = m * lr_t / (np.sqrt(v) + epsilon)
+        step = m * lr_t / (xp.sqrt(v) + epsilon)
     return var - step, m, v
 
 
-def _rmsprop(attrs, var, ms, mom, lr, rho, momentum, epsilon, grad):
+def _rmsprop(xp, attrs, var, ms, mom, lr, rho, momentum, epsilon, grad):
     ms = ms + (grad * grad - ms) * (1 - rho)
-    mom = mom * momentum + lr * grad / np.sqrt(ms + epsilon)
+    mom = mom * momentum + lr * grad / xp.sqrt(ms + epsilon)
     return var - mom, ms, mom
 
 
-def _adagrad(attrs, var, accum, lr, grad):
+def _adagrad(xp, attrs, var, accum, lr, grad):
     if attrs.get("update_slots", True):
         accum = accum + grad * grad
-    return var - lr * grad / np.sqrt(accum), accum
+    return var - lr * grad / xp.sqrt(accum), accum
 
 
 # op -> (update rule, number of variable/slot inputs, index of the gradient among the rest)
@@ -68,29 +70,30 @@ RULES = {
 
 
 def _apply(ctx, refs, args, rule, grad_index):
+    xp = ctx.xp
     var = refs[0]
     with var.lock:
-        values = [r.get() for r in refs]
-        grad = np.asarray(args[grad_index])
-        if np.shape(values[0]) != grad.shape:
-            fail(f"var and grad do not have the same shape: {list(np.shape(values[0]))} "
+        values = [xp.asarray(r.get()) for r in refs]
+        grad = xp.asarray(args[grad_index])
+        if values[0].shape != grad.shape:
+            fail(f"var and grad do not have the same shape: {list(values[0].shape)} "
                  f"{list(grad.shape)}")
         for r, v in zip(refs[1:], values[1:]):
-            if np.shape(v) != np.shape(values[0]):
+            if v.shape != values[0].shape:
                 fail(f"var and {r.name} do not have the same shape: "
-                     f"{list(np.shape(values[0]))} {list(np.shape(v))}")
-        new = rule(ctx.attrs, *values, *args)
+                     f"{list(values[0].shape)} {list(v.shape)}")
+        new = rule(xp, ctx.attrs, *values, *args)
         for r, old, value in zip(refs, values, new):
-            r.assign(np.asarray(value).astype(np.asarray(old).dtype, copy=False))
+            r.assign(xp.asarray(value).astype(old.dtype, copy=False))
 
 
 def _register(name, rule, nvars, grad_index):
-    @kernel("Apply" + name, ref_inputs=tuple(range(nvars)))
+    @kernel("Apply" + name, device_types=ALL_DEVICES, ref_inputs=tuple(range(nvars)))
     def apply_ref(ctx, *inputs):
         _apply(ctx, inputs[:nvars], inputs[nvars:], rule, grad_index)
         return inputs[0]
 
-    @kernel("ResourceApply" + name)
+    @kernel("ResourceApply" + name, device_types=ALL_DEVICES)
     def apply_resource(ctx, *inputs):
         _apply(ctx, [resolve(h) for h in inputs[:nvars]], inputs[nvars:], rule, grad_index)
         return ()

@@ -1,9 +1,6 @@
-"""GPU kernels on CuPy. Imported by tfg.kernels only when `import cupy` works.
+"""GPU support that is not a kernel: the numpy-backed stand-in for CuPy (standin.py).
 
-Hand-written kernels (kernels.py) come first; wrap.register_wrapped() then gives every other
-wrappable CPU kernel a GPU form (numpy maths on CuPy arrays, host fallback per node).
+GPU kernels are the kernels of tfg/kernels written against `ctx.xp` and registered with
+`device_types=ALL_DEVICES`; tfg.kernels.memory moves their inputs to the memory TensorFlow
+keeps them in. Nothing here imports CuPy: placement sees the same GPU kernels on every machine.
 """
-from tfg.kernels.gpu import kernels  # noqa: F401  (registers)
-from tfg.kernels.gpu.wrap import register_wrapped, to_host  # noqa: F401
-
-register_wrapped()

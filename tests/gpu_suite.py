@@ -1,0 +1,382 @@
+"""The GPU checks, written once: tests/test_gpu.py runs them on CuPy and a real GPU,
+tests/test_gpu_standin.py on the numpy-backed stand-in (tfg.kernels.gpu.standin) in CI.
+
+A module that imports these tests provides the fixture `gpu` (the GPU array module, with the
+environment set so that `gpu:1` names a device of it).
+
+    kernels   every op with a GPU kernel: its TensorFlow fixture (tests/fixtures/kernels) run on
+              the GPU kernel, or random inputs against the CPU kernel, or a graph test below
+    graphs    an MLP training loop, a CNN's gradient step, resource variables and stacks in a
+              while loop on `gpu:1` and `cpu:1,gpu:1`, against `cpu:1`
+    cases     every shared conformance case on `gpu:1` and on `cpu:1,gpu:1`
+"""
+import json
+
+import numpy as np
+import pytest
+
+import tfg
+from tests.conftest import FIXTURES, conformance_cases
+from tfg import builder as tb
+from tfg.executor.session import Session
+from tfg.graphdef import io
+from tfg.graphdef.graph import Graph
+from tfg.kernels import get_kernel
+from tfg.kernels.context import KernelContext
+from tfg.kernels.memory import to_host
+from tfg.kernels.registry import CPU, GPU, registered_ops
+from tfg.kernels.resources import Ref
+from tfg.schemas.dtypes import DType
+
+GPU0 = "/job:localhost/replica:0/task:0/device:GPU:0"
+KDIR = FIXTURES / "kernels"
+KCASES = json.loads((KDIR / "cases.json").read_text())["cases"]
+UNDEFINED = {"fusedbatchnorm_infer": (3, 4), "fusedbatchnormv2_infer": (3, 4)}
+
+
+# --------------------------------------------------------------------------- kernels
+@pytest.fixture(scope="module")
+def kgraph():
+    return io.load(str(KDIR / "kernels.pb"))
+
+
+@pytest.fixture(scope="module")
+def kexpected():
+    with np.load(KDIR / "expected.npz") as f:
+        return dict(f)
+
+
+def _ctx(node, xp, device=GPU0):
+    try:
+        return KernelContext.for_node(node, device=device, xp=xp)
+    except Exception:  # a private op without a signature
+        return KernelContext(node, {k: node.get_attr(k) for k in node.attr}, xp, device)
+
+
+def _gpu_call(node, xp, *inputs):
+    kd = get_kernel(node.op, GPU, node.name)
+    out = kd.fn(_ctx(node, xp), *inputs)
+    return list(out) if isinstance(out, (list, tuple)) else [out]
+
+
+def _host(value):
+    return np.asarray(to_host(value.get() if isinstance(value, Ref) else value))
+
+
+_GPU_FIXTURE_CASES = [c for c in KCASES]
+
+
+@pytest.mark.parametrize("case", _GPU_FIXTURE_CASES, ids=[c["name"] for c in _GPU_FIXTURE_CASES])
+def test_gpu_kernel_matches_tensorflow(case, kgraph, kexpected, gpu):
+    node = kgraph[case["name"]]
+    if (node.op, GPU) not in _gpu_ops():
+        pytest.skip(f"{node.op} has no GPU kernel (placement keeps it on a CPU)")
+    inputs, refs = [], {}
+    for i, ref in enumerate(node.data_inputs):
+        const = case.get("refs", {}).get(str(i), ref.node)
+        value = np.array(kgraph[const].get_attr("value"))
+        if str(i) in case.get("refs", {}):
+            refs[i] = Ref(f"{case['name']}/var{i}")
+            refs[i].assign(_ctx(node, gpu).xp.asarray(value) if value.dtype.kind not in "OSU"
+                           else value)
+            value = refs[i]
+        inputs.append(value)
+    out = _gpu_call(node, gpu, *inputs)
+    assert len(out) == case["outputs"]
+    for port, got in enumerate(out):
+        if port in UNDEFINED.get(case["name"], ()):
+            continue
+        _compare(_host(got), kexpected[f"{case['name']}:{port}"], case, f"output {port}")
+    for i, key in case.get("refs_after", {}).items():
+        _compare(_host(refs[int(i)]), kexpected[key], case, f"ref input {i}")
+
+
+def _compare(got, want, case, what):
+    assert got.shape == want.shape, f"{what}: shape {got.shape} != TensorFlow's {want.shape}"
+    assert got.dtype == want.dtype, f"{what}: dtype {got.dtype} != TensorFlow's {want.dtype}"
+    if want.dtype.kind in "fc":
+        np.testing.assert_allclose(got, want, rtol=max(case["rtol"], 1e-5),
+                                   atol=max(case["atol"], 1e-6), err_msg=what, equal_nan=True)
+    else:
+        np.testing.assert_array_equal(got, want, err_msg=what)
+
+
+def _gpu_ops():
+    return {(op, GPU) for op in registered_ops(GPU)}
+
+
+def _rand(shape, lo=-1.0, hi=1.0, seed=0):
+    return np.random.default_rng(seed).uniform(lo, hi, shape).astype(np.float32)
+
+
+F = {"T": DType.FLOAT}
+NHWC = {"T": DType.FLOAT, "data_format": b"NHWC", "padding": b"SAME", "strides": [1, 1, 1, 1]}
+# Ops with a GPU kernel but no TensorFlow fixture: attrs and random inputs; the GPU kernel must
+# give the CPU kernel's values.
+RANDOM_CASES = {
+    "Acos": (F, lambda: [_rand((3, 5), -0.9, 0.9)]),
+    "Asin": (F, lambda: [_rand((3, 5), -0.9, 0.9)]),
+    "Atan": (F, lambda: [_rand((3, 5), -3, 3)]),
+    "Sinh": (F, lambda: [_rand((3, 5), -3, 3)]),
+    "Cosh": (F, lambda: [_rand((3, 5), -3, 3)]),
+    "Atan2": (F, lambda: [_rand((3, 5), seed=1), _rand((3, 5), seed=2)]),
+    "Xdivy": (F, lambda: [np.array([0, 1, 2, 0], np.float32), _rand((4,), 0.5, 2)]),
+    "SoftsignGrad": (F, lambda: [_rand((4, 3), seed=1), _rand((4, 3), seed=2)]),
+    "Bitcast": ({"T": DType.FLOAT, "type": DType.INT32}, lambda: [_rand((2, 3))]),
+    "MaxPoolGradV2": (NHWC, lambda: _max_pool_grad_inputs()),
+    "FusedBatchNormGradV2": ({"T": DType.FLOAT, "U": DType.FLOAT, "epsilon": 1e-3,
+                              "is_training": True},
+                             lambda: [_rand((2, 3, 3, 4), seed=1), _rand((2, 3, 3, 4), seed=2),
+                                      _rand((4,), 0.5, 1.5), _rand((4,), seed=3),
+                                      _rand((4,), 0.5, 1.5, seed=4)]),
+    "DepthwiseConv2dNativeBackpropInput": (
+        NHWC, lambda: [np.array([2, 5, 5, 3], np.int32), _rand((3, 3, 3, 2)),
+                       _rand((2, 5, 5, 6), seed=1)]),
+    "DepthwiseConv2dNativeBackpropFilter": (
+        NHWC, lambda: [_rand((2, 5, 5, 3)), np.array([3, 3, 3, 2], np.int32),
+                       _rand((2, 5, 5, 6), seed=1)]),
+    "_FusedConv2D": ({**NHWC, "num_args": 1, "fused_ops": [b"BiasAdd", b"Relu"]},
+                     lambda: [_rand((2, 6, 6, 3)), _rand((3, 3, 3, 4), seed=1),
+                              _rand((4,), seed=2)]),
+    "_FusedDepthwiseConv2dNative": ({**NHWC, "num_args": 1, "fused_ops": [b"BiasAdd", b"Relu6"]},
+                                    lambda: [_rand((2, 6, 6, 3)), _rand((3, 3, 3, 2), seed=1),
+                                             _rand((6,), seed=2)]),
+    "_FusedMatMul": ({"T": DType.FLOAT, "num_args": 1, "fused_ops": [b"BiasAdd", b"LeakyRelu"],
+                      "transpose_a": False, "transpose_b": False, "leakyrelu_alpha": 0.1},
+                     lambda: [_rand((4, 5)), _rand((5, 3), seed=1), _rand((3,), seed=2)]),
+    "Assert": ({"T": [DType.FLOAT], "summarize": 3},
+               lambda: [np.array(True), _rand((3,))]),
+    "_FusedBatchNormEx": ({"T": DType.FLOAT, "U": DType.FLOAT, "epsilon": 1e-3,
+                           "is_training": False, "activation_mode": b"Relu", "num_side_inputs": 0},
+                          lambda: [_rand((2, 3, 3, 4)), _rand((4,), 0.5, 1.5), _rand((4,)),
+                                   _rand((4,), seed=3), _rand((4,), 0.5, 1.5, seed=4)]),
+}
+
+
+def _max_pool_grad_inputs():
+    x = _rand((2, 4, 4, 3))
+    y = x.reshape(2, 2, 2, 2, 2, 3).max(axis=(2, 4))
+    return [x, y, _rand((2, 2, 2, 3), seed=1), np.array([1, 2, 2, 1], np.int32),
+            np.array([1, 2, 2, 1], np.int32)]
+
+
+# Ops whose GPU kernels the graph tests below (and the conformance cases) run.
+GRAPH_CHECKED = {
+    "Const", "Placeholder", "NoOp", "VariableV2", "Variable", "RefIdentity", "Assign",
+    "IsVariableInitialized", "VarHandleOp", "ReadVariableOp", "AssignVariableOp",
+    "AssignAddVariableOp", "AssignSubVariableOp", "VarIsInitializedOp", "DestroyResourceOp",
+    "ResourceApplyGradientDescent", "ResourceApplyMomentum", "ResourceApplyAdam",
+    "ResourceApplyRMSProp", "ResourceApplyAdagrad", "StackV2", "StackPushV2", "StackPopV2",
+    "StackCloseV2",
+}
+
+
+@pytest.mark.parametrize("op", sorted(RANDOM_CASES))
+def test_gpu_kernel_matches_cpu_kernel(op, gpu):
+    attrs, make = RANDOM_CASES[op]
+    inputs = make()
+    g = Graph()
+    node = g.add_node("n", op, [f"in{i}" for i in range(len(inputs))], attrs)
+    want = get_kernel(op, CPU).fn(_ctx(node, np, ""), *inputs)
+    got = _gpu_call(node, gpu, *inputs)
+    want = list(want) if isinstance(want, (list, tuple)) else [want]
+    assert len(got) == len(want)
+    for a, b in zip(got, want):
+        a, b = _host(a), np.asarray(b)
+        assert a.shape == b.shape and a.dtype == b.dtype
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_every_gpu_kernel_is_checked(kgraph):
+    fixture_ops = {kgraph[c["name"]].op for c in KCASES}
+    unchecked = set(registered_ops(GPU)) - fixture_ops - set(RANDOM_CASES) - GRAPH_CHECKED
+    assert not unchecked, f"GPU kernels no test runs: {sorted(unchecked)}"
+    graphs = [_mlp_train()[0], _cnn()[0], _resource_optimizers()[0]]
+    for case in CASES:
+        meta = json.loads((case / "case.json").read_text())
+        graph = io.load(str(case / "graph.pb"))
+        graphs.append(tfg.grad(graph, ys=meta["ys"], xs=meta["xs"])
+                      if meta["kind"] == "grad" else graph)
+    ran = {n.op for g in graphs for n in g}
+    if not CASES:
+        pytest.skip("the conformance cases (which run the stack ops) are not present")
+    assert GRAPH_CHECKED <= ran, f"no graph test runs {sorted(GRAPH_CHECKED - ran)}"
+
+
+# --------------------------------------------------------------------------- graphs
+def _mlp_train():
+    rng = np.random.default_rng(0)
+    names = []
+    with tb.Graph() as g:
+        x = tb.placeholder(tb.float32, [16, 12], name="x")
+        y = tb.placeholder(tb.int32, [16], name="y")
+        h, sizes = x, [12, 32, 32, 5]
+        for i in range(3):
+            w = tb.Variable((rng.standard_normal(sizes[i:i + 2]) * 0.3).astype(np.float32),
+                            name=f"w{i}")
+            b = tb.Variable(np.zeros(sizes[i + 1], np.float32), name=f"b{i}")
+            names += [f"w{i}", f"b{i}"]
+            h = tb.bias_add(tb.matmul(h, w), b)
+            h = tb.relu(h) if i < 2 else h
+        tb.reduce_mean(tb.sparse_softmax_cross_entropy_with_logits(labels=y, logits=h),
+                       name="loss")
+        tb.global_variables_initializer()
+    graph = tfg.grad(g.graph, ys=["loss"], xs=names)
+    graph.add_node("lr", "Const", [], {"dtype": DType.FLOAT, "value": np.float32(0.1)})
+    for v in names:
+        graph.add_node(f"sgd/{v}", "ApplyGradientDescent", [v, "lr", f"grad/{v}"],
+                       {"T": DType.FLOAT})
+    graph.add_node("train", "NoOp", [f"^sgd/{v}" for v in names])
+    feeds = {"x:0": rng.standard_normal((16, 12)).astype(np.float32),
+             "y:0": rng.integers(0, 5, 16).astype(np.int32)}
+    return graph, names, feeds
+
+
+def _train(devices, steps=5):
+    graph, names, feeds = _mlp_train()
+    s = Session(graph, devices=devices)
+    s.run(targets=["init"])
+    losses = [s.run("loss:0", feeds=feeds, targets=["train"]) for _ in range(steps)]
+    return losses, s.run([f"{v}:0" for v in names])
+
+
+@pytest.mark.parametrize("devices", ["gpu:1", "cpu:1,gpu:1"])
+def test_mlp_training_matches_cpu(devices, gpu):
+    want_losses, want_vars = _train("cpu:1")
+    losses, variables = _train(devices)
+    assert all(type(v) is np.ndarray for v in losses + variables)  # fetches come back as numpy
+    np.testing.assert_allclose(losses, want_losses, rtol=1e-4, atol=1e-6)
+    for a, b in zip(variables, want_vars):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+    assert want_losses[-1] < want_losses[0]
+
+
+def _cnn():
+    rng = np.random.default_rng(1)
+    with tb.Graph() as g:
+        x = tb.placeholder(tb.float32, [4, 10, 10, 3], name="x")
+        w1 = tb.constant((rng.standard_normal((3, 3, 3, 8)) * 0.3).astype(np.float32), name="w1")
+        h = tb.relu(tb.conv2d(x, w1, [1, 1, 1, 1], "SAME"))
+        h = tb.max_pool(h, [1, 2, 2, 1], [1, 2, 2, 1], "VALID")
+        w2 = tb.constant((rng.standard_normal((3, 3, 8, 6)) * 0.3).astype(np.float32), name="w2")
+        h = tb.conv2d(h, w2, [1, 2, 2, 1], "VALID")
+        h = tb.avg_pool(h, [1, 2, 2, 1], [1, 1, 1, 1], "SAME")
+        h = tb.reshape(h, [4, -1])
+        w3 = tb.constant((rng.standard_normal((24, 5)) * 0.3).astype(np.float32), name="w3")
+        tb.reduce_sum(tb.square(tb.softmax(tb.matmul(h, w3))), name="loss")
+    graph = tfg.grad(g.graph, ys=["loss"], xs=["x", "w1", "w2", "w3"])
+    feeds = {"x:0": rng.standard_normal((4, 10, 10, 3)).astype(np.float32)}
+    return graph, ["loss:0", "grad/x:0", "grad/w1:0", "grad/w2:0", "grad/w3:0"], feeds
+
+
+@pytest.mark.parametrize("devices", ["gpu:1", "cpu:1,gpu:1"])
+def test_cnn_gradients_match_cpu(devices, gpu):
+    graph, fetches, feeds = _cnn()
+    want = Session(graph, devices="cpu:1").run(fetches, feeds=feeds)
+    got = Session(graph, devices=devices).run(fetches, feeds=feeds)
+    for name, a, b in zip(fetches, got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5, err_msg=name)
+
+
+def _resource_optimizers():
+    g = Graph()
+    f = {"dtype": DType.FLOAT}
+    g.add_node("grad", "Const", [], {**f, "value": np.linspace(-1, 1, 6, dtype=np.float32)})
+    g.add_node("init_value", "Const", [], {**f, "value": np.ones(6, np.float32)})
+    for k, v in {"lr": 0.1, "mom": 0.9, "b1": 0.9, "b2": 0.999, "eps": 1e-7, "rho": 0.9,
+                 "b1p": 0.9, "b2p": 0.999}.items():
+        g.add_node(k, "Const", [], {**f, "value": np.float32(v)})
+    rules = {"ResourceApplyGradientDescent": ([], ["lr", "grad"]),
+             "ResourceApplyMomentum": (["acc"], ["lr", "grad", "mom"]),
+             "ResourceApplyAdam": (["m", "v"], ["b1p", "b2p", "lr", "b1", "b2", "eps", "grad"]),
+             "ResourceApplyRMSProp": (["ms", "mo"], ["lr", "rho", "mom", "eps", "grad"]),
+             "ResourceApplyAdagrad": (["acc"], ["lr", "grad"])}
+    inits, updates, reads = [], [], []
+    for op, (slots, args) in rules.items():
+        handles = []
+        for slot in ["var"] + slots:
+            h = f"{op}/{slot}"
+            g.add_node(h, "VarHandleOp", [], {"dtype": DType.FLOAT, "shape": [6],
+                                              "shared_name": h.encode()})
+            g.add_node(f"{h}/init", "AssignVariableOp", [h, "init_value"], {"dtype": DType.FLOAT})
+            inits.append(f"{h}/init")
+            handles.append(h)
+        g.add_node(op, op, handles + args, {"T": DType.FLOAT})
+        g.add_node(f"{op}/add", "AssignAddVariableOp", [handles[0], "grad"], {"dtype": DType.FLOAT})
+        g.add_node(f"{op}/sub", "AssignSubVariableOp", [handles[0], "init_value"],
+                   {"dtype": DType.FLOAT})
+        g.add_node(f"{op}/read", "ReadVariableOp", [handles[0], f"^{op}"], {"dtype": DType.FLOAT})
+        g.add_node(f"{op}/ok", "VarIsInitializedOp", [handles[0]], {})
+        updates.append(op)
+        reads.append(f"{op}/read:0")
+    # A reference variable under its old op name, and a stack pushed, popped and closed.
+    g.add_node("old", "Variable", [], {"dtype": DType.FLOAT, "shape": [6]})
+    g.add_node("old/init", "Assign", ["old", "init_value"], {"T": DType.FLOAT})
+    inits.append("old/init")
+    g.add_node("old/ref", "RefIdentity", ["old"], {"T": DType.FLOAT})
+    g.add_node("old/ok", "IsVariableInitialized", ["old"], {"dtype": DType.FLOAT})
+    g.add_node("max_size", "Const", [], {"dtype": DType.INT32, "value": np.int32(-1)})
+    g.add_node("stack", "StackV2", ["max_size"], {"elem_type": DType.FLOAT, "stack_name": b"s"})
+    g.add_node("push", "StackPushV2", ["stack", "grad"], {"T": DType.FLOAT})
+    g.add_node("pop", "StackPopV2", ["stack", "^push"], {"elem_type": DType.FLOAT})
+    g.add_node("close", "StackCloseV2", ["stack", "^pop"], {})
+    reads += ["old/ref:0", "old/ok:0", "pop:0"]
+    g.add_node("destroy", "DestroyResourceOp", ["ResourceApplyAdam/var"], {})
+    g.add_node("init", "NoOp", [f"^{i}" for i in inits])
+    return g, updates, reads
+
+
+@pytest.mark.parametrize("devices", ["gpu:1", "cpu:1,gpu:1"])
+def test_resource_variables_and_optimizers_match_cpu(devices, gpu):
+    def run(devs):
+        g, updates, reads = _resource_optimizers()
+        s = Session(g, devices=devs)
+        s.run(targets=["init"])
+        for _ in range(3):
+            s.run(targets=updates)
+        s.run(targets=[u + "/add" for u in updates] + [u + "/sub" for u in updates])
+        values = s.run(reads + [u + "/ok:0" for u in updates], targets=["close"])
+        s.run(targets=["destroy"])
+        return values + s.run(["ResourceApplyAdam/ok:0"])
+    got, want = run(devices), run("cpu:1")
+    assert not want[-1] and all(want[-6:-1])  # destroyed; initialized before
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+# --------------------------------------------------------------------------- conformance
+def run_case(case_dir, devices):
+    """One shared conformance case (what check.py's `run` mode does), in this process."""
+    meta = json.loads((case_dir / "case.json").read_text())
+    graph = io.load(str(case_dir / "graph.pb"))
+    with np.load(case_dir / "feeds.npz") as f:
+        feeds = dict(f)
+    if meta["kind"] == "grad":
+        graph = tfg.grad(graph, ys=meta["ys"], xs=meta["xs"])
+        fetches = [f"grad/{x.split(':')[0]}:0" for x in meta["xs"]]
+        keys = meta["xs"]
+    else:
+        fetches = keys = meta["fetches"]
+    s = Session(graph, devices=devices)
+    if meta.get("init"):
+        s.run(targets=meta["init"])
+    for _ in range(meta.get("steps", 1)):
+        got = s.run(fetches, feeds=feeds, targets=meta.get("targets") or None)
+    with np.load(case_dir / "expected.npz") as f:
+        for name, key, value in zip(fetches, keys, got):
+            want = f[key]
+            assert type(value) is np.ndarray, f"{name} came back as {type(value)}"
+            if want.dtype.kind in "biu":
+                np.testing.assert_array_equal(value, want, err_msg=name)
+            else:
+                np.testing.assert_allclose(value, want, rtol=meta.get("rtol", 1e-4),
+                                           atol=meta.get("atol", 1e-5), err_msg=name)
+
+
+CASES = conformance_cases()
+
+
+@pytest.mark.parametrize("devices", ["gpu:1", "cpu:1,gpu:1"])
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_conformance_case_on_gpu(case, devices, gpu):
+    run_case(case, devices)

@@ -1,0 +1,142 @@
+"""The GPU path in CI: every GPU kernel, an MLP, a CNN and the conformance cases on `gpu:1`
+and `cpu:1,gpu:1`, run on the numpy-backed stand-in for CuPy (tfg.kernels.gpu.standin), whose
+arrays refuse numpy's functions and host arrays: a kernel that calls `np` on a device array, or
+mixes in a host array, fails here as it would on a GPU. Also: host<->device copies happen only
+at partition borders, feeds and fetches; placement keeps ops without a GPU kernel on a CPU."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import tfg
+from tests.conftest import ROOT
+from tests.gpu_suite import *  # noqa: F401,F403  (the shared GPU checks run here on the stand-in)
+from tests.gpu_suite import _mlp_train, _cnn
+from tfg import builder as tb
+from tfg.executor.devices import STANDIN_ENV
+from tfg.executor.session import Session
+from tfg.kernels.gpu import standin
+from tfg.passes.partition import partition
+
+
+@pytest.fixture
+def gpu(monkeypatch):
+    monkeypatch.setenv(STANDIN_ENV, "1")
+    return standin
+
+
+def test_standin_refuses_numpy_on_device_arrays(gpu):
+    a = gpu.asarray(np.ones(3, np.float32))
+    assert type(gpu.tanh(a) * 2) is gpu.ndarray
+    with pytest.raises(TypeError, match="device array"):
+        np.tanh(a)
+    with pytest.raises(TypeError, match="device array"):
+        np.sum(a)
+    with pytest.raises(TypeError):
+        np.concatenate([a, a])
+    with pytest.raises(TypeError, match="numpy array was mixed"):
+        gpu.add(a, np.ones(3, np.float32))
+    with pytest.raises(TypeError):
+        np.ones(3, np.float32) + a
+    with pytest.raises(TypeError):
+        np.asarray(a)
+    with pytest.raises(AttributeError):
+        gpu.errstate  # noqa: B018  (CuPy has none: kernels must use _util.errstate)
+    np.testing.assert_array_equal(a.get(), np.ones(3))
+
+
+def _border_copies(graph, devices, feeds, fetches):
+    """The copies a step may make: one per _Recv between a CPU and a GPU partition, one per
+    feed and one per fetch."""
+    def on_gpu(name):
+        name = name.decode() if isinstance(name, bytes) else name
+        return "GPU" in name
+    recvs = sum(1 for n in partition(graph, devices)
+                if n.op == "_Recv" and on_gpu(n.device) != on_gpu(n.get_attr("send_device")))
+    return recvs + len(feeds) + len(fetches)
+
+
+@pytest.mark.parametrize("devices", ["gpu:1", "cpu:1,gpu:1"])
+def test_host_device_copies_only_at_borders(devices, gpu):
+    graph, names, feeds = _mlp_train()
+    s = Session(graph, devices=devices)
+    s.run(targets=["init"])
+    s.run("loss:0", feeds=feeds, targets=["train"])  # constants reach the device once
+    standin.reset_counts()
+    s.run("loss:0", feeds=feeds, targets=["train"])
+    copies = standin.COUNTS["h2d"] + standin.COUNTS["d2h"]
+    limit = _border_copies(graph, devices, feeds, ["loss:0"])
+    assert 0 < copies <= limit, (standin.COUNTS, limit)
+    if devices == "gpu:1":  # one partition: the two feeds in, the loss out
+        assert standin.COUNTS == {"h2d": 2, "d2h": 1}
+
+
+def test_cnn_inference_step_copies_only_feed_and_fetch(gpu):
+    graph, fetches, feeds = _cnn()
+    s = Session(graph, devices="gpu:1")
+    s.run(fetches, feeds=feeds)
+    standin.reset_counts()
+    s.run(fetches, feeds=feeds)
+    assert standin.COUNTS == {"h2d": 1, "d2h": len(fetches)}
+
+
+def _tfg(*args, env_gpu=True):
+    env = dict(os.environ)
+    if env_gpu:
+        env[STANDIN_ENV] = "1"
+    return subprocess.run([sys.executable, "-m", "tfg", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def _random_graph(tmp_path, device=""):
+    with tb.Graph() as g:
+        x = tb.placeholder(tb.float32, [2, 3], name="x")
+        tb.add(tb.tanh(x), tb.random_uniform([2, 3], seed=1), name="y")
+    for node in g.graph:
+        node.device = device
+    path = tmp_path / "g.pb"
+    tfg.save(g.graph, str(path))
+    return path
+
+
+def test_cli_places_ops_without_gpu_kernel_on_cpu(tmp_path):
+    """Every node asks for GPU:0; RandomUniform has no GPU kernel, so soft placement puts it
+    on the CPU with a warning, and `tfg place` shows it (no CuPy needed to place)."""
+    path = _random_graph(tmp_path, device="/device:GPU:0")
+    p = _tfg("place", str(path), "--devices", "cpu:1,gpu:1", "--format", "pbtxt", env_gpu=False)
+    assert p.returncode == 0, p.stderr
+    assert "RandomUniform" in p.stderr  # the soft-placement warning names the op
+    text = p.stdout
+    block = text[text.index('op: "RandomUniform"'):]
+    assert "device:CPU:0" in block[:block.index("}")]
+    block = text[text.index('op: "Tanh"'):]
+    assert "device:GPU:0" in block[:block.index("}")]
+
+
+def test_cli_gpu_only_without_a_gpu_kernel_names_the_op(tmp_path):
+    path = _random_graph(tmp_path)
+    p = _tfg("run", str(path), "--devices", "gpu:1", "--feed", "x=[[1,2,3],[4,5,6]]",
+             "--fetch", "y")
+    assert p.returncode == 2
+    assert "RandomUniform" in p.stderr and "Traceback" not in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1
+
+
+def test_cli_run_on_gpu_and_split_matches_cpu(tmp_path):
+    with tb.Graph() as g:
+        x = tb.placeholder(tb.float32, [2, 3], name="x")
+        tb.reduce_sum(tb.tanh(tb.matmul(x, tb.constant(np.eye(3, dtype=np.float32)))),
+                      axis=1, name="y")
+    path = tmp_path / "g.pb"
+    tfg.save(g.graph, str(path))
+    outs = {}
+    for devices in ("cpu:1", "gpu:1", "cpu:1,gpu:1"):
+        out = tmp_path / f"{devices.replace(':', '').replace(',', '_')}.npz"
+        p = _tfg("run", str(path), "--devices", devices, "--feed", "x=[[1,2,3],[4,5,6]]",
+                 "--fetch", "y", "-o", str(out))
+        assert p.returncode == 0, p.stderr
+        outs[devices] = np.load(out)["y"]
+    np.testing.assert_allclose(outs["gpu:1"], outs["cpu:1"], rtol=1e-6)
+    np.testing.assert_allclose(outs["cpu:1,gpu:1"], outs["cpu:1"], rtol=1e-6)

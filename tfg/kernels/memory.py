@@ -1,0 +1,98 @@
+"""Where a kernel's inputs live on a GPU device: TensorFlow's HostMemory convention.
+
+A GPU registration of a kernel is the same `fn(ctx, *inputs)` written against `ctx.xp`; this
+module wraps it so each input arrives in the memory the kernel expects:
+
+    @kernel("Reshape", device_types=ALL_DEVICES, host_inputs=(1,))
+    GPU call: Reshape(tensor: numpy float32 (a feed), shape: int32 numpy (from Shape))
+           -> fn(ctx, cupy float32 (copied once), numpy int32 (stays on the host))
+
+Rules, as TensorFlow's GPU kernels declare them:
+- inputs listed in `host_inputs` (shapes, axes, sizes, paddings) are host (numpy) arrays;
+- a node whose type attr `T` (or `dtype`) is int32 or a string computes on the host
+  (`ctx.xp` is numpy): TensorFlow keeps int32 tensors of a GPU device in host memory, so shape
+  arithmetic never touches the device;
+- every other numeric input is a device array; a numpy value (a feed, a value received from a
+  CPU partition, an int32 index) is copied to the device by the first kernel that needs it.
+Outputs stay where the kernel computed them. Nothing here falls back to the CPU kernel: an op
+without a GPU registration has no GPU kernel, and placement puts it on a CPU.
+"""
+import numpy as np
+
+from tfg.schemas.dtypes import DType
+
+# Array types of device memory (cupy.ndarray, the stand-in's array): registered by
+# tfg.executor.devices when it loads a GPU array module.
+DEVICE_ARRAY_TYPES = []
+_HOST_DTYPES = (DType.INT32, DType.STRING)
+
+
+def is_device_array(value):
+    return type(value) in DEVICE_ARRAY_TYPES
+
+
+def to_host(value):
+    """A device array copied to numpy; anything else unchanged.
+
+    >>> to_host(cupy.arange(3))      # -> array([0, 1, 2]) (numpy)
+    """
+    return value.get() if type(value) in DEVICE_ARRAY_TYPES else value
+
+
+def to_device(xp, value):
+    """A numeric numpy value copied to `xp`'s device; strings, objects and non-arrays unchanged.
+
+    >>> to_device(cupy, np.ones(2, np.float32))   # -> cupy array
+    """
+    t = type(value)
+    if (t is np.ndarray or isinstance(value, np.generic)) and value.dtype.kind not in "OSUVM":
+        return xp.asarray(value)
+    return value
+
+
+def received(xp, value):
+    """A value arriving at a device from another one (a _Recv): a numpy array for a CPU
+    (`xp` numpy), a device array for a GPU except int32 and strings, which stay on the host."""
+    if xp is np:
+        return to_host(value)
+    if type(value) is np.ndarray and value.dtype == np.int32:
+        return value
+    return to_device(xp, value)
+
+
+def computes_on_host(host_only, attrs):
+    """True when a GPU kernel runs on host memory for this node (`ctx.xp` is numpy)."""
+    if host_only:
+        return True
+    dt = attrs.get("T", attrs.get("dtype"))
+    return dt in _HOST_DTYPES
+
+
+def on_device(fn, host_inputs=(), ref_inputs=(), needs_step=False, shape_only=False):
+    """`fn` as a GPU kernel: inputs moved to the memory they belong in, then `fn` called.
+
+    host_inputs may count from the end (-1: the last input, e.g. ConcatV2's axis);
+    shape_only kernels (Shape, Size, Rank) read only metadata: their inputs are not moved."""
+    if shape_only:
+        return fn
+    host = frozenset(host_inputs)
+    skip = frozenset(ref_inputs)
+
+    def place(ctx, args):
+        xp = ctx.xp
+        if xp is np:  # a host-memory node: every input on the host
+            return [to_host(a) for a in args]
+        n = len(args)
+        return [a if i in skip else to_host(a) if i in host or i - n in host
+                else to_device(xp, a) for i, a in enumerate(args)]
+
+    if needs_step:
+        def run(ctx, step, *args):
+            return fn(ctx, step, *place(ctx, args))
+    else:
+        def run(ctx, *args):
+            return fn(ctx, *place(ctx, args))
+    run.__name__ = f"gpu_{fn.__name__}"
+    run.__doc__ = fn.__doc__
+    run.__wrapped__ = fn
+    return run
