@@ -20,6 +20,7 @@ from tfg.schemas.dtypes import DType  # noqa: E402,F401
 # public name -> (module, attribute); attribute None means the module itself.
 _LAZY = {
     "Session": ("tfg.executor.session", "Session"),
+    "Runner": ("tfg.executor.runner", "Runner"),
     "grad": ("tfg.passes.grad", "grad"),
     "optimize": ("tfg.passes.manager", "optimize"),
     "prune": ("tfg.passes.prune", "prune"),

@@ -2,7 +2,6 @@
 import ast
 import io as _io
 import json
-import os
 import sys
 import warnings
 
@@ -11,7 +10,7 @@ import numpy as np
 
 from tfg.cli.common import graph_argument, progress_option, read_graph, split_names
 from tfg.cli.progress import Progress
-from tfg.errors import TfgError, TfgInputError, TfgRuntimeError
+from tfg.errors import TfgInputError
 from tfg.graphdef.io import write_bytes_atomic
 
 
@@ -82,6 +81,7 @@ def command(graph, fmt, tag, signature, feed_args, feeds_file, fetches, targets,
       tfg partition model.pb --devices cpu:2 | tfg run - --devices cpu:2 --fetch y -o out.npz
       tfg run export/1 --signature serving_default --feed 'x=[[1,2,3,4]]' --format json
     """
+    from tfg.executor.runner import Runner
     from tfg.executor.session import Session
 
     # numpy's RuntimeWarnings (NaN casts, overflow) would add lines to stderr: TensorFlow
@@ -130,50 +130,30 @@ def command(graph, fmt, tag, signature, feed_args, feeds_file, fetches, targets,
         from tfg.graphdef import savedmodel
 
         savedmodel.restore_variables(sess, g, savedmodel.read_variables(saved.path))
-    if init_names:
-        sess.run(None, feeds=feeds, targets=init_names)  # unused feeds are harmless
-    if restore_dir:
-        sess.restore(restore_dir)
-    values = None
-    step_indices = range(steps)
-    first = 0
-    if checkpoint_dir:  # restores the last checkpoint, saves every N steps
-        from tfg.executor.distributed.resume import CheckpointedSteps
+    # "step i/N, steps/s, ETA" on a terminal once the steps take over a second, from where a
+    # resumed checkpoint left off (the Runner reports that first).
+    bar = None
 
-        step_indices = CheckpointedSteps(sess, checkpoint_dir, checkpoint_every, steps)
-        first = step_indices.start
-        if step_indices.start >= steps and fetch_names:
-            click.echo(f"tfg: all {steps} steps are done (checkpoint in {checkpoint_dir}); "
-                       "computing the fetches without --target", err=True)
-            values = sess.run(fetch_names, feeds=feeds)
-        step_indices = step_indices.remaining()
-    if fetch_names or target_names:
-        # "step i/N, steps/s, ETA" on a terminal once the steps take over a second.
-        bar = Progress(steps, start=first, enabled=progress if steps > 1 else False, leave=True)
-        done = first
-        try:
-            for i in step_indices:
-                last = i == steps - 1
-                values = sess.run(fetch_names or None, feeds=feeds, targets=target_names,
-                                  trace=bool(trace_path) and last)
-                done = i + 1
-                bar.update(done)
-        except KeyboardInterrupt:  # Ctrl-C: stop between or inside steps, one line, exit 130
-            _interrupted(done, steps, checkpoint_dir, bar)
-        except TfgError as e:
-            if checkpoint_dir and e.exit_code == 1:  # say what a rerun resumes from and loses
-                msg = (f"{e} [step {done + 1} of {steps} failed; "
-                       f"{_checkpoint_note(checkpoint_dir, done)}]")
-                try:
-                    err = type(e)(msg)
-                except Exception:  # noqa: BLE001 - an error class with other arguments
-                    err = TfgRuntimeError(msg) if e.exit_code == 1 else TfgInputError(msg)
-                raise err from e
-            raise
-        finally:  # before any error line: the progress line must not garble it
+    def on_step(done, total):
+        nonlocal bar
+        if bar is None:
+            bar = Progress(total, start=done, enabled=progress if total > 1 else False,
+                           leave=True)
+        else:
+            bar.update(done)
+
+    runner = Runner(sess, fetches=fetch_names, feeds=feeds, targets=target_names,
+                    init=init_names, steps=steps, restore=restore_dir, save=save_dir,
+                    checkpoint_dir=checkpoint_dir, checkpoint_every=checkpoint_every,
+                    trace=bool(trace_path), on_step=on_step,
+                    log=lambda message: click.echo(f"tfg: {message}", err=True))
+    try:
+        values = runner.run()
+    except KeyboardInterrupt:  # Ctrl-C: stop between or inside steps, one line, exit 130
+        _interrupted(runner.done, steps, checkpoint_dir, bar)
+    finally:  # before any error line: the progress line must not garble it
+        if bar is not None:
             bar.close()
-    if save_dir:
-        sess.save(save_dir)
     if trace_path and sess.last_trace is not None:
         from tfg.executor.trace import write_chrome_trace
 
@@ -209,24 +189,13 @@ def _refuse_variant_fetches(g, fetch_names):
 
 def _interrupted(done, steps, checkpoint_dir, bar):
     """Report where a Ctrl-C stopped the steps (and the checkpoint a rerun resumes from)."""
-    bar.close()
-    where = f"; {_checkpoint_note(checkpoint_dir, done)}" if checkpoint_dir else ""
+    from tfg.executor.runner import checkpoint_note
+
+    if bar is not None:
+        bar.close()
+    where = f"; {checkpoint_note(checkpoint_dir, done)}" if checkpoint_dir else ""
     click.echo(f"tfg: interrupted after {done} of {steps} steps{where}", err=True)
     sys.exit(130)
-
-
-def _checkpoint_note(checkpoint_dir, done):
-    """'the checkpoint in D holds step M: a rerun resumes there (K steps lost)'."""
-    from tfg.executor.checkpoint import FILENAME
-    from tfg.kernels.checkpoint_format import read_checkpoint_with_step
-
-    try:
-        _, saved = read_checkpoint_with_step(os.path.join(checkpoint_dir, FILENAME))
-        saved = int(saved or 0)
-    except Exception:  # noqa: BLE001 - none yet (or unreadable): a rerun starts over
-        return f"no checkpoint in {checkpoint_dir} yet: a rerun starts over ({done} steps lost)"
-    return (f"the checkpoint in {checkpoint_dir} holds step {saved}: a rerun resumes there "
-            f"({max(done - saved, 0)} steps lost)")
 
 
 def _read_feeds(feeds_file, feed_args):

@@ -368,7 +368,7 @@ def restore_variables(session, graph, values):
     """
     from tfg.kernels.resources import Ref
 
-    if getattr(session, "_remote", None) is not None:
+    if getattr(session, "is_cluster", False):
         raise TfgInputError("a SavedModel's variables cannot be restored on a --cluster yet")
     declared = {}
     for node in graph:
