@@ -30,6 +30,7 @@ from tfg.executor import plan as P
 from tfg.executor.control import BUILTINS, NOVAL
 from tfg.executor.devices import to_host
 from tfg.executor.frames import Frame, Iteration
+from tfg.executor.loops import LoopNodeError, compile_loops
 from tfg.executor.trace import MemoryMeter
 from tfg.kernels.resources import Ref
 
@@ -107,7 +108,7 @@ class StepGroup:
 class DataflowRun:
     """One step of one partition (see module docstring)."""
 
-    def __init__(self, plan, group, rendezvous=None, feed_values=()):
+    def __init__(self, plan, group, rendezvous=None, feed_values=(), compiled_loops=True):
         self.plan = plan
         self.items = plan.items
         self.group = group
@@ -128,6 +129,13 @@ class DataflowRun:
         # Live bytes when tracing: distinct arrays waiting in some input slot, released when
         # their last consumer has taken them.
         self.meter = MemoryMeter()
+        # Loop frames run by a compiled schedule (tfg/executor/loops.py); not when tracing,
+        # which times every node of every iteration.
+        self.loops = None
+        if compiled_loops and plan.has_control_flow and group.trace is None:
+            if plan.loops is None:
+                plan.loops = compile_loops(plan)
+            self.loops = plan.loops or None
         group.runs.append(self)
 
     # --- driving --------------------------------------------------------------------------
@@ -346,13 +354,13 @@ class DataflowRun:
         kind = item.kind
         if kind == P.ENTER:
             child = self._child_frame(frame, it, item)
-            if item.is_constant:
-                child.inv_values.append((item, outputs[0]))
-                for i in range(child.iteration_count + 1):
-                    self._activate(child.iterations[i], child, i, item, outputs[0] is NOVAL,
-                                   outputs)
-            else:
-                self._activate(child.iterations[0], child, 0, item, dead, outputs)
+            if child.entered is not None:  # a compiled loop: it starts once all are in
+                child.entered.append((item, outputs[0], dead))
+                child.pending_inputs -= 1
+                if child.pending_inputs == 0:
+                    self._run_compiled_loop(child)
+                return True
+            self._enter(child, item, dead, outputs)
             child.pending_inputs -= 1
         elif frame.parent is None:
             # No Enter leads here (a malformed loop): an input error, not a scheduler crash.
@@ -377,6 +385,44 @@ class DataflowRun:
                     self._increment_iteration(frame)
                 self._activate(frame.iterations[it + 1], frame, it + 1, item, False, outputs)
         return True
+
+    def _enter(self, child, item, dead, outputs):
+        """Deliver an Enter's output into iteration 0 of `child` (every iteration if constant)."""
+        if item.is_constant:
+            child.inv_values.append((item, outputs[0]))
+            for i in range(child.iteration_count + 1):
+                self._activate(child.iterations[i], child, i, item, outputs[0] is NOVAL,
+                               outputs)
+        else:
+            self._activate(child.iterations[0], child, 0, item, dead, outputs)
+
+    def _run_compiled_loop(self, child):
+        """Run `child`'s loop by its compiled program (all its Enters are in), deliver its
+        Exits to the parent and end the frame; with a dead Enter value the frame goes to the
+        dataflow executor instead (a loop in an untaken cond branch)."""
+        entered, child.entered = child.entered, None
+        if any(dead or value is NOVAL for _, value, dead in entered):
+            for item, value, dead in entered:
+                self._enter(child, item, dead, [value])
+            return
+        program = self.loops[entered[0][0].frame_name]
+        try:
+            exits = program.run({item.id: value for item, value, _ in entered}, self.step,
+                                self.group)
+        except LoopNodeError as e:
+            self.group.fail(node_error(e.item, e.error))
+            return
+        if exits is None:  # the step failed elsewhere
+            return
+        parent, pit = child.parent, child.parent_iter
+        state = parent.iterations[pit]
+        for item, value in exits:
+            if item.fetch_ports:
+                for port, fi in item.fetch_ports:
+                    self.results[fi] = value
+            self._activate(state, parent, pit, item, False, [value])
+        del self.frames[child.path]
+        state.outstanding_frames -= 1
 
     def _activate(self, state, frame, it, item, is_dead, outputs):
         """Deliver `item`'s outputs along its out edges in (frame, it), whose per-iteration
@@ -462,6 +508,8 @@ class DataflowRun:
         if child is None:
             child = Frame(path, frame, it, item.parallel_iterations,
                           self.plan.frame_inputs.get(item.frame_name, 0))
+            if self.loops is not None and item.frame_name in self.loops:
+                child.entered = []
             self.frames[path] = child
             frame.iterations[it].outstanding_frames += 1
         return child

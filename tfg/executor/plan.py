@@ -125,6 +125,7 @@ class Plan:
         self.has_recv = any(it.kind == RECV for it in items)
         self.has_send = any(it.kind == SEND for it in items)
         self.schedule = None  # the fast path's precomputed schedule, built on demand
+        self.loops = None  # frame name -> LoopProgram (tfg/executor/loops.py), built on demand
         _link(items)
 
 

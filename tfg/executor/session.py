@@ -136,8 +136,8 @@ class LocalSession:
         self._lock = threading.Lock()
         self._exec_graph = None
         self._unrunnable = {}  # node -> why no device of the set can run it (several devices)
-        # False forces the dataflow executor even where the precomputed schedule would do
-        # (for comparisons; results are the same).
+        # False forces the plain dataflow executor even where the precomputed schedule or a
+        # compiled loop would do (for comparisons; results are the same).
         self.fast_path = fast_path
         # The largest tensor a kernel may allocate (bytes or '4G'; default: physical memory),
         # checked before allocating (tfg/executor/limits.py).

@@ -102,9 +102,11 @@ class PreparedStep:
     """One plan per device, the fast path's schedule where one plan without control flow
     suffices, and where each fetch comes from."""
 
-    def __init__(self, plans, schedules, fetch_owner, fetch_copy, feed_refs):
+    def __init__(self, plans, schedules, fetch_owner, fetch_copy, feed_refs, fast_path=True):
         self.plans = plans
         self.schedules = schedules  # per plan: a Schedule or None
+        # False: every plan runs on the plain dataflow executor, loops included (comparisons)
+        self.fast_path = fast_path
         self.fetch_owner = fetch_owner  # fetch index -> (plan index, plan fetch index)
         self.fetch_copy = fetch_copy  # fetch index -> whether the value may alias state
         self.feed_refs = feed_refs
@@ -144,7 +146,7 @@ def prepare(graph, needed, devices, feed_refs, fetch_refs, targets=(), memory_li
                                 f"{where}")
     schedules = [Schedule.build(p) if len(plans) == 1 and fast_path else None for p in plans]
     copies = [_needs_copy(graph, r, r in fed) for r in fetch_refs]
-    return PreparedStep(plans, schedules, owner, copies, tuple(feed_refs))
+    return PreparedStep(plans, schedules, owner, copies, tuple(feed_refs), fast_path)
 
 
 def run_prepared(prepared, group, feed_values, rendezvous=None):
@@ -166,7 +168,8 @@ def run_prepared(prepared, group, feed_values, rendezvous=None):
         if rendezvous is None:
             rendezvous = LocalRendezvous()
         group.rendezvous = rendezvous
-        runs = [DataflowRun(p, group, rendezvous, feed_values) for p in plans]
+        runs = [DataflowRun(p, group, rendezvous, feed_values, prepared.fast_path)
+                for p in plans]
         threads = [threading.Thread(target=_quiet(r.execute), name=f"tfg-{p.device.short}",
                                     daemon=True) for r, p in zip(runs[1:], plans[1:])]
         for t in threads:
