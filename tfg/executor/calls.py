@@ -6,23 +6,38 @@ kernel (tracing and memory accounting wrap them, chosen once per step, not teste
     >>> call = args_call(item)                  # the dataflow executor's form
     >>> call([x, y], step)                      # -> the op's outputs, as a list
     [array([4., 6.], dtype=float32)]
-    >>> call = slot_call(item, (3, 4), 5, free=(3,))  # the fast path's form
+    >>> call = slot_call(item, (3, 4), (5,), free=(3,))  # the fast path's form
     >>> call(vals, step)                        # vals[5] = Add(vals[3], vals[4]); vals[3] = None
 
-A call is generated Python: one template per shape (number of inputs, of outputs and of slots
-to free, which inputs may carry a Ref, whether the kernel takes the step), compiled once and
-instantiated per node with the node's kernel, context and slot numbers bound in cells. So a
-node costs one call of straight-line code: no per-node tests of what the plan already knows.
+The closure is picked by what the plan knows: most nodes (no Ref input, no step argument, one
+output, up to three inputs) get one that indexes their slots directly, with nothing tested
+per call but the shape of the kernel's result; the rest get the general form. The package
+generates no code (tests/test_security.py), so these are written out per arity.
 """
 from tfg.errors import TfgRuntimeError
 from tfg.kernels.resources import Ref
 
-_TEMPLATES = {}  # shape -> factory
-
 
 def args_call(item):
     """`call(args, step) -> outputs`: `args` is the node's input list (it may be changed)."""
-    return _instantiate("args", item, tuple(range(item.num_inputs)), None, ())
+    fn, ctx, n_out = item.fn, item.ctx, item.num_outputs
+    deref, needs_step = item.deref or (), item.needs_step
+    if not deref and not needs_step and n_out == 1:
+        def call(args, step):
+            r = fn(ctx, *args)
+            if type(r) is tuple or type(r) is list:
+                return _one(r)
+            return [r]
+        return call
+
+    def call_general(args, step):
+        for k in deref:  # Refs are read when the kernel runs, as TensorFlow does
+            a = args[k]
+            if type(a) is Ref:
+                args[k] = a.get()
+        r = fn(ctx, step, *args) if needs_step else fn(ctx, *args)
+        return _outputs(r, n_out)
+    return call_general
 
 
 def slot_call(item, in_slots, out_slots, free=(), deref=None, fn=None):
@@ -30,62 +45,72 @@ def slot_call(item, in_slots, out_slots, free=(), deref=None, fn=None):
     clears the slots in `free` (inputs read for the last time, outputs nobody reads). `deref`:
     the input indices that may carry a Ref (default: the item's); `fn`: a replacement kernel
     with the same contract (an in-place variant, tfg/executor/inplace.py)."""
-    return _instantiate("slots", item, tuple(in_slots), tuple(out_slots), tuple(free), deref,
-                        fn)
-
-
-def _instantiate(form, item, ins, outs, free, deref=None, fn=None):
+    fn = fn or item.fn
+    ctx = item.ctx
+    ins, outs, free = tuple(in_slots), tuple(out_slots), tuple(free)
     if deref is None:
         deref = item.deref or ()
-    n_out = item.num_outputs
-    key = (form, len(ins), n_out, len(free), tuple(deref), item.needs_step)
-    factory = _TEMPLATES.get(key)
-    if factory is None:
-        factory = _TEMPLATES[key] = _compile(*key)
-    return factory(fn or item.fn, item.ctx, *ins, *(outs or ()), *free)
+    if not deref and not item.needs_step and len(outs) == 1:
+        return _direct(fn, ctx, ins, outs[0], free)
+    needs_step, n_out = item.needs_step, len(outs)
+
+    def call_general(vals, step):
+        args = [vals[i] for i in ins]
+        for k in deref:
+            a = args[k]
+            if type(a) is Ref:
+                args[k] = a.get()
+        r = fn(ctx, step, *args) if needs_step else fn(ctx, *args)
+        if n_out == 1:
+            vals[outs[0]] = _outputs(r, 1)[0]
+        elif n_out:
+            for s, v in zip(outs, _outputs(r, n_out)):
+                vals[s] = v
+        for f in free:
+            vals[f] = None
+    return call_general
 
 
-def _compile(form, n_in, n_out, n_free, deref, needs_step):
-    """The factory of one call shape; see the module docstring."""
-    ins = [f"i{k}" for k in range(n_in)]
-    outs = [f"o{k}" for k in range(n_out)] if form == "slots" else []
-    frees = [f"f{k}" for k in range(n_free)]
-    src = "args" if form == "args" else "vals"
-    body = []
-    if deref:  # Refs are read when the kernel runs, as TensorFlow does
-        args = [f"a{k}" for k in range(n_in)]
-        body += [f"a{k} = {src}[{ins[k]}]" for k in range(n_in)]
-        body += [f"if type(a{k}) is Ref: a{k} = a{k}.get()" for k in deref]
-    else:
-        args = [f"{src}[{i}]" for i in ins]
-    call = "fn(" + ", ".join(["ctx"] + (["step"] if needs_step else []) + args) + ")"
-    if form == "args":
-        if n_out == 1:
-            body += [f"r = {call}",
-                     "if type(r) is tuple or type(r) is list: return one(r)",
-                     "return [r]"]
-        elif n_out == 0:
-            body += [call, "return []"]
-        else:
-            body += [f"return many({call}, {n_out})"]
-    else:
-        if n_out == 1:
-            body += [f"r = {call}",
-                     "if type(r) is tuple or type(r) is list: r = one(r)[0]",
-                     "vals[o0] = r"]
-        elif n_out == 0:
-            body += [call]
-        else:
-            body += [f"r = many({call}, {n_out})"]
-            body += [f"vals[o{k}] = r[{k}]" for k in range(n_out)]
-        body += [f"vals[{f}] = None" for f in frees]
-    params = ", ".join(["fn", "ctx"] + ins + outs + frees)
-    text = (f"def factory({params}):\n"
-            f"    def call({src}, step):\n" + "".join(f"        {line}\n" for line in body) +
-            "    return call\n")
-    scope = {"Ref": Ref, "one": _one, "many": _many}
-    exec(compile(text, f"<tfg prepared call {form} {n_in}->{n_out}>", "exec"), scope)
-    return scope["factory"]
+def _direct(fn, ctx, ins, o, free):
+    """A one-output kernel without Refs or step, its inputs read straight from the slots; the
+    commonest shapes (one or two inputs, freeing none or one slot) written out, as each test
+    or loop avoided here is paid once per node per step."""
+    n = len(ins)
+    if n == 1 and len(free) <= 1:
+        (a,) = ins
+        if not free:
+            def call1(vals, step):
+                r = fn(ctx, vals[a])
+                vals[o] = _one(r)[0] if type(r) is tuple or type(r) is list else r
+            return call1
+        (f,) = free
+
+        def call1_free(vals, step):
+            r = fn(ctx, vals[a])
+            vals[o] = _one(r)[0] if type(r) is tuple or type(r) is list else r
+            vals[f] = None
+        return call1_free
+    if n == 2 and len(free) <= 1:
+        a, b = ins
+        if not free:
+            def call2(vals, step):
+                r = fn(ctx, vals[a], vals[b])
+                vals[o] = _one(r)[0] if type(r) is tuple or type(r) is list else r
+            return call2
+        (f,) = free
+
+        def call2_free(vals, step):
+            r = fn(ctx, vals[a], vals[b])
+            vals[o] = _one(r)[0] if type(r) is tuple or type(r) is list else r
+            vals[f] = None
+        return call2_free
+
+    def calln(vals, step):
+        r = fn(ctx, *[vals[i] for i in ins])
+        vals[o] = _one(r)[0] if type(r) is tuple or type(r) is list else r
+        for f in free:
+            vals[f] = None
+    return calln
 
 
 def _one(r):
@@ -94,7 +119,12 @@ def _one(r):
     return [r[0]]
 
 
-def _many(r, n):
+def _outputs(r, n):
+    """A kernel's return value as the list of the op's `n` outputs (checked)."""
+    if n == 1:
+        return _one(r) if type(r) is tuple or type(r) is list else [r]
+    if n == 0:
+        return []
     if type(r) is not tuple and type(r) is not list:
         raise TfgRuntimeError(f"kernel returned one value, the op has {n} outputs")
     if len(r) != n:

@@ -22,7 +22,8 @@ as in every loop `tf.while_loop` or tfg's builder writes:
 - with the predicate true, the nodes after a Switch's output 1 are live and those after
   output 0 dead, and the other way round when it is false: each node depends on one side at
   most, every NextIteration on output 1 and every Exit on output 0;
-- no Enter depends on an Exit of the same frame (the loop could not start before it ends).
+- no Enter depends on an Exit of the same frame (the loop could not start before it ends),
+  nor on a _Recv (another device's dependencies are not visible here).
 Then an iteration runs what the predicate needs, reads it, and runs in dependency order the
 other nodes of no side (a ControlTrigger is of none: it is never dead) and those of the live
 side; iterations run one after the other,
@@ -279,12 +280,14 @@ def _members(name, frame_enters, items):
 
 
 def _enter_depends_on_exit(frame_enters, exits, sources):
+    """Whether an Enter may wait for an Exit of its own frame: through this partition's
+    nodes, or through a _Recv (what another device sends is not visible here)."""
     exit_ids = {e.id for e in exits}
     seen, stack = set(), [e.id for e in frame_enters]
     while stack:
         iid = stack.pop()
         for src, _, _ in sources[iid]:
-            if src.id in exit_ids:
+            if src.id in exit_ids or src.kind == P.RECV:
                 return True
             if src.id not in seen:
                 seen.add(src.id)

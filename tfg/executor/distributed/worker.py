@@ -6,8 +6,9 @@
 State lives per session handle (variables, queues, registered graphs) and per step id (the
 rendezvous other tasks pull from, kept until the master's CleanupGraph). A registered graph is
 prepared once (kernels bound, one plan per device of this task) and then run by the same
-step driver as a local Session (tfg/executor/step.py), over a `RemoteRendezvous`. The worker only runs
-the ops of registered graphs through the kernel registry: no code and no pickles travel.
+step driver as a local Session (tfg/executor/step.py), over a `RemoteRendezvous`. The worker
+only runs the ops of registered graphs through the kernel registry: no code and no pickles
+travel.
 """
 import itertools
 import os
