@@ -100,7 +100,7 @@ def test_split_while_loop_matches_local(cluster):
         got = sess.run(["out", "count"], feeds={"x": x})
         assert np.allclose(got[0], want[0]) and got[1] == want[1] == 7
         # The loop's parts really run on both tasks, each with its own control loop.
-        devices = {n.device for n in sess._remote.graph if n.op == "Merge"}
+        devices = {n.device for n in sess.backend.graph if n.op == "Merge"}
         assert len({d.split("/task:")[1][0] for d in devices}) == 2
         # A second step reuses the registered graphs.
         again = sess.run(["out", "count"], feeds={"x": 2 * x})

@@ -76,7 +76,7 @@ def test_dead_or_stopped_worker_ends_the_step_with_an_error_naming_it(sig):
         assert "/job:worker/task:1" in str(err)
         assert ended_at - killed_at < 2 * TIMEOUT + 10
         # Task 0 ended its part too: it answers and runs nothing.
-        status = sess._remote.clients[("worker", 0)].call("GetStatus", _status_req(), timeout=5)
+        status = sess.backend.clients[("worker", 0)].call("GetStatus", _status_req(), timeout=5)
         assert status.active_steps == 0
 
 

@@ -51,7 +51,7 @@ def test_every_collective_across_two_workers(cluster):
     with Session(g.graph, cluster=cluster.spec) as sess:
         got = sess.run([n for _, n in names], feeds={"x0": a, "x1": c})
         # The members' results really live on both tasks.
-        tasks = {sess._remote.graph[n.split(":")[0]].device.split("/task:")[1][0]
+        tasks = {sess.backend.graph[n.split(":")[0]].device.split("/task:")[1][0]
                  for _, n in names}
         assert tasks == {"0", "1"}
     for (kind, name), value in zip(names, got):

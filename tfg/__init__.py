@@ -24,6 +24,7 @@ _LAZY = {
     "dumps": ("tfg.graphdef.io", "dumps"),
     "DType": ("tfg.schemas.dtypes", "DType"),
     "Session": ("tfg.executor.session", "Session"),
+    "Runner": ("tfg.executor.runner", "Runner"),
     "grad": ("tfg.passes.grad", "grad"),
     "optimize": ("tfg.passes.manager", "optimize"),
     "prune": ("tfg.passes.prune", "prune"),

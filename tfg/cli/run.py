@@ -1,7 +1,6 @@
 """`tfg run`: feed placeholders, run fetches and targets, print or save the results."""
 import io as _io
 import json
-import os
 import sys
 import warnings
 
@@ -12,7 +11,7 @@ from tfg.cli.common import (check_names, graph_argument, progress_option, read_g
                             split_names)
 from tfg.cli.feeds import add_random_feeds, feed_options, read_feeds
 from tfg.cli.progress import Progress, value_text
-from tfg.errors import TfgError, TfgInputError, TfgRuntimeError
+from tfg.errors import TfgInputError
 from tfg.graphdef.io import write_bytes_atomic
 
 
@@ -86,6 +85,7 @@ def command(graph, fmt, as_json, tag, signature, feed_args, feeds_file, random_s
       tfg run export/1 --signature serving_default --feed 'x=[[1,2,3,4]]' --json
       tfg run model.pb --random-feeds --dim 'x=32' --fetch y --profile cost.json
     """
+    from tfg.executor.runner import Runner
     from tfg.executor.session import Session
 
     # numpy's RuntimeWarnings (NaN casts, overflow) would add lines to stderr: TensorFlow
@@ -146,59 +146,37 @@ def command(graph, fmt, as_json, tag, signature, feed_args, feeds_file, random_s
         from tfg.graphdef import savedmodel
 
         restore_variables(sess, g, savedmodel.read_variables(saved.path))
-    if init_names:
-        sess.run(None, feeds=feeds, targets=init_names)  # unused feeds are harmless
-    if restore_dir:
-        sess.restore(restore_dir)
-    values = None
-    step_indices = range(steps)
-    first = 0
-    if checkpoint_dir:  # restores the last checkpoint, saves every N steps
-        from tfg.executor.distributed.resume import CheckpointedSteps
-
-        step_indices = CheckpointedSteps(sess, checkpoint_dir, checkpoint_every, steps)
-        first = step_indices.start
-        if step_indices.start >= steps and fetch_names:
-            click.echo(f"tfg: all {steps} steps are done (checkpoint in {checkpoint_dir}); "
-                       "computing the fetches without --target", err=True)
-            values = sess.run(fetch_names, feeds=feeds)
-        step_indices = step_indices.remaining()
     profile = None
     if profile_path:
         from tfg.passes.cost_model import CostModel
 
         profile = CostModel()
-    if fetch_names or target_names:
-        # "step i/N, steps/s, ETA, loss=0.123" on a terminal once the steps take over a second.
-        bar = Progress(steps, start=first, enabled=progress if steps > 1 else False, leave=True)
-        done = first
-        try:
-            for i in step_indices:
-                last = i == steps - 1
-                values = sess.run(fetch_names or None, feeds=feeds, targets=target_names,
-                                  trace=profile is not None or (bool(trace_path) and last))
-                done = i + 1
-                if profile is not None and sess.last_trace is not None:
-                    profile.record_step(sess.last_trace.events)
-                bar.update(done, value=value_text(shown[0], values[0])
-                           if values and bar.enabled else None)
-        except KeyboardInterrupt:  # Ctrl-C: stop between or inside steps, one line, exit 130
-            _interrupted(done, steps, checkpoint_dir, bar, sess, save_dir, shown, values,
-                         output, fmt)
-        except TfgError as e:
-            if checkpoint_dir and e.exit_code == 1:  # say what a rerun resumes from and loses
-                msg = (f"{e} [step {done + 1} of {steps} failed; "
-                       f"{_checkpoint_note(checkpoint_dir, done)}]")
-                try:
-                    err = type(e)(msg)
-                except Exception:  # noqa: BLE001 - an error class with other arguments
-                    err = TfgRuntimeError(msg) if e.exit_code == 1 else TfgInputError(msg)
-                raise err from e
-            raise
-        finally:  # before any error line: the progress line must not garble it
+    # "step i/N, steps/s, ETA, loss=0.123" on a terminal once the steps take over a second,
+    # from where a resumed checkpoint left off (the Runner reports that first).
+    bar = None
+
+    def on_step(done, total):
+        nonlocal bar
+        if bar is None:
+            bar = Progress(total, start=done, enabled=progress if total > 1 else False,
+                           leave=True)
+            return
+        values = runner.last_values
+        bar.update(done, value=value_text(shown[0], values[0])
+                   if values and bar.enabled else None)
+
+    runner = Runner(sess, fetches=fetch_names, feeds=feeds, targets=target_names,
+                    init=init_names, steps=steps, restore=restore_dir, save=save_dir,
+                    checkpoint_dir=checkpoint_dir, checkpoint_every=checkpoint_every,
+                    trace=bool(trace_path), profile=profile, on_step=on_step,
+                    log=lambda message: click.echo(f"tfg: {message}", err=True))
+    try:
+        values = runner.run()
+    except KeyboardInterrupt:  # Ctrl-C: stop between or inside steps, one line, exit 130
+        _interrupted(runner, bar, shown, output, fmt)
+    finally:  # before any error line: the progress line must not garble it
+        if bar is not None:
             bar.close()
-    if save_dir:
-        sess.save(save_dir)
     if profile is not None:
         profile.save(profile_path)
     if trace_path and sess.last_trace is not None:
@@ -253,34 +231,23 @@ def _refuse_variant_fetches(g, fetch_names):
                                 f"(e.g. by TensorListStack)")
 
 
-def _interrupted(done, steps, checkpoint_dir, bar, sess, save_dir, shown, values, output,
-                 fmt):
+def _interrupted(runner, bar, shown, output, fmt):
     """After a Ctrl-C: save the variables (--save) and print the last completed step's values,
     as a training loop stopped by hand would, then say where the steps stopped."""
-    bar.close()
-    where = f"; {_checkpoint_note(checkpoint_dir, done)}" if checkpoint_dir else ""
-    if save_dir and done:
-        sess.save(save_dir)
-        where += f"; variables saved to {save_dir}"
+    from tfg.executor.runner import checkpoint_note
+
+    if bar is not None:
+        bar.close()
+    done, values = runner.done, runner.last_values
+    where = f"; {checkpoint_note(runner.checkpoint_dir, done)}" if runner.checkpoint_dir else ""
+    if runner.save_dir and done:
+        runner.session.save(runner.save_dir)
+        where += f"; variables saved to {runner.save_dir}"
     if values is not None and shown:
         _emit_values(shown, values, output, fmt)
         where += f"; the fetched values are those of step {done}"
-    click.echo(f"tfg: interrupted after {done} of {steps} steps{where}", err=True)
+    click.echo(f"tfg: interrupted after {done} of {runner.steps} steps{where}", err=True)
     sys.exit(130)
-
-
-def _checkpoint_note(checkpoint_dir, done):
-    """'the checkpoint in D holds step M: a rerun resumes there (K steps lost)'."""
-    from tfg.executor.checkpoint import FILENAME
-    from tfg.kernels.checkpoint_format import read_checkpoint_with_step
-
-    try:
-        _, saved = read_checkpoint_with_step(os.path.join(checkpoint_dir, FILENAME))
-        saved = int(saved or 0)
-    except Exception:  # noqa: BLE001 - none yet (or unreadable): a rerun starts over
-        return f"no checkpoint in {checkpoint_dir} yet: a rerun starts over ({done} steps lost)"
-    return (f"the checkpoint in {checkpoint_dir} holds step {saved}: a rerun resumes there "
-            f"({max(done - saved, 0)} steps lost)")
 
 
 def _write_npz(path, values):

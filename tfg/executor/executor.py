@@ -8,10 +8,11 @@ iterations, dead values; TensorFlow's v1 executor semantics, as an interpreter.
 
 A value is an array (or a `Ref`), or NOVAL for a dead output; a ready node is (item, frame,
 iteration, is_dead, args): a node with one input edge carries its argument list there, the
-others find theirs in the iteration's input slots (args None). The hot paths (a kernel call,
-Enter/Exit/NextIteration, Switch, Merge) run inline in `_dispatch`: a loop runs them for every
-iteration, and each avoided call or dict lookup shows in the RNN benchmark (docs/performance.md).
-One scheduler thread owns all the state; a kernel worth it runs on the
+others find theirs in the iteration's input slots (args None). A kernel node runs its prepared
+call (tfg/executor/calls.py, bound at plan time), the executor's own ops their entry of
+tfg/executor/control.py; propagation to successors is inline in `_dispatch`: a loop runs it for
+every iteration, and each avoided call or dict lookup shows in the RNN benchmark
+(docs/performance.md). One scheduler thread owns all the state; a kernel worth it runs on the
 shared thread pool while the scheduler goes on, and posts its outputs back through a queue,
 as does a `_Recv` whose value arrives. Nothing blocks the scheduler, so partitions that wait
 for each other never deadlock, and a real deadlock (every executor idle with work pending) is
@@ -24,24 +25,14 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-import numpy as np
-
 from tfg.errors import GraphValidationError, TfgError, TfgRuntimeError
 from tfg.executor import plan as P
-from tfg.executor.devices import to_host
+from tfg.executor.control import BUILTINS, NOVAL
 from tfg.executor.frames import Frame, Iteration
+from tfg.executor.loops import LoopNodeError, compile_loops
+from tfg.executor.trace import MemoryMeter
 from tfg.kernels.memory import received
 from tfg.kernels.resources import Ref
-
-
-class _NoValue:
-    __slots__ = ()
-
-    def __repr__(self):
-        return "NOVAL"
-
-
-NOVAL = _NoValue()  # a dead output
 
 
 class NodeError(TfgRuntimeError):
@@ -76,57 +67,8 @@ def thread_pool():
         return _POOL
 
 
-def call_kernel(item, step, args):
-    """Run `item`'s kernel on `args` (a list; Refs it takes by value are read here)."""
-    if item.deref is not None:
-        _deref(item.deref, args)
-    out = item.fn(item.ctx, step, *args) if item.needs_step else item.fn(item.ctx, *args)
-    return _outputs(item, out)
-
-
-def _outputs(item, out):
-    """A kernel's return value as the list of the op's outputs (checked against its count)."""
-    n = item.num_outputs
-    if n == 1:
-        if type(out) is tuple or type(out) is list:
-            if len(out) != 1:
-                raise TfgRuntimeError(f"kernel returned {len(out)} outputs, the op has 1")
-            out = out[0]
-        return [out]
-    if n == 0:
-        return []
-    if type(out) is not tuple and type(out) is not list:
-        raise TfgRuntimeError(f"kernel returned one value, the op has {n} outputs")
-    if len(out) != n:
-        raise TfgRuntimeError(f"kernel returned {len(out)} outputs, the op has {n}")
-    return list(out)
-
-
-def _deref(indices, args):
-    """Read the Refs at `indices` (the plan's inputs that may carry one the kernel takes by
-    value), at the time the kernel runs, as TensorFlow does."""
-    for i in indices:
-        a = args[i]
-        if type(a) is Ref:
-            args[i] = a.get()
-
-
 _FRAME_KINDS = frozenset({P.ENTER, P.EXIT, P.NEXT})
 _TRIGGER = P.TRIGGER
-_FORWARD_KINDS = frozenset({P.ENTER, P.EXIT, P.NEXT, P.IDENT})  # output 0 = input 0
-_INDEX = tuple(np.int32(i) for i in range(8))  # Merge's value_index outputs
-
-
-def _merge(item, args):
-    """Merge: the first live input and its index; dead when none is live."""
-    for i, value in enumerate(args):
-        if value is not NOVAL:
-            if type(value) is Ref and not item.keeps_ref:
-                value = value.get()
-            return [value, _INDEX[i] if i < len(_INDEX) else np.int32(i)]
-    return [NOVAL, NOVAL]
-
-
 class StepGroup:
     """What the executors of one step share: the step context, tracing, and idle detection."""
 
@@ -167,7 +109,7 @@ class StepGroup:
 class DataflowRun:
     """One step of one partition (see module docstring)."""
 
-    def __init__(self, plan, group, rendezvous=None, feed_values=()):
+    def __init__(self, plan, group, rendezvous=None, feed_values=(), compiled_loops=True):
         self.plan = plan
         self.items = plan.items
         self.group = group
@@ -185,8 +127,16 @@ class DataflowRun:
         self.frames = {}
         self.trace = group.trace
         self.device_name = plan.device.name
-        self.live_bytes = 0
-        self.live = {}  # id(array) -> [array, consumers yet to take it]
+        # Live bytes when tracing: distinct arrays waiting in some input slot, released when
+        # their last consumer has taken them.
+        self.meter = MemoryMeter()
+        # Loop frames run by a compiled schedule (tfg/executor/loops.py); not when tracing,
+        # which times every node of every iteration.
+        self.loops = None
+        if compiled_loops and plan.has_control_flow and group.trace is None:
+            if plan.loops is None:
+                plan.loops = compile_loops(plan)
+            self.loops = plan.loops or None
         group.runs.append(self)
 
     # --- driving --------------------------------------------------------------------------
@@ -202,6 +152,7 @@ class DataflowRun:
         finally:
             with self.group.lock:
                 self.finished = True
+                self.group.peak_bytes = max(self.group.peak_bytes, self.meter.peak)
                 deadlock = self.group.check_deadlock()
             if deadlock is not None:
                 self.group.fail(deadlock)
@@ -272,39 +223,28 @@ class DataflowRun:
                 if args is None:  # every input was dead (or arrived by control edge only)
                     args = [NOVAL] * item.num_inputs
                 elif self.trace is not None:
-                    self._release(args)
+                    for value in args:
+                        self.meter.release(value)
             else:
                 args = []
         elif self.trace is not None:
-            self._release(args)
+            for value in args:
+                self.meter.release(value)
         if dead:
             if kind is P.SEND:
                 return self._send(tn, NOVAL)
             return self._propagate(tn, [NOVAL] * item.num_outputs)
         if kind is not P.KERNEL:
-            # The executor's own ops, inline; a malformed node (an Enter without an input, a
-            # Switch without a predicate) fails the step naming it, as a kernel would.
+            # The executor's own ops (tfg/executor/control.py); a malformed node (an Enter
+            # without an input, a Switch without a predicate) fails the step naming it, as a
+            # kernel would.
             try:
-                if kind in _FORWARD_KINDS:  # Enter, Exit, NextIteration, LoopCond
-                    value = args[0]
-                    if type(value) is Ref and not item.keeps_ref:
-                        value = value.get()
-                    outputs = [value]
-                elif kind is P.SWITCH:
-                    outputs = self._switch(item, args)
-                elif kind is P.MERGE:
-                    outputs = _merge(item, args)
-                elif kind is P.SEND:
-                    outputs, sent = None, args[0]
-                elif kind is P.FEED:
-                    outputs = [self.feed_values[item.feed_index]]
-                else:
-                    outputs = []  # NoOp, ControlTrigger
+                if kind is P.SEND:
+                    return self._send(tn, args[0])
+                outputs = BUILTINS[kind](self, item, args)
             except Exception as e:  # noqa: BLE001 - every failure ends the step
                 self.group.fail(node_error(item, e))
                 return
-            if outputs is None:
-                return self._send(tn, sent)
             return self._propagate(tn, outputs)
         to_pool = item.blocking
         if not to_pool and item.poolable and _POOL_PAYS and (self.ready or self.pool_inflight):
@@ -317,16 +257,9 @@ class DataflowRun:
             self.pool_inflight += 1
             thread_pool().submit(self._pool_task, tn, args)
             return
-        try:
-            if self.trace is None:  # the kernel call inline: most nodes of a step come here
-                if item.deref is not None:
-                    _deref(item.deref, args)
-                out = (item.fn(item.ctx, self.step, *args) if item.needs_step
-                       else item.fn(item.ctx, *args))
-                if item.num_outputs == 1 and type(out) is not tuple and type(out) is not list:
-                    outputs = [out]
-                else:
-                    outputs = _outputs(item, out)
+        try:  # the node's prepared call (tfg/executor/calls.py): most nodes come here
+            if self.trace is None:
+                outputs = item.call(args, self.step)
             else:
                 outputs = self._run_kernel(item, args)
         except Exception as e:  # noqa: BLE001 - every kernel failure ends the step
@@ -357,7 +290,7 @@ class DataflowRun:
         self.recv_waiting[rid] = key
         self.inflight += 1
         start = time.perf_counter_ns() if self.trace is not None else 0
-        xp = getattr(self.plan.device, "xp", np)
+        xp = self.plan.device.xp
 
         def arrived(value, is_dead, error):
             if error is not None:
@@ -373,15 +306,17 @@ class DataflowRun:
 
     # --- running one node -----------------------------------------------------------------
     def _run_kernel(self, item, args):
-        start = time.perf_counter_ns() if self.trace is not None else 0
-        outputs = call_kernel(item, self.step, args)
-        if self.trace is not None:
-            self._record(item, start, outputs)
+        """The prepared call, timed when the step is traced (a pool thread runs this)."""
+        if self.trace is None:
+            return item.call(args, self.step)
+        start = time.perf_counter_ns()
+        outputs = item.call(args, self.step)
+        self._record(item, start, outputs)
         return outputs
 
     def _record(self, item, start, outputs):
-        end = time.perf_counter_ns()
         # Output bytes ride along for `tfg run --profile` (a measured cost model).
+        end = time.perf_counter_ns()
         self.trace.append((item.name, item.op, self.device_name, start, end - start,
                            threading.get_ident(),
                            tuple(getattr(v, "nbytes", 0) for v in outputs)))
@@ -397,17 +332,6 @@ class DataflowRun:
             self.group.fail(node_error(item, e))
             return
         self._propagate(tn, [])
-
-    @staticmethod
-    def _switch(item, args):
-        data, pred = args
-        if type(pred) is Ref:
-            pred = pred.get()
-        if type(data) is Ref and not item.keeps_ref:
-            data = data.get()
-        if not isinstance(pred, (np.ndarray, np.generic, bool)):
-            pred = to_host(pred)  # a predicate computed on a GPU
-        return [NOVAL, data] if bool(pred) else [data, NOVAL]
 
     # --- propagation (TensorFlow's PropagateOutputs) -----------------------------------
     def _propagate(self, tn, outputs):
@@ -433,13 +357,13 @@ class DataflowRun:
         kind = item.kind
         if kind == P.ENTER:
             child = self._child_frame(frame, it, item)
-            if item.is_constant:
-                child.inv_values.append((item, outputs[0]))
-                for i in range(child.iteration_count + 1):
-                    self._activate(child.iterations[i], child, i, item, outputs[0] is NOVAL,
-                                   outputs)
-            else:
-                self._activate(child.iterations[0], child, 0, item, dead, outputs)
+            if child.entered is not None:  # a compiled loop: it starts once all are in
+                child.entered.append((item, outputs[0], dead))
+                child.pending_inputs -= 1
+                if child.pending_inputs == 0:
+                    self._run_compiled_loop(child)
+                return True
+            self._enter(child, item, dead, outputs)
             child.pending_inputs -= 1
         elif frame.parent is None:
             # No Enter leads here (a malformed loop): an input error, not a scheduler crash.
@@ -465,6 +389,44 @@ class DataflowRun:
                 self._activate(frame.iterations[it + 1], frame, it + 1, item, False, outputs)
         return True
 
+    def _enter(self, child, item, dead, outputs):
+        """Deliver an Enter's output into iteration 0 of `child` (every iteration if constant)."""
+        if item.is_constant:
+            child.inv_values.append((item, outputs[0]))
+            for i in range(child.iteration_count + 1):
+                self._activate(child.iterations[i], child, i, item, outputs[0] is NOVAL,
+                               outputs)
+        else:
+            self._activate(child.iterations[0], child, 0, item, dead, outputs)
+
+    def _run_compiled_loop(self, child):
+        """Run `child`'s loop by its compiled program (all its Enters are in), deliver its
+        Exits to the parent and end the frame; with a dead Enter value the frame goes to the
+        dataflow executor instead (a loop in an untaken cond branch)."""
+        entered, child.entered = child.entered, None
+        if any(dead or value is NOVAL for _, value, dead in entered):
+            for item, value, dead in entered:
+                self._enter(child, item, dead, [value])
+            return
+        program = self.loops[entered[0][0].frame_name]
+        try:
+            exits = program.run({item.id: value for item, value, _ in entered}, self.step,
+                                self.group)
+        except LoopNodeError as e:
+            self.group.fail(node_error(e.item, e.error))
+            return
+        if exits is None:  # the step failed elsewhere
+            return
+        parent, pit = child.parent, child.parent_iter
+        state = parent.iterations[pit]
+        for item, value in exits:
+            if item.fetch_ports:
+                for port, fi in item.fetch_ports:
+                    self.results[fi] = value
+            self._activate(state, parent, pit, item, False, [value])
+        del self.frames[child.path]
+        state.outstanding_frames -= 1
+
     def _activate(self, state, frame, it, item, is_dead, outputs):
         """Deliver `item`'s outputs along its out edges in (frame, it), whose per-iteration
         state is `state`; queue the nodes that become ready."""
@@ -478,7 +440,7 @@ class DataflowRun:
                 if port >= 0:
                     value = outputs[port]
                     if track:
-                        self._hold(value)
+                        self.meter.hold(value)
                     # Dead-ness first: live values (the usual case) skip the kind test.
                     ready.append((d, frame, it, (is_dead or value is NOVAL)
                                   and d.kind is not _TRIGGER, [value]))
@@ -526,7 +488,7 @@ class DataflowRun:
                     slots = inputs[dst] = [NOVAL] * d.num_inputs
                 slots[idx] = value
                 if track:
-                    self._hold(value)
+                    self.meter.hold(value)
             elif is_dead:
                 deadc[dst] = deadc.get(dst, 0) + 1
             if p == 0:
@@ -541,7 +503,7 @@ class DataflowRun:
             slots = inputs[d.id] = [NOVAL] * d.num_inputs
         slots[idx] = value
         if track:
-            self._hold(value)
+            self.meter.hold(value)
 
     def _child_frame(self, frame, it, item):
         path = frame.child_path(it, item.frame_name)
@@ -549,6 +511,8 @@ class DataflowRun:
         if child is None:
             child = Frame(path, frame, it, item.parallel_iterations,
                           self.plan.frame_inputs.get(item.frame_name, 0))
+            if self.loops is not None and item.frame_name in self.loops:
+                child.entered = []
             self.frames[path] = child
             frame.iterations[it].outstanding_frames += 1
         return child
@@ -586,28 +550,3 @@ class DataflowRun:
                 self._activate(parent.iterations[pit], parent, pit, item, True, [NOVAL])
             parent.iterations[pit].outstanding_frames -= 1
             frame = parent if self._cleanup_iterations(parent, pit) else None
-
-    # --- memory accounting (only when tracing) ----------------------------------------
-    # Live bytes = distinct arrays waiting in some input slot; an array read by two consumers
-    # counts once, and is released when the last of them has taken it.
-    def _hold(self, value):
-        nbytes = getattr(value, "nbytes", 0)
-        if not nbytes:
-            return
-        entry = self.live.get(id(value))
-        if entry is None:
-            self.live[id(value)] = [value, 1]
-            self.live_bytes += nbytes
-            if self.live_bytes > self.group.peak_bytes:
-                self.group.peak_bytes = self.live_bytes
-        else:
-            entry[1] += 1
-
-    def _release(self, args):
-        for value in args:
-            entry = self.live.get(id(value))
-            if entry is not None:
-                entry[1] -= 1
-                if entry[1] == 0:
-                    del self.live[id(value)]
-                    self.live_bytes -= value.nbytes

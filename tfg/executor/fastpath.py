@@ -3,25 +3,35 @@
     >>> sched = Schedule.build(plan)        # None when the plan needs the dataflow executor
     >>> results = sched.run(step, feed_values)
 
-Each entry binds a kernel, its context and the integer slots of its inputs and outputs, so a
-step is one loop over tuples: no per-node dicts, pending counts or Python objects beyond the
-argument list. A slot is cleared right after its last consumer ran, so memory follows the live
-set; fetched slots are kept. Dead values cannot occur here (nothing produces them).
+Each node is a prepared call (tfg/executor/calls.py) bound to the integer slots of its inputs
+and outputs, so a step is one loop over calls: no per-node dicts, pending counts, or tests of
+what the plan already knew. A slot is cleared right after its last consumer ran (by that
+consumer's call), so memory follows the live set; fetched slots are kept. Dead values cannot
+occur here (nothing produces them).
 """
 import time
 import threading
 
 from tfg.executor import plan as P
-from tfg.executor.inplace import inplace_kernel
+from tfg.executor.calls import slot_call
 from tfg.executor.executor import node_error
-from tfg.kernels.resources import Ref
+from tfg.executor.inplace import inplace_kernel
+from tfg.executor.trace import MemoryMeter
 
 FAST_KINDS = frozenset({P.KERNEL, P.FEED, P.NOOP})
 
 
 class Schedule:
-    def __init__(self, entries, nslots, feed_slots, fetch_slots, device_name):
+    def __init__(self, items, entries, out_slots, nslots, feed_slots, fetch_slots,
+                 device_name):
+        self.items = items  # the kernel items, in schedule order
         self.entries = entries  # (fn, ctx, in_slots, out, needs_step, deref, free)
+        self.out_slots = out_slots  # per entry: the slots of its outputs
+        # Per entry: its prepared call, which also frees the slots read for the last time.
+        self.calls = [(slot_call(item, ins, outs, free or (), deref, fn), ctx)
+                      for item, (fn, ctx, ins, _, _, deref, free), outs
+                      in zip(items, entries, out_slots)]
+        self.traced_calls = None  # built on the first traced step
         self.nslots = nslots
         self.feed_slots = feed_slots  # (slot, feed index)
         self.fetch_slots = fetch_slots  # slot per fetch
@@ -63,7 +73,7 @@ class Schedule:
         for it in runnable:
             for src in ins[it.id]:
                 uses[slot_of[src]] = uses.get(slot_of[src], 0) + 1
-        entries = []
+        entries, out_slots = [], []
         for pos, it in enumerate(runnable):
             in_slots = tuple(slot_of[src] for src in ins[it.id])
             fn = it.fn
@@ -85,8 +95,10 @@ class Schedule:
             out = outs[0] if len(outs) == 1 else (outs if outs else None)
             entries.append((fn, it.ctx, in_slots, out, it.needs_step, deref or None,
                             tuple(free) or None))
+            out_slots.append(outs)
         feed_slots = [(slot_of[(it.id, 0)], it.feed_index) for it in items if it.kind == P.FEED]
-        return Schedule(entries, nslots, feed_slots, fetch_slots, plan.device.name)
+        return Schedule(runnable, entries, out_slots, nslots, feed_slots, fetch_slots,
+                        plan.device.name)
 
     def run(self, step, feed_values, trace=None, memory=None):
         """Run one step; returns the fetched values in fetch order.
@@ -103,91 +115,41 @@ class Schedule:
         else:
             ctx = None
             try:
-                for fn, ctx, ins, out, st, deref, free in self.entries:
-                    if deref is None and not st:
-                        # Unpacked by arity: a list per call costs as much as a tiny kernel.
-                        n = len(ins)
-                        if n == 1:
-                            r = fn(ctx, vals[ins[0]])
-                        elif n == 2:
-                            r = fn(ctx, vals[ins[0]], vals[ins[1]])
-                        elif n == 0:
-                            r = fn(ctx)
-                        else:
-                            r = fn(ctx, *[vals[i] for i in ins])
-                    elif deref is None:
-                        r = fn(ctx, step, *[vals[i] for i in ins])
-                    else:
-                        args = [vals[i] for i in ins]
-                        for p in deref:
-                            a = args[p]
-                            if type(a) is Ref:
-                                args[p] = a.get()
-                        r = fn(ctx, step, *args) if st else fn(ctx, *args)
-                    if type(out) is int:
-                        if type(r) is tuple or type(r) is list:
-                            r = _single(r)
-                        vals[out] = r
-                    elif out is not None:
-                        _store_many(vals, out, r)
-                    if free is not None:
-                        for i in free:
-                            vals[i] = None
+                for call, ctx in self.calls:  # each a prepared call (tfg/executor/calls.py)
+                    call(vals, step)
             except Exception as e:  # noqa: BLE001 - name the node that failed
                 raise node_error(ctx, e) from e
         return [vals[s] for s in self.fetch_slots]
 
     def _run_traced(self, vals, step, trace, memory):
+        """The same calls, timed and with live tensor bytes counted: the calls here leave the
+        freeing of slots to this loop, which counts each value out as it goes."""
+        if self.traced_calls is None:
+            self.traced_calls = [
+                (slot_call(item, ins, outs, (), deref, fn), ctx, outs, free or ())
+                for item, (fn, ctx, ins, out, _, deref, free), outs
+                in zip(self.items, self.entries, self.out_slots)]
         ident = threading.get_ident()
-        live = peak = 0
-        held = {}  # slot -> nbytes
+        meter = MemoryMeter()
+        clock = time.perf_counter_ns
         ctx = None
         try:
-            for fn, ctx, ins, out, st, deref, free in self.entries:
-                args = [vals[i] for i in ins]
-                for p in deref or ():
-                    if type(args[p]) is Ref:
-                        args[p] = args[p].get()
-                start = time.perf_counter_ns()
-                r = fn(ctx, step, *args) if st else fn(ctx, *args)
-                dur = time.perf_counter_ns() - start
-                if type(out) is int:
-                    vals[out] = _single(r) if type(r) in (tuple, list) else r
-                    outs = (out,)
-                elif out is not None:
-                    _store_many(vals, out, r)
-                    outs = out
-                else:
-                    outs = ()
-                for s in outs:
-                    held[s] = getattr(vals[s], "nbytes", 0)
-                    live += held[s]
+            for call, ctx, outs, free in self.traced_calls:
+                start = clock()
+                call(vals, step)
+                dur = clock() - start
                 if trace is not None:  # output bytes for `tfg run --profile`
                     trace.append((ctx.name, ctx.op, self.device_name, start, dur, ident,
-                                  tuple(held[s] for s in outs)))
-                peak = max(peak, live)
-                for i in free or ():
+                                  tuple(getattr(vals[s], "nbytes", 0) for s in outs)))
+                for s in outs:
+                    meter.hold(vals[s])
+                for i in free:
+                    meter.release(vals[i])
                     vals[i] = None
-                    live -= held.pop(i, 0)
         except Exception as e:  # noqa: BLE001
             raise node_error(ctx, e) from e
         if memory is not None:
-            memory[0] = max(memory[0], peak)
-
-
-def _single(r):
-    if len(r) != 1:
-        raise ValueError(f"kernel returned {len(r)} outputs, the op has 1")
-    return r[0]
-
-
-def _store_many(vals, outs, r):
-    if type(r) is not tuple and type(r) is not list:
-        raise ValueError(f"kernel returned one value, the op has {len(outs)} outputs")
-    if len(r) != len(outs):
-        raise ValueError(f"kernel returned {len(r)} outputs, the op has {len(outs)}")
-    for s, v in zip(outs, r):
-        vals[s] = v
+            memory[0] = max(memory[0], meter.peak)
 
 
 def _may_be_ref(item, port):

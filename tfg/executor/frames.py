@@ -26,7 +26,7 @@ class Iteration:
 class Frame:
     __slots__ = ("path", "frame_id", "parent", "parent_iter", "max_parallel", "pending_inputs",
                  "iterations", "iteration_count", "outstanding_iterations", "next_iter_roots",
-                 "inv_values", "dead_exits")
+                 "inv_values", "dead_exits", "entered")
 
     def __init__(self, path, parent, parent_iter, max_parallel, pending_inputs):
         self.path = path
@@ -45,6 +45,9 @@ class Frame:
         self.next_iter_roots = []  # (item, value) deferred by parallel_iterations
         self.inv_values = []  # (item, value) of constant Enters: seen by every iteration
         self.dead_exits = []  # Exit items dead in the last iteration, delivered at the end
+        # A compiled loop's Enter outputs, (item, value, is_dead), until all have arrived
+        # (tfg/executor/loops.py); None for a frame the dataflow executor runs.
+        self.entered = None
 
     @staticmethod
     def root():

@@ -11,6 +11,7 @@ Ref forms), LoopCond, ControlTrigger, NoOp, `_Send`/`_Recv` (and `_HostSend`/`_H
 A fed tensor becomes a synthetic `feed` item whose edges replace those of the tensor it feeds.
 """
 from tfg.errors import GraphValidationError, UnknownOpError
+from tfg.executor.calls import args_call
 from tfg.graphdef.names import CONTROL
 from tfg.kernels.context import KernelContext
 from tfg.kernels.registry import get_kernel
@@ -57,7 +58,7 @@ class Item:
                  "num_inputs", "num_outputs", "out_edges", "pending_init", "is_merge",
                  "frame_name", "is_constant", "parallel_iterations", "poolable", "blocking",
                  "key_prefix", "fetch_ports", "feed_index", "keeps_ref", "forwards_input",
-                 "succ", "deref")
+                 "succ", "deref", "call")
 
     def __init__(self, id_, name, op, kind, node=None):
         self.id = id_
@@ -89,6 +90,8 @@ class Item:
         # the input indices where a Ref may arrive that the kernel takes by value (None: none).
         self.succ = ()
         self.deref = None
+        # A kernel's prepared call, `call(args, step) -> outputs` (tfg/executor/calls.py).
+        self.call = None
 
     def __repr__(self):
         return f"<Item {self.id} {self.name} {self.kind}>"
@@ -108,6 +111,7 @@ class Plan:
         self.has_recv = any(it.kind == RECV for it in items)
         self.has_send = any(it.kind == SEND for it in items)
         self.schedule = None  # the fast path's precomputed schedule, built on demand
+        self.loops = None  # frame name -> LoopProgram (tfg/executor/loops.py), built on demand
         _link(items)
 
 
@@ -126,6 +130,7 @@ def _link(items):
         deref = tuple(i for i in range(it.num_inputs) if i not in it.ref_inputs
                       and _may_carry_ref(*sources.get((it.id, i), (None, 0))))
         it.deref = deref or None
+        it.call = args_call(it)
 
 
 def _may_carry_ref(src, port):

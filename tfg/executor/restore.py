@@ -18,7 +18,7 @@ def restore_variables(session, graph, values):
             restore op would leave it. Resource variables (a TF2 SavedModel) are restored by
             running the saver's restore op (see tfg.graphdef.savedmodel_tf2).
     """
-    if getattr(session, "_remote", None) is not None:
+    if getattr(session, "is_cluster", False):
         raise TfgInputError("a SavedModel's variables cannot be restored on a --cluster yet")
     declared = {}
     for node in graph:

@@ -1,4 +1,4 @@
-"""`Session`: run a graph's fetches and targets with feeds, on local devices.
+"""`Session`: run a graph's fetches and targets with feeds, on local devices or a cluster.
 
     >>> sess = Session(tfg.load("model.pb"), devices="cpu:2")
     >>> sess.run("y", feeds={"x": [[1.0, 2.0]]})            # one name -> one array
@@ -15,27 +15,25 @@ Session. `max_memory` (bytes or '4G'; default: the machine's memory) refuses, be
 allocating, any tensor larger than it (tfg/executor/limits.py). `blas_threads` caps the BLAS
 library's threads while a step runs (an int, 'auto' for half the cores; default:
 $TFG_BLAS_THREADS, else BLAS left alone; tfg/executor/blas.py says why).
+
+`Session` is a facade over a backend: `LocalSession` here, or the master's `ClusterSession`
+(tfg/executor/distributed/master.py) with `cluster=`. Both read a request and prepare a step
+with tfg/executor/step.py; `session.runner(...)` owns a loop of steps (tfg/executor/runner.py).
 """
 import os
 import threading
 
-import numpy as np
-
-from tfg.errors import TfgInputError, TfgRuntimeError
-from tfg.executor import blas
-from tfg.executor import feeds as F
+from tfg.executor import blas, checkpoint
 from tfg.executor import limits
 from tfg.executor import partitions
-from tfg.executor.devices import DeviceSet, to_host
-from tfg.executor.executor import NOVAL, DataflowRun, StepGroup
-from tfg.executor.fastpath import Schedule
-from tfg.executor.plan import BUILTIN_KINDS, KERNEL, build_plan
-from tfg.executor.rendezvous import LocalRendezvous
+from tfg.executor import step as S
+from tfg.executor.devices import DeviceSet
+from tfg.executor.executor import StepGroup
+from tfg.executor.feeds import shape_results
+from tfg.executor.runner import Runner
 from tfg.graphdef import io
-from tfg.graphdef.names import tensor_name
 from tfg.graphdef.validate import check_control_flow, validate
-from tfg.kernels.memory import received
-from tfg.kernels.resources import Ref, ResourceMgr, StepContext
+from tfg.kernels.resources import ResourceMgr, StepContext
 
 
 class StepTrace:
@@ -47,17 +45,9 @@ class StepTrace:
         self.devices = devices
 
 
-class _Prepared:
-    def __init__(self, plans, schedules, fetch_owner, fetch_copy, feed_refs):
-        self.plans = plans
-        self.schedules = schedules
-        self.fetch_owner = fetch_owner  # session fetch index -> (plan index, plan fetch index)
-        self.fetch_copy = fetch_copy
-        self.feed_refs = feed_refs
-
-
 class Session:
-    """Runs one graph; see the module docstring."""
+    """Runs one graph; see the module docstring. Attributes of the backend (`resources`,
+    `devices`, `memory_limit`, `blas_threads` of a local one) read through."""
 
     def __init__(self, graph, devices=None, cluster=None, fast_path=True, max_memory=None,
                  blas_threads=None, validate_graph=False):
@@ -76,9 +66,68 @@ class Session:
         # IndexError or a loop that never ends (TensorFlow refuses such a GraphDef on import).
         # Local and cluster sessions alike.
         check_control_flow(graph)
-        self._remote = None
+        self.graph = graph
         if cluster is not None:
-            self._remote = _connect_cluster(graph, cluster)
+            self.backend = _connect_cluster(graph, cluster)
+        else:
+            self.backend = LocalSession(graph, devices, fast_path=fast_path,
+                                        max_memory=max_memory, blas_threads=blas_threads)
+        self.is_cluster = cluster is not None
+
+    def __getattr__(self, name):
+        # Only called for what the facade lacks: the backend's own attributes.
+        if name == "backend":  # not set yet (a failed __init__): no recursion
+            raise AttributeError(name)
+        return getattr(self.backend, name)
+
+    @property
+    def last_trace(self):
+        """The StepTrace of the last step run with `trace=True` (None before one)."""
+        return self.backend.last_trace
+
+    # --- running --------------------------------------------------------------------------
+    def run(self, fetches=None, feeds=None, targets=None, trace=False):
+        """Compute `fetches` (a name, a list or a dict of names) after feeding `feeds`.
+
+        `targets` are nodes run for their effect. With `trace=True` per-node timings and the
+        peak of live tensor memory are kept in `self.last_trace`.
+        """
+        request = S.StepRequest.parse(fetches, feeds, targets)
+        return shape_results(self.backend.run_request(request, trace), request.how)
+
+    def runner(self, fetches=None, feeds=None, targets=None, **options):
+        """A `Runner` of steps of this session (init, restore, steps, checkpoints); see
+        tfg/executor/runner.py for the options."""
+        return Runner(self, fetches=fetches, feeds=feeds, targets=targets, **options)
+
+    # --- variables ------------------------------------------------------------------------
+    def variables(self):
+        """{name: array} of every initialized variable (reference and resource variables)."""
+        return checkpoint.collect(self.backend.variables())
+
+    def save(self, directory, step=None):
+        """Write every initialized variable to `directory` (atomically, with a checksum)."""
+        return self.backend.save(directory, step=step)
+
+    def restore(self, directory):
+        """Load variables saved by `save`; the checksum is verified first."""
+        return self.backend.restore(directory)
+
+    def close(self):
+        self.backend.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class LocalSession:
+    """The local backend: one executor per device of this process, over an in-process
+    rendezvous; variables, queues and random streams in `resources`."""
+
+    def __init__(self, graph, devices=None, fast_path=True, max_memory=None, blas_threads=None):
         self.graph = graph
         self.devices = DeviceSet.from_spec(devices)
         self.resources = ResourceMgr()
@@ -87,8 +136,8 @@ class Session:
         self._lock = threading.Lock()
         self._exec_graph = None
         self._unrunnable = {}  # node -> why no device of the set can run it (several devices)
-        # False forces the dataflow executor even where the precomputed schedule would do
-        # (for comparisons; results are the same).
+        # False forces the plain dataflow executor even where the precomputed schedule or a
+        # compiled loop would do (for comparisons; results are the same).
         self.fast_path = fast_path
         # The largest tensor a kernel may allocate (bytes or '4G'; default: physical memory),
         # checked before allocating (tfg/executor/limits.py).
@@ -98,37 +147,21 @@ class Session:
         # runs (None: BLAS left as it is).
         self.blas_threads = blas.resolve_blas_threads(blas_threads)
 
-    # --- running --------------------------------------------------------------------------
-    def run(self, fetches=None, feeds=None, targets=None, trace=False):
-        """Compute `fetches` (a name, a list or a dict of names) after feeding `feeds`.
-
-        `targets` are nodes run for their effect. With `trace=True` per-node timings and the
-        peak of live tensor memory are kept in `self.last_trace`.
-        """
-        if self._remote is not None:  # a cluster: tfg/executor/distributed/master.py
-            values = self._remote.run(fetches, feeds=feeds, targets=targets, trace=trace)
-            self.last_trace = self._remote.last_trace
-            return values
-        refs, how = F.parse_fetches(fetches)
-        if isinstance(targets, str):
-            targets = [targets]
-        targets = tuple(t.lstrip("^") for t in (targets or ()))
-        feeds = feeds or {}
-        feed_items = [(F.to_ref(k), v) for k, v in feeds.items()]
-        feed_refs = tuple(r for r, _ in feed_items)
-        F.check_fed_once(feed_refs)
-        if not refs and not targets:
-            raise TfgInputError("nothing to run: give at least one fetch or target")
-        key = (feed_refs, tuple(refs), targets)
+    def run_request(self, request, trace=False):
+        """One step of a StepRequest; -> the fetched values in fetch order."""
         with self._lock:
-            prepared = self._cache.get(key)
+            prepared = self._cache.get(request.key)
             if prepared is None:
-                prepared = self._cache[key] = self._prepare(feed_refs, refs, targets)
-        graph = self._graph()
-        feed_values = [F.convert_feed(graph, r, v) for r, v in feed_items]
+                prepared = self._cache[request.key] = self._prepare(request)
+        feed_values = request.converted_feeds(self._graph())
+        group = StepGroup(StepContext(session_resources=self.resources), trace=trace)
         with blas.blas_limit(self.blas_threads):
-            values = self._execute(prepared, feed_values, trace)
-        return F.shape_results(values, how)
+            values = S.run_prepared(prepared, group, feed_values)
+        if trace:
+            self.last_trace = StepTrace(list(group.trace), group.peak_bytes,
+                                        [p.device.name for p in prepared.plans])
+        return [S.fetched_value(v, prepared.fetch_name(i), prepared.fetch_copy[i])
+                for i, v in enumerate(values)]
 
     def _graph(self):
         if self._exec_graph is None:
@@ -136,119 +169,27 @@ class Session:
                                                                              self.devices)
         return self._exec_graph
 
-    def _prepare(self, feed_refs, fetch_refs, targets):
+    def _prepare(self, request):
         graph = self._graph()
-        partitions.check_runnable(self.graph, self._unrunnable, fetch_refs, targets,
-                                  set(feed_refs))
-        for what, refs in (("fetch", fetch_refs), ("feed", feed_refs)):
-            for ref in refs:
-                _check_tensor(graph, ref, what)
-        for t in targets:
-            if t not in graph:
-                raise TfgInputError(f"target {t!r}: no node named {t!r} in the graph")
-        fed = set(feed_refs)
-        needed = partitions.needed_nodes(graph, fetch_refs, targets, fed)
-        for name in needed:
-            node = graph[name]
-            if node.op in ("Placeholder", "PlaceholderV2") and (name, 0) not in fed:
-                raise TfgInputError(f"You must feed a value for placeholder {name!r}")
-        limits.check_constants((graph[n] for n in needed), self.memory_limit)
-        groups = partitions.group_by_device(graph, needed, self.devices)
-        plans, owner = [], [None] * len(fetch_refs)
-        for pi, (device, nodes) in enumerate(groups):
-            names = {n.name for n in nodes}
-            mine = [i for i, r in enumerate(fetch_refs)
-                    if (r.node in names and r not in fed) or (r in fed and pi == 0)]
-            plan = build_plan(nodes, device, feeds=feed_refs,
-                              fetches=[fetch_refs[i] for i in mine], targets=targets)
-            limits.guard_plan(plan, self.memory_limit, self._check_elementwise)
-            for j, i in enumerate(mine):
-                owner[i] = (pi, j)
-            plans.append(plan)
-        schedules = [Schedule.build(p) if len(plans) == 1 and self.fast_path else None
-                     for p in plans]
-        copies = [_needs_copy(graph, r, r in fed) for r in fetch_refs]
-        return _Prepared(plans, schedules, owner, copies, feed_refs)
+        partitions.check_runnable(self.graph, self._unrunnable, request.fetch_refs,
+                                  request.targets, set(request.feed_refs))
+        needed = S.check_request(graph, request.feed_refs, request.fetch_refs, request.targets)
+        return S.prepare(graph, needed, self.devices, request.feed_refs, request.fetch_refs,
+                         request.targets, self.memory_limit, self._check_elementwise,
+                         self.fast_path)
 
-    def _execute(self, prepared, feed_values, trace):
-        step = StepContext(session_resources=self.resources)
-        group = StepGroup(step, trace=trace)
-        plans = prepared.plans
-        per_plan = [None] * len(plans)
-        if len(plans) == 1 and prepared.schedules[0] is not None:
-            memory = [0] if trace else None
-            try:
-                per_plan[0] = prepared.schedules[0].run(
-                    step, _feeds_on(plans[0].device, feed_values), group.trace, memory)
-            except BaseException:
-                step.cancelled.set()
-                raise
-            group.peak_bytes = memory[0] if trace else 0
-        else:
-            rendezvous = LocalRendezvous()
-            group.rendezvous = rendezvous
-            runs = [DataflowRun(p, group, rendezvous, _feeds_on(p.device, feed_values))
-                    for p in plans]
-            threads = [threading.Thread(target=_quiet(r.execute), name=f"tfg-{p.device.short}",
-                                        daemon=True) for r, p in zip(runs[1:], plans[1:])]
-            for t in threads:
-                t.start()
-            try:
-                runs[0].execute()
-            except BaseException as e:  # Ctrl-C: end the step on every device, then re-raise
-                if group.error is None:
-                    group.fail(TfgRuntimeError(f"step cancelled ({type(e).__name__})"))
-                raise
-            finally:
-                for t in threads:
-                    t.join()
-            if group.error is not None:
-                raise group.error
-            per_plan = [r.results for r in runs]
-        if trace:
-            self.last_trace = StepTrace(list(group.trace), group.peak_bytes,
-                                        [p.device.name for p in plans])
-        out = []
-        for i, (pi, j) in enumerate(prepared.fetch_owner):
-            out.append(_fetch_value(per_plan[pi][j], prepared, i, plans[pi]))
-        return out
-
-    # --- variables ------------------------------------------------------------------------
     def variables(self):
-        """{name: array} of every initialized variable (reference and resource variables)."""
-        from tfg.executor import checkpoint
-
-        if self._remote is not None:
-            return checkpoint.collect(self._remote.variables())
-        return checkpoint.collect(self.resources)
+        return self.resources
 
     def save(self, directory, step=None):
-        """Write every initialized variable to `directory` (atomically, with a checksum)."""
-        if self._remote is not None:
-            return self._remote.save(directory, step=step)
-        from tfg.executor import checkpoint
-
         return checkpoint.save(self.resources, directory, step=step)
 
     def restore(self, directory):
-        """Load variables saved by `save`; the checksum is verified first."""
-        if self._remote is not None:
-            return self._remote.restore(directory)
-        from tfg.executor import checkpoint
-
         return checkpoint.restore(self.resources, self._graph(), directory)
 
     def close(self):
-        if self._remote is not None:
-            self._remote.close()
         self.resources.clear()
         self._cache.clear()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
 
 def _connect_cluster(graph, cluster):
@@ -256,81 +197,3 @@ def _connect_cluster(graph, cluster):
     object with this class's `run(fetches, feeds, targets, trace)` (and save/restore)."""
     from tfg.executor import distributed  # lazy: gRPC is slow to import
     return distributed.connect(graph, cluster)
-
-
-def _quiet(fn):
-    """A thread target whose error is already recorded in the StepGroup."""
-    def target():
-        try:
-            fn()
-        except BaseException:  # noqa: BLE001 - the group holds the first error
-            pass
-    return target
-
-
-def _check_tensor(graph, ref, what):
-    name = tensor_name(ref.node, ref.port)
-    if ref.node not in graph:
-        raise TfgInputError(f"{what} {name!r}: no node named {ref.node!r} in the graph")
-    node = graph[ref.node]
-    n = partitions.num_outputs(node)
-    if n is not None and ref.port >= n:
-        raise TfgInputError(f"{what} {name!r}: node {ref.node!r} ({node.op}) has {n} "
-                            f"output(s)")
-
-
-def _needs_copy(graph, ref, fed):
-    """Whether a fetched value may alias state a later step changes (a variable's array)."""
-    if fed:
-        return False
-    node = graph[ref.node]
-    if BUILTIN_KINDS.get(node.op, KERNEL) != KERNEL:
-        return True
-    try:
-        from tfg.kernels.registry import get_kernel
-
-        return get_kernel(node.op).forwards_input or node.op.startswith(("Variable", "Read"))
-    except Exception:
-        return True
-
-
-class _DeviceFeeds:
-    """Feed values as a GPU partition reads them: each copied to the device once, when first
-    used (a feed read by several kernels is not copied once per kernel)."""
-
-    __slots__ = ("values", "xp", "copies")
-
-    def __init__(self, values, xp):
-        self.values, self.xp, self.copies = values, xp, {}
-
-    def __getitem__(self, i):
-        value = self.copies.get(i)
-        if value is None:
-            value = self.copies[i] = received(self.xp, self.values[i])
-        return value
-
-    def __len__(self):
-        return len(self.values)
-
-
-def _feeds_on(device, feed_values):
-    if getattr(device, "device_type", "CPU") != "GPU" or not feed_values:
-        return feed_values
-    return _DeviceFeeds(feed_values, device.xp)
-
-
-def _fetch_value(value, prepared, i, plan):
-    if value is NOVAL:
-        name = tensor_name(plan.fetches[prepared.fetch_owner[i][1]].node,
-                           plan.fetches[prepared.fetch_owner[i][1]].port)
-        raise TfgRuntimeError(f"fetch {name!r} has no value: it is dead (computed on a branch "
-                              "that was not taken) or was never computed")
-    if type(value) is Ref:
-        value = to_host(value.get())
-        return np.array(value, copy=True)
-    value = to_host(value)  # a GPU result comes back as numpy
-    if isinstance(value, np.ndarray):
-        return value.copy() if prepared.fetch_copy[i] else value
-    if isinstance(value, np.generic):
-        return np.asarray(value)
-    return value

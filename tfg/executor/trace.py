@@ -8,10 +8,48 @@
     3211264
 
 pid is the device (named by a process_name event), tid the thread that ran the node.
+`MemoryMeter` is how both executors count a traced step's live tensor bytes.
 """
 import json
 
 from tfg.graphdef.io import write_bytes_atomic
+
+
+class MemoryMeter:
+    """Live tensor bytes and their peak: an array counts once however many places hold it,
+    and leaves when the last releases it.
+
+        >>> m = MemoryMeter(); m.hold(a); m.hold(a); m.release(a); m.live, m.peak  # a: 4 KiB
+        (4096, 4096)
+    """
+
+    __slots__ = ("held", "live", "peak")
+
+    def __init__(self):
+        self.held = {}  # id(array) -> [array, holders]
+        self.live = 0
+        self.peak = 0
+
+    def hold(self, value):
+        nbytes = getattr(value, "nbytes", 0)
+        if not nbytes:
+            return
+        entry = self.held.get(id(value))
+        if entry is None:
+            self.held[id(value)] = [value, 1]
+            self.live += nbytes
+            if self.live > self.peak:
+                self.peak = self.live
+        else:
+            entry[1] += 1
+
+    def release(self, value):
+        entry = self.held.get(id(value))
+        if entry is not None:
+            entry[1] -= 1
+            if entry[1] == 0:
+                del self.held[id(value)]
+                self.live -= value.nbytes
 
 
 def chrome_trace(step_trace):

@@ -25,6 +25,7 @@ from tfg.executor import feeds as F
 from tfg.executor import partitions
 from tfg.executor.distributed import rpc
 from tfg.executor.distributed.spec import ClusterConfig, task_label, task_of
+from tfg.executor.step import StepRequest, check_request
 from tfg.graphdef.graph import Graph
 from tfg.graphdef.names import DeviceSpec, tensor_name
 from tfg.kernels.resources import Ref, ResourceMgr
@@ -86,47 +87,36 @@ class ClusterSession:
     # --- running --------------------------------------------------------------------------
     def run(self, fetches=None, feeds=None, targets=None, trace=False):
         """Like Session.run, on the cluster."""
-        refs, how = F.parse_fetches(fetches)
-        if isinstance(targets, str):
-            targets = [targets]
-        targets = tuple(t.lstrip("^") for t in (targets or ()))
-        feed_items = [(F.to_ref(k), v) for k, v in (feeds or {}).items()]
-        feed_refs = tuple(r for r, _ in feed_items)
-        F.check_fed_once(feed_refs)
-        if not refs and not targets:
-            raise TfgInputError("nothing to run: give at least one fetch or target")
-        key = (feed_refs, tuple(refs), targets)
+        request = StepRequest.parse(fetches, feeds, targets)
+        return F.shape_results(self.run_request(request, trace), request.how)
+
+    def run_request(self, request, trace=False):
+        """One step of a StepRequest (tfg/executor/step.py); -> the fetched values."""
         with self._lock:
-            prepared = self._cache.get(key)
+            prepared = self._cache.get(request.key)
             if prepared is None:
-                prepared = self._cache[key] = self._prepare(feed_refs, refs, targets)
-        values = {r: F.convert_feed(self.graph, r, v) for r, v in feed_items}
+                prepared = self._cache[request.key] = self._prepare(request.feed_refs,
+                                                                    request.fetch_refs,
+                                                                    request.targets)
+        values = dict(zip(request.feed_refs, request.converted_feeds(self.graph)))
         recvs = self._step(prepared, values, trace)
         out = []
         for i, src in enumerate(prepared.fetch_src):
             if src[0] == "feed":
-                out.append(values[refs[i]])
+                out.append(values[request.fetch_refs[i]])
             else:
                 out.append(recvs[src[0]][src[1]])
-        return F.shape_results(out, how)
+        return out
 
     def _prepare(self, feed_refs, fetch_refs, targets):
         partitions.check_runnable(self._source, self._unrunnable, fetch_refs, targets,
                                   set(feed_refs))
         graph = self.graph
-        for what, refs in (("fetch", fetch_refs), ("feed", feed_refs)):
-            for ref in refs:
-                _check_tensor(graph, ref, what)
-        for t in targets:
-            if t not in graph:
-                raise TfgInputError(f"target {t!r}: no node named {t!r} in the graph")
+        needed = check_request(graph, feed_refs, fetch_refs, targets)
         fed = set(feed_refs)
-        needed = partitions.needed_nodes(graph, fetch_refs, targets, fed)
         by_task = {}
         for node in graph:  # file order
             if node.name in needed:
-                if node.op in ("Placeholder", "PlaceholderV2") and (node.name, 0) not in fed:
-                    raise TfgInputError(f"You must feed a value for placeholder {node.name!r}")
                 by_task.setdefault(task_of(node.device), []).append(node)
         fetch_src, task_fetches = [], {}
         for i, ref in enumerate(fetch_refs):
@@ -361,13 +351,3 @@ def _variable_owners(graph):
             out[(container, name)] = task_of(node.device)
     return out
 
-
-def _check_tensor(graph, ref, what):
-    name = tensor_name(ref.node, ref.port)
-    if ref.node not in graph:
-        raise TfgInputError(f"{what} {name!r}: no node named {ref.node!r} in the graph")
-    node = graph[ref.node]
-    n = partitions.num_outputs(node)
-    if n is not None and ref.port >= n:
-        raise TfgInputError(f"{what} {name!r}: node {ref.node!r} ({node.op}) has {n} "
-                            f"output(s)")

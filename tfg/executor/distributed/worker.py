@@ -6,8 +6,9 @@
 State lives per session handle (variables, queues, registered graphs) and per step id (the
 rendezvous other tasks pull from, kept until the master's CleanupGraph). A registered graph is
 prepared once (kernels bound, one plan per device of this task) and then run by the same
-`DataflowRun` executors as a local Session, over a `RemoteRendezvous`. The worker only runs
-the ops of registered graphs through the kernel registry: no code and no pickles travel.
+step driver as a local Session (tfg/executor/step.py), over a `RemoteRendezvous`. The worker
+only runs the ops of registered graphs through the kernel registry: no code and no pickles
+travel.
 """
 import itertools
 import os
@@ -20,14 +21,13 @@ from concurrent import futures
 import grpc
 
 from tfg.errors import TfgError, TfgInputError, TfgRuntimeError
-from tfg.executor import blas, limits, partitions
+from tfg.executor import blas, limits
+from tfg.executor import step as step_driver
 from tfg.executor.devices import DeviceSet
 from tfg.executor.distributed import rpc
 from tfg.executor.distributed.rendezvous import RemoteRendezvous, aborted_by
 from tfg.executor.distributed.spec import bind_address, refuse_taken_port, task_label
-from tfg.executor.executor import NOVAL, DataflowRun, StepGroup
-from tfg.executor.fastpath import Schedule
-from tfg.executor.plan import build_plan
+from tfg.executor.executor import StepGroup
 from tfg.graphdef.graph import Graph
 from tfg.graphdef.names import parse_tensor
 from tfg.kernels.resources import Ref, ResourceMgr, StepContext
@@ -39,10 +39,8 @@ STEP_TTL_S = 600.0
 
 
 class _Registered:
-    def __init__(self, plans, schedule, fetch_owner, feed_names):
-        self.plans = plans
-        self.schedule = schedule  # single plan without control flow or Send/Recv
-        self.fetch_owner = fetch_owner  # fetch index -> (plan index, plan fetch index)
+    def __init__(self, prepared, feed_names):
+        self.prepared = prepared  # a step.PreparedStep: plans, schedule, fetch owners
         self.feed_names = feed_names
 
 
@@ -177,28 +175,12 @@ class WorkerService(worker_pb2_grpc.WorkerServiceServicer):
             if node.device and self.devices.find(node.device) is None:
                 raise TfgInputError(f"node {node.name!r} is placed on {node.device}, which "
                                     f"is not a device of {task_label(self.local_task)}")
-        feed_refs = tuple(parse_tensor(n) for n in feed_names)
-        fetch_refs = [parse_tensor(n) for n in fetch_names]
-        needed = {n.name for n in graph}
-        limit = limits.physical_memory()  # a tensor larger than the machine fails cleanly
-        limits.check_constants(graph, limit)
-        groups = partitions.group_by_device(graph, needed, self.devices)
-        plans, owner = [], [None] * len(fetch_refs)
-        for pi, (device, nodes) in enumerate(groups):
-            names = {n.name for n in nodes}
-            mine = [i for i, r in enumerate(fetch_refs) if r.node in names]
-            plan = build_plan(nodes, device, feeds=feed_refs,
-                              fetches=[fetch_refs[i] for i in mine])
-            limits.guard_plan(plan, limit, limits.overcommits())
-            for j, i in enumerate(mine):
-                owner[i] = (pi, j)
-            plans.append(plan)
-        for i, o in enumerate(owner):
-            if o is None:
-                raise TfgInputError(f"fetch {fetch_names[i]!r} is not computed on "
-                                    f"{task_label(self.local_task)}")
-        schedule = Schedule.build(plans[0]) if len(plans) == 1 else None
-        return _Registered(plans, schedule, owner, feed_names)
+        # A tensor larger than the machine fails cleanly (tfg/executor/limits.py).
+        prepared = step_driver.prepare(
+            graph, {n.name for n in graph}, self.devices,
+            tuple(parse_tensor(n) for n in feed_names), [parse_tensor(n) for n in fetch_names],
+            check_elementwise=limits.overcommits(), where=task_label(self.local_task))
+        return _Registered(prepared, feed_names)
 
     def RunGraph(self, request, context):
         sid = request.step_id
@@ -231,14 +213,9 @@ class WorkerService(worker_pb2_grpc.WorkerServiceServicer):
             with blas.blas_limit(self.blas_threads):
                 values, group = self._execute(step, sess, reg,
                                               [feeds[n] for n in reg.feed_names], request.trace)
-            for name, value in zip(_fetch_names(reg), values):
-                if value is NOVAL:
-                    raise TfgRuntimeError(f"fetch {name!r} has no value: it is dead (computed "
-                                          "on a branch that was not taken) or was never "
-                                          "computed")
-                if type(value) is Ref:
-                    value = value.get()
-                rpc.encode(value, resp.recv.add(name=name).tensor)
+            for i, value in enumerate(values):
+                name = reg.prepared.fetch_name(i)
+                rpc.encode(step_driver.fetched_value(value, name), resp.recv.add(name=name).tensor)
             if request.trace:
                 for (name, op, dev, start, dur, thread, *_) in group.trace:
                     resp.trace.add(name=name, op=op, device=dev, start_ns=start, dur_ns=dur,
@@ -266,31 +243,7 @@ class WorkerService(worker_pb2_grpc.WorkerServiceServicer):
             step.group = group
         if step.rendezvous.error is not None:  # aborted before it started here
             raise step.rendezvous.error
-        if reg.schedule is not None:
-            memory = [0] if trace else None
-            try:
-                results = reg.schedule.run(ctx, feed_values, group.trace, memory)
-            except BaseException:
-                ctx.cancelled.set()
-                raise
-            group.peak_bytes = memory[0] if trace else 0
-            per_plan = [results]
-        else:
-            runs = [DataflowRun(p, group, step.rendezvous, feed_values) for p in reg.plans]
-            threads = [threading.Thread(target=_quiet(r.execute), daemon=True,
-                                        name=f"tfg-{p.device.short}")
-                       for r, p in zip(runs[1:], reg.plans[1:])]
-            for t in threads:
-                t.start()
-            try:
-                runs[0].execute()
-            finally:
-                for t in threads:
-                    t.join()
-            if group.error is not None:
-                raise group.error
-            per_plan = [r.results for r in runs]
-        return [per_plan[pi][j] for pi, j in reg.fetch_owner], group
+        return step_driver.run_prepared(reg.prepared, group, feed_values, step.rendezvous), group
 
     def RecvTensor(self, request, context):
         sid, key = request.step_id, request.rendezvous_key
@@ -375,23 +328,6 @@ class WorkerService(worker_pb2_grpc.WorkerServiceServicer):
                               f"resource {var.name!r} is not a variable")
             ref.assign(rpc.decode(var.tensor))
         return pb.SetVariablesResponse()
-
-
-def _fetch_names(reg):
-    out = []
-    for pi, j in reg.fetch_owner:
-        ref = reg.plans[pi].fetches[j]
-        out.append(f"{ref.node}:{ref.port}")
-    return out
-
-
-def _quiet(fn):
-    def target():
-        try:
-            fn()
-        except BaseException:  # noqa: BLE001 - the group holds the first error
-            pass
-    return target
 
 
 class WorkerServer:

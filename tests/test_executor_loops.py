@@ -1,0 +1,108 @@
+"""Compiled loop frames (tfg/executor/loops.py) against the dataflow executor and TensorFlow:
+the same values on every executor fixture, compiled where the frame qualifies, the dataflow
+executor where it does not, and errors that name the node."""
+import numpy as np
+import pytest
+
+import tfg
+from tfg import builder as tb
+from tfg.errors import TfgRuntimeError
+from tfg.executor import Session
+
+from test_executor import CASES, load_case
+
+LOOP_CASES = sorted(p.name for p in CASES.iterdir() if p.is_dir())
+
+
+def _run(graph, meta, feeds, fast_path):
+    sess = Session(graph, fast_path=fast_path)
+    if meta["init"]:
+        sess.run(None, feeds, targets=meta["init"])
+    got = None
+    for _ in range(meta["steps"]):
+        got = sess.run(meta["fetches"], feeds, targets=meta["targets"])
+    return sess, got
+
+
+def _programs(sess):
+    return {name: prog for prepared in sess.backend._cache.values()
+            for plan in prepared.plans for name, prog in (plan.loops or {}).items()}
+
+
+@pytest.mark.parametrize("case", LOOP_CASES)
+def test_compiled_loops_agree_with_the_dataflow_executor(case):
+    g, meta, feeds, expected = load_case(case)
+    if meta.get("error"):
+        pytest.skip("an error case (test_loop_errors_name_the_node)")
+    _, compiled = _run(g, meta, feeds, True)
+    _, plain = _run(g, meta, feeds, False)
+    for name, a, b in zip(meta["fetches"], compiled, plain):
+        np.testing.assert_array_equal(a, b, err_msg=f"{case}: {name}")
+
+
+def _counter_loop(n_value=5):
+    with tb.Graph() as b:
+        n = tb.placeholder(tb.int32, [], name="n")
+        c = tb.constant(2.0, name="c")
+        _, x = tb.while_loop(lambda i, x: i < n, lambda i, x: (i + 1, x * c),
+                             [tb.constant(0), tb.constant(1.0)], name="loop")
+        tb.identity(x, name="out")
+    return b.graph
+
+
+@pytest.mark.parametrize("n,expected", [(0, 1.0), (1, 2.0), (10, 1024.0)])
+def test_a_plain_while_loop_is_compiled_and_exact(n, expected):
+    sess = Session(_counter_loop())
+    assert float(sess.run("out", {"n": n})) == expected  # n = 0: zero iterations
+    progs = _programs(sess)
+    assert len(progs) == 1
+    prog = next(iter(progs.values()))
+    ops = [it.op for _, it in prog.header]
+    assert "Less" in ops and "LoopCond" in ops
+    assert {it.op for _, it in prog.body} >= {"Mul", "NextIteration"}
+    assert "Exit" in [it.op for _, it in prog.tail] and "Mul" not in [it.op for _, it in prog.tail]
+
+
+def test_a_cond_inside_the_body_is_left_to_the_dataflow_executor():
+    g, meta, feeds, expected = load_case("cond_in_while")
+    sess, got = _run(g, meta, feeds, True)
+    assert _programs(sess) == {}  # a Switch on another predicate: not compiled
+    for name, v in zip(meta["fetches"], got):
+        np.testing.assert_allclose(v, expected[name], rtol=1e-6)
+
+
+def test_a_loop_in_an_untaken_branch_runs_its_dead_enters_through_the_dataflow_executor():
+    g, meta, feeds, expected = load_case("while_in_cond_untaken")
+    sess, got = _run(g, meta, feeds, True)
+    for name, v in zip(meta["fetches"], got):
+        np.testing.assert_allclose(v, expected[name], rtol=1e-6)
+
+
+def test_stack_loops_and_their_gradient_loops_are_compiled():
+    g, meta, feeds, expected = load_case("stack_loop")
+    sess, got = _run(g, meta, feeds, True)
+    assert _programs(sess)
+    for name, v in zip(meta["fetches"], got):
+        np.testing.assert_allclose(v, expected[name], rtol=1e-6)
+
+
+def test_a_failing_node_inside_a_compiled_loop_is_named():
+    with tb.Graph() as b:
+        n = tb.placeholder(tb.int32, [], name="n")
+        x0 = tb.placeholder(tb.float32, [None], name="x0")
+        _, x = tb.while_loop(lambda i, x: i < n,
+                             lambda i, x: (i + 1, tb.reshape(x, [3], name="bad")),
+                             [tb.constant(0), x0], name="loop")
+        tb.identity(x, name="out")
+    sess = Session(b.graph)
+    np.testing.assert_array_equal(sess.run("out", {"n": 2, "x0": [1.0, 2.0, 3.0]}), [1, 2, 3])
+    with pytest.raises(TfgRuntimeError, match=r"node 'loop/bad' \(Reshape\) failed"):
+        sess.run("out", {"n": 3, "x0": [1.0, 2.0]})
+    assert _programs(sess)
+
+
+def test_traced_steps_time_every_iteration_through_the_dataflow_executor():
+    sess = Session(_counter_loop())
+    sess.run("out", {"n": 4}, trace=True)
+    muls = [e for e in sess.last_trace.events if e[1] == "Mul"]
+    assert len(muls) == 4
