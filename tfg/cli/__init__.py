@@ -5,7 +5,6 @@ Subcommands are imported only when invoked, so `tfg --help` and `tfg convert` st
 import importlib
 import os
 import sys
-import traceback
 
 import click
 
@@ -78,7 +77,7 @@ def main(argv=None):
         sys.exit(e.exit_code)
     except TfgError as e:
         if debug:
-            traceback.print_exc()
+            _print_traceback()
         click.echo(f"{_error_prefix()} {_one_line(e)}", err=True)
         sys.exit(e.exit_code)
     except BrokenPipeError:
@@ -91,7 +90,7 @@ def main(argv=None):
         sys.exit(1)
     except Exception as e:  # a bug in tfg: still one line unless --debug
         if debug:
-            traceback.print_exc()
+            _print_traceback()
         click.echo(f"tfg: internal error: {type(e).__name__}: {_one_line(e)} "
                    "(run with --debug for the traceback)", err=True)
         sys.exit(1)
@@ -115,3 +114,9 @@ def _error_prefix():
 
 def _one_line(e):
     return " ".join(str(e).split())
+
+
+def _print_traceback():
+    import traceback  # lazy: ~10 ms of `tfg --help`'s startup, needed only with --debug
+
+    traceback.print_exc()
