@@ -13,6 +13,7 @@ from tfg.cli.common import graph_argument, progress_option, read_graph, split_na
 from tfg.cli.progress import Progress
 from tfg.errors import TfgError, TfgInputError, TfgRuntimeError
 from tfg.graphdef.io import write_bytes_atomic
+from tfg.graphdef.nesting import check_literal_depth
 
 
 @click.command("run")
@@ -260,6 +261,7 @@ def _parse_value(name, text):
         except (OSError, ValueError) as e:
             raise TfgInputError(f"--feed {name}: cannot read {path!r} as .npy "
                                 f"({' '.join(str(e).split())})") from None
+    check_literal_depth(text, f"--feed {name}")
     try:
         return json.loads(text)
     except ValueError:

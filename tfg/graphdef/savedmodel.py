@@ -33,6 +33,7 @@ from google.protobuf import text_format
 
 from tfg.errors import GraphFormatError, TfgInputError
 from tfg.graphdef import tensors
+from tfg.graphdef.nesting import check_text_depth
 from tfg.schemas.dtypes import DType
 from tfg.schemas.proto import saved_model_pb2
 
@@ -80,6 +81,7 @@ def _model_file(path):
 def _parse(data, msg, source):
     try:
         if data[:1].isalpha() or data.lstrip()[:1] == b"#":
+            check_text_depth(data, source)
             text_format.Parse(data.decode("utf-8"), msg)
         else:
             msg.ParseFromString(data)

@@ -49,6 +49,43 @@ def shape_to_proto(shape, proto=None):
     return proto
 
 
+def declared_shape(proto):
+    """The shape a TensorProto declares (a tuple), or None when unknown or negative; read from
+    the message without decoding any value."""
+    shape = shape_from_proto(proto.tensor_shape)
+    if shape is None or any(d is None or d < 0 for d in shape):
+        return None
+    return shape
+
+
+def declared_nbytes(proto):
+    """Bytes `to_numpy(proto)` would allocate, without decoding: a one-value splat of shape
+    [2**27] float64 declares 1 GiB while its message holds 20 bytes.
+
+        >>> declared_nbytes(from_numpy(np.zeros(4, np.float32)))
+        16
+    """
+    shape = declared_shape(proto)
+    if shape is None:
+        return 0
+    count = 1
+    for d in shape:
+        count *= d
+    try:
+        dtype = DType(proto.dtype).base
+        # A string element is at least a pointer in the object array numpy holds.
+        itemsize = 8 if dtype == DType.STRING else dtype.np.itemsize
+    except (ValueError, GraphFormatError, TypeError, AttributeError):
+        return 0
+    return count * itemsize
+
+
+def expands(proto, allowance):
+    """Whether decoding `proto` would take more than `allowance` bytes beyond its own size
+    (a splat; full values are bounded by the file that holds them)."""
+    return declared_nbytes(proto) > proto.ByteSize() + allowance
+
+
 def to_numpy(proto):
     """Decode a TensorProto into a numpy array (strings as an object array of bytes)."""
     try:

@@ -18,6 +18,7 @@ import numpy as np
 
 from tfg.errors import TfgError
 from tfg.graphdef.names import CONTROL, TensorRef, input_string, parse_input
+from tfg.graphdef.tensors import declared_shape, expands
 from tfg.schemas.dtypes import DType
 from tfg.schemas.ops import get_op, has_op
 from tfg.schemas.ops.signature import output_dtypes
@@ -27,6 +28,9 @@ FRAME_OPS = frozenset({"Enter", "RefEnter", "Exit", "RefExit", "NextIteration",
                        "RefNextIteration", "LoopCond", "Merge", "RefMerge"} | SWITCH_OPS)
 PLACEHOLDERS = frozenset({"Placeholder", "PlaceholderV2", "PlaceholderWithDefault"})
 CONST_OPS = frozenset({"Const", "HostConst"})
+# A Const stored as a few values (a splat) is decoded for a rewrite only up to this many bytes
+# beyond its stored size: 16 splats of 1 GiB in a 1 KB file must not become 16 GiB here.
+MAX_SPLAT_DECODE_BYTES = 1 << 20
 
 
 @dataclass
@@ -149,6 +153,15 @@ def graph_rewrite(ctx, rules, max_rounds=20):
     return changed_any
 
 
+def const_shape(node, port=0):
+    """The shape of a Const's value from its message, without decoding it (None: not a Const
+    output, or no declared shape)."""
+    if node is None or node.op not in CONST_OPS or port != 0:
+        return None
+    av = node.attr_view.get("value")
+    return None if av is None else declared_shape(av.tensor)
+
+
 class RewriteContext:
     """Editing API over a Graph, with an incremental consumer index and cached facts."""
 
@@ -216,6 +229,9 @@ class RewriteContext:
             return None
         if node.name in self.opts.feeds:
             return None
+        av = node.attr_view.get("value")
+        if av is None or expands(av.tensor, MAX_SPLAT_DECODE_BYTES):
+            return None
         try:
             value = node.get_attr("value")
         except TfgError:
@@ -238,9 +254,10 @@ class RewriteContext:
         if self._shapes is None:
             from tfg.passes.constfold.shapes import LazyShapes
             self._shapes = LazyShapes(self.graph)
-        value = self.const_value(ref)
-        if value is not None:
-            return tuple(np.shape(value))
+        shape = None if ref.node in self.opts.feeds else const_shape(self.graph.get(ref.node),
+                                                                       ref.port)
+        if shape is not None:
+            return shape
         return self._shapes.get((ref.node, ref.port))
 
     def full_shape(self, ref):

@@ -15,6 +15,7 @@ import numpy as np
 
 from tfg.errors import TfgError
 from tfg.graphdef.infer import infer
+from tfg.passes.rewrite import const_shape
 
 _SAME_SHAPE = frozenset({
     "Identity", "Neg", "Abs", "Exp", "Log", "Sqrt", "Rsqrt", "Square", "Reciprocal", "Relu",
@@ -134,7 +135,7 @@ def _node_shape(node, shapes):
     op = node.op
     ins = [shapes.get((r.node, r.port)) for r in node.data_inputs]
     if op in ("Const", "HostConst"):
-        return tuple(np.shape(node.get_attr("value")))
+        return const_shape(node)  # from the message: a splat is never decoded for its shape
     if op in ("Placeholder", "PlaceholderV2", "VariableV2", "Variable"):
         return node.get_attr("shape", None)
     if op == "PlaceholderWithDefault":

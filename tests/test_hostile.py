@@ -1,0 +1,95 @@
+"""Hostile inputs end cleanly (issue 21): text nesting, splat folding, inlining bombs.
+
+Each file comes from tools/gen_hostile.py, made in a temporary folder; each command ends in
+one line on stderr with exit 2 (or succeeds without expanding anything) within 10 s and under
+1 GB of resident memory.
+"""
+import os
+
+import pytest
+
+from hostile_helpers import assert_bounded, assert_refused, gen_hostile, run_bounded
+
+
+@pytest.fixture
+def made(tmp_path):
+    def make(name):
+        return getattr(gen_hostile, name)(str(tmp_path))
+    return make
+
+
+def test_text_graph_nested_600_messages_is_refused(made):
+    path = made("deep_pbtxt")
+    for cmd in (["info", path], ["convert", path, "-o", path + ".pb"]):
+        assert_refused(run_bounded(cmd), says="nested 603 deep; at most 99")
+    assert not os.path.exists(path + ".pb")
+
+
+def test_text_graph_too_deep_for_binary_is_refused_not_converted(made, tmp_path):
+    """40 levels parse as text, but their .pb would exceed protobuf's 100-level limit: refused
+    up front, so convert never writes a file nothing can read back."""
+    path = made("deep_convert")
+    out = tmp_path / "out.pb"
+    assert_refused(run_bounded(["convert", path, "-o", out]), says="at most 99 levels")
+    assert not out.exists()
+
+
+def test_text_nesting_limit_round_trips(tmp_path):
+    """The deepest text accepted converts to a .pb that reads back."""
+    text = gen_hostile.nested_text(32)  # 99 levels inside the GraphDef
+    src, pb = tmp_path / "ok.pbtxt", tmp_path / "ok.pb"
+    src.write_text(text)
+    assert run_bounded(["convert", src, "-o", pb]).rc == 0
+    back = run_bounded(["info", pb])
+    assert back.rc == 0, back.stderr
+
+
+def test_feed_literal_nested_3000_deep_is_refused(made, tmp_path):
+    feed = open(made("deep_feed")).read()
+    outcome = run_bounded(["run", tmp_path / "placeholder.pb", "--feed", feed, "--fetch", "x"])
+    assert_refused(outcome, says="--feed x: value nested 3000 deep")
+
+
+def test_optimize_does_not_expand_splats(made, tmp_path):
+    """16 one-value Consts of 2**27 elements read by foldable ops: nothing is folded (the fold
+    would write gigabytes), the output stays small, and memory stays low."""
+    path = made("splat_fold")
+    out = tmp_path / "opt.pb"
+    outcome = run_bounded(["optimize", path, "-o", out])
+    assert outcome.rc == 0, outcome.stderr
+    assert_bounded(outcome)
+    assert out.stat().st_size < 4096
+
+
+def test_splat_fold_size_comes_from_the_shape_function():
+    """The fold decision reads the Const's declared shape, never its decoded value."""
+    from tfg import optimize
+    from tfg.graphdef.graph import Graph
+    from tfg.graphdef.tensors import declared_nbytes
+    from tfg.schemas.proto import graph_pb2
+
+    gd = graph_pb2.GraphDef()
+    c = gd.node.add(name="c", op="Const")
+    c.attr["dtype"].type = 2
+    t = c.attr["value"].tensor
+    t.dtype = 2
+    t.tensor_shape.dim.add().size = 1 << 27
+    t.double_val.append(1.0)
+    s = gd.node.add(name="s", op="Sum", input=["c", "axis"])
+    s.attr["T"].type = 2
+    s.attr["Tidx"].type = 3
+    a = gd.node.add(name="axis", op="Const")
+    a.attr["dtype"].type = 3
+    a.attr["value"].tensor.dtype = 3
+    a.attr["value"].tensor.int_val.append(0)
+    a.attr["value"].tensor.tensor_shape.SetInParent()
+    assert declared_nbytes(t) == 1 << 30
+    g = optimize(Graph.from_proto(gd), keep=["s"])
+    # The sum of a 1 GiB splat is not computed at optimize time: its input is not decoded.
+    assert g["s"].op == "Sum" and g["c"].op == "Const"
+
+
+def test_inlining_bomb_is_refused_before_copying(made):
+    path = made("inline_bomb")
+    assert_refused(run_bounded(["run", path, "--target", "root"]),
+                   says="would add 64.2 GiB to the graph")

@@ -1,0 +1,149 @@
+#!/usr/bin/env python3
+"""Small hostile inputs for tfg (issue 21): each is a few bytes to a few MB that once crashed,
+hung or exhausted memory. tests/test_hostile*.py make them in a temporary folder at test time.
+
+    python3 tools/gen_hostile.py OUT_DIR            # every case
+    python3 tools/gen_hostile.py OUT_DIR deep_pbtxt splat_fold
+
+Each generator writes its files into OUT_DIR and returns the main path. No TensorFlow needed:
+the files are built from tfg's own protobuf messages, as an attacker would build them.
+"""
+import os
+import pathlib
+import struct
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from tfg.schemas.proto import graph_pb2  # noqa: E402
+
+GENERATORS = {}
+
+
+def generator(fn):
+    GENERATORS[fn.__name__] = fn
+    return fn
+
+
+def _write(out, name, data):
+    path = os.path.join(out, name)
+    with open(path, "wb" if isinstance(data, bytes) else "w") as f:
+        f.write(data)
+    return path
+
+
+def _node(gd, name, op, inputs=(), **attrs):
+    nd = gd.node.add(name=name, op=op)
+    nd.input.extend(inputs)
+    for key, set_value in attrs.items():
+        set_value(nd.attr[key])
+    return nd
+
+
+def _dtype(code):
+    def set_value(av):
+        av.type = code
+    return set_value
+
+
+DT_FLOAT, DT_DOUBLE, DT_INT32, DT_STRING, DT_INT64 = 1, 2, 3, 7, 9
+
+
+def _splat(code, shape, field, value):
+    def set_value(av):
+        t = av.tensor
+        t.dtype = code
+        for d in shape:
+            t.tensor_shape.dim.add().size = d
+        getattr(t, field).append(value)
+    return set_value
+
+
+# --- 1. text format nesting -------------------------------------------------------------------
+def nested_text(levels):
+    """A text GraphDef whose attr nests `levels` function values (3 messages a level)."""
+    inner = "i: 1"
+    for _ in range(levels):
+        inner = 'func { name: "f" attr { key: "a" value { %s } } }' % inner
+    return 'node { name: "x" op: "NoOp" attr { key: "a" value { %s } } }\n' % inner
+
+
+@generator
+def deep_pbtxt(out):
+    """~600 message levels of text: Python's text parser recursed until RecursionError."""
+    return _write(out, "deep.pbtxt", nested_text(200))
+
+
+@generator
+def deep_convert(out):
+    """40 levels (~120 messages): parses as text, but its binary form exceeds protobuf's
+    100-level limit, so `tfg convert` wrote a .pb no reader accepts."""
+    return _write(out, "deep40.pbtxt", nested_text(40))
+
+
+@generator
+def deep_feed(out):
+    """A --feed literal nested 3,000 deep (json and ast recurse per level)."""
+    _placeholder(out)
+    return _write(out, "deep_feed.txt", "x=" + "[" * 3000 + "]" * 3000)
+
+
+def _placeholder(out):
+    gd = graph_pb2.GraphDef()
+    _node(gd, "x", "Placeholder", dtype=_dtype(DT_FLOAT))
+    return _write(out, "placeholder.pb", gd.SerializeToString())
+
+
+# --- 2. constant folding of splats ------------------------------------------------------------
+@generator
+def splat_fold(out):
+    """16 Consts of 2**27 elements stored as one value each (doubles and strings), each read
+    by a foldable op: a 1-2 KB file that folding would expand to 16+ GB."""
+    gd = graph_pb2.GraphDef()
+    for i in range(16):
+        if i % 2:
+            _node(gd, f"c{i}", "Const", dtype=_dtype(DT_STRING),
+                  value=_splat(DT_STRING, [1 << 27], "string_val", b"x"))
+            _node(gd, f"y{i}", "Identity", [f"c{i}"], T=_dtype(DT_STRING))
+        else:
+            _node(gd, f"c{i}", "Const", dtype=_dtype(DT_DOUBLE),
+                  value=_splat(DT_DOUBLE, [1 << 27], "double_val", 1.5))
+            _node(gd, f"y{i}", "Neg", [f"c{i}"], T=_dtype(DT_DOUBLE))
+    return _write(out, "splat_fold.pb", gd.SerializeToString())
+
+
+# --- 3. function inlining ---------------------------------------------------------------------
+@generator
+def inline_bomb(out, levels=16, leaf_bytes=1 << 20):
+    """f0 calls f1 twice, f1 calls f2 twice, ...; the leaf holds a 1 MB string attr: 2**16
+    copies of it once inlined (64 GB), from a 1 MB file under the node cap."""
+    gd = graph_pb2.GraphDef()
+    lib = gd.library
+    for level in range(levels + 1):
+        f = lib.function.add()
+        f.signature.name = f"f{level}"
+        if level == levels:
+            nd = f.node_def.add(name="leaf", op="NoOp")
+            nd.attr["payload"].s = b"p" * leaf_bytes
+            continue
+        for k in range(2):
+            f.node_def.add(name=f"call{k}", op=f"f{level + 1}")
+    _node(gd, "root", "f0")
+    return _write(out, "inline_bomb.pb", gd.SerializeToString())
+
+
+def main(argv):
+    if not argv:
+        print(__doc__)
+        return 2
+    out, names = argv[0], argv[1:] or sorted(GENERATORS)
+    os.makedirs(out, exist_ok=True)
+    for name in names:
+        print(GENERATORS[name](out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
