@@ -93,3 +93,35 @@ def test_inlining_bomb_is_refused_before_copying(made):
     path = made("inline_bomb")
     assert_refused(run_bounded(["run", path, "--target", "root"]),
                    says="would add 64.2 GiB to the graph")
+
+
+# --- SavedModel bundles -----------------------------------------------------------------------
+def _run_model(folder):
+    return run_bounded(["run", folder, "--feed", "x=[[0,0,0,0]]", "--fetch", "logits"])
+
+
+def test_bundle_entries_sharing_one_block_are_refused(made):
+    assert_refused(_run_model(made("bundle_one_block")), says="share bytes of shard 0")
+
+
+def test_bundle_variable_of_another_dtype_is_refused_naming_it(made):
+    assert_refused(_run_model(made("bundle_wrong_dtype")),
+                   says="variable 'w1' is int64 [16] there, but the graph declares float32 "
+                        "[4,8]")
+
+
+def test_bundle_shard_symlinked_outside_the_model_is_refused(made):
+    assert_refused(_run_model(made("bundle_symlink")), says="leads outside")
+
+
+def test_bundle_entry_size_must_match_its_shape(tmp_path):
+    from tfg.errors import TfgInputError
+    from tfg.graphdef.savedmodel import read_variables
+    from tfg.tensorboard.crc32c import masked_crc32c
+
+    folder = gen_hostile._mlp_copy(str(tmp_path), "short")
+    data = b"\0" * 12
+    gen_hostile._bundle(folder, {"w1": (1, [4, 8], 0, 12, masked_crc32c(data)), b"": data})
+    with pytest.raises(TfgInputError, match="'w1' holds 12 bytes, but float32 \\[4,8\\] takes "
+                                            "128"):
+        read_variables(folder)

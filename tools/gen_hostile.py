@@ -134,6 +134,106 @@ def inline_bomb(out, levels=16, leaf_bytes=1 << 20):
     return _write(out, "inline_bomb.pb", gd.SerializeToString())
 
 
+# --- 4. SavedModel bundles -------------------------------------------------------------------
+MLP = ROOT / "tests" / "fixtures" / "savedmodel" / "mlp"
+
+
+def _varint(n):
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        out.append(b | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def _table(entries):
+    """An uncompressed LevelDB table (what a bundle's .index is) of sorted (key, value)."""
+    from tfg.tensorboard.crc32c import masked_crc32c
+
+    def block(items):
+        body = b"".join(_varint(0) + _varint(len(k)) + _varint(len(v)) + k + v
+                        for k, v in items)
+        body += struct.pack("<II", 0, 1)  # one restart point at 0
+        return body + b"\0" + struct.pack("<I", masked_crc32c(body + b"\0"))
+
+    data = block(sorted(entries))
+    index_body = block([(b"\xff", _varint(0) + _varint(len(data) - 5))])
+    footer = _varint(0) + _varint(0) + _varint(len(data)) + _varint(len(index_body) - 5)
+    footer += b"\0" * (40 - len(footer)) + struct.pack("<Q", 0xDB4775248B80FB57)
+    return data + index_body + footer
+
+
+def _bundle(folder, tensors):
+    """variables/variables.{index,data-00000-of-00001} holding `tensors`:
+    {name: (dtype code, shape, offset, size, crc)} over the given data bytes."""
+    from tfg.schemas.proto import saved_model_pb2
+    entries, data = [], tensors.pop(b"")
+    header = saved_model_pb2.BundleHeaderProto(num_shards=1)
+    entries.append((b"", header.SerializeToString()))
+    for name, (dtype, shape, offset, size, crc) in tensors.items():
+        e = saved_model_pb2.BundleEntryProto(dtype=dtype, offset=offset, size=size, crc32c=crc)
+        for d in shape:
+            e.shape.dim.add().size = d
+        entries.append((name.encode(), e.SerializeToString()))
+    var = os.path.join(folder, "variables")
+    os.makedirs(var, exist_ok=True)
+    _write(var, "variables.index", _table(entries))
+    _write(var, "variables.data-00000-of-00001", data)
+
+
+def _mlp_copy(out, name):
+    import shutil
+    folder = os.path.join(out, name)
+    os.makedirs(folder, exist_ok=True)
+    shutil.copy(MLP / "saved_model.pb", folder)
+    return folder
+
+
+@generator
+def bundle_one_block(out, entries=20000, block=1 << 20):
+    """20,000 index entries over one 1 MB block: each was CRC-checked (pure Python) and copied
+    on its own, minutes of CPU and gigabytes from a 1 MB shard."""
+    from tfg.tensorboard.crc32c import masked_crc32c
+    folder = _mlp_copy(out, "one_block")
+    data = b"\1" * block
+    crc = masked_crc32c(data)
+    tensors = {f"v{i:06d}": (1, [block // 4], 0, block, crc) for i in range(entries)}
+    tensors[b""] = data
+    _bundle(folder, tensors)
+    return folder
+
+
+@generator
+def bundle_wrong_dtype(out):
+    """The mlp model with w1 (float32 [4,8], 128 bytes) stored as int64 [16]: same bytes, so
+    only a check against the graph catches it (it printed garbage with exit 0)."""
+    from tfg.graphdef.savedmodel import read_variables
+    from tfg.tensorboard.crc32c import masked_crc32c
+    folder = _mlp_copy(out, "wrong_dtype")
+    tensors, data = {}, b""
+    for name, value in sorted(read_variables(str(MLP)).items()):
+        raw = value.tobytes()
+        dtype, shape = (9, [16]) if name == "w1" else (1, list(value.shape))
+        tensors[name] = (dtype, shape, len(data), len(raw), masked_crc32c(raw))
+        data += raw
+    tensors[b""] = data
+    _bundle(folder, tensors)
+    return folder
+
+
+@generator
+def bundle_symlink(out, target="/etc/passwd"):
+    """The mlp model whose variables shard is a symlink to a file outside the folder."""
+    import shutil
+    folder = _mlp_copy(out, "symlink")
+    os.makedirs(os.path.join(folder, "variables"), exist_ok=True)
+    shutil.copy(MLP / "variables" / "variables.index", os.path.join(folder, "variables"))
+    os.symlink(target, os.path.join(folder, "variables", "variables.data-00000-of-00001"))
+    return folder
+
+
 def main(argv):
     if not argv:
         print(__doc__)

@@ -34,6 +34,8 @@ from google.protobuf import text_format
 from tfg.errors import GraphFormatError, TfgInputError
 from tfg.graphdef import tensors
 from tfg.graphdef.nesting import check_text_depth
+from tfg.graphdef.state_checks import check_disjoint, check_entry_size, check_inside, \
+    check_value
 from tfg.schemas.dtypes import DType
 from tfg.schemas.proto import saved_model_pb2
 
@@ -97,6 +99,8 @@ def read_saved_model(path):
     MetaGraphDef, as tf.train.Saver writes) comes back wrapped in a SavedModel."""
     path = os.fspath(path)
     model_file = _model_file(path)
+    if os.path.isdir(path):
+        check_inside(path, model_file, "model file")
     try:
         with open(model_file, "rb") as f:
             data = f.read()
@@ -224,6 +228,8 @@ def read_variables(path):
     path = os.fspath(path)
     prefix = os.path.join(path, "variables", "variables") if os.path.isdir(path) else path
     index_path = prefix + ".index"
+    folder = path if os.path.isdir(path) else os.path.dirname(os.path.abspath(prefix))
+    check_inside(folder, index_path, "variables index")
     try:
         with open(index_path, "rb") as f:
             index = f.read()
@@ -235,14 +241,25 @@ def read_variables(path):
     if header.endianness != saved_model_pb2.BundleHeaderProto.LITTLE:
         raise TfgInputError(f"{index_path}: big-endian tensor bundles are not supported")
     num_shards = max(header.num_shards, 1)
-    shards = {}
-    out = {}
+    parsed = {}
     for key, value in entries.items():
         name = key.decode("utf-8", "replace")
-        entry = saved_model_pb2.BundleEntryProto()
-        entry.ParseFromString(value)
+        entry = parsed[name] = saved_model_pb2.BundleEntryProto()
+        try:
+            entry.ParseFromString(value)
+        except pb_message.DecodeError:
+            raise TfgInputError(f"{index_path}: entry {name!r} is not a BundleEntryProto") \
+                from None
+        if entry.shard_id >= num_shards:
+            raise TfgInputError(f"{index_path}: variable {name!r} is in shard "
+                                f"{entry.shard_id} of a bundle of {num_shards}")
+    check_disjoint([(n, e.shard_id, e.offset, e.size) for n, e in parsed.items()], index_path)
+    shards = {}
+    out = {}
+    for name, entry in parsed.items():
         if entry.shard_id not in shards:
             shard = f"{prefix}.data-{entry.shard_id:05d}-of-{num_shards:05d}"
+            check_inside(folder, shard, "variables shard")
             try:
                 with open(shard, "rb") as f:
                     shards[entry.shard_id] = f.read()
@@ -264,8 +281,14 @@ def _decode_entry(name, entry, shard, prefix):
     if len(data) != entry.size:
         raise TfgInputError(f"{prefix}: variable {name!r} is truncated")
     shape = tensors.shape_from_proto(entry.shape) or ()
+    if any(d is None for d in shape):
+        raise TfgInputError(f"{prefix}: variable {name!r} has an unknown dimension")
     if dtype == DType.STRING:
         return _decode_strings(name, entry, data, shape, prefix)
+    if dtype.base in (DType.RESOURCE, DType.VARIANT) or dtype.is_ref:
+        raise TfgInputError(f"{prefix}: variable {name!r} has dtype {dtype.tf_name}, which a "
+                            "bundle cannot hold as bytes")
+    check_entry_size(name, dtype, shape, entry.size, prefix)
     if masked_crc32c(data) != entry.crc32c:
         raise TfgInputError(f"{prefix}: variable {name!r} fails its CRC check")
     return np.frombuffer(data, dtype=dtype.np).reshape(shape).copy()
@@ -277,7 +300,10 @@ def _decode_strings(name, entry, data, shape, prefix):
     (TensorFlow's tensor_bundle writes them this way, e.g. _CHECKPOINTABLE_OBJECT_GRAPH)."""
     from tfg.tensorboard.crc32c import crc32c, mask
 
-    count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    count = int(np.prod(shape, dtype=np.float64)) if shape else 1
+    if count > len(data):  # each element takes at least its one-byte length
+        raise TfgInputError(f"{prefix}: string variable {name!r} claims {count} elements in "
+                            f"{len(data)} bytes")
     pos, lengths = 0, []
     for _ in range(count):
         n, pos = _varint(data, pos)
@@ -387,10 +413,16 @@ def restore_variables(session, graph, values):
         if name not in declared:
             continue  # e.g. a slot variable of an optimizer that the graph was pruned of
         container, short, dtype, shape = declared[name]
+        check_value(name, value, dtype, shape, _variables_source(graph))
         ref = session.resources.get_or_create(container, short,
                                               lambda: Ref(short, dtype, shape))
         ref.assign(value)
     return sorted(n for n in values if n in declared)
+
+
+def _variables_source(graph):
+    info = getattr(graph, "saved_model", None)
+    return f"{info.path}/variables" if info is not None else "variables"
 
 
 def describe(info):
