@@ -234,6 +234,72 @@ def bundle_symlink(out, target="/etc/passwd"):
     return folder
 
 
+# --- 5. checkpoints ---------------------------------------------------------------------------
+def variable_graph(out, name="counter.pbtxt", var="w", size=2):
+    """A graph with one float variable `var` of shape [size]: `init` sets it to zeros, `train`
+    adds ones (a step counter per element), `read` reads it."""
+    text = f"""
+node {{ name: "{var}" op: "VariableV2" attr {{ key: "dtype" value {{ type: DT_FLOAT }} }}
+  attr {{ key: "shape" value {{ shape {{ dim {{ size: {size} }} }} }} }} }}
+node {{ name: "zeros" op: "Const" attr {{ key: "dtype" value {{ type: DT_FLOAT }} }}
+  attr {{ key: "value" value {{ tensor {{ dtype: DT_FLOAT tensor_shape {{ dim {{ size: {size} }} }}
+  float_val: 0 }} }} }} }}
+node {{ name: "ones" op: "Const" attr {{ key: "dtype" value {{ type: DT_FLOAT }} }}
+  attr {{ key: "value" value {{ tensor {{ dtype: DT_FLOAT tensor_shape {{ dim {{ size: {size} }} }}
+  float_val: 1 }} }} }} }}
+node {{ name: "init" op: "Assign" input: "{var}" input: "zeros"
+  attr {{ key: "T" value {{ type: DT_FLOAT }} }} }}
+node {{ name: "train" op: "AssignAdd" input: "{var}" input: "ones"
+  attr {{ key: "T" value {{ type: DT_FLOAT }} }} }}
+node {{ name: "read" op: "Identity" input: "{var}" attr {{ key: "T" value {{ type: DT_FLOAT }} }} }}
+"""
+    return _write(out, name, text)
+
+
+def _checkpoint(path, tensors, step):
+    """A tfg checkpoint file with a valid header and checksum around `tensors` (TensorProto
+    setters) and `step`, as a forger would write it."""
+    import zlib
+    from tfg.schemas.proto import checkpoint_pb2
+    msg = checkpoint_pb2.Checkpoint(producer="forged", step=step, has_step=True)
+    for name, set_tensor in tensors.items():
+        set_tensor(msg.tensors.add(name=name).tensor)
+    payload = msg.SerializeToString()
+    data = struct.pack("<8sIQI", b"TFGCKPT\0", 1, len(payload), zlib.crc32(payload)) + payload
+    with open(path, "wb") as f:
+        f.write(data)
+    return path
+
+
+@generator
+def ckpt_splats(out):
+    """A 200-byte checkpoint of 8 tensors each declaring 1 GiB from one value."""
+    variable_graph(out)
+
+    def splat(t):
+        t.dtype = DT_FLOAT
+        t.tensor_shape.dim.add().size = 1 << 28
+        t.float_val.append(1.0)
+    folder = os.path.join(out, "ckpt_splats")
+    os.makedirs(folder, exist_ok=True)
+    return _checkpoint(os.path.join(folder, "variables.tfgckpt"),
+                       {f"v{i}": splat for i in range(8)}, step=1)
+
+
+@generator
+def ckpt_negative_step(out):
+    """A checkpoint of the counter graph at step -1000: resuming would run extra steps."""
+    variable_graph(out)
+
+    def w(t):
+        t.dtype = DT_FLOAT
+        t.tensor_shape.dim.add().size = 2
+        t.tensor_content = struct.pack("<2f", 0, 0)
+    folder = os.path.join(out, "ckpt_negative")
+    os.makedirs(folder, exist_ok=True)
+    return _checkpoint(os.path.join(folder, "variables.tfgckpt"), {"w": w}, step=-1000)
+
+
 def main(argv):
     if not argv:
         print(__doc__)

@@ -143,6 +143,9 @@ def command(graph, fmt, tag, signature, feed_args, feeds_file, fetches, targets,
 
         step_indices = CheckpointedSteps(sess, checkpoint_dir, checkpoint_every, steps)
         first = step_indices.start
+        if 0 < first < steps:
+            click.echo(f"tfg: resuming from step {first} (checkpoint in {checkpoint_dir})",
+                       err=True)
         if step_indices.start >= steps and fetch_names:
             click.echo(f"tfg: all {steps} steps are done (checkpoint in {checkpoint_dir}); "
                        "computing the fetches without --target", err=True)

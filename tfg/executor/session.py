@@ -226,7 +226,15 @@ class Session:
             return self._remote.save(directory, step=step)
         from tfg.executor import checkpoint
 
-        return checkpoint.save(self.resources, directory, step=step)
+        return checkpoint.save(self.resources, directory, step=step, graph=self._graph())
+
+    def checkpoint_step(self, directory):
+        """The step of the checkpoint in `directory` (None: there is none), once checked to
+        be this graph's (see tfg.executor.checkpoint.check_same_graph)."""
+        from tfg.executor import checkpoint
+
+        return checkpoint.saved_step(directory, self._graph() if self._remote is None
+                                     else self._remote.graph)
 
     def restore(self, directory):
         """Load variables saved by `save`; the checksum is verified first."""

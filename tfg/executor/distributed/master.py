@@ -201,7 +201,7 @@ class ClusterSession:
 
     def save(self, directory, step=None):
         """Collect every task's variables and write one checkpoint here (atomically)."""
-        return checkpoint.save(self.variables(), directory, step=step)
+        return checkpoint.save(self.variables(), directory, step=step, graph=self.graph)
 
     def restore(self, directory):
         """Read a checkpoint here and assign each variable on the task that owns it."""
