@@ -125,3 +125,39 @@ def test_bundle_entry_size_must_match_its_shape(tmp_path):
     with pytest.raises(TfgInputError, match="'w1' holds 12 bytes, but float32 \\[4,8\\] takes "
                                             "128"):
         read_variables(folder)
+
+
+# --- one memory rule for every kernel ---------------------------------------------------------
+@pytest.mark.parametrize("op", sorted(gen_hostile.ALLOCATORS))
+def test_kernel_allocation_is_checked_from_its_shape_function(op, tmp_path):
+    """Each of these once asked numpy for 64-512 GiB past --max-memory; the op's shape function
+    on the actual inputs now refuses it first (exit 1: a valid graph failing while running)."""
+    folder = gen_hostile.allocators(str(tmp_path))
+    outcome = run_bounded(["run", os.path.join(folder, f"{op}.pbtxt"), "--fetch", "y",
+                           "--max-memory", "1G"])
+    assert_refused(outcome, rc=1, says=f"node 'y' ({op}) failed: would allocate")
+    assert "over the memory limit of 1.00 GiB" in outcome.stderr.decode()
+
+
+def test_default_limit_is_a_share_of_available_memory(tmp_path):
+    from tfg.executor import limits
+
+    assert limits.resolve_limit(None) == int(limits.available_memory() * 0.8)
+    folder = gen_hostile.allocators(str(tmp_path))
+    # 512 GiB: over 80% of what any test machine has available, with no --max-memory given.
+    outcome = run_bounded(["run", os.path.join(folder, "DynamicStitch.pbtxt"), "--fetch", "y"])
+    assert_refused(outcome, rc=1, says="would allocate 512.00 GiB")
+
+
+def test_allocating_kernels_still_run_under_the_limit(tmp_path):
+    import numpy as np
+
+    from tfg import Session
+    from tfg.graphdef.io import loads
+
+    text = (gen_hostile._const_text("dims", "DT_INT32", [5])
+            + gen_hostile._const_text("one", "DT_FLOAT", [1], [])
+            + gen_hostile._op_text("x", "Fill", ["dims", "one"], T=gen_hostile._F)
+            + gen_hostile._op_text("y", "Pack", ["x"] * 3, N="i: 3", T=gen_hostile._F))
+    y = Session(loads(text.encode()), max_memory="1M").run("y")
+    assert y.shape == (3, 5) and np.all(y == 1)

@@ -300,6 +300,84 @@ def ckpt_negative_step(out):
     return _checkpoint(os.path.join(folder, "variables.tfgckpt"), {"w": w}, step=-1000)
 
 
+# --- 6. kernels that allocate from what they are given ------------------------------------------
+def _const_text(name, dtype, values, shape=None):
+    shape = [len(values)] if shape is None else shape
+    dims = " ".join(f"dim {{ size: {d} }}" for d in shape)
+    field = {"DT_INT32": "int_val", "DT_FLOAT": "float_val", "DT_INT64": "int64_val"}[dtype]
+    vals = " ".join(f"{field}: {v}" for v in values)
+    return (f'node {{ name: "{name}" op: "Const" attr {{ key: "dtype" value {{ type: {dtype} }} }} '
+            f'attr {{ key: "value" value {{ tensor {{ dtype: {dtype} tensor_shape {{ {dims} }} '
+            f'{vals} }} }} }} }}\n')
+
+
+def _op_text(name, op, inputs, **attrs):
+    ins = " ".join(f'input: "{i}"' for i in inputs)
+    body = " ".join(f'attr {{ key: "{k}" value {{ {v} }} }}' for k, v in attrs.items())
+    return f'node {{ name: "{name}" op: "{op}" {ins} {body} }}\n'
+
+
+_F = "type: DT_FLOAT"
+_I = "type: DT_INT32"
+
+
+def _ints(*values):
+    return "list { " + " ".join(f"i: {v}" for v in values) + " }"
+
+
+ALLOCATORS = {
+    # shape input [2**34] floats: 64 GiB
+    "StridedSliceGrad": (_const_text("shape", "DT_INT32", [1 << 30, 16])
+                         + _const_text("b", "DT_INT32", [0, 0]) + _const_text("e", "DT_INT32", [1, 1])
+                         + _const_text("s", "DT_INT32", [1, 1])
+                         + _const_text("dy", "DT_FLOAT", [1], [1, 1])
+                         + _op_text("y", "StridedSliceGrad", ["shape", "b", "e", "s", "dy"],
+                                    T=_F, Index=_I)),
+    # input_sizes [1024, 1024, 1024, 16] floats: 64 GiB (the gradient is checked only after)
+    "Conv2DBackpropInput": (_const_text("sizes", "DT_INT32", [1024, 1024, 1024, 16])
+                            + _const_text("f", "DT_FLOAT", [1], [1, 1, 16, 1])
+                            + _const_text("g", "DT_FLOAT", [1], [1, 1, 1, 1])
+                            + _op_text("y", "Conv2DBackpropInput", ["sizes", "f", "g"], T=_F,
+                                       strides=_ints(1, 1, 1, 1), padding='s: "VALID"')),
+    "AvgPoolGrad": (_const_text("shape", "DT_INT32", [1024, 1024, 1024, 16])
+                    + _const_text("g", "DT_FLOAT", [1], [1, 1, 1, 16])
+                    + _op_text("y", "AvgPoolGrad", ["shape", "g"], T=_F,
+                               ksize=_ints(1, 1, 1, 1), strides=_ints(1, 1, 1, 1),
+                               padding='s: "VALID"')),
+    # an unset item of an empty list, element_shape [2**17, 2**17] floats: 64 GiB of zeros
+    "TensorListGetItem": (_const_text("es", "DT_INT32", [1 << 17, 1 << 17])
+                          + _const_text("n", "DT_INT32", [4], [])
+                          + _const_text("i", "DT_INT32", [0], [])
+                          + _op_text("l", "TensorListReserve", ["es", "n"],
+                                     element_dtype=_F, shape_type=_I)
+                          + _op_text("y", "TensorListGetItem", ["l", "i", "es"],
+                                     element_dtype=_F)),
+    # one index of 2**31-1 and rows of 64 floats: 512 GiB
+    "DynamicStitch": (_const_text("idx", "DT_INT32", [2147483647])
+                      + _const_text("d", "DT_FLOAT", [1], [1, 64])
+                      + _op_text("y", "DynamicStitch", ["idx", "d"], N="i: 1", T=_F)),
+    # 4096 references to one 16 MB tensor: 64 GiB
+    "Pack": (_const_text("dims", "DT_INT32", [1 << 22]) + _const_text("one", "DT_FLOAT", [1], [])
+             + _op_text("x", "Fill", ["dims", "one"], T=_F)
+             + _op_text("y", "Pack", ["x"] * 4096, N="i: 4096", T=_F)),
+    "ConcatV2": (_const_text("dims", "DT_INT32", [1 << 22])
+                 + _const_text("one", "DT_FLOAT", [1], [])
+                 + _const_text("axis", "DT_INT32", [0], [])
+                 + _op_text("x", "Fill", ["dims", "one"], T=_F)
+                 + _op_text("y", "ConcatV2", ["x"] * 4096 + ["axis"], N="i: 4096", T=_F)),
+}
+
+
+@generator
+def allocators(out):
+    """One graph per kernel that once allocated 64-512 GiB past --max-memory: `y` asks."""
+    folder = os.path.join(out, "allocators")
+    os.makedirs(folder, exist_ok=True)
+    for op, text in ALLOCATORS.items():
+        _write(folder, f"{op}.pbtxt", text)
+    return folder
+
+
 def main(argv):
     if not argv:
         print(__doc__)
