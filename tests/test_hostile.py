@@ -161,3 +161,22 @@ def test_allocating_kernels_still_run_under_the_limit(tmp_path):
             + gen_hostile._op_text("y", "Pack", ["x"] * 3, N="i: 3", T=gen_hostile._F))
     y = Session(loads(text.encode()), max_memory="1M").run("y")
     assert y.shape == (3, 5) and np.all(y == 1)
+
+
+def test_json_output_of_string_tensors(tmp_path):
+    """A 1-D and a 2-D string tensor print as JSON (the 1-D one raised AttributeError)."""
+    import json
+
+    text = ('node { name: "s" op: "Const" attr { key: "dtype" value { type: DT_STRING } } '
+            'attr { key: "value" value { tensor { dtype: DT_STRING tensor_shape { dim { size: 2 '
+            '} } string_val: "a" string_val: "\\377" } } } }\n'
+            'node { name: "m" op: "Reshape" input: "s" input: "shape" attr { key: "T" value { '
+            'type: DT_STRING } } attr { key: "Tshape" value { type: DT_INT32 } } }\n'
+            + gen_hostile._const_text("shape", "DT_INT32", [1, 2]))
+    path = tmp_path / "strings.pbtxt"
+    path.write_text(text)
+    outcome = run_bounded(["run", path, "--fetch", "s", "--fetch", "m", "--format", "json"])
+    assert outcome.rc == 0, outcome.stderr
+    doc = json.loads(outcome.stdout)
+    assert doc["s"] == {"dtype": "string", "shape": [2], "value": ["a", "\\xff"]}
+    assert doc["m"]["value"] == [["a", "\\xff"]]

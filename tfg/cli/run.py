@@ -350,6 +350,8 @@ def _json_value(name, value):
         return x
 
     def walk(a):
+        if not isinstance(a, np.ndarray):  # an element of an object array (bytes, str)
+            return leaf(a)
         if a.ndim == 0:
             return leaf(a.item() if a.dtype != object else a[()])
         return [walk(a[i]) for i in range(a.shape[0])]
