@@ -13,6 +13,7 @@ that session answers NOT_FOUND, and the master says the worker lost it). A step 
 STEP_TTL_S after its RunGraph ended (the master's CleanupGraph usually comes first), or
 ORPHAN_TTL_S after it was created when no RunGraph ever ran it here.
 """
+import gc
 import threading
 import time
 
@@ -40,9 +41,20 @@ def sweep(service, idle_s=DEFAULT_IDLE_S, now=None):
                 for sid in [k for k, st in steps.items() if st.session == handle]:
                     del steps[sid]
     for sess in expired:  # outside the lock: freeing large variables takes a while
-        sess.resources.clear()
-        sess.graphs.clear()
+        release(sess)
+    if gone and not expired:
+        gc.collect()
     return len(expired), len(gone)
+
+
+def release(sess):
+    """Free a dropped session now. Its registered graphs and finished steps form reference
+    cycles (executors, closures of the RPCs that ran them) that keep their tensors alive until
+    a full garbage collection, which a worker allocating few objects seldom runs: without
+    this, each closed session of a 200 MB variable left 400 MB behind."""
+    sess.resources.clear()
+    sess.graphs.clear()
+    gc.collect()
 
 
 def _collectable(step, now):

@@ -360,7 +360,7 @@ class WorkerService(worker_pb2_grpc.WorkerServiceServicer):
                         if st.session == request.session_handle]:
                 del self.steps[sid]
         if sess is not None:
-            sess.resources.clear()
+            session_table.release(sess)
         return pb.CloseSessionResponse()
 
     def GetVariables(self, request, context):
