@@ -262,7 +262,7 @@ class WorkerService(worker_pb2_grpc.WorkerServiceServicer):
             self._log(context, "RunGraph", f"step={sid} failed: {msg}")
         finally:
             done.set()
-            step.ended = time.monotonic()
+            step.ended = sess.last_used = time.monotonic()  # idle counts from the step's end
         return resp
 
     def _execute(self, step, sess, reg, feed_values, trace):
