@@ -45,7 +45,7 @@ def test_worker_memory_and_sessions_return_after_runs_and_killed_masters(tmp_pat
     runs = int(os.environ.get("TFG_SOAK_RUNS", 50))
     kills = int(os.environ.get("TFG_SOAK_KILLS", 10))
     graph = gen_hostile.variable_graph(str(tmp_path), "soak.pbtxt", "w", VARIABLE_ELEMENTS)
-    with LocalCluster(1, extra_args=["--idle-timeout", "2"]) as c:
+    with LocalCluster(1, extra_args=["--idle-timeout", "3"]) as c:
         pid, address = c.procs[0].pid, c.addresses[0]
         cmd = [sys.executable, "-m", "tfg", "run", graph, "--cluster", c.spec, "--init", "init",
                "--target", "train", "--steps", "3"]

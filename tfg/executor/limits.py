@@ -174,14 +174,14 @@ def _cache_key(inputs):
     Range's bounds); None when an integer input is too large to key. Input dtypes are fixed
     by the node's attrs, so shapes suffice for the rest."""
     key = []
-    append = append_key = key.append  # one bound method, looked up once
+    append = key.append
     for x in inputs:
         if type(x) is np.ndarray:
             kind = x.dtype.kind
             if kind == "i" or kind == "u":
                 if x.size > _KEY_ELEMENTS:
                     return None
-                append_key((x.shape, x.tobytes()))
+                append((x.shape, x.tobytes()))
             elif x.ndim == 0 and kind != "O":
                 append((x.dtype.char, x.tobytes()))
             else:

@@ -36,7 +36,8 @@ def sweep(service, idle_s=DEFAULT_IDLE_S, now=None):
         running = {st.session for st in steps.values()
                    if st.group is not None and st.ended is None}
         for handle, sess in list(service.sessions.items()):
-            if handle not in running and now - sess.last_used > idle_s:
+            if handle not in running and not getattr(sess, "busy", 0) and \
+                    now - sess.last_used > idle_s:
                 expired.append(service.sessions.pop(handle))
                 for sid in [k for k, st in steps.items() if st.session == handle]:
                     del steps[sid]

@@ -52,6 +52,7 @@ class _Session:
         self.resources = ResourceMgr()
         self.graphs = {}
         self.last_used = time.monotonic()
+        self.busy = 0  # RPCs preparing for it now: never idle meanwhile
 
 
 class _Step:
@@ -165,6 +166,9 @@ class WorkerService(worker_pb2_grpc.WorkerServiceServicer):
     def RegisterGraph(self, request, context):
         self._log(context, "RegisterGraph", f"session={request.session_handle[:8]} "
                                             f"nodes={len(request.graph_def.node)}")
+        # Touched first: preparing a large graph may take longer than the idle timeout.
+        sess = self._session(request.session_handle, context)
+        sess.busy += 1
         try:
             # Checked as `tfg run` checks a graph (and TensorFlow's import): duplicate names,
             # attrs, arity and edge dtypes; a malformed graph is INVALID_ARGUMENT, not UNKNOWN.
@@ -173,7 +177,9 @@ class WorkerService(worker_pb2_grpc.WorkerServiceServicer):
             reg = self._prepare(graph, list(request.feeds), list(request.fetches))
         except TfgError as e:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, " ".join(str(e).split()))
-        sess = self._session(request.session_handle, context)
+        finally:
+            sess.busy -= 1
+            sess.last_used = time.monotonic()
         handle = f"g{next(self._handles)}"
         with self.lock:
             sess.graphs[handle] = reg
