@@ -61,6 +61,25 @@ def test_optimize_does_not_expand_splats(made, tmp_path):
     assert out.stat().st_size < 4096
 
 
+@pytest.mark.parametrize("cmd", [["prune", "--fetch", "y1"], ["place", "--devices", "cpu:2"],
+                                 ["partition", "--devices", "cpu:2"], ["info"], ["convert"],
+                                 ["run", "--fetch", "y1", "--max-memory", "256M"]],
+                         ids=lambda c: c[0])
+def test_no_command_decodes_splats_it_only_checks(made, tmp_path, cmd):
+    """Validation checks a tensor attr without decoding it (a 2**27-string splat was a 1 GB
+    object array and 19 s inside `tfg grad`); run refuses it under --max-memory."""
+    path = made("splat_fold")
+    args = [cmd[0], path, *cmd[1:]]
+    if cmd[0] not in ("run", "info"):
+        args += ["-o", tmp_path / "out.pb"]
+    outcome = run_bounded(args)
+    if cmd[0] == "run":
+        assert_refused(outcome, rc=1, says="over the memory limit of 256.00 MiB")
+    else:
+        assert outcome.rc == 0, outcome.stderr
+        assert_bounded(outcome)
+
+
 def test_splat_fold_size_comes_from_the_shape_function():
     """The fold decision reads the Const's declared shape, never its decoded value."""
     from tfg import optimize

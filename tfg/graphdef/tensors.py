@@ -86,8 +86,10 @@ def expands(proto, allowance):
     return declared_nbytes(proto) > proto.ByteSize() + allowance
 
 
-def to_numpy(proto):
-    """Decode a TensorProto into a numpy array (strings as an object array of bytes)."""
+def check(proto):
+    """Validate a TensorProto as `to_numpy` would, without decoding it (a splat of 2**27
+    strings is checked in microseconds, not decoded into a gigabyte); -> (DType, shape,
+    element count). Raises GraphFormatError."""
     try:
         dtype = DType(proto.dtype).base if proto.dtype else DType.INVALID
     except ValueError:  # a corrupt file: an input error naming the value, not a crash
@@ -110,6 +112,23 @@ def to_numpy(proto):
             getattr(proto, _VAL_FIELD[dtype])) < count:
         raise GraphFormatError(f"tensor constant of shape {shape} is too large to build "
                                f"({count * np_dtype.itemsize} bytes from a few values)")
+    if proto.tensor_content and dtype != DType.STRING and \
+            len(proto.tensor_content) != count * np_dtype.itemsize:
+        raise GraphFormatError(
+            f"tensor_content holds {len(proto.tensor_content)} bytes, shape {shape} of "
+            f"{dtype.tf_name} needs {count * np_dtype.itemsize}")
+    if dtype != DType.STRING and not proto.tensor_content and \
+            len(getattr(proto, _VAL_FIELD[dtype])) > count * (
+            2 if dtype in (DType.COMPLEX64, DType.COMPLEX128) else 1):
+        raise GraphFormatError(f"tensor constant has {len(getattr(proto, _VAL_FIELD[dtype]))} "
+                               f"values for shape {shape}")
+    return dtype, shape, count
+
+
+def to_numpy(proto):
+    """Decode a TensorProto into a numpy array (strings as an object array of bytes)."""
+    dtype, shape, count = check(proto)
+    np_dtype = dtype.np
     if dtype == DType.STRING:
         vals = list(proto.string_val)
         arr = np.empty(count, dtype=object)
