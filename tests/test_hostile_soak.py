@@ -18,7 +18,7 @@ from tfg.executor.distributed import rpc
 from tfg.executor.distributed.local import LocalCluster
 from tfg.schemas.proto import worker_pb2 as pb
 
-pytestmark = [pytest.mark.slow,
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600),
               pytest.mark.skipif(not os.environ.get("TFG_SOAK"),
                                  reason="soak: set TFG_SOAK=1 to run")]
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -50,13 +50,14 @@ def test_worker_memory_and_sessions_return_after_runs_and_killed_masters(tmp_pat
         cmd = [sys.executable, "-m", "tfg", "run", graph, "--cluster", c.spec, "--init", "init",
                "--target", "train", "--steps", "3"]
         rss = []
+        started = time.monotonic()
         for i in range(runs):
             p = subprocess.run(cmd, capture_output=True, timeout=300, cwd=ROOT)
             assert p.returncode == 0, p.stderr
             assert _status(address).sessions == 0  # closed by the master
             rss.append(_rss(pid))
-        print(f"\nworker RSS after run 1: {rss[0] >> 20} MB, after run {runs}: "
-              f"{rss[-1] >> 20} MB, max {max(rss) >> 20} MB")
+        print(f"\n{runs} runs in {time.monotonic() - started:.0f} s; worker RSS after run 1: "
+              f"{rss[0] >> 20} MB, after run {runs}: {rss[-1] >> 20} MB, max {max(rss) >> 20} MB")
         killed = 0
         for i in range(kills):
             p = subprocess.Popen(cmd[:-2] + ["--steps", "100000"], stdout=subprocess.DEVNULL,

@@ -30,7 +30,7 @@ def sweep(service, idle_s=DEFAULT_IDLE_S, now=None):
     expired = []
     with service.lock:
         steps = service.steps
-        gone = [sid for sid, st in steps.items() if _collectable(st, now)]
+        gone = [sid for sid, st in steps.items() if collectable(st, now)]
         for sid in gone:
             del steps[sid]
         running = {st.session for st in steps.values()
@@ -58,7 +58,8 @@ def release(sess):
     gc.collect()
 
 
-def _collectable(step, now):
+def collectable(step, now):
+    """Whether a step's state may go: ended long enough ago, or never run and orphaned."""
     if step.ended is not None:
         return now - step.ended > STEP_TTL_S
     created = getattr(step, "created", None)

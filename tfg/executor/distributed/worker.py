@@ -139,7 +139,7 @@ class WorkerService(worker_pb2_grpc.WorkerServiceServicer):
 
     def _collect_garbage(self):
         now = time.monotonic()
-        for sid in [s for s, st in self.steps.items() if session_table._collectable(st, now)]:
+        for sid in [s for s, st in self.steps.items() if session_table.collectable(st, now)]:
             del self.steps[sid]
 
     def _session(self, handle, context):
@@ -168,7 +168,8 @@ class WorkerService(worker_pb2_grpc.WorkerServiceServicer):
                                             f"nodes={len(request.graph_def.node)}")
         # Touched first: preparing a large graph may take longer than the idle timeout.
         sess = self._session(request.session_handle, context)
-        sess.busy += 1
+        with self.lock:
+            sess.busy += 1
         try:
             # Checked as `tfg run` checks a graph (and TensorFlow's import): duplicate names,
             # attrs, arity and edge dtypes; a malformed graph is INVALID_ARGUMENT, not UNKNOWN.
@@ -178,8 +179,9 @@ class WorkerService(worker_pb2_grpc.WorkerServiceServicer):
         except TfgError as e:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, " ".join(str(e).split()))
         finally:
-            sess.busy -= 1
-            sess.last_used = time.monotonic()
+            with self.lock:
+                sess.busy -= 1
+                sess.last_used = time.monotonic()
         handle = f"g{next(self._handles)}"
         with self.lock:
             sess.graphs[handle] = reg
