@@ -41,11 +41,6 @@ ALLOWED_CIRCLES = {
     # kernel module; `tfg --help` and graph-only commands then never import the kernels.
     ("tfg.kernels", "tfg.kernels.registry"):
         "lazy registration of the kernel modules on first lookup",
-    # The cluster master times steps with the Session's StepTrace while Session lazily
-    # imports the cluster backend (gRPC is slow to import). Issue 16 item 2 (one step
-    # driver, another branch) moves StepTrace out of session.py, which removes this circle.
-    ("tfg.executor.distributed", "tfg.executor.distributed.master", "tfg.executor.session"):
-        "StepTrace lives in session.py until the step driver is unified (issue 16 item 2)",
 }
 
 

@@ -61,10 +61,10 @@ def graph():
 
 def test_crc32c_known_values():
     assert crcmod.crc32c(b"123456789") == 0xE3069283
-    assert crcmod._crc32c_py(b"123456789") == 0xE3069283
     assert crcmod.crc32c(b"") == 0
     data = bytes(range(256)) * 3
-    assert crcmod._crc32c_py(data) == _crc32c_bitwise(data) == crcmod.crc32c(data)
+    assert _crc32c_bitwise(data) == crcmod.crc32c(data)
+    assert crcmod.crc32c(memoryview(data)[5:]) == _crc32c_bitwise(data[5:])
     for v in (0, 1, 0xDEADBEEF, 0xFFFFFFFF):
         assert crcmod.unmask(crcmod.mask(v)) == v
     assert crcmod.masked_crc32c(b"abc") == _masked(b"abc")

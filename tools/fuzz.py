@@ -377,6 +377,56 @@ def m_weird_name(gd, rng):
     return "weird node name"
 
 
+def m_splat(gd, rng):
+    """A Const (or a new one feeding a node) turned into one value claiming 2**27-2**31
+    elements: decoding or folding it would take gigabytes from a few bytes."""
+    node = _pick(rng, gd.node, lambda n: n.op == "Const")
+    if node is None:
+        return None
+    t = node.attr["value"].tensor
+    dtype, field, value = rng.choice([(2, "double_val", 1.5), (7, "string_val", b"x"),
+                                      (1, "float_val", 2.0), (9, "int64_val", 3)])
+    t.Clear()
+    t.dtype = dtype
+    node.attr["dtype"].type = dtype
+    for d in rng.choice([[1 << 27], [1 << 14, 1 << 14], [1 << 31], [1 << 16, 1 << 15]]):
+        t.tensor_shape.dim.add().size = d
+    getattr(t, field).append(value)
+    return f"Const {node.name} is a splat of {[d.size for d in t.tensor_shape.dim]}"
+
+
+def m_library_bomb(gd, rng):
+    """A function library where each level calls the next twice and the leaf holds a large
+    attr, called from the graph: inlining would copy the leaf 2**levels times."""
+    levels = rng.choice([12, 16, 24])
+    base = f"fuzz_bomb_{rng.randrange(1 << 30)}"
+    for level in range(levels + 1):
+        f = gd.library.function.add()
+        f.signature.name = f"{base}_{level}"
+        if level == levels:
+            f.node_def.add(name="leaf", op="NoOp").attr["payload"].s = b"p" * (1 << 16)
+            continue
+        for k in range(2):
+            f.node_def.add(name=f"call{k}", op=f"{base}_{level + 1}")
+    gd.node.add(name=f"{base}_root", op=f"{base}_0")
+    return f"library bomb of {levels} levels"
+
+
+def _deep_text(gd, rng):
+    """Text form with a node whose attr nests 30-300 function values (3 messages each; Python's
+    text parser recursed until RecursionError, and past 99 messages the binary form cannot be
+    read back). Built as text: the message itself would be too deep to print."""
+    from google.protobuf import text_format
+
+    levels = rng.choice([30, 40, 300])
+    inner = "i: 1"
+    for _ in range(levels):
+        inner = 'func { name: "f" attr { key: "a" value { %s } } }' % inner
+    deep = 'node { name: "fuzz_deep" op: "NoOp" attr { key: "a" value { %s } } }\n' % inner
+    return (text_format.MessageToString(gd) + deep).encode(), \
+        f"text with {levels} nested attr levels"
+
+
 STRUCTURAL = {
     "wrong_attr_type": m_wrong_attr_type, "huge_shape": m_huge_shape,
     "negative_dims": m_negative_dims, "bad_port": m_bad_port, "self_loop": m_self_loop,
@@ -384,9 +434,9 @@ STRUCTURAL = {
     "exit_without_enter": m_exit_without_enter, "no_loopcond": m_no_loopcond,
     "dangling": m_dangling, "duplicate": m_duplicate, "cycle": m_cycle,
     "drop_node": m_drop_node, "op_swap": m_op_swap, "dtype": m_dtype, "device": m_device,
-    "weird_name": m_weird_name,
+    "weird_name": m_weird_name, "splat": m_splat, "library_bomb": m_library_bomb,
 }
-BYTE_LEVEL = ("flip_bits", "truncate")
+BYTE_LEVEL = ("flip_bits", "truncate", "deep_text")
 MUTATORS = BYTE_LEVEL + tuple(STRUCTURAL)
 
 
@@ -412,6 +462,9 @@ def mutate(seed, mutator, rng, extra=0):
     elif mutator == "truncate":
         data = data[:rng.randrange(len(data) + 1)]
         done.insert(0, f"truncate to {len(data)} bytes")
+    elif mutator == "deep_text":
+        data, what = _deep_text(gd, rng)
+        done.insert(0, what)
     return data, done
 
 

@@ -16,6 +16,7 @@ import numpy as np
 from tfg.errors import TfgInputError
 from tfg.executor.sample_feeds import parse_dims, random_feeds
 from tfg.graphdef.names import parse_tensor, tensor_name
+from tfg.graphdef.nesting import check_literal_depth
 
 _ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")
 _NPY_MAGIC = b"\x93NUMPY"
@@ -119,6 +120,7 @@ def _parse_value(name, text):
             msg = ("holds Python objects (pickled); tfg reads only plain arrays"
                    if "pickle" in str(e) else f"({' '.join(str(e).split())})")
             raise TfgInputError(f"--feed {name}: cannot read {path!r} as .npy {msg}") from None
+    check_literal_depth(text, f"--feed {name}")
     try:
         return json.loads(text)
     except ValueError:

@@ -56,6 +56,8 @@ from tfg.graphdef.io import write_bytes_atomic
                                 "S seconds (default 10).")
 @click.option("--auth-token", default=None, envvar="TFG_AUTH_TOKEN", metavar="TOKEN",
               help="--cluster: token every RPC carries (also TFG_AUTH_TOKEN).")
+@click.option("--auth-token-file", default=None, metavar="FILE",
+              help="--cluster: read the token from FILE's first line (not shown in ps).")
 @click.option("--checkpoint-dir", default=None, metavar="DIR",
               help="Save variables and the step count to DIR; a rerun resumes from it.")
 @click.option("--checkpoint-every", type=click.IntRange(min=1), default=None, metavar="N",
@@ -74,7 +76,7 @@ from tfg.graphdef.io import write_bytes_atomic
 def command(graph, fmt, as_json, tag, signature, feed_args, feeds_file, random_seed, dims,
             fetches, targets, inits, steps, devices, cluster, output, trace_path, profile_path,
             save_dir, restore_dir, timeout, auth_token, checkpoint_dir, checkpoint_every,
-            max_memory, blas_threads, tls_ca, progress):
+            max_memory, blas_threads, tls_ca, progress, auth_token_file):
     """Run GRAPH: feed placeholders, compute fetches, run targets.
 
     \b
@@ -132,7 +134,10 @@ def command(graph, fmt, as_json, tag, signature, feed_args, feeds_file, random_s
     if cluster is not None:  # the cluster options travel with the spec (distributed/)
         from tfg.executor.distributed import ClusterConfig
 
-        cluster = ClusterConfig(cluster, timeout=timeout, auth_token=auth_token, tls_ca=tls_ca)
+        from tfg.executor.distributed.auth import resolve_token
+
+        cluster = ClusterConfig(cluster, timeout=timeout, tls_ca=tls_ca,
+                                auth_token=resolve_token(auth_token, auth_token_file))
     if checkpoint_every is not None and not checkpoint_dir:
         raise TfgInputError("--checkpoint-every needs --checkpoint-dir")
     from tfg.executor.limits import parse_size
@@ -140,6 +145,9 @@ def command(graph, fmt, as_json, tag, signature, feed_args, feeds_file, random_s
     sess = Session(g, devices=devices, cluster=cluster,
                    max_memory=None if max_memory is None else parse_size(max_memory),
                    blas_threads=blas_threads, validate_graph=True)
+    # Closed however the command ends: a cluster's workers drop the session's variables and
+    # steps, and calls still in flight to a hung worker are cancelled instead of holding exit.
+    click.get_current_context().call_on_close(sess.close)
     saved = getattr(g, "saved_model", None)
     if saved is not None and saved.variables_prefix:  # as TensorFlow's loader restores them
         from tfg.executor.restore import restore_variables
@@ -318,6 +326,8 @@ def _json_value(name, value):
         return x
 
     def walk(a):
+        if not isinstance(a, np.ndarray):  # an element of an object array (bytes, str)
+            return leaf(a)
         if a.ndim == 0:
             return leaf(a.item() if a.dtype != object else a[()])
         return [walk(a[i]) for i in range(a.shape[0])]

@@ -22,13 +22,22 @@ from tfg.errors import TfgInputError
               help="Devices this task serves: cpu:N, gpu:N (default: cpu:1).")
 @click.option("--auth-token", default=None, envvar="TFG_AUTH_TOKEN", metavar="TOKEN",
               help="Refuse RPCs without this token (also TFG_AUTH_TOKEN).")
+@click.option("--auth-token-file", default=None, metavar="FILE",
+              help="Read the token from FILE's first line (not shown in ps).")
+@click.option("--max-memory", default=None, metavar="SIZE",
+              help="Refuse a tensor larger than SIZE (e.g. 4G) before allocating it "
+                   "(default: 80% of the memory available at start).")
+@click.option("--idle-timeout", type=click.FloatRange(min=0, min_open=True), default=3600.0,
+              show_default=True, metavar="S",
+              help="Drop a session (its variables) no master has used for S seconds.")
 @click.option("--tls-cert", default=None, metavar="PEM",
               help="Serve TLS with this certificate (with --tls-key).")
 @click.option("--tls-key", default=None, metavar="PEM", help="The certificate's private key.")
 @click.option("--tls-ca", default=None, metavar="PEM",
               help="CA that signed the other workers' certificates (default: --tls-cert).")
 @click.option("--verbose", is_flag=True, help="Log one line per request to stderr.")
-def command(cluster, job, task, bind, devices, auth_token, tls_cert, tls_key, tls_ca, verbose):
+def command(cluster, job, task, bind, devices, auth_token, auth_token_file, max_memory,
+            idle_timeout, tls_cert, tls_key, tls_ca, verbose):
     """Serve one task of a cluster: the master (`tfg run --cluster`) registers graph parts
     here and runs steps on them.
 
@@ -48,8 +57,11 @@ def command(cluster, job, task, bind, devices, auth_token, tls_cert, tls_key, tl
         jobs = parse_cluster(cluster)
     job = job or "worker"
     task = 0 if task is None else task
-    if auth_token is not None and not auth_token:
-        raise TfgInputError("--auth-token is empty")
+    from tfg.executor.distributed.auth import resolve_token
+    from tfg.executor.limits import parse_size
+
+    auth_token = resolve_token(auth_token, auth_token_file)
+    max_memory = None if max_memory is None else parse_size(max_memory)
     from tfg.executor.distributed.spec import read_pem
 
     pems = [None if p is None else read_pem(p, flag) for p, flag in
@@ -57,7 +69,8 @@ def command(cluster, job, task, bind, devices, auth_token, tls_cert, tls_key, tl
     if tls_ca is not None and tls_cert is None:
         raise TfgInputError("--tls-ca on a worker needs --tls-cert and --tls-key")
     server = serve(jobs, job, task, bind=bind, devices=devices, token=auth_token,
-                   verbose=verbose, tls_cert=pems[0], tls_key=pems[1], tls_ca=pems[2])
+                   verbose=verbose, tls_cert=pems[0], tls_key=pems[1], tls_ca=pems[2],
+                   max_memory=max_memory, idle_timeout=idle_timeout)
     stop = threading.Event()
 
     def on_signal(signum, frame):

@@ -9,14 +9,17 @@ Both VariableV2 and VarHandleOp kernels keep a `Ref` in the session's ResourceMg
 (container, shared_name or node name); a checkpoint names each by that name (prefixed by
 `container/` when the container is not empty). The file format, with its checksum, is
 tfg/kernels/checkpoint_format.py; a truncated or corrupt file is refused before any variable
-changes.
+changes. A checkpoint records which graph made it (its variables' names, dtypes and shapes,
+and their SHA-256); restoring it into a graph with other variables is refused, describing both.
 """
 import os
 
 import numpy as np
 
 from tfg.errors import TfgInputError
-from tfg.kernels.checkpoint_format import read_checkpoint_with_step, write_checkpoint
+from tfg.graphdef.state_checks import shape_text
+from tfg.kernels.checkpoint_format import decode_tensors, fingerprint, \
+    read_checkpoint_message, write_checkpoint
 from tfg.kernels.resources import Ref
 from tfg.schemas.ops import ops_with
 
@@ -44,15 +47,70 @@ def collect(resources):
     return out
 
 
-def save(resources, directory, step=None):
-    """Write every initialized variable to `directory`/variables.tfgckpt; returns the path."""
+def save(resources, directory, step=None, graph=None):
+    """Write every initialized variable to `directory`/variables.tfgckpt (or to `directory`
+    when it is a checkpoint file); returns the path. With `graph`, the checkpoint records the
+    graph's variables (see describe_variables)."""
+    if step is not None and step < 0:
+        raise TfgInputError(f"checkpoint step {step} is negative")
     named = collect(resources)
     if not named:
         raise TfgInputError("nothing to save: no variable is initialized (run --init first)")
     path = _path(directory)
-    if not os.path.isfile(os.fspath(directory)):
+    if not os.path.lexists(os.fspath(directory)):
         os.makedirs(os.fspath(directory), exist_ok=True)
-    return write_checkpoint(path, named, step=step)
+    described = None if graph is None else describe_variables(graph)
+    return write_checkpoint(path, named, step=step, graph_variables=described)
+
+
+def describe_variables(graph):
+    """The graph's variables as sorted "name dtype [shape]" lines: what a checkpoint records
+    of the graph that made it.
+
+        >>> print(describe_variables(g))
+        b float32 [3]
+        w float32 [2,3]
+    """
+    lines = []
+    for name, (_, _, dtype, shape) in sorted(_declared(graph).items()):
+        dt = dtype.base.tf_name if hasattr(dtype, "base") else "?"
+        lines.append(f"{name} {dt} {shape_text(shape)}")
+    return "\n".join(lines)
+
+
+def check_same_graph(msg, graph, source):
+    """Refuse a checkpoint made by a graph with other variables, describing both."""
+    if not msg.graph_fingerprint:  # written by an earlier tfg: values are still checked
+        return
+    mine = describe_variables(graph)
+    if fingerprint(mine) == msg.graph_fingerprint:
+        return
+    theirs = set(msg.graph_variables.splitlines())
+    ours = set(mine.splitlines())
+    raise TfgInputError(
+        f"{source} was saved from another graph: it has variables "
+        f"{_listing(theirs - ours)} where this graph has {_listing(ours - theirs)} "
+        f"(fingerprints {msg.graph_fingerprint[:12]} and {fingerprint(mine)[:12]})")
+
+
+def _listing(lines, most=4):
+    if not lines:
+        return "none"
+    lines = sorted(lines)
+    more = f" and {len(lines) - most} more" if len(lines) > most else ""
+    return ", ".join(f"'{ln}'" for ln in lines[:most]) + more
+
+
+def saved_step(directory, graph=None):
+    """The step a checkpoint in `directory` was saved at (0 without one), after checking it
+    was made by `graph`; None when there is no checkpoint."""
+    path = _path(directory)
+    if not os.path.exists(path):
+        return None
+    msg = read_checkpoint_message(path)
+    if graph is not None:
+        check_same_graph(msg, graph, path)
+    return int(msg.step) if msg.has_step else 0
 
 
 def _declared(graph):
@@ -74,7 +132,10 @@ def restore(resources, graph, directory):
     A dtype or shape that disagrees with the graph's variable is an input error, raised
     before any variable is changed.
     """
-    named, _ = read_checkpoint_with_step(_path(directory))
+    path = _path(directory)
+    msg = read_checkpoint_message(path)
+    check_same_graph(msg, graph, path)
+    named = decode_tensors(msg, path)
     declared = _declared(graph)
     for key, ref in resources.items():
         if type(ref) is Ref:

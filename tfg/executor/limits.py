@@ -7,29 +7,32 @@
     MemoryLimitError: node 'y' (Fill) failed: would allocate 4.00 TiB (shape [1048576, 1048576]
     of float32), over the memory limit of 1.00 GiB (tfg run --max-memory)
 
-A kernel that allocates from a shape it is given (Fill, the random ops, Tile, Range, OneHot,
-Pad, BroadcastTo, ScatterNd, UnsortedSegmentSum) or from a broadcast of its inputs (the binary
-elementwise ops, Select, MatMul) is wrapped, when a plan is prepared, by a check that computes
-the output's size from the input values (a few integer multiplications) and raises
-`MemoryLimitError` when one output would exceed the limit. A Const is checked from its declared
-shape, without decoding it, before the plan is built (decoding is what allocates it).
+One rule for every kernel, with no list of ops to forget: when a plan is prepared, each kernel
+whose op has a shape function (tfg/schemas/ops) is wrapped by a check that runs that shape
+function on the actual input shapes, small input values and attrs, and raises
+`MemoryLimitError` when an output would exceed the limit, before the kernel allocates. The
+verdict is cached per input signature (shapes, dtypes, small values), so a step's repeated ops
+pay one dictionary lookup. TensorList contents (item slots, a stacked list), which no shape
+function of a variant describes, are sized by VARIANT_CONTENTS. A Const is checked from its
+declared shape, without decoding it, before the plan is built (decoding is what allocates it).
 
 The limit is per tensor: it stops a graph from asking for more memory than the machine has; it
-does not account for the sum of live tensors. The default is the machine's physical memory; the
-broadcasting ops (elementwise, Select, MatMul) are checked only under an explicit limit (or
-where the kernel overcommits): numpy already refuses a result larger than the machine, and they
-are most of a step's ops.
+does not account for the sum of live tensors. The default is 80% of the memory available when
+the session starts; `tfg run --max-memory`, `tfg worker --max-memory` and
+`Session(max_memory=...)` choose another.
 """
-import math
 import os
 import re
 
 import numpy as np
 
 from tfg.errors import TfgInputError, TfgRuntimeError
+from tfg.graphdef.infer import TensorInfo, infer_node
 from tfg.schemas.dtypes import DType
-from tfg.schemas.ops import get_op, ops_with
-from tfg.schemas.ops.shape_fns import broadcast_binary
+from tfg.schemas.ops import registry
+from tfg.schemas.ops.shape_fns import broadcast_binary, merge_inputs, scalar, unchanged, \
+    unchanged_all
+from tfg.schemas.ops.signature import input_dtypes, output_dtypes
 
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40,
           "p": 1 << 50}
@@ -73,11 +76,40 @@ def physical_memory():
     return total
 
 
+DEFAULT_FRACTION = 0.8
+
+
+def available_memory():
+    """Bytes a new allocation can get now: MemAvailable, or what the cgroup has left when that
+    is lower; the physical memory when neither is readable; None if nothing is known."""
+    avail = None
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    avail = int(line.split()[1]) * 1024
+                    break
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        with open("/sys/fs/cgroup/memory.max") as f:
+            cap = f.read().strip()
+        with open("/sys/fs/cgroup/memory.current") as f:
+            used = int(f.read().strip())
+        if cap.isdigit():
+            left = max(int(cap) - used, 0)
+            avail = left if avail is None else min(avail, left)
+    except (OSError, ValueError):
+        pass
+    return avail if avail is not None else physical_memory()
+
+
 def resolve_limit(max_memory):
-    """The limit in bytes a Session uses: `max_memory` (bytes or a size string), else the
-    machine's physical memory; None when neither is known (no check)."""
+    """The per-tensor limit in bytes a Session (or worker) uses: `max_memory` (bytes or a size
+    string), else 80% of the memory available when it starts; None when nothing is known."""
     if max_memory is None:
-        return physical_memory()
+        avail = available_memory()
+        return None if avail is None else int(avail * DEFAULT_FRACTION)
     return parse_size(max_memory)
 
 
@@ -105,97 +137,98 @@ def _over(shape, dtype, limit):
             f"the memory limit of {human(limit)} (tfg run --max-memory)")
 
 
-def _vec(value):
-    """A shape-like input as a tuple of Python ints (raises on anything else)."""
-    arr = np.asarray(value)
-    if arr.dtype.kind not in "iu" or arr.ndim > 1:
-        raise ValueError("not an integer vector")
-    return tuple(int(v) for v in arr.reshape(-1))
+# --- output sizes from the ops' shape functions ---------------------------------------------
+# Input values the shape functions may read (Fill's dims, Range's bounds, DynamicStitch's
+# indices): numbers up to this many elements are passed, and keyed in the verdict cache.
+_VALUE_ELEMENTS = 1024
+_KEY_ELEMENTS = 16
+_ELEMS = 64
+_CACHE_SIZE = 64
 
 
-def _attr_dtype(ctx, name="dtype"):
-    dt = ctx.attrs.get(name)
+def _input_info(x):
+    """What the shape function sees of one actual input: dtype, shape and, for numbers small
+    enough (or integers of any size, whose values may be sizes or indices), the values."""
+    if isinstance(x, (np.ndarray, np.generic)):
+        arr = x
+    elif isinstance(x, (int, float, bool)):
+        arr = np.asarray(x)
+    else:  # a TensorList, a resource handle, a queue: no shape to reason about here
+        return TensorInfo(None, None)
+    kind = arr.dtype.kind
+    if kind == "O" or kind in "SU":
+        return TensorInfo(DType.STRING, tuple(arr.shape))
     try:
-        return dt.np if isinstance(dt, DType) else np.dtype(dt)
-    except (TypeError, AttributeError):
-        return np.float64
+        dtype = DType.from_numpy(arr.dtype)
+    except Exception:  # noqa: BLE001 - an exotic dtype: shape only
+        return TensorInfo(None, tuple(arr.shape))
+    value = arr if (kind in "iub" or arr.size <= _VALUE_ELEMENTS) else None
+    elems = (tuple(int(v) for v in arr.reshape(-1))
+             if kind in "iu" and arr.size <= _ELEMS else None)
+    return TensorInfo(dtype, tuple(arr.shape), value, elems)
 
 
-# --- output shapes computed from the inputs (op -> fn(ctx, inputs) -> (shape, dtype)) -----
-def _fill(ctx, a):
-    return _vec(a[0]), np.asarray(a[1]).dtype
+def _cache_key(inputs):
+    """A key under which the verdict for these inputs may be reused: the shapes, plus the
+    values of integer inputs and of scalars (what shape functions read: dims, indices,
+    Range's bounds); None when an integer input is too large to key. Input dtypes are fixed
+    by the node's attrs, so shapes suffice for the rest."""
+    key = []
+    append = key.append
+    for x in inputs:
+        if type(x) is np.ndarray:
+            kind = x.dtype.kind
+            if kind == "i" or kind == "u":
+                if x.size > _KEY_ELEMENTS:
+                    return None
+                append((x.shape, x.tobytes()))
+            elif x.ndim == 0 and kind != "O":
+                append((x.dtype.char, x.tobytes()))
+            else:
+                append(x.shape)
+        elif isinstance(x, (np.generic, int, float, bool)):
+            append((type(x), x))
+        else:
+            append(id(type(x)))
+    return tuple(key)
 
 
-def _random(ctx, a):
-    return _vec(a[0]), _attr_dtype(ctx)
+def output_bytes(node, inputs):
+    """[(nbytes, shape, numpy dtype)] of the outputs the node's shape function gives for these
+    actual inputs (outputs whose size it cannot tell are left out).
+
+        >>> output_bytes(fill_node, [np.array([1 << 20, 1 << 20]), np.float32(0)])
+        [(4398046511104, (1048576, 1048576), dtype('float32'))]
+    """
+    try:
+        infos = infer_node(node, [_input_info(x) for x in inputs])
+    except Exception:  # noqa: BLE001 - a shape function failing is the kernel's error to name
+        return []
+    out = []
+    for info in infos:
+        shape = info.shape
+        if shape is None or any(d is None for d in shape) or info.dtype is None:
+            continue
+        base = info.dtype.base
+        if base in (DType.RESOURCE, DType.VARIANT):
+            continue
+        np_dtype = np.dtype(object) if base == DType.STRING else base.np
+        count = 1
+        for d in shape:
+            count *= max(d, 0)
+        out.append((count * np_dtype.itemsize, shape, np_dtype))
+    return out
 
 
-def _random_int(ctx, a):
-    return _vec(a[0]), np.asarray(a[1]).dtype
+def _verdict(node, inputs, limit):
+    for nbytes, shape, dtype in output_bytes(node, inputs):
+        if nbytes > limit:
+            return _over(shape, dtype, limit)
+    return ""
 
 
-def _tile(ctx, a):
-    x, m = np.asarray(a[0]), _vec(a[1])
-    if len(m) != x.ndim:
-        raise ValueError("rank")
-    return tuple(d * k for d, k in zip(x.shape, m)), x.dtype
-
-
-def _broadcast_to(ctx, a):
-    return _vec(a[1]), np.asarray(a[0]).dtype
-
-
-def _range(ctx, a):
-    st, li, de = (float(np.asarray(v)) for v in a[:3])
-    if de == 0 or not all(map(math.isfinite, (st, li, de))):
-        raise ValueError("the kernel reports it")
-    return (max(0, math.ceil((li - st) / de)),), np.asarray(a[0]).dtype
-
-
-def _one_hot(ctx, a):
-    idx = np.asarray(a[0])
-    return idx.shape + (int(np.asarray(a[1])),), np.asarray(a[2]).dtype
-
-
-def _pad(ctx, a):
-    x, p = np.asarray(a[0]), np.asarray(a[1])
-    if p.shape != (x.ndim, 2):
-        raise ValueError("the kernel reports it")
-    return tuple(d + int(lo) + int(hi) for d, (lo, hi) in zip(x.shape, p.tolist())), x.dtype
-
-
-def _scatter_nd(ctx, a):
-    return _vec(a[2]), np.asarray(a[1]).dtype
-
-
-def _segment_sum(ctx, a):
-    data, ids = np.asarray(a[0]), np.asarray(a[1])
-    return (int(np.asarray(a[2])),) + data.shape[ids.ndim:], data.dtype
-
-
-def _binary(ctx, a):
-    x, y = np.asarray(a[0]), np.asarray(a[1])
-    if x.shape == y.shape:
-        return (), None
-    return np.broadcast_shapes(x.shape, y.shape), np.result_type(x, y)
-
-
-def _select(ctx, a):
-    c, x, y = (np.asarray(v) for v in a[:3])
-    if c.shape == x.shape == y.shape:
-        return (), None
-    return np.broadcast_shapes(c.shape, x.shape, y.shape), x.dtype
-
-
-def _matmul(ctx, a):
-    x, y = np.asarray(a[0]), np.asarray(a[1])
-    if x.ndim != 2 or y.ndim != 2:
-        raise ValueError("the kernel reports it")
-    m = x.shape[1] if ctx.attrs.get("transpose_a") else x.shape[0]
-    n = y.shape[0] if ctx.attrs.get("transpose_b") else y.shape[1]
-    return (m, n), x.dtype
-
-
+# Variant outputs whose contents the kernel allocates from its inputs (a TensorList's item
+# slots, a stacked list): beyond what a shape function of the variant can say.
 def _list_slots(ctx, a):
     """TensorListReserve/TensorListResize: a Python list of that many item slots."""
     return (int(np.asarray(a[1])),), np.dtype(object)
@@ -208,52 +241,42 @@ def _list_stack(ctx, a):
     return got or (None, None)
 
 
-OUTPUT_SHAPES = {
-    "Fill": _fill, "RandomUniform": _random, "RandomStandardNormal": _random,
-    "TruncatedNormal": _random, "RandomUniformInt": _random_int, "Tile": _tile,
-    "BroadcastTo": _broadcast_to, "Range": _range, "OneHot": _one_hot, "Pad": _pad,
-    "PadV2": _pad, "MirrorPad": _pad, "ScatterNd": _scatter_nd,
-    "UnsortedSegmentSum": _segment_sum, "Select": _select, "SelectV2": _select,
-    "MatMul": _matmul, "TensorListReserve": _list_slots, "TensorListResize": _list_slots,
-    "TensorListStack": _list_stack,
-}
-# The broadcasting binary ops: elementwise, with the broadcasting shape function.
-for _op in {n for n in ops_with("elementwise") if get_op(n).shape_fn is broadcast_binary}:
-    OUTPUT_SHAPES[_op] = _binary
-OUTPUT_SHAPES["BiasAdd"] = _binary
+VARIANT_CONTENTS = {"TensorListReserve": _list_slots, "TensorListResize": _list_slots,
+                    "TensorListStack": _list_stack}
 
 
-def _guarded(fn, shape_of, limit, needs_step):
+def _guarded(fn, node, limit, needs_step):
+    """`fn` behind the memory check: the verdict for each new input signature comes from the
+    op's shape function, and is cached (a step's ops repeat their shapes)."""
+    cache = {}
+    contents = VARIANT_CONTENTS.get(node.op)
+
     def checked(ctx, *args):
         inputs = args[1:] if needs_step else args
-        try:
-            shape, dtype = shape_of(ctx, inputs)
-        except Exception:  # noqa: BLE001 - malformed inputs: the kernel names the problem
-            shape = None
-        if shape:
-            msg = _over(shape, dtype, limit)
-            if msg is not None:
-                raise MemoryLimitError(msg)
+        key = _cache_key(inputs)
+        verdict = cache.get(key) if key is not None else None
+        if verdict is None:
+            verdict = _verdict(node, inputs, limit)
+            if not verdict and contents is not None:
+                verdict = _contents_verdict(contents, ctx, inputs, limit)
+            if key is not None and contents is None:
+                if len(cache) >= _CACHE_SIZE:
+                    cache.clear()
+                cache[key] = verdict
+        if verdict:
+            raise MemoryLimitError(verdict)
         return fn(ctx, *args)
 
     checked.__wrapped__ = fn
     return checked
 
 
-def _guarded_binary(fn, shape_of, limit):
-    """The check for broadcasting binary ops, on every elementwise op of a step: one
-    multiplication decides in the common case (the output has at most size(x) * size(y)
-    elements, at most 16 bytes each)."""
-    cap = limit // 16
-    slow = _guarded(fn, shape_of, limit, False)
-
-    def checked(ctx, x, y, *rest):
-        if getattr(x, "size", 1) * getattr(y, "size", 1) <= cap:
-            return fn(ctx, x, y, *rest)
-        return slow(ctx, x, y, *rest)
-
-    checked.__wrapped__ = fn
-    return checked
+def _contents_verdict(shape_of, ctx, inputs, limit):
+    try:
+        shape, dtype = shape_of(ctx, inputs)
+    except Exception:  # noqa: BLE001 - malformed inputs: the kernel names the problem
+        return ""
+    return (_over(shape, dtype, limit) or "") if shape else ""
 
 
 def overcommits():
@@ -268,25 +291,60 @@ def overcommits():
 
 
 def guard_plan(plan, limit, elementwise=True):
-    """Wrap the kernels of `plan` that allocate from a shape with the size check (in place).
+    """Put every kernel of `plan` that has a shape function behind the size check (in place):
+    before it runs, its outputs' sizes come from the op's shape function on the actual input
+    shapes, small input values and attrs, and one over `limit` raises MemoryLimitError.
 
-    `elementwise=False` leaves the ops whose output size derives from their inputs' alone
-    (broadcasting binary ops, Select, MatMul: most of a step's ops, and numpy itself refuses a
-    result larger than the machine's memory).
+    `elementwise` is accepted for callers of the earlier per-op table and no longer matters:
+    the cached verdict makes the check cheap enough for every op.
     """
     if limit is None:
         return plan
     for item in plan.items:
-        shape_of = OUTPUT_SHAPES.get(item.op)
-        if shape_of is None or item.fn is None or hasattr(item.fn, "__wrapped__"):
+        node = item.node
+        if item.fn is None or node is None or hasattr(item.fn, "__wrapped__"):
             continue
-        if shape_of in (_binary, _select, _matmul) and not elementwise:
-            continue
-        if shape_of is _binary and not item.needs_step:
-            item.fn = _guarded_binary(item.fn, shape_of, limit)
-        else:
-            item.fn = _guarded(item.fn, shape_of, limit, item.needs_step)
+        sig = registry._OPS.get(item.op)
+        if item.op not in VARIANT_CONTENTS:
+            if sig is None or sig.shape_fn is None or _never_larger(node, sig):
+                continue
+        guarded = _guarded(item.fn, node, limit, item.needs_step)
+        if sig is not None and sig.shape_fn is broadcast_binary and not item.needs_step:
+            guarded = _broadcast_fast_path(item.fn, guarded, limit)
+        item.fn = guarded
     return plan
+
+
+# Shape functions whose outputs take the shape of an input (or are scalars): such an output is
+# no larger than a tensor that already exists, unless its dtype is wider (Cast to complex).
+_INPUT_SHAPED = (unchanged, unchanged_all, merge_inputs, scalar)
+
+
+def _never_larger(node, sig):
+    if sig.shape_fn not in _INPUT_SHAPED:
+        return False
+    try:
+        ins = [d.base.np.itemsize for d in input_dtypes(node)
+               if d.base not in (DType.STRING, DType.RESOURCE, DType.VARIANT)]
+        outs = [d.base.np.itemsize for d in output_dtypes(node)
+                if d.base not in (DType.STRING, DType.RESOURCE, DType.VARIANT)]
+    except Exception:  # noqa: BLE001 - a dtype the signature cannot tell: keep the check
+        return False
+    return not outs or (bool(ins) and max(outs) <= max(ins))
+
+
+def _broadcast_fast_path(fn, guarded, limit):
+    """Binary broadcasting ops are most of a step: their output has at most size(x) * size(y)
+    elements of at most 16 bytes, so one multiplication clears the common case."""
+    cap = limit // 16
+
+    def checked(ctx, x, y, *rest):
+        if getattr(x, "size", 1) * getattr(y, "size", 1) <= cap:
+            return fn(ctx, x, y, *rest)
+        return guarded(ctx, x, y, *rest)
+
+    checked.__wrapped__ = fn
+    return checked
 
 
 def check_constants(nodes, limit):

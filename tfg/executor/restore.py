@@ -7,6 +7,7 @@ loading a SavedModel (tfg.graphdef.savedmodel reads the files; this assigns the 
 """
 from tfg.errors import TfgInputError
 from tfg.graphdef.savedmodel_tf2 import restore_resource_variables
+from tfg.graphdef.state_checks import check_value
 from tfg.kernels.resources import Ref
 
 
@@ -33,7 +34,13 @@ def restore_variables(session, graph, values):
         if name not in declared:
             continue  # e.g. a slot variable of an optimizer that the graph was pruned of
         container, short, dtype, shape = declared[name]
+        check_value(name, value, dtype, shape, _variables_source(graph))
         ref = session.resources.get_or_create(container, short,
                                               lambda: Ref(short, dtype, shape))
         ref.assign(value)
     return sorted(n for n in values if n in declared)
+
+
+def _variables_source(graph):
+    info = getattr(graph, "saved_model", None)
+    return f"{info.path}/variables" if info is not None else "variables"

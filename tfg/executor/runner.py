@@ -71,6 +71,8 @@ class Runner:
             loop = CheckpointedSteps(sess, self.checkpoint_dir, self.checkpoint_every,
                                      self.steps)
             self.start = loop.start
+            if 0 < loop.start < self.steps:
+                self.log(f"resuming from step {loop.start} (checkpoint in {self.checkpoint_dir})")
             if loop.start >= self.steps and self.fetches:
                 self.log(f"all {self.steps} steps are done (checkpoint in "
                          f"{self.checkpoint_dir}); computing the fetches without --target")

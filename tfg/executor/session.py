@@ -31,18 +31,10 @@ from tfg.executor.devices import DeviceSet
 from tfg.executor.executor import StepGroup
 from tfg.executor.feeds import shape_results
 from tfg.executor.runner import Runner
+from tfg.executor.trace import StepTrace
 from tfg.graphdef import io
 from tfg.graphdef.validate import check_control_flow, validate
 from tfg.kernels.resources import ResourceMgr, StepContext
-
-
-class StepTrace:
-    """What `run(..., trace=True)` leaves in `session.last_trace`: per-node timings, peak memory."""
-
-    def __init__(self, events, peak_bytes, devices):
-        self.events = events  # (name, op, device, start_ns, dur_ns, thread[, output bytes])
-        self.peak_bytes = peak_bytes
-        self.devices = devices
 
 
 class Session:
@@ -113,6 +105,11 @@ class Session:
         """Load variables saved by `save`; the checksum is verified first."""
         return self.backend.restore(directory)
 
+    def checkpoint_step(self, directory):
+        """The step of the checkpoint in `directory` (None: there is none), once checked to
+        be this graph's (see tfg.executor.checkpoint.check_same_graph)."""
+        return self.backend.checkpoint_step(directory)
+
     def close(self):
         self.backend.close()
 
@@ -182,7 +179,10 @@ class LocalSession:
         return self.resources
 
     def save(self, directory, step=None):
-        return checkpoint.save(self.resources, directory, step=step)
+        return checkpoint.save(self.resources, directory, step=step, graph=self._graph())
+
+    def checkpoint_step(self, directory):
+        return checkpoint.saved_step(directory, self._graph())
 
     def restore(self, directory):
         return checkpoint.restore(self.resources, self._graph(), directory)

@@ -52,6 +52,15 @@ class MemoryMeter:
                 self.live -= value.nbytes
 
 
+class StepTrace:
+    """What `run(..., trace=True)` leaves in `session.last_trace`: per-node timings, peak memory."""
+
+    def __init__(self, events, peak_bytes, devices):
+        self.events = events  # (name, op, device, start_ns, dur_ns, thread[, output bytes])
+        self.peak_bytes = peak_bytes
+        self.devices = devices
+
+
 def chrome_trace(step_trace):
     """The trace document (a dict) of a `StepTrace`."""
     events = sorted(step_trace.events, key=lambda e: e[3])

@@ -12,6 +12,7 @@ from google.protobuf import text_format
 
 from tfg.errors import GraphFormatError
 from tfg.graphdef.graph import Graph
+from tfg.graphdef.nesting import check_text_depth
 from tfg.schemas.proto import graph_pb2
 
 # The newest GraphDef producer version whose graphs tfg understands (TensorFlow 2.21's is
@@ -25,6 +26,7 @@ def parse_bytes(data, source="<input>"):
         raise GraphFormatError(f"{source}: empty input, expected a GraphDef")
     gd = graph_pb2.GraphDef()
     if _looks_like_text(data):
+        check_text_depth(data, source)
         try:
             text_format.Parse(data.decode("utf-8"), gd)
         except (text_format.ParseError, UnicodeDecodeError) as e:

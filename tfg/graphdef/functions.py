@@ -56,6 +56,10 @@ UNSUPPORTED_OPS = {
 MAX_DEPTH = 64  # nesting deeper than this is a malformed (or adversarial) library
 # A small library can still expand exponentially (f calls g twice, g calls h twice, ...).
 MAX_NODES = 1_000_000
+# ... and by bytes, counted before inlining anything: one leaf holding a 1 MB attr, called 2**k
+# ways, passes any node cap. A node costs its NodeDef's bytes plus what tfg holds per node.
+MAX_INLINED_BYTES = 512 << 20
+NODE_OVERHEAD_BYTES = 1024
 
 
 @dataclass
@@ -98,6 +102,7 @@ def inline_functions(graph, strict=True):
     out = graph.copy()
     result = Inlined(out)
     queue = deque((n.name, ()) for n in out if is_functional(n, lib))
+    check_expansion([out[name] for name, _ in queue], lib)
     while queue:
         name, chain = queue.popleft()
         if len(out) > MAX_NODES:  # refused even with strict=False: nothing sensible is left
@@ -115,6 +120,56 @@ def inline_functions(graph, strict=True):
                 raise
             result.skipped[name] = str(e)
     return result
+
+
+def check_expansion(calls, lib, limit=MAX_INLINED_BYTES):
+    """Refuse a library that would inline to more than `limit` bytes, from its structure alone
+    (each function's size is computed once, memoized), before anything is copied.
+
+        Before: root calls f0; f_k calls f_(k+1) twice; f16 holds a 1 MB attr (a 1 MB file)
+        After:  FunctionInliningError: inlining node 'root' would add 64 GiB ...
+    """
+    memo = {}
+
+    def expanded(fname, depth):
+        if fname in memo:
+            return memo[fname]
+        memo[fname] = 0  # a recursive call: inlining itself reports it, naming the chain
+        if depth > MAX_DEPTH:
+            return 0
+        total = 0
+        for nd in lib[fname].node_def:
+            total += nd.ByteSize() + NODE_OVERHEAD_BYTES
+            total += sum(expanded(f, depth + 1) for f in _callees(nd, lib))
+        memo[fname] = total
+        return total
+
+    for call in calls:
+        size = sum(expanded(f, 0) for f in _callees(call, lib))
+        if size > limit:
+            raise FunctionInliningError(
+                f"inlining node {call.name!r} would add {_human(size)} to the graph (at most "
+                f"{_human(limit)}); the function library expands too much")
+
+
+def _callees(node, lib):
+    """Library functions a node (Node or NodeDef) would bring in: its op, or a function-valued
+    attr (a call's f, If's branches, While's cond and body)."""
+    attrs = node.attr_view if isinstance(node, Node) else node.attr
+    names = [node.op] if node.op in lib else []
+    for av in attrs.values():
+        if av.HasField("func"):
+            names.append(av.func.name)
+        elif av.HasField("list"):
+            names.extend(f.name for f in av.list.func)
+    return [n for n in names if n in lib]
+
+
+def _human(nbytes):
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if nbytes >= 1 << shift:
+            return f"{nbytes / (1 << shift):.1f} {unit}"
+    return f"{nbytes} bytes"
 
 
 def _inline_call(graph, call, lib, chain):

@@ -7,8 +7,8 @@
 Writes are atomic (a temp file renamed into place), so a failure never leaves a partial file.
 """
 import os
+import secrets
 import sys
-import tempfile
 
 from google.protobuf import text_format
 
@@ -62,18 +62,23 @@ def write_temp(folder, data, prefix=".tfg-", target=None):
     """Write `data` to a new temp file in `folder` (fsynced, with the permissions a plain open()
     would give, not mkstemp's 0600) and return its path, for the caller to rename into place.
     Nothing is left behind on failure; `target` is the path an error names (default: folder)."""
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=prefix, dir=folder)
-    except OSError as e:  # no such folder, not writable: the user's path, not a tfg bug
-        raise TfgInputError(f"cannot write {target or folder}: {e.strerror}") from None
+    fd = tmp = None
+    for _ in range(100):  # O_EXCL with mode 0666: the kernel applies the umask, no race
+        tmp = os.path.join(folder, f"{prefix}{secrets.token_hex(8)}")
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            break
+        except FileExistsError:
+            continue
+        except OSError as e:  # no such folder, not writable: the user's path, not a tfg bug
+            raise TfgInputError(f"cannot write {target or folder}: {e.strerror}") from None
+    if fd is None:
+        raise TfgInputError(f"cannot write {target or folder}: no free temp name")
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
     except BaseException:
         _unlink_quietly(tmp)
         raise

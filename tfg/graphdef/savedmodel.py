@@ -36,7 +36,9 @@ from tfg.errors import GraphFormatError, TfgInputError
 from tfg.graphdef.decode import loads
 from tfg.graphdef.functions import inline_functions, is_functional, library_functions
 from tfg.graphdef.names import parse_input
+from tfg.graphdef.nesting import check_text_depth
 from tfg.graphdef.savedmodel_tf2 import check_inlined, saver_def
+from tfg.graphdef.state_checks import check_disjoint, check_entry_size, check_inside
 from tfg.schemas import tensors
 from tfg.schemas.crc32c import crc32c, mask, masked_crc32c
 from tfg.schemas.dtypes import DType
@@ -87,6 +89,7 @@ def _model_file(path):
 def _parse(data, msg, source):
     try:
         if data[:1].isalpha() or data.lstrip()[:1] == b"#":
+            check_text_depth(data, source)
             text_format.Parse(data.decode("utf-8"), msg)
         else:
             msg.ParseFromString(data)
@@ -102,6 +105,8 @@ def read_saved_model(path):
     MetaGraphDef, as tf.train.Saver writes) comes back wrapped in a SavedModel."""
     path = os.fspath(path)
     model_file = _model_file(path)
+    if os.path.isdir(path):
+        check_inside(path, model_file, "model file")
     try:
         with open(model_file, "rb") as f:
             data = f.read()
@@ -225,6 +230,8 @@ def read_variables(path):
     path = os.fspath(path)
     prefix = os.path.join(path, "variables", "variables") if os.path.isdir(path) else path
     index_path = prefix + ".index"
+    folder = path if os.path.isdir(path) else os.path.dirname(os.path.abspath(prefix))
+    check_inside(folder, index_path, "variables index")
     try:
         with open(index_path, "rb") as f:
             index = f.read()
@@ -236,14 +243,25 @@ def read_variables(path):
     if header.endianness != saved_model_pb2.BundleHeaderProto.LITTLE:
         raise TfgInputError(f"{index_path}: big-endian tensor bundles are not supported")
     num_shards = max(header.num_shards, 1)
-    shards = {}
-    out = {}
+    parsed = {}
     for key, value in entries.items():
         name = key.decode("utf-8", "replace")
-        entry = saved_model_pb2.BundleEntryProto()
-        entry.ParseFromString(value)
+        entry = parsed[name] = saved_model_pb2.BundleEntryProto()
+        try:
+            entry.ParseFromString(value)
+        except pb_message.DecodeError:
+            raise TfgInputError(f"{index_path}: entry {name!r} is not a BundleEntryProto") \
+                from None
+        if entry.shard_id >= num_shards:
+            raise TfgInputError(f"{index_path}: variable {name!r} is in shard "
+                                f"{entry.shard_id} of a bundle of {num_shards}")
+    check_disjoint([(n, e.shard_id, e.offset, e.size) for n, e in parsed.items()], index_path)
+    shards = {}
+    out = {}
+    for name, entry in parsed.items():
         if entry.shard_id not in shards:
             shard = f"{prefix}.data-{entry.shard_id:05d}-of-{num_shards:05d}"
+            check_inside(folder, shard, "variables shard")
             try:
                 with open(shard, "rb") as f:
                     shards[entry.shard_id] = f.read()
@@ -263,8 +281,14 @@ def _decode_entry(name, entry, shard, prefix):
     if len(data) != entry.size:
         raise TfgInputError(f"{prefix}: variable {name!r} is truncated")
     shape = tensors.shape_from_proto(entry.shape) or ()
+    if any(d is None for d in shape):
+        raise TfgInputError(f"{prefix}: variable {name!r} has an unknown dimension")
     if dtype == DType.STRING:
         return _decode_strings(name, entry, data, shape, prefix)
+    if dtype.base in (DType.RESOURCE, DType.VARIANT) or dtype.is_ref:
+        raise TfgInputError(f"{prefix}: variable {name!r} has dtype {dtype.tf_name}, which a "
+                            "bundle cannot hold as bytes")
+    check_entry_size(name, dtype, shape, entry.size, prefix)
     if masked_crc32c(data) != entry.crc32c:
         raise TfgInputError(f"{prefix}: variable {name!r} fails its CRC check")
     return np.frombuffer(data, dtype=dtype.np).reshape(shape).copy()
@@ -274,7 +298,10 @@ def _decode_strings(name, entry, data, shape, prefix):
     """A string tensor of a bundle: varint64 lengths, a masked CRC-32C of the lengths (taken as
     uint32s), then the bytes; the entry's CRC covers lengths (as uint32), that CRC and the bytes
     (TensorFlow's tensor_bundle writes them this way, e.g. _CHECKPOINTABLE_OBJECT_GRAPH)."""
-    count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    count = int(np.prod(shape, dtype=np.float64)) if shape else 1
+    if count > len(data):  # each element takes at least its one-byte length
+        raise TfgInputError(f"{prefix}: string variable {name!r} claims {count} elements in "
+                            f"{len(data)} bytes")
     pos, lengths = 0, []
     for _ in range(count):
         n, pos = read_varint(data, pos)

@@ -19,6 +19,7 @@ import numpy as np
 
 from tfg.errors import TfgInputError
 from tfg.graphdef.names import parse_input
+from tfg.graphdef.state_checks import check_value
 from tfg.schemas.wire import message_fields
 
 _SAVER_FIELDS = {1: "filename_tensor_name", 2: "save_tensor_name", 3: "restore_op_name"}
@@ -100,6 +101,8 @@ def restore_resource_variables(session, graph, values):
             if key not in values:
                 raise TfgInputError(f"node {name!r} restores {key!r}, which "
                                     f"{info.path}/variables does not hold")
+            check_value(key, values[key], _restored_dtype(node, i),
+                        _assigned_shape(graph, name, i), f"{info.path}/variables")
             feeds[f"{name}:{i}"] = values[key]
             if graph.consumers(name, port=i):  # not the object graph, read but never assigned
                 restored.append(key)
@@ -115,6 +118,28 @@ def restore_resource_variables(session, graph, values):
         check_inlined(graph, init_ops, "the SavedModel's init op")
         session.run(None, targets=init_ops)
     return sorted(restored)
+
+
+def _restored_dtype(node, i):
+    dtypes = node.get_attr("dtypes", None) or []
+    return dtypes[i] if i < len(dtypes) else None
+
+
+def _assigned_shape(graph, name, port):
+    """The declared shape of the variable RestoreV2 output `port` is assigned to (through
+    Identity), or None when no VarHandleOp with a shape receives it."""
+    frontier = [n for n, _ in graph.consumers(name, port=port)]
+    for _ in range(8):  # Identity chains are short; a longer walk finds nothing more
+        nxt = []
+        for node in frontier:
+            if node.op == "AssignVariableOp" and node.data_inputs:
+                handle = graph.get(node.data_inputs[0].node)
+                if handle is not None and handle.op == "VarHandleOp":
+                    return handle.get_attr("shape", None)
+            elif node.op == "Identity":
+                nxt += [n for n, _ in graph.consumers(node.name, port=0)]
+        frontier = nxt
+    return None
 
 
 def _const_strings(graph, node, index, what):

@@ -20,6 +20,7 @@ not break.
 """
 from tfg.errors import GraphFormatError, GraphValidationError, TfgInputError, UnknownOpError
 from tfg.graphdef import attrs as attrcodec
+from tfg.schemas import tensors
 from tfg.graphdef.names import CONTROL
 from tfg.schemas.ops import control_flow_names, registry
 from tfg.schemas.ops.signature import _arg_dtypes
@@ -194,7 +195,8 @@ def _check_attr_value(node, ad, av):
             f"{_where(node)}: attr {ad.name!r} must be {ad.type}, but the AttrValue holds "
             f"{kind or 'nothing'}")
     try:
-        value = attrcodec.decode(av)
+        # A tensor is checked, not decoded: a splat of 2**27 strings would take a gigabyte.
+        value = tensors.check(av.tensor) if kind == "tensor" else attrcodec.decode(av)
     except GraphFormatError as e:  # a corrupt tensor or dtype: say which node holds it
         raise GraphValidationError(f"{_where(node)}: attr {ad.name!r}: {e}") from None
     if ad.allowed is not None:

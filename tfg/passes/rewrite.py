@@ -19,6 +19,7 @@ import numpy as np
 from tfg.errors import TfgError
 from tfg.graphdef.names import CONTROL, TensorRef, input_string, parse_input
 from tfg.passes.shapes import LazyShapes
+from tfg.schemas.tensors import declared_shape, expands
 from tfg.schemas.dtypes import DType
 from tfg.schemas.ops import control_flow_names, get_op, has_op, ops_with
 from tfg.schemas.ops.signature import output_dtypes
@@ -30,6 +31,9 @@ PLACEHOLDERS = ops_with("placeholder")
 CONST_OPS = frozenset({"Const", "HostConst"})
 _ENTER_OPS = control_flow_names("enter")
 _COMM_OPS = control_flow_names("send", "recv")
+# A Const stored as a few values (a splat) is decoded for a rewrite only up to this many bytes
+# beyond its stored size: 16 splats of 1 GiB in a 1 KB file must not become 16 GiB here.
+MAX_SPLAT_DECODE_BYTES = 1 << 20
 
 
 @dataclass
@@ -152,6 +156,15 @@ def graph_rewrite(ctx, rules, max_rounds=20):
     return changed_any
 
 
+def const_shape(node, port=0):
+    """The shape of a Const's value from its message, without decoding it (None: not a Const
+    output, or no declared shape)."""
+    if node is None or node.op not in CONST_OPS or port != 0:
+        return None
+    av = node.attr_view.get("value")
+    return None if av is None else declared_shape(av.tensor)
+
+
 class RewriteContext:
     """Editing API over a Graph, with an incremental consumer index and cached facts."""
 
@@ -219,6 +232,9 @@ class RewriteContext:
             return None
         if node.name in self.opts.feeds:
             return None
+        av = node.attr_view.get("value")
+        if av is None or expands(av.tensor, MAX_SPLAT_DECODE_BYTES):
+            return None
         try:
             value = node.get_attr("value")
         except TfgError:
@@ -240,9 +256,10 @@ class RewriteContext:
         """The static shape (tuple, None entries unknown) of a tensor, or None if unknown."""
         if self._shapes is None:
             self._shapes = LazyShapes(self.graph)
-        value = self.const_value(ref)
-        if value is not None:
-            return tuple(np.shape(value))
+        shape = None if ref.node in self.opts.feeds else const_shape(self.graph.get(ref.node),
+                                                                       ref.port)
+        if shape is not None:
+            return shape
         return self._shapes.get((ref.node, ref.port))
 
     def full_shape(self, ref):

@@ -49,8 +49,47 @@ def shape_to_proto(shape, proto=None):
     return proto
 
 
-def to_numpy(proto):
-    """Decode a TensorProto into a numpy array (strings as an object array of bytes)."""
+def declared_shape(proto):
+    """The shape a TensorProto declares (a tuple), or None when unknown or negative; read from
+    the message without decoding any value."""
+    shape = shape_from_proto(proto.tensor_shape)
+    if shape is None or any(d is None or d < 0 for d in shape):
+        return None
+    return shape
+
+
+def declared_nbytes(proto):
+    """Bytes `to_numpy(proto)` would allocate, without decoding: a one-value splat of shape
+    [2**27] float64 declares 1 GiB while its message holds 20 bytes.
+
+        >>> declared_nbytes(from_numpy(np.zeros(4, np.float32)))
+        16
+    """
+    shape = declared_shape(proto)
+    if shape is None:
+        return 0
+    count = 1
+    for d in shape:
+        count *= d
+    try:
+        dtype = DType(proto.dtype).base
+        # A string element is at least a pointer in the object array numpy holds.
+        itemsize = 8 if dtype == DType.STRING else dtype.np.itemsize
+    except (ValueError, GraphFormatError, TypeError, AttributeError):
+        return 0
+    return count * itemsize
+
+
+def expands(proto, allowance):
+    """Whether decoding `proto` would take more than `allowance` bytes beyond its own size
+    (a splat; full values are bounded by the file that holds them)."""
+    return declared_nbytes(proto) > proto.ByteSize() + allowance
+
+
+def check(proto):
+    """Validate a TensorProto as `to_numpy` would, without decoding it (a splat of 2**27
+    strings is checked in microseconds, not decoded into a gigabyte); -> (DType, shape,
+    element count). Raises GraphFormatError."""
     try:
         dtype = DType(proto.dtype).base if proto.dtype else DType.INVALID
     except ValueError:  # a corrupt file: an input error naming the value, not a crash
@@ -73,6 +112,23 @@ def to_numpy(proto):
             getattr(proto, _VAL_FIELD[dtype])) < count:
         raise GraphFormatError(f"tensor constant of shape {shape} is too large to build "
                                f"({count * np_dtype.itemsize} bytes from a few values)")
+    if proto.tensor_content and dtype != DType.STRING and \
+            len(proto.tensor_content) != count * np_dtype.itemsize:
+        raise GraphFormatError(
+            f"tensor_content holds {len(proto.tensor_content)} bytes, shape {shape} of "
+            f"{dtype.tf_name} needs {count * np_dtype.itemsize}")
+    if dtype != DType.STRING and not proto.tensor_content and \
+            len(getattr(proto, _VAL_FIELD[dtype])) > count * (
+            2 if dtype in (DType.COMPLEX64, DType.COMPLEX128) else 1):
+        raise GraphFormatError(f"tensor constant has {len(getattr(proto, _VAL_FIELD[dtype]))} "
+                               f"values for shape {shape}")
+    return dtype, shape, count
+
+
+def to_numpy(proto):
+    """Decode a TensorProto into a numpy array (strings as an object array of bytes)."""
+    dtype, shape, count = check(proto)
+    np_dtype = dtype.np
     if dtype == DType.STRING:
         vals = list(proto.string_val)
         arr = np.empty(count, dtype=object)

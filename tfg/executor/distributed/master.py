@@ -24,8 +24,10 @@ from tfg.executor import checkpoint
 from tfg.executor import feeds as F
 from tfg.executor import partitions
 from tfg.executor.distributed import rpc
+from tfg.executor.distributed.liveness import call_all_watched
 from tfg.executor.distributed.spec import ClusterConfig, task_label, task_of
 from tfg.executor.step import StepRequest, check_request
+from tfg.executor.trace import StepTrace
 from tfg.graphdef.graph import Graph
 from tfg.graphdef.names import DeviceSpec, tensor_name
 from tfg.kernels.resources import Ref, ResourceMgr
@@ -139,9 +141,8 @@ class ClusterSession:
                 session_handle=self.handle, graph_def=sub.to_proto(),
                 feeds=[tensor_name(*r) for r in task_feeds],
                 fetches=[tensor_name(*r) for r in task_fetches.get(task, [])]), task_feeds)
-        resps = rpc.call_all({t: (self.clients[t], "RegisterGraph", req)
-                              for t, (req, _) in requests.items()},
-                             timeout=max(60, self.timeout))
+        resps = call_all_watched({t: (self.clients[t], "RegisterGraph", req)
+                                  for t, (req, _) in requests.items()}, self.timeout)
         handles = {t: (resps[t].graph_handle, requests[t][1]) for t in requests}
         return _Prepared(handles, fetch_src, fed)
 
@@ -173,9 +174,8 @@ class ClusterSession:
     # --- variables ------------------------------------------------------------------------
     def variables(self):
         """{checkpoint name: array} of every initialized variable on every task."""
-        resps = rpc.call_all({t: (c, "GetVariables", pb.GetVariablesRequest(
-            session_handle=self.handle)) for t, c in self.clients.items()},
-            timeout=max(60, self.timeout))
+        resps = call_all_watched({t: (c, "GetVariables", pb.GetVariablesRequest(
+            session_handle=self.handle)) for t, c in self.clients.items()}, self.timeout)
         mgr, owner = ResourceMgr(), {}
         for task, resp in resps.items():
             for var in resp.variables:
@@ -190,7 +190,10 @@ class ClusterSession:
 
     def save(self, directory, step=None):
         """Collect every task's variables and write one checkpoint here (atomically)."""
-        return checkpoint.save(self.variables(), directory, step=step)
+        return checkpoint.save(self.variables(), directory, step=step, graph=self.graph)
+
+    def checkpoint_step(self, directory):
+        return checkpoint.saved_step(directory, self.graph)
 
     def restore(self, directory):
         """Read a checkpoint here and assign each variable on the task that owns it."""
@@ -203,8 +206,8 @@ class ClusterSession:
             var = per_task.setdefault(task, pb.SetVariablesRequest(
                 session_handle=self.handle)).variables.add(container=container, name=name)
             rpc.encode(ref.get(), var.tensor)
-        rpc.call_all({t: (self.clients[t], "SetVariables", req) for t, req in per_task.items()},
-                     timeout=max(60, self.timeout))
+        call_all_watched({t: (self.clients[t], "SetVariables", req)
+                          for t, req in per_task.items()}, self.timeout)
         return names
 
     def close(self):
@@ -329,7 +332,6 @@ class _StepWatch:
 
 
 def _merge_traces(responses):
-    from tfg.executor.session import StepTrace
 
     events, peak, devices = [], 0, []
     for resp in responses.values():

@@ -15,7 +15,6 @@ import os
 
 from tfg.errors import TfgInputError
 from tfg.executor import checkpoint
-from tfg.kernels.checkpoint_format import read_checkpoint_with_step
 
 
 class CheckpointedSteps:
@@ -34,9 +33,11 @@ class CheckpointedSteps:
         path = os.path.join(self.directory, checkpoint.FILENAME)
         if not os.path.exists(path):
             return 0
-        _, step = read_checkpoint_with_step(path)
+        # Refused (naming both graphs) when another graph wrote it: two graphs sharing a
+        # directory must not resume each other's step count or variables.
+        step = self.sess.checkpoint_step(self.directory)
         self.sess.restore(self.directory)
-        return int(step or 0)
+        return step or 0
 
     def remaining(self):
         """The step indices still to run; the checkpoint is saved after each due one."""

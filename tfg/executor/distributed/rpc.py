@@ -67,8 +67,9 @@ def check_token(token):
 
 
 class AuthInterceptor(grpc.ServerInterceptor):
-    """Refuses (UNAUTHENTICATED) every call that does not carry the worker's token; the
-    standard health check stays open so that probes need no secret."""
+    """Refuses (UNAUTHENTICATED) every call that does not carry the worker's token, from its
+    metadata, before the request body is read; the standard health check stays open so that
+    probes need no secret."""
 
     def __init__(self, token):
         self._token = check_token(token).encode()
@@ -83,13 +84,15 @@ class AuthInterceptor(grpc.ServerInterceptor):
         if hmac.compare_digest(given.encode(), self._token):
             return continuation(details)
 
-        def deny(request, context):
+        def deny(request_iterator, context):
             context.abort(grpc.StatusCode.UNAUTHENTICATED,
                           "missing or wrong auth token (tfg-auth-token metadata)")
 
+        # A stream handler that never iterates its requests: the body of a refused call is
+        # never read, so a client without the token cannot make the worker buffer gigabytes.
         if details.method.endswith("/RecvTensorChunks"):
-            return grpc.unary_stream_rpc_method_handler(deny)
-        return grpc.unary_unary_rpc_method_handler(deny)
+            return grpc.stream_stream_rpc_method_handler(deny)
+        return grpc.stream_unary_rpc_method_handler(deny)
 
 
 class WorkerClient:

@@ -24,7 +24,8 @@ from tfg.errors import TfgError, TfgInputError, TfgRuntimeError
 from tfg.executor import blas, limits
 from tfg.executor import step as step_driver
 from tfg.executor.devices import DeviceSet
-from tfg.executor.distributed import rpc
+from tfg.executor.distributed import rpc, session_table
+from tfg.executor.distributed.graph_checks import check_registered
 from tfg.executor.distributed.rendezvous import RemoteRendezvous, aborted_by
 from tfg.executor.distributed.spec import bind_address, refuse_taken_port, task_label
 from tfg.executor.executor import StepGroup
@@ -35,7 +36,7 @@ from tfg.schemas.proto import worker_pb2 as pb
 from tfg.schemas.proto import worker_pb2_grpc
 
 # Steps whose master never called CleanupGraph are dropped this long after they ended.
-STEP_TTL_S = 600.0
+STEP_TTL_S = session_table.STEP_TTL_S
 
 
 class _Registered:
@@ -49,6 +50,7 @@ class _Session:
         self.resources = ResourceMgr()
         self.graphs = {}
         self.last_used = time.monotonic()
+        self.busy = 0  # RPCs preparing for it now: never idle meanwhile
 
 
 class _Step:
@@ -61,6 +63,7 @@ class _Step:
         self.session = None  # the session handle of the RunGraph that ran it
         self.rest = {}  # rendezvous key -> bytes after the first chunk, until pulled
         self.lock = threading.Lock()
+        self.created = time.monotonic()  # a step no RunGraph claims is collected later
 
     def abort(self, error):
         with self.lock:
@@ -86,7 +89,8 @@ class _WorkerStepGroup(StepGroup):
 class WorkerService(worker_pb2_grpc.WorkerServiceServicer):
     """The servicer (see the module docstring)."""
 
-    def __init__(self, jobs, job, task, devices=None, token=None, log=None, tls_ca=None):
+    def __init__(self, jobs, job, task, devices=None, token=None, log=None, tls_ca=None,
+                 max_memory=None):
         self.jobs = jobs
         self.tls_ca = tls_ca  # PEM bytes: peers (other workers) are reached over TLS
         self.job, self.task = job, task
@@ -103,6 +107,8 @@ class WorkerService(worker_pb2_grpc.WorkerServiceServicer):
         self._handles = itertools.count(1)
         # As a local Session: BLAS capped per step when $TFG_BLAS_THREADS says so.
         self.blas_threads = blas.resolve_blas_threads(None)
+        # Per tensor, as `tfg run --max-memory`: default 80% of the memory available now.
+        self.memory_limit = limits.resolve_limit(max_memory)
 
     # --- helpers --------------------------------------------------------------------------
     def _log(self, context, method, what=""):
@@ -131,8 +137,7 @@ class WorkerService(worker_pb2_grpc.WorkerServiceServicer):
 
     def _collect_garbage(self):
         now = time.monotonic()
-        for sid in [s for s, st in self.steps.items()
-                    if st.ended is not None and now - st.ended > STEP_TTL_S]:
+        for sid in [s for s, st in self.steps.items() if session_table.collectable(st, now)]:
             del self.steps[sid]
 
     def _session(self, handle, context):
@@ -157,14 +162,24 @@ class WorkerService(worker_pb2_grpc.WorkerServiceServicer):
         return resp
 
     def RegisterGraph(self, request, context):
-        graph = Graph.from_proto(request.graph_def)
         self._log(context, "RegisterGraph", f"session={request.session_handle[:8]} "
-                                            f"nodes={len(graph)}")
+                                            f"nodes={len(request.graph_def.node)}")
+        # Touched first: preparing a large graph may take longer than the idle timeout.
+        sess = self._session(request.session_handle, context)
+        with self.lock:
+            sess.busy += 1
         try:
+            # Checked as `tfg run` checks a graph (and TensorFlow's import): duplicate names,
+            # attrs, arity and edge dtypes; a malformed graph is INVALID_ARGUMENT, not UNKNOWN.
+            graph = Graph.from_proto(request.graph_def)
+            check_registered(graph, request.feeds)
             reg = self._prepare(graph, list(request.feeds), list(request.fetches))
         except TfgError as e:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, " ".join(str(e).split()))
-        sess = self._session(request.session_handle, context)
+        finally:
+            with self.lock:
+                sess.busy -= 1
+                sess.last_used = time.monotonic()
         handle = f"g{next(self._handles)}"
         with self.lock:
             sess.graphs[handle] = reg
@@ -175,11 +190,12 @@ class WorkerService(worker_pb2_grpc.WorkerServiceServicer):
             if node.device and self.devices.find(node.device) is None:
                 raise TfgInputError(f"node {node.name!r} is placed on {node.device}, which "
                                     f"is not a device of {task_label(self.local_task)}")
-        # A tensor larger than the machine fails cleanly (tfg/executor/limits.py).
+        # A tensor larger than this worker's limit fails cleanly (tfg/executor/limits.py).
         prepared = step_driver.prepare(
             graph, {n.name for n in graph}, self.devices,
             tuple(parse_tensor(n) for n in feed_names), [parse_tensor(n) for n in fetch_names],
-            check_elementwise=limits.overcommits(), where=task_label(self.local_task))
+            memory_limit=self.memory_limit, check_elementwise=limits.overcommits(),
+            where=task_label(self.local_task))
         return _Registered(prepared, feed_names)
 
     def RunGraph(self, request, context):
@@ -232,7 +248,7 @@ class WorkerService(worker_pb2_grpc.WorkerServiceServicer):
             self._log(context, "RunGraph", f"step={sid} failed: {msg}")
         finally:
             done.set()
-            step.ended = time.monotonic()
+            step.ended = sess.last_used = time.monotonic()  # idle counts from the step's end
         return resp
 
     def _execute(self, step, sess, reg, feed_values, trace):
@@ -255,6 +271,9 @@ class WorkerService(worker_pb2_grpc.WorkerServiceServicer):
         while not arrived.wait(0.5):
             if not context.is_active():  # the receiver gave up; its step is ending
                 return pb.RecvTensorResponse(is_dead=True)
+            if self.steps.get(sid) is not step:  # collected: no RunGraph ever claimed it
+                context.abort(grpc.StatusCode.ABORTED, f"step {sid} never ran on "
+                              f"{task_label(self.local_task)}")
         value, is_dead, error = box[0]
         if error is not None:
             context.abort(grpc.StatusCode.ABORTED, f"step {sid} was aborted on "
@@ -303,7 +322,7 @@ class WorkerService(worker_pb2_grpc.WorkerServiceServicer):
                         if st.session == request.session_handle]:
                 del self.steps[sid]
         if sess is not None:
-            sess.resources.clear()
+            session_table.release(sess)
         return pb.CloseSessionResponse()
 
     def GetVariables(self, request, context):
@@ -338,8 +357,11 @@ class WorkerServer:
         self.service = service
         self.address = address
         self._stopped = threading.Event()
+        self.sweeper = None
 
     def stop(self, grace=1.0):
+        if self.sweeper is not None:
+            self.sweeper.stop()
         self.service.serving = False
         with self.service.lock:
             steps = list(self.service.steps.values())
@@ -353,7 +375,8 @@ class WorkerServer:
 
 
 def serve(jobs, job, task, bind=None, devices=None, token=None, verbose=False,
-          tls_cert=None, tls_key=None, tls_ca=None):
+          tls_cert=None, tls_key=None, tls_ca=None, max_memory=None,
+          idle_timeout=session_table.DEFAULT_IDLE_S):
     """Start serving task (job, task) of `jobs` ({job: [address]}); returns a WorkerServer.
 
     Listens on loopback at the port the cluster gives the task unless `bind` says otherwise.
@@ -377,7 +400,8 @@ def serve(jobs, job, task, bind=None, devices=None, token=None, verbose=False,
             sys.stderr.write(f"{time.strftime('%H:%M:%S')} {line}\n")
             sys.stderr.flush()
     service = WorkerService(jobs, job, task, devices=devices, token=token, log=log,
-                            tls_ca=tls_ca if tls_cert is not None else None)
+                            tls_ca=tls_ca if tls_cert is not None else None,
+                            max_memory=max_memory)
     interceptors = [rpc.AuthInterceptor(token)] if token else []
     # RunGraph and RecvTensor calls block while a step runs: many threads, made on demand.
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=max(1024, 32 * (os.cpu_count()
@@ -396,4 +420,6 @@ def serve(jobs, job, task, bind=None, devices=None, token=None, verbose=False,
     if port == 0:
         raise TfgInputError(f"cannot listen on {address} (address in use?)")
     server.start()
-    return WorkerServer(server, service, address)
+    out = WorkerServer(server, service, address)
+    out.sweeper = session_table.Sweeper(service, idle_timeout)
+    return out

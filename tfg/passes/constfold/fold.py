@@ -168,7 +168,9 @@ def fold_constants(ctx):
             continue
         refs = node.data_inputs
         inputs = [ctx.const_value(r) for r in refs]
-        in_bytes = sum(np.asarray(v).nbytes for v in inputs)
+        # What the graph file holds, not the decoded arrays: folding Identity(splat) would
+        # write a splat's gigabyte out in full.
+        in_bytes = sum(ctx.graph[r.node].attr_view["value"].ByteSize() for r in refs)
         # Decide on the size before evaluating: a Fill of 8 GiB must not be allocated to find
         # out that it is too large to keep.
         if too_large(output_nbytes(node, inputs), in_bytes):

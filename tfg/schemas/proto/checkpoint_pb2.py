@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from tfg.schemas.proto import tensor_pb2 as tfg_dot_schemas_dot_proto_dot_tensor__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\"tfg/schemas/proto/checkpoint.proto\x12\x03tfg\x1a\x1etfg/schemas/proto/tensor.proto\"D\n\x0bNamedTensor\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\'\n\x06tensor\x18\x02 \x01(\x0b\x32\x17.tensorflow.TensorProto\"a\n\nCheckpoint\x12!\n\x07tensors\x18\x01 \x03(\x0b\x32\x10.tfg.NamedTensor\x12\x0c\n\x04step\x18\x02 \x01(\x03\x12\x10\n\x08has_step\x18\x03 \x01(\x08\x12\x10\n\x08producer\x18\x04 \x01(\tb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\"tfg/schemas/proto/checkpoint.proto\x12\x03tfg\x1a\x1etfg/schemas/proto/tensor.proto\"D\n\x0bNamedTensor\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\'\n\x06tensor\x18\x02 \x01(\x0b\x32\x17.tensorflow.TensorProto\"\x95\x01\n\nCheckpoint\x12!\n\x07tensors\x18\x01 \x03(\x0b\x32\x10.tfg.NamedTensor\x12\x0c\n\x04step\x18\x02 \x01(\x03\x12\x10\n\x08has_step\x18\x03 \x01(\x08\x12\x10\n\x08producer\x18\x04 \x01(\t\x12\x17\n\x0fgraph_variables\x18\x05 \x01(\t\x12\x19\n\x11graph_fingerprint\x18\x06 \x01(\tb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -34,6 +34,6 @@ if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_NAMEDTENSOR']._serialized_start=75
   _globals['_NAMEDTENSOR']._serialized_end=143
-  _globals['_CHECKPOINT']._serialized_start=145
-  _globals['_CHECKPOINT']._serialized_end=242
+  _globals['_CHECKPOINT']._serialized_start=146
+  _globals['_CHECKPOINT']._serialized_end=295
 # @@protoc_insertion_point(module_scope)

@@ -16,13 +16,17 @@ class NamedTensor(_message.Message):
     def __init__(self, name: _Optional[str] = ..., tensor: _Optional[_Union[_tensor_pb2.TensorProto, _Mapping]] = ...) -> None: ...
 
 class Checkpoint(_message.Message):
-    __slots__ = ("tensors", "step", "has_step", "producer")
+    __slots__ = ("tensors", "step", "has_step", "producer", "graph_variables", "graph_fingerprint")
     TENSORS_FIELD_NUMBER: _ClassVar[int]
     STEP_FIELD_NUMBER: _ClassVar[int]
     HAS_STEP_FIELD_NUMBER: _ClassVar[int]
     PRODUCER_FIELD_NUMBER: _ClassVar[int]
+    GRAPH_VARIABLES_FIELD_NUMBER: _ClassVar[int]
+    GRAPH_FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
     tensors: _containers.RepeatedCompositeFieldContainer[NamedTensor]
     step: int
     has_step: bool
     producer: str
-    def __init__(self, tensors: _Optional[_Iterable[_Union[NamedTensor, _Mapping]]] = ..., step: _Optional[int] = ..., has_step: _Optional[bool] = ..., producer: _Optional[str] = ...) -> None: ...
+    graph_variables: str
+    graph_fingerprint: str
+    def __init__(self, tensors: _Optional[_Iterable[_Union[NamedTensor, _Mapping]]] = ..., step: _Optional[int] = ..., has_step: _Optional[bool] = ..., producer: _Optional[str] = ..., graph_variables: _Optional[str] = ..., graph_fingerprint: _Optional[str] = ...) -> None: ...

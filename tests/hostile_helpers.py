@@ -1,0 +1,78 @@
+"""Run a tfg command on a hostile input with bounds: time, resident memory, one-line error.
+
+Used by tests/test_hostile*.py. The child gets an address-space limit (so a regression fails
+the test instead of swapping the machine) and its peak RSS is read from wait4's rusage.
+"""
+import os
+import resource
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+
+import gen_hostile  # noqa: E402,F401  (tools/gen_hostile.py: the generators)
+
+MAX_SECONDS = 10.0
+MAX_RSS_BYTES = 1 << 30
+ADDRESS_SPACE_BYTES = 4 << 30
+
+
+class Outcome:
+    def __init__(self, rc, stdout, stderr, seconds, rss):
+        self.rc, self.stdout, self.stderr = rc, stdout, stderr
+        self.seconds, self.rss = seconds, rss
+
+    @property
+    def err_lines(self):
+        return [ln for ln in self.stderr.decode(errors="replace").splitlines() if ln.strip()]
+
+
+def _limit_memory():
+    resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE_BYTES, ADDRESS_SPACE_BYTES))
+
+
+def run_bounded(args, cwd=None, seconds=MAX_SECONDS, env=None, stdin=None):
+    """`python -m tfg ARGS` with the limits above -> Outcome (rc -9 if it ran out of time)."""
+    out_path = f"/tmp/tfg-hostile-{os.getpid()}-{time.monotonic_ns()}"
+    with open(out_path + ".out", "wb") as out, open(out_path + ".err", "wb") as err:
+        start = time.monotonic()
+        proc = subprocess.Popen([sys.executable, "-m", "tfg", *map(str, args)],
+                                stdout=out, stderr=err, cwd=cwd or ROOT, env=env,
+                                stdin=subprocess.DEVNULL if stdin is None else stdin,
+                                preexec_fn=_limit_memory)
+        rusage, status = None, None
+        while time.monotonic() - start < seconds * 3:  # a hung child is killed, then reported
+            pid, status, rusage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            time.sleep(0.02)
+        else:
+            proc.kill()
+            _, status, rusage = os.wait4(proc.pid, 0)
+        elapsed = time.monotonic() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+    with open(out_path + ".out", "rb") as f:
+        stdout = f.read()
+    with open(out_path + ".err", "rb") as f:
+        stderr = f.read()
+    os.unlink(out_path + ".out")
+    os.unlink(out_path + ".err")
+    return Outcome(proc.returncode, stdout, stderr, elapsed, rusage.ru_maxrss * 1024)
+
+
+def assert_refused(outcome, rc=2, says=None):
+    """Exit `rc`, one line on stderr (containing `says`), within time and memory."""
+    text = outcome.stderr.decode(errors="replace")
+    assert outcome.rc == rc, f"exit {outcome.rc}, stderr: {text[-2000:]}"
+    assert len(outcome.err_lines) == 1, text[-2000:]
+    assert "Traceback" not in text
+    if says:
+        assert says in text, text
+    assert_bounded(outcome)
+
+
+def assert_bounded(outcome):
+    assert outcome.seconds < MAX_SECONDS, f"took {outcome.seconds:.1f} s"
+    assert outcome.rss < MAX_RSS_BYTES, f"peak RSS {outcome.rss >> 20} MiB"
