@@ -27,6 +27,7 @@ from collections import Counter
 from tfg.errors import TfgError
 from tfg.graphdef import frames
 from tfg.schemas.dtypes import DType
+from tfg.schemas.tensors import declared_nbytes
 from tfg.schemas.ops import control_flow_names, has_op, ops_with
 
 PLACEHOLDER_OPS = ops_with("placeholder")
@@ -116,10 +117,10 @@ def _signature_tensors(saved):
 
 
 def _const_bytes(node):
-    try:
-        return int(getattr(node.get_attr("value", None), "nbytes", 0))
-    except Exception:  # noqa: BLE001 - a malformed value: counted as 0, reported elsewhere
-        return 0
+    """What the Const's value takes once decoded, read from its message (a splat claiming a
+    huge shape is counted, never decoded)."""
+    av = node.attr_view.get("value")
+    return declared_nbytes(av.tensor) if av is not None and av.HasField("tensor") else 0
 
 
 def _placeholder(node):
