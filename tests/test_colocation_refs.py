@@ -58,3 +58,12 @@ def test_optimize_and_prune_leave_no_dangling_reference():
         for node in out:
             for s in (node.get_attr("_class") if node.has_attr("_class") else []):
                 assert s[len(b"loc:@"):].decode() in out, (node.name, s)
+
+
+def test_malformed_class_attr_is_left_alone():
+    g = Graph()
+    _const(g, "a", coloc=["gone"])
+    _const(g, "b")
+    g["b"].set_attr("_class", 7)  # not a list of strings: validation's business, not ours
+    assert fix_colocation_refs(g)
+    assert g["b"].get_attr("_class") == 7 and not g["a"].has_attr("_class")

@@ -36,10 +36,10 @@ def fix_colocation_refs(graph):
 
     targets, broken = {}, set()
     for node in graph:
-        if not node.has_attr("_class"):
-            continue
         names = [s[len(LOC_PREFIX):].decode(errors="replace")
-                 for s in node.get_attr("_class") if s.startswith(LOC_PREFIX)]
+                 for s in _class_strings(node) if s.startswith(LOC_PREFIX)]
+        if not names:
+            continue
         targets[node.name] = names
         for name in names:
             union(node.name, name)
@@ -59,12 +59,21 @@ def fix_colocation_refs(graph):
         root = live[0]
         for name in names:
             node = graph[name]
-            other = [s for s in node.get_attr("_class") if not s.startswith(LOC_PREFIX)]
+            other = [s for s in _class_strings(node) if not s.startswith(LOC_PREFIX)]
             if name == root:
                 _set_class(node, other)
             else:
                 _set_class(node, [LOC_PREFIX + root.encode()] + other)
     return True
+
+
+def _class_strings(node):
+    """The byte strings of a node's `_class` attr; none when it is absent or not a list of
+    strings (a malformed attr is left for validation to report, not rewritten here)."""
+    av = node.attr_view.get("_class")
+    if av is None or av.WhichOneof("value") != "list":
+        return []
+    return list(av.list.s)
 
 
 def _set_class(node, values):
