@@ -176,3 +176,33 @@ def test_cli_run_on_gpu_and_split_matches_cpu(tmp_path):
         outs[devices] = np.load(out)["y"]
     np.testing.assert_allclose(outs["gpu:1"], outs["cpu:1"], rtol=1e-6)
     np.testing.assert_allclose(outs["cpu:1,gpu:1"], outs["cpu:1"], rtol=1e-6)
+
+
+def test_fused_cuda_source_for_a_group(gpu, monkeypatch):
+    """What CuPy compiles for a group (the stand-in runs the composition instead): one
+    statement per node in schedule order, external inputs deduplicated, the root's value out."""
+    from tests.gpu_suite import _lstm_cell
+    from tfg.kernels.gpu import fusion
+    graph, fetches, feeds = _lstm_cell()
+    s = Session(graph, devices="gpu:1")
+    s.run(fetches, feeds=feeds)
+    (prepared,) = s._cache.values()
+    plan = prepared.plans[0]
+    runnable = [it for it in plan.items if it.kind == "kernel"]
+    ins = {it.id: [None] * it.num_inputs for it in plan.items}
+    for it in plan.items:
+        for dst, port, idx in it.out_edges:
+            if port >= 0:
+                ins[dst][idx] = (it.id, port)
+    fetched = {it.id for it in runnable if it.fetch_ports}
+    groups = {g[-1].name: g for g in fusion.fuse_groups(runnable, ins, fetched)}
+    assert sorted(groups) == ["c2", "h", "tail"]
+    h = groups["h"]
+    assert [it.op for it in h][-1] == "Mul" and sorted(it.op for it in h) == [
+        "Mul", "Sigmoid", "Tanh"]
+    external, wiring = fusion.wire(h, ins)
+    params, out, body = fusion.kernel_source(h, wiring, len(external))
+    assert params == "float32 in0, float32 in1" and out == "float32 out0"
+    assert body.endswith("float t2 = t0 * t1; out0 = t2;") or \
+        body.endswith("float t2 = t1 * t0; out0 = t2;"), body
+    assert "tanh(in" in body and "exp(-fabs(in" in body

@@ -93,18 +93,7 @@ def fuse_groups(runnable, inputs, fetched):
 def fused_kernel(group, inputs, xp):
     """One kernel `fn(ctx, *external_inputs)` for `group` (items in schedule order, root
     last), and the (source item id, port) of each external input, in argument order."""
-    ids = {it.id: k for k, it in enumerate(group)}
-    external, wiring = [], []  # wiring[k]: per input of member k, ("ext", i) or ("mem", j)
-    for it in group:
-        wires = []
-        for src in inputs[it.id]:
-            if src[0] in ids:
-                wires.append(("mem", ids[src[0]]))
-            else:
-                if src not in external:
-                    external.append(src)
-                wires.append(("ext", external.index(src)))
-        wiring.append(wires)
+    external, wiring = wire(group, inputs)
     names = ", ".join(repr(it.name) for it in group)
     if getattr(xp, "ElementwiseKernel", None) is not None:
         run = _cupy_kernel(group, wiring, len(external), xp)
@@ -120,6 +109,24 @@ def fused_kernel(group, inputs, xp):
     fused.__name__ = f"fused_{len(group)}"
     fused.members = tuple(it.name for it in group)
     return fused, external
+
+
+def wire(group, inputs):
+    """(external, wiring): the group's external inputs, each (source item id, port) once, and
+    per member, per input, ("ext", i) for external input i or ("mem", j) for member j."""
+    ids = {it.id: k for k, it in enumerate(group)}
+    external, wiring = [], []
+    for it in group:
+        wires = []
+        for src in inputs[it.id]:
+            if src[0] in ids:
+                wires.append(("mem", ids[src[0]]))
+            else:
+                if src not in external:
+                    external.append(src)
+                wires.append(("ext", external.index(src)))
+        wiring.append(wires)
+    return external, wiring
 
 
 def _composition(group, wiring, xp):
