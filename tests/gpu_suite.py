@@ -421,12 +421,13 @@ def test_elementwise_chains_fuse_on_gpu(gpu, monkeypatch):
     # are roots of their own groups; Const stays a call of its own.
     assert n_plain == 21 and n_fused == 5, (n_plain, n_fused)
     # The stand-in composes the nodes' own kernels: bit-for-bit. CuPy's generated kernel may
-    # contract a*b+c into one FMA (one rounding fewer): a few ulp.
-    maxulp = 0 if gpu.__name__.endswith("standin") else 4
+    # contract a*b+c into one FMA (one rounding fewer): an ulp of the products, which is many
+    # ulp of a result near zero, so an absolute bound there.
+    exact = gpu.__name__.endswith("standin")
     for name, a, b, w in zip(fetches, fused, plain, want):
         assert type(a) is np.ndarray and a.shape == w.shape, name
-        if maxulp:
-            np.testing.assert_array_max_ulp(a, b, maxulp=maxulp)
-        else:
+        if exact:
             np.testing.assert_array_equal(a, b, err_msg=name)
-        np.testing.assert_allclose(a, w, rtol=1e-5, atol=1e-6, err_msg=name)
+        else:
+            np.testing.assert_allclose(a, b, rtol=2e-6, atol=1e-5, err_msg=name)
+        np.testing.assert_allclose(a, w, rtol=1e-5, atol=1e-5, err_msg=name)

@@ -33,7 +33,8 @@ def array_module(device_type):
             raise TfgInputError("a GPU device was requested but CuPy is not installed "
                                 "(pip install 'tfg[gpu]')")
         if xp.ndarray not in memory.DEVICE_ARRAY_TYPES:
-            memory.register_device(xp, xp.ndarray, _empty_pinned(xp))
+            memory.register_device(xp, xp.ndarray, _empty_pinned(xp),
+                                   lambda: xp.cuda.get_current_stream().synchronize())
         return xp
     raise TfgInputError(f"unknown device type {device_type!r} (expected CPU or GPU)")
 

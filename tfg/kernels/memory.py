@@ -40,18 +40,24 @@ _PINNED_BY_MODULE = {}
 # Below this size a copy is cheaper than staging it (the driver copies small pageable buffers
 # through its own pinned buffer at no extra cost; an extra host memcpy would only add work).
 PINNED_MIN_BYTES = 4096
-# Host->device staging buffers, one per size and thread (a copy is synchronous, so a buffer
-# is free again when `set` returns; per thread, as partitions run on threads of their own).
+# Host->device staging buffers, one per size and thread (free again once the copy is done;
+# per thread, as partitions run on threads of their own).
 _STAGING = threading.local()
 _STAGING_MAX = 8  # distinct sizes kept per thread; more and the cache starts over
 
 
-def register_device(xp, array_type, empty_pinned):
-    """Make `array_type` (of module `xp`) a device array whose copies use `empty_pinned`."""
+_SYNC_BY_MODULE = {}  # array module -> wait for the copies queued on its current stream
+
+
+def register_device(xp, array_type, empty_pinned, synchronize=None):
+    """Make `array_type` (of module `xp`) a device array whose copies use `empty_pinned`;
+    `synchronize()` waits for a queued host->device copy (CuPy may copy from pinned memory
+    asynchronously on the current stream); None where copies are synchronous."""
     if array_type not in DEVICE_ARRAY_TYPES:
         DEVICE_ARRAY_TYPES.append(array_type)
     _PINNED_BY_TYPE[array_type] = empty_pinned
     _PINNED_BY_MODULE[xp] = empty_pinned
+    _SYNC_BY_MODULE[xp] = synchronize
 
 
 def is_device_array(value):
@@ -104,7 +110,10 @@ def _upload(xp, value, empty_pinned):
     staged = flat.view(value.dtype).reshape(value.shape)
     np.copyto(staged, value)
     out = xp.empty(value.shape, value.dtype)
-    out.set(staged)  # synchronous on the default stream: the buffer is free when it returns
+    out.set(staged)
+    synchronize = _SYNC_BY_MODULE.get(xp)
+    if synchronize is not None:  # the buffer is reused by the next copy of this size
+        synchronize()
     return out
 
 
