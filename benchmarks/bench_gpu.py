@@ -1,8 +1,9 @@
 """GPU against tfg's own CPU, on the same machine: an MLP SGD step (784-1024-1024-10, batch 128),
-CNN inference (two conv/pool blocks, batch 64), and keras.applications ResNet50 and
-MobileNetV2 inference (batch 32, 224x224x3).
+CNN inference (two conv/pool blocks, batch 64), keras.applications ResNet50 and
+MobileNetV2 inference (batch 32, 224x224x3), and the elementwise part of an LSTM cell (batch
+256 x 1024), also with fused elementwise kernels off (TFG_GPU_FUSE=0: `gpu_unfused_ms`).
 
-    PYTHONPATH=. python3 benchmarks/bench_gpu.py [--rows mlp,cnn,resnet50,mobilenetv2]
+    PYTHONPATH=. python3 benchmarks/bench_gpu.py [--rows mlp_sgd_step,cnn_infer,...]
         [--out benchmarks/results/gpu.json] [--cpu-steps 2] [--gpu-steps 10]
 
 Needs CuPy and a GPU (with TFG_GPU_STANDIN=1 it runs on the numpy stand-in: a check that the
@@ -16,6 +17,7 @@ feed and the fetch, so host->device and device->host copies are in the GPU's tim
 """
 import argparse
 import json
+import os
 import pathlib
 import statistics
 import sys
@@ -80,6 +82,26 @@ def cnn():
     return {"graph": g.graph, "fetches": ["probs:0"], "targets": [], "feeds": feeds}
 
 
+def lstm_gates():
+    """c2 = sigmoid(f + bf) * c + sigmoid(x + bi) * tanh(x + bj), h = tanh(c2) * sigmoid(x + bo):
+    14 elementwise nodes, fused on a GPU into two kernels (c2 is fetched and read by h)."""
+    rng = np.random.default_rng(2)
+    with tb.Graph() as g:
+        x = tb.placeholder(tb.float32, [256, 1024], name="x")
+        c = tb.placeholder(tb.float32, [256, 1024], name="c")
+        bi, bj, bf, bo = (tb.constant(rng.standard_normal(1024).astype(np.float32))
+                          for _ in range(4))
+        one = tb.constant(np.float32(1.0))
+        forget = tb.sigmoid(tb.add(tb.add(x, bf), one))
+        c2 = tb.add(tb.multiply(forget, c),
+                    tb.multiply(tb.sigmoid(tb.add(x, bi)), tb.tanh(tb.add(x, bj))), name="c2")
+        tb.multiply(tb.tanh(c2), tb.sigmoid(tb.add(x, bo)), name="h")
+    feeds = {"x:0": rng.standard_normal((256, 1024)).astype(np.float32),
+             "c:0": rng.standard_normal((256, 1024)).astype(np.float32)}
+    return {"graph": g.graph, "fetches": ["h:0", "c2:0"], "targets": [], "feeds": feeds,
+            "fuse_compare": True}
+
+
 def refill(shape, mean, std, index):
     """The values a splatted constant gets back (the same as tools/gen_keras_apps.py's)."""
     rng = np.random.default_rng(1000 + index)
@@ -104,7 +126,8 @@ def keras_model(name):
 
 ROWS = {"mlp_sgd_step": mlp, "cnn_infer": cnn,
         "resnet50_b32_infer": lambda: keras_model("resnet50"),
-        "mobilenetv2_b32_infer": lambda: keras_model("mobilenetv2")}
+        "mobilenetv2_b32_infer": lambda: keras_model("mobilenetv2"),
+        "lstm_gates_b256x1024": lstm_gates}
 
 
 def timed(row, devices, steps, warmup):
@@ -145,6 +168,15 @@ def main():
             gpu_ms, gpu_out = timed(row, "gpu:1", a.gpu_steps, 2)
             r = {"cpu_ms": round(cpu_ms, 2), "gpu_ms": round(gpu_ms, 2),
                  "gpu_speedup": round(cpu_ms / gpu_ms, 2)}
+            if row.get("fuse_compare"):  # the same on gpu:1 with fused elementwise kernels off
+                os.environ["TFG_GPU_FUSE"] = "0"
+                try:
+                    plain_ms, plain_out = timed(row, "gpu:1", a.gpu_steps, 2)
+                finally:
+                    del os.environ["TFG_GPU_FUSE"]
+                r["gpu_unfused_ms"] = round(plain_ms, 2)
+                r["fusion_speedup"] = round(plain_ms / gpu_ms, 2)
+                r["fused_vs_unfused_max_abs_diff"] = float(np.max(np.abs(gpu_out - plain_out)))
             if not row["targets"]:  # inference: both devices computed the same thing
                 r["gpu_vs_cpu_max_abs_diff"] = float(np.max(np.abs(gpu_out - cpu_out)))
             if "expected" in row:

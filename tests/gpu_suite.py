@@ -381,3 +381,53 @@ CASES = conformance_cases()
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_conformance_case_on_gpu(case, devices, gpu):
     run_case(case, devices)
+
+
+# --------------------------------------------------------------------------- fusion
+def _lstm_cell(batch=8, hidden=16, seed=3):
+    """The elementwise part of an LSTM cell: c2 = c*sigmoid(f+1) + sigmoid(i)*tanh(j),
+    h = tanh(c2)*sigmoid(o), plus a relu/max/min/div/exp/neg tail. `si` (sigmoid(i)) is
+    fetched, so it must survive fusion."""
+    rng = np.random.default_rng(seed)
+    with tb.Graph() as g:
+        i, j, f, o, c = (tb.placeholder(tb.float32, [batch, hidden], name=n)
+                         for n in ("i", "j", "f", "o", "c"))
+        one = tb.constant(np.float32(1.0), name="one")
+        si = tb.sigmoid(i, name="si")
+        c2 = tb.add(tb.multiply(c, tb.sigmoid(tb.add(f, one))), tb.multiply(si, tb.tanh(j)),
+                    name="c2")
+        h = tb.multiply(tb.tanh(c2), tb.sigmoid(o), name="h")
+        tail = tb.maximum(tb.relu(tb.subtract(h, c2)), tb.negative(tb.exp(f)))
+        tb.realdiv(tail, tb.add(tb.exp(tb.negative(tb.relu(c))), one), name="tail")
+    feeds = {f"{n}:0": (rng.standard_normal((batch, hidden)) * 2).astype(np.float32)
+             for n in ("i", "j", "f", "o", "c")}
+    return g.graph, ["h:0", "c2:0", "si:0", "tail:0"], feeds
+
+
+def _calls_and_values(graph, fetches, feeds, fuse, monkeypatch):
+    monkeypatch.setenv("TFG_GPU_FUSE", "1" if fuse else "0")
+    s = Session(graph, devices="gpu:1")
+    values = s.run(fetches, feeds=feeds)
+    (prepared,) = s._cache.values()
+    return len(prepared.schedules[0].calls), values
+
+
+def test_elementwise_chains_fuse_on_gpu(gpu, monkeypatch):
+    graph, fetches, feeds = _lstm_cell()
+    n_fused, fused = _calls_and_values(graph, fetches, feeds, True, monkeypatch)
+    n_plain, plain = _calls_and_values(graph, fetches, feeds, False, monkeypatch)
+    want = Session(graph, devices="cpu:1").run(fetches, feeds=feeds)
+    # 20 elementwise nodes (+ the Const) become 4 calls: the fetched si, c2, h and tail
+    # are roots of their own groups; Const stays a call of its own.
+    assert n_plain == 21 and n_fused == 5, (n_plain, n_fused)
+    # The stand-in composes the nodes' own kernels: bit-for-bit. CuPy's generated kernel may
+    # contract a*b+c into one FMA (one rounding fewer): an ulp of the products, which is many
+    # ulp of a result near zero, so an absolute bound there.
+    exact = gpu.__name__.endswith("standin")
+    for name, a, b, w in zip(fetches, fused, plain, want):
+        assert type(a) is np.ndarray and a.shape == w.shape, name
+        if exact:
+            np.testing.assert_array_equal(a, b, err_msg=name)
+        else:
+            np.testing.assert_allclose(a, b, rtol=2e-6, atol=1e-5, err_msg=name)
+        np.testing.assert_allclose(a, w, rtol=1e-5, atol=1e-5, err_msg=name)

@@ -70,7 +70,7 @@ def test_host_device_copies_only_at_borders(devices, gpu):
     limit = _border_copies(graph, devices, feeds, ["loss:0"])
     assert 0 < copies <= limit, (standin.COUNTS, limit)
     if devices == "gpu:1":  # one partition: the two feeds in, the loss out
-        assert standin.COUNTS == {"h2d": 2, "d2h": 1}
+        assert (standin.COUNTS["h2d"], standin.COUNTS["d2h"]) == (2, 1)
 
 
 def test_cnn_inference_step_copies_only_feed_and_fetch(gpu):
@@ -79,7 +79,43 @@ def test_cnn_inference_step_copies_only_feed_and_fetch(gpu):
     s.run(fetches, feeds=feeds)
     standin.reset_counts()
     s.run(fetches, feeds=feeds)
-    assert standin.COUNTS == {"h2d": 1, "d2h": len(fetches)}
+    assert (standin.COUNTS["h2d"], standin.COUNTS["d2h"]) == (1, len(fetches))
+
+
+def test_large_feeds_and_fetches_go_through_pinned_memory(gpu, monkeypatch):
+    from tests.gpu_suite import _lstm_cell
+    monkeypatch.setenv("TFG_GPU_FUSE", "0")
+    graph, fetches, feeds = _lstm_cell(batch=64, hidden=32)  # 8 KB each: above the threshold
+    s = Session(graph, devices="gpu:1")
+    s.run(fetches, feeds=feeds)
+    standin.reset_counts()
+    got = s.run(fetches, feeds=feeds)
+    # 5 feeds staged through pinned buffers reused per size (none allocated again), and each
+    # of the 4 fetches copied into a fresh pinned array handed to the caller.
+    assert (standin.COUNTS["h2d"], standin.COUNTS["d2h"], standin.COUNTS["pinned"]) == (5, 4, 4)
+    want = Session(graph, devices="cpu:1").run(fetches, feeds=feeds)
+    for a, w in zip(got, want):
+        np.testing.assert_allclose(a, w, rtol=1e-5, atol=1e-6)
+    small = {k: v[:1, :4].copy() for k, v in feeds.items()}  # 16 bytes: a plain copy
+    graph, fetches, _ = _lstm_cell(batch=1, hidden=4)
+    s = Session(graph, devices="gpu:1")
+    s.run(fetches, feeds=small)  # the constant reaches the device once
+    standin.reset_counts()
+    s.run(fetches, feeds=small)
+    assert standin.COUNTS["pinned"] == 0 and standin.COUNTS["h2d"] == 5
+
+
+def test_fusion_is_counted_and_off_on_cpu(gpu, monkeypatch):
+    from tests.gpu_suite import _lstm_cell
+    graph, fetches, feeds = _lstm_cell()
+    standin.reset_counts()
+    Session(graph, devices="gpu:1").run(fetches, feeds=feeds)
+    assert standin.COUNTS["fused"] == 3  # c2, h and tail each one fused call
+    s = Session(graph, devices="cpu:1")
+    s.run(fetches, feeds=feeds)
+    (prepared,) = s._cache.values()
+    assert len(prepared.schedules[0].calls) == 21
+    assert standin.COUNTS["fused"] == 3
 
 
 def _tfg(*args, env_gpu=True):
@@ -140,3 +176,33 @@ def test_cli_run_on_gpu_and_split_matches_cpu(tmp_path):
         outs[devices] = np.load(out)["y"]
     np.testing.assert_allclose(outs["gpu:1"], outs["cpu:1"], rtol=1e-6)
     np.testing.assert_allclose(outs["cpu:1,gpu:1"], outs["cpu:1"], rtol=1e-6)
+
+
+def test_fused_cuda_source_for_a_group(gpu, monkeypatch):
+    """What CuPy compiles for a group (the stand-in runs the composition instead): one
+    statement per node in schedule order, external inputs deduplicated, the root's value out."""
+    from tests.gpu_suite import _lstm_cell
+    from tfg.kernels.gpu import fusion
+    graph, fetches, feeds = _lstm_cell()
+    s = Session(graph, devices="gpu:1")
+    s.run(fetches, feeds=feeds)
+    (prepared,) = s._cache.values()
+    plan = prepared.plans[0]
+    runnable = [it for it in plan.items if it.kind == "kernel"]
+    ins = {it.id: [None] * it.num_inputs for it in plan.items}
+    for it in plan.items:
+        for dst, port, idx in it.out_edges:
+            if port >= 0:
+                ins[dst][idx] = (it.id, port)
+    fetched = {it.id for it in runnable if it.fetch_ports}
+    groups = {g[-1].name: g for g in fusion.fuse_groups(runnable, ins, fetched)}
+    assert sorted(groups) == ["c2", "h", "tail"]
+    h = groups["h"]
+    assert [it.op for it in h][-1] == "Mul" and sorted(it.op for it in h) == [
+        "Mul", "Sigmoid", "Tanh"]
+    external, wiring = fusion.wire(h, ins)
+    params, out, body = fusion.kernel_source(h, wiring, len(external))
+    assert params == "float32 in0, float32 in1" and out == "float32 out0"
+    assert body.endswith("float t2 = t0 * t1; out0 = t2;") or \
+        body.endswith("float t2 = t1 * t0; out0 = t2;"), body
+    assert "tanh(in" in body and "exp(-fabs(in" in body

@@ -14,7 +14,8 @@
 #                      or the CPU kernel, MLP/CNN/variables/stacks, conformance on gpu:1 and
 #                      cpu:1,gpu:1 (in process), with tfg grad for the grad cases
 #   bench.txt, bench.json   benchmarks/bench_gpu.py, one row per process: MLP SGD step, CNN
-#                      inference, ResNet50 and MobileNetV2 b32 on gpu:1 against cpu:1
+#                      inference, ResNet50 and MobileNetV2 b32 on gpu:1 against cpu:1, and
+#                      LSTM-cell gates b256x1024 with fused elementwise kernels on and off
 #   conformance.txt    the shared checker (check.py --mode run) through the CLI, `tfg run
 #                      --devices gpu:1` for every case (tools/tfg_devices.sh adds the option)
 #   pytest_standin.txt tests/test_gpu_standin.py (the numpy stand-in, as CI runs it)
@@ -68,6 +69,8 @@ section bench_cnn 30 130 bench.txt python3 benchmarks/bench_gpu.py --rows cnn_in
     --out "$OUT/bench_cnn.json"
 section bench_resnet50 70 60 bench.txt python3 benchmarks/bench_gpu.py \
     --rows resnet50_b32_infer --out "$OUT/bench_resnet50.json"
+section bench_lstm_gates 20 40 bench.txt python3 benchmarks/bench_gpu.py \
+    --rows lstm_gates_b256x1024 --out "$OUT/bench_lstm_gates.json"
 section bench_mobilenetv2 45 40 bench.txt python3 benchmarks/bench_gpu.py \
     --rows mobilenetv2_b32_infer --out "$OUT/bench_mobilenetv2.json"
 section conformance_cli 75 0 conformance.txt python3 .conformance/check.py --mode run \

@@ -33,7 +33,8 @@ def array_module(device_type):
             raise TfgInputError("a GPU device was requested but CuPy is not installed "
                                 "(pip install 'tfg[gpu]')")
         if xp.ndarray not in memory.DEVICE_ARRAY_TYPES:
-            memory.DEVICE_ARRAY_TYPES.append(xp.ndarray)
+            memory.register_device(xp, xp.ndarray, _empty_pinned(xp),
+                                   lambda: xp.cuda.get_current_stream().synchronize())
         return xp
     raise TfgInputError(f"unknown device type {device_type!r} (expected CPU or GPU)")
 
@@ -44,6 +45,15 @@ def _cupy():
         from tfg.kernels.gpu import standin  # lazy: only test runs ask for it
         return standin
     return cupy_module()
+
+
+def _empty_pinned(xp):
+    """The page-locked host allocator of `xp` (cupyx.empty_pinned for CuPy)."""
+    own = getattr(xp, "empty_pinned", None)  # the stand-in's counting allocator
+    if own is not None:
+        return own
+    import cupyx  # lazy, as CuPy itself: only a GPU run gets here
+    return cupyx.empty_pinned
 
 
 class Device:

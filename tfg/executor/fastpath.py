@@ -17,6 +17,7 @@ from tfg.executor.calls import slot_call
 from tfg.executor.executor import node_error
 from tfg.executor.inplace import inplace_kernel
 from tfg.executor.trace import MemoryMeter
+from tfg.kernels.gpu import fusion
 
 FAST_KINDS = frozenset({P.KERNEL, P.FEED, P.NOOP})
 
@@ -62,6 +63,8 @@ class Schedule:
         keep = set(fetch_slots)
         last_use = {}
         runnable = [it for it in order if it.kind == P.KERNEL]
+        fused_fn = _fuse(plan, runnable, ins)  # root id -> fused kernel; ins rewired
+        runnable = [it for it in runnable if it.id not in fused_fn or fused_fn[it.id]]
         for pos, it in enumerate(runnable):
             for src in ins[it.id]:
                 last_use[slot_of[src]] = pos
@@ -76,8 +79,8 @@ class Schedule:
         entries, out_slots = [], []
         for pos, it in enumerate(runnable):
             in_slots = tuple(slot_of[src] for src in ins[it.id])
-            fn = it.fn
-            for idx, src in enumerate(ins[it.id]):
+            fn = fused_fn.get(it.id) or it.fn
+            for idx, src in enumerate(() if it.id in fused_fn else ins[it.id]):
                 # Overwriting an input is safe only when this is its one reader, it is not
                 # fetched, and its producer's kernel returns a fresh array (inplace.py).
                 slot = slot_of[src]
@@ -150,6 +153,26 @@ class Schedule:
             raise node_error(ctx, e) from e
         if memory is not None:
             memory[0] = max(memory[0], meter.peak)
+
+
+def _fuse(plan, runnable, ins):
+    """On a GPU device (unless TFG_GPU_FUSE=0): fuse elementwise groups (tfg/kernels/gpu/
+    fusion.py). Returns {item id: fused kernel for a group's root, None for its other
+    members} and rewires each root's entry of `ins` to the group's external inputs."""
+    if plan.device.device_type != "GPU" or not fusion.enabled():
+        return {}
+    fetched = {it.id for it in runnable if it.fetch_ports}
+    by_id = {it.id: it for it in plan.items}
+    out = {}
+    for group in fusion.fuse_groups(runnable, ins, fetched):
+        fn, external = fusion.fused_kernel(group, ins, plan.device.xp)
+        if any(_may_be_ref(by_id[i], port) for i, port in external):
+            continue  # a Ref input is read by the executor first: leave the group unfused
+        for it in group[:-1]:
+            out[it.id] = None
+        out[group[-1].id] = fn
+        ins[group[-1].id] = list(external)
+    return out
 
 
 def _may_be_ref(item, port):

@@ -16,7 +16,15 @@ Rules, as TensorFlow's GPU kernels declare them:
   CPU partition, an int32 index) is copied to the device by the first kernel that needs it.
 Outputs stay where the kernel computed them. Nothing here falls back to the CPU kernel: an op
 without a GPU registration has no GPU kernel, and placement puts it on a CPU.
+
+Copies between host and device go through page-locked (pinned) host memory, so the GPU's DMA
+engine moves them without the driver's own bounce buffer:
+
+    >>> to_host(cupy.ones((256, 1024)))    # -> numpy array in pinned memory (cupyx.empty_pinned)
+    >>> to_device(cupy, np.ones((256, 1024)))  # staged through a reused pinned buffer, then DMA
 """
+import threading
+
 import numpy as np
 
 from tfg.schemas.dtypes import DType
@@ -25,6 +33,31 @@ from tfg.schemas.dtypes import DType
 # tfg.executor.devices when it loads a GPU array module.
 DEVICE_ARRAY_TYPES = []
 _HOST_DTYPES = (DType.INT32, DType.STRING)
+# Per device array type and per array module: `empty_pinned(shape, dtype)`, a numpy array in
+# page-locked memory (cupyx.empty_pinned; the stand-in's counting one).
+_PINNED_BY_TYPE = {}
+_PINNED_BY_MODULE = {}
+# Below this size a copy is cheaper than staging it (the driver copies small pageable buffers
+# through its own pinned buffer at no extra cost; an extra host memcpy would only add work).
+PINNED_MIN_BYTES = 4096
+# Host->device staging buffers, one per size and thread (free again once the copy is done;
+# per thread, as partitions run on threads of their own).
+_STAGING = threading.local()
+_STAGING_MAX = 8  # distinct sizes kept per thread; more and the cache starts over
+
+
+_SYNC_BY_MODULE = {}  # array module -> wait for the copies queued on its current stream
+
+
+def register_device(xp, array_type, empty_pinned, synchronize=None):
+    """Make `array_type` (of module `xp`) a device array whose copies use `empty_pinned`;
+    `synchronize()` waits for a queued host->device copy (CuPy may copy from pinned memory
+    asynchronously on the current stream); None where copies are synchronous."""
+    if array_type not in DEVICE_ARRAY_TYPES:
+        DEVICE_ARRAY_TYPES.append(array_type)
+    _PINNED_BY_TYPE[array_type] = empty_pinned
+    _PINNED_BY_MODULE[xp] = empty_pinned
+    _SYNC_BY_MODULE[xp] = synchronize
 
 
 def is_device_array(value):
@@ -32,11 +65,21 @@ def is_device_array(value):
 
 
 def to_host(value):
-    """A device array copied to numpy; anything else unchanged.
+    """A device array copied to numpy (into pinned memory when large); anything else unchanged.
 
     >>> to_host(cupy.arange(3))      # -> array([0, 1, 2]) (numpy)
     """
-    return value.get() if type(value) in DEVICE_ARRAY_TYPES else value
+    t = type(value)
+    if t not in DEVICE_ARRAY_TYPES:
+        return value
+    empty_pinned = _PINNED_BY_TYPE.get(t)
+    if empty_pinned is None or value.nbytes < PINNED_MIN_BYTES:
+        return value.get()
+    # A fresh pinned array (CuPy's pinned pool recycles the memory once the caller drops it):
+    # it is handed to the caller, so it cannot be a buffer reused by the next copy.
+    out = empty_pinned(value.shape, value.dtype)
+    value.get(out=out)
+    return out
 
 
 def to_device(xp, value):
@@ -46,8 +89,32 @@ def to_device(xp, value):
     """
     t = type(value)
     if (t is np.ndarray or isinstance(value, np.generic)) and value.dtype.kind not in "OSUVM":
-        return xp.asarray(value)
+        empty_pinned = _PINNED_BY_MODULE.get(xp)
+        if empty_pinned is None or value.nbytes < PINNED_MIN_BYTES:
+            return xp.asarray(value)
+        return _upload(xp, value, empty_pinned)
     return value
+
+
+def _upload(xp, value, empty_pinned):
+    """`value` copied into a reused pinned buffer of its size, then to a new device array."""
+    cache = getattr(_STAGING, "buffers", None)
+    if cache is None:
+        cache = _STAGING.buffers = {}
+    nbytes = value.nbytes
+    flat = cache.get(nbytes)
+    if flat is None:
+        if len(cache) >= _STAGING_MAX:
+            cache.clear()
+        flat = cache[nbytes] = empty_pinned((nbytes,), np.uint8)
+    staged = flat.view(value.dtype).reshape(value.shape)
+    np.copyto(staged, value)
+    out = xp.empty(value.shape, value.dtype)
+    out.set(staged)
+    synchronize = _SYNC_BY_MODULE.get(xp)
+    if synchronize is not None:  # the buffer is reused by the next copy of this size
+        synchronize()
+    return out
 
 
 def received(xp, value):

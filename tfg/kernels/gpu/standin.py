@@ -20,13 +20,14 @@ import numpy as np
 
 from tfg.kernels import memory
 
-COUNTS = {"h2d": 0, "d2h": 0}
+COUNTS = {"h2d": 0, "d2h": 0, "pinned": 0, "fused": 0}
 # numpy names CuPy lacks: a kernel that uses them on a device would fail on a real GPU.
 _MISSING = frozenset({"errstate", "seterr", "vectorize", "frompyfunc", "add_at", "nditer"})
 
 
 def reset_counts():
-    COUNTS["h2d"] = COUNTS["d2h"] = 0
+    for key in COUNTS:
+        COUNTS[key] = 0
 
 
 def _host_operand(value):
@@ -93,9 +94,21 @@ class ndarray:
         raise TypeError(f"numpy.{func.__name__} was called on a device array; kernels must use "
                         "ctx.xp")
 
-    def get(self):
+    def get(self, out=None):
         COUNTS["d2h"] += 1
-        return self._a.copy()
+        if out is None:
+            return self._a.copy()
+        if type(out) is not np.ndarray or out.shape != self._a.shape or out.dtype != self.dtype:
+            raise ValueError("get(out=): a numpy array of the same shape and dtype is needed")
+        np.copyto(out, self._a)
+        return out
+
+    def set(self, host):
+        """cupy.ndarray.set: copy a numpy array of the same shape and dtype in."""
+        if type(host) is not np.ndarray or host.shape != self._a.shape or host.dtype != self.dtype:
+            raise ValueError("set(): a numpy array of the same shape and dtype is needed")
+        COUNTS["h2d"] += 1
+        np.copyto(self._a, host)
 
     shape = property(lambda self: self._a.shape)
     dtype = property(lambda self: self._a.dtype)
@@ -215,6 +228,13 @@ def asnumpy(value):
     return value.get() if type(value) is ndarray else np.asarray(value)
 
 
+def empty_pinned(shape, dtype=np.float32):
+    """cupyx.empty_pinned: a numpy array in page-locked memory; here a plain numpy array whose
+    allocations are counted (COUNTS["pinned"]), so a test can see copies take this path."""
+    COUNTS["pinned"] += 1
+    return np.empty(shape, dtype)
+
+
 def get_array_module(*args):
     return sys.modules[__name__]
 
@@ -226,4 +246,4 @@ def scatter_add(target, indices, values):
 
 
 ndarray.__module__ = "tfg.kernels.gpu.standin"
-memory.DEVICE_ARRAY_TYPES.append(ndarray)
+memory.register_device(sys.modules[__name__], ndarray, empty_pinned)
