@@ -650,6 +650,7 @@ class Report:
         self.failures = []
         self.cancelled = []  # run mutants stopped at the time bound (loops that never end)
         self.slowest = (0.0, None)
+        self.pairs = 0  # (seed, mutator) pairs fuzzed per round
 
     def summary(self):
         lines = [f"{'subcommand':<10} {'inputs':>7}  exit codes"]
@@ -665,8 +666,9 @@ class Report:
 
 
 def fuzz(seeds, rounds=1, rng_seed=0, mutators=MUTATORS, subcommands=SUBCOMMANDS,
-         in_process=True, report=None, log=None):
-    """Every seed x mutator, `rounds` times, through `subcommands`; returns the Report."""
+         in_process=True, report=None, log=None, keep=None):
+    """Every seed x mutator (those `keep(seed, mutator)` accepts, when given), `rounds` times,
+    through `subcommands`; returns the Report."""
     report = report or Report()
     runner = run_in_process if in_process else run_as_process
     with tempfile.TemporaryDirectory(prefix="tfg-fuzz-") as tmp:
@@ -674,6 +676,9 @@ def fuzz(seeds, rounds=1, rng_seed=0, mutators=MUTATORS, subcommands=SUBCOMMANDS
         for r in range(rounds):
             for si, seed in enumerate(seeds):
                 for mi, mutator in enumerate(mutators):
+                    if keep is not None and not keep(seed, mutator):
+                        continue
+                    report.pairs += r == 0
                     rng = random.Random(f"{rng_seed}/{r}/{seed.name}/{mutator}")
                     data, what = mutate(seed, mutator, rng, extra=rng.choice([0, 0, 1, 2]))
                     report.mutators[mutator] += 1

@@ -36,10 +36,11 @@ def fix_colocation_refs(graph):
 
     targets, broken = {}, set()
     for node in graph:
-        if not node.has_attr("_class"):
-            continue
+        value = node.get_attr("_class") if node.has_attr("_class") else None
+        if not isinstance(value, list):  # absent, or malformed (an int, a tensor): no group,
+            continue                     # as the placer reads it (place/colocation.py)
         names = [s[len(LOC_PREFIX):].decode(errors="replace")
-                 for s in node.get_attr("_class") if s.startswith(LOC_PREFIX)]
+                 for s in value if isinstance(s, bytes) and s.startswith(LOC_PREFIX)]
         targets[node.name] = names
         for name in names:
             union(node.name, name)
