@@ -29,7 +29,7 @@ SEEDS = fuzz.load_seeds()
 
 
 def _ci_seeds():
-    """Every seed, one round in CI (~6800 commands, about a minute); 8 rounds at full size.
+    """Every seed, one round in CI (~5800 commands, about a minute); 8 rounds at full size.
     Partitioned seeds (what `tfg partition` writes: _Send/_Recv pairs, per-device control
     loops) too: a few in CI, all of them at full size."""
     few = ("conformance/while_accum", "conformance/grad_cond_0", "executor/cond_in_while")
@@ -37,9 +37,9 @@ def _ci_seeds():
 
 
 def _ci_pairs(seed, mutator):
-    """CI fuzzes 7 of every 8 (seed, mutator) pairs, a fixed choice, to stay near a minute
+    """CI fuzzes 3 of every 4 (seed, mutator) pairs, a fixed choice, to stay near a minute
     with the bundle fuzz (tests/test_fuzz_bundle.py); the full size fuzzes every pair."""
-    return FULL or zlib.crc32(f"{seed.name}/{mutator}".encode()) % 8 != 0
+    return FULL or zlib.crc32(f"{seed.name}/{mutator}".encode()) % 4 != 0
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +67,7 @@ def test_mutation_fuzzer_over_every_subcommand(ci_report):
         # naming ys and xs: the conformance cases do, the fixtures alone (no ../shared) not.)
         if sub != "grad" or any(s.ys and s.xs for s in ci_report.seeds):
             assert ci_report.codes[sub][0] > 0, sub
-    assert ci_report.pairs > 0.8 * len(ci_report.seeds) * len(fuzz.MUTATORS)
+    assert ci_report.pairs > 0.7 * len(ci_report.seeds) * len(fuzz.MUTATORS)
     for mutator in fuzz.MUTATORS:
         assert ci_report.mutators[mutator] > 0
 
