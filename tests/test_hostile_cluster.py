@@ -225,3 +225,86 @@ def test_hung_or_dead_worker_between_steps(sig):
             assert done.wait(TIMEOUT + 5), "closing the session hung"
             if sig == signal.SIGSTOP:
                 os.kill(c.procs[1].pid, signal.SIGCONT)
+
+
+# --- many clients at once ---------------------------------------------------------------------
+def _threads(pid):
+    with open(f"/proc/{pid}/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("Threads:"))
+
+
+def _one_client(address, i, codes):
+    """One client connection making one call that blocks (RecvTensor of a step that never
+    runs, until its 3 s deadline) or returns at once (RunGraph of an unknown graph,
+    GetStatus); its status code goes to `codes`."""
+    from tfg.schemas.proto import worker_pb2_grpc
+
+    channel = grpc.insecure_channel(address)
+    stub = worker_pb2_grpc.WorkerServiceStub(channel)
+    try:
+        if i % 4 == 3:
+            stub.RunGraph(pb.RunGraphRequest(session_handle="none", graph_handle="none",
+                                             step_id=1000 + i), timeout=3)
+        elif i % 8 == 2:
+            stub.GetStatus(pb.GetStatusRequest(), timeout=3)
+        else:
+            stub.RecvTensor(pb.RecvTensorRequest(step_id=5000 + i, rendezvous_key=f"k{i}"),
+                            timeout=3)
+        codes.append(grpc.StatusCode.OK)
+    except grpc.RpcError as e:
+        codes.append(e.code())
+    finally:
+        channel.close()
+
+
+def test_two_hundred_clients_take_a_bounded_number_of_threads():
+    """200 client connections at once, most calls blocking, on a worker with --max-calls 32:
+    its thread count stays under its start + 32 + a few (it grew by one thread per blocked
+    call, to 1024), the calls past 32 are refused RESOURCE_EXHAUSTED at once, every call is
+    answered, and afterwards the worker answers as before."""
+    with LocalCluster(1, extra_args=("--max-calls", "32")) as c:
+        pid, address = c.procs[0].pid, c.addresses[0]
+        _status(address)
+        start = _threads(pid)
+        codes, peak = [], [start]
+        clients = [threading.Thread(target=_one_client, args=(address, i, codes), daemon=True)
+                   for i in range(200)]
+        began = time.monotonic()
+        for t in clients:
+            t.start()
+        while any(t.is_alive() for t in clients) and time.monotonic() - began < 15:
+            peak.append(_threads(pid))
+            time.sleep(0.05)
+        for t in clients:
+            t.join(timeout=1)
+        assert not any(t.is_alive() for t in clients), "a call was never answered"
+        assert len(codes) == 200
+        assert max(peak) <= start + 32 + 8, (start, max(peak))
+        refused = codes.count(grpc.StatusCode.RESOURCE_EXHAUSTED)
+        served = {grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.NOT_FOUND,
+                  grpc.StatusCode.OK, grpc.StatusCode.ABORTED}
+        assert refused >= 100 and all(code in served for code in codes
+                                      if code != grpc.StatusCode.RESOURCE_EXHAUSTED), codes
+        assert _status(address).sessions == 0  # still answering
+        # A refused call reaches a master as one line naming the task and the bound.
+        client = rpc.WorkerClient(("worker", 0), address)
+        try:
+            err = client.error("RecvTensor", _Exhausted())
+        finally:
+            client.close()
+        assert "refused RecvTensor" in str(err) and "--max-calls" in str(err)
+
+
+class _Exhausted(grpc.RpcError):
+    def code(self):
+        return grpc.StatusCode.RESOURCE_EXHAUSTED
+
+    def details(self):
+        return "Concurrent RPC limit exceeded!"
+
+
+def test_max_calls_must_be_positive():
+    from tfg.executor.distributed.worker import serve
+
+    with pytest.raises(TfgInputError, match="--max-calls must be at least 1"):
+        serve({"worker": ["127.0.0.1:1"]}, "worker", 0, max_calls=0)

@@ -6,6 +6,7 @@
     python3 tools/fuzz.py --processes          # each command as its own process (slower;
                                                # also catches crashes of the interpreter)
     python3 tools/fuzz.py --partitioned --only run   # the seeds partitioned over cpu:3 too
+    python3 tools/fuzz.py --rounds 0 --bundle-rounds 8  # SavedModel bundles only
 
 Seeds are the shared conformance graphs (../shared/conformance, when present) and the
 project's executor/partition fixtures. Each round takes a seed, applies one to three mutations
@@ -21,7 +22,8 @@ as a failure: a mutant may loop for ever legitimately (a counter that no longer 
 loop bound made 2**20); checked by hand so far, each one was a loop still iterating, not a
 step waiting on a message that never comes (the executor reports those as deadlocks).
 
-No TensorFlow needed. tests/test_fuzz_cli.py runs this engine at a bounded size in CI
+SavedModel folders are fuzzed too (tools/fuzz_bundle.py: index entries, header, shard and
+index bytes, saved_model.pb; through info, convert and run). No TensorFlow needed. tests/test_fuzz_cli.py runs this engine at a bounded size in CI
 (TFG_FUZZ_FULL=1 runs it at full size).
 """
 import argparse
@@ -648,10 +650,11 @@ class Report:
         self.failures = []
         self.cancelled = []  # run mutants stopped at the time bound (loops that never end)
         self.slowest = (0.0, None)
+        self.pairs = 0  # (seed, mutator) pairs fuzzed per round
 
     def summary(self):
         lines = [f"{'subcommand':<10} {'inputs':>7}  exit codes"]
-        for sub in SUBCOMMANDS:
+        for sub in (s for s in SUBCOMMANDS if s in self.tried):  # those that ran
             codes = ", ".join(f"{c}: {n}" for c, n in sorted(self.codes[sub].items(),
                                                              key=lambda kv: str(kv[0])))
             lines.append(f"{sub:<10} {self.tried[sub]:>7}  {codes}")
@@ -663,8 +666,9 @@ class Report:
 
 
 def fuzz(seeds, rounds=1, rng_seed=0, mutators=MUTATORS, subcommands=SUBCOMMANDS,
-         in_process=True, report=None, log=None):
-    """Every seed x mutator, `rounds` times, through `subcommands`; returns the Report."""
+         in_process=True, report=None, log=None, keep=None):
+    """Every seed x mutator (those `keep(seed, mutator)` accepts, when given), `rounds` times,
+    through `subcommands`; returns the Report."""
     report = report or Report()
     runner = run_in_process if in_process else run_as_process
     with tempfile.TemporaryDirectory(prefix="tfg-fuzz-") as tmp:
@@ -672,6 +676,9 @@ def fuzz(seeds, rounds=1, rng_seed=0, mutators=MUTATORS, subcommands=SUBCOMMANDS
         for r in range(rounds):
             for si, seed in enumerate(seeds):
                 for mi, mutator in enumerate(mutators):
+                    if keep is not None and not keep(seed, mutator):
+                        continue
+                    report.pairs += r == 0
                     rng = random.Random(f"{rng_seed}/{r}/{seed.name}/{mutator}")
                     data, what = mutate(seed, mutator, rng, extra=rng.choice([0, 0, 1, 2]))
                     report.mutators[mutator] += 1
@@ -718,6 +725,8 @@ def main():
                     help="comma list of substrings: only the seeds whose name contains one")
     ap.add_argument("--partitioned", action="store_true",
                     help="also fuzz each seed as `tfg partition --devices cpu:3` writes it")
+    ap.add_argument("--bundle-rounds", type=int, default=None,
+                    help="rounds over SavedModel seeds x bundle mutators (default: --rounds)")
     ap.add_argument("--time-bound", type=float, default=TIME_BOUND_S,
                     help=f"seconds per command (default {TIME_BOUND_S:.0f})")
     args = ap.parse_args()
@@ -736,7 +745,18 @@ def main():
     print(report.summary())
     print(f"{len(seeds)} seeds, {len(muts)} mutators, {args.rounds} rounds, "
           f"{time.monotonic() - start:.0f}s")
-    return 1 if report.failures else 0
+    # Imported here, not at the top: fuzz_bundle imports this module for its runners.
+    import fuzz_bundle
+
+    bundle_rounds = args.rounds if args.bundle_rounds is None else args.bundle_rounds
+    start = time.monotonic()
+    bundles = fuzz_bundle.fuzz_bundles(fuzz_bundle.bundle_seeds(), rounds=bundle_rounds,
+                                       rng_seed=args.seed, in_process=not args.processes,
+                                       log=lambda line: print(line, file=sys.stderr))
+    print("SavedModel bundles:\n" + bundles.summary())
+    print(f"{len(fuzz_bundle.BUNDLE_MUTATORS)} bundle mutators, {bundle_rounds} rounds, "
+          f"{time.monotonic() - start:.0f}s")
+    return 1 if report.failures or bundles.failures else 0
 
 
 if __name__ == "__main__":

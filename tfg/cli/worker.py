@@ -30,6 +30,11 @@ from tfg.errors import TfgInputError
 @click.option("--idle-timeout", type=click.FloatRange(min=0, min_open=True), default=3600.0,
               show_default=True, metavar="S",
               help="Drop a session (its variables) no master has used for S seconds.")
+# 256 is worker.DEFAULT_MAX_CALLS (not imported here: it loads grpc, slow for `tfg --help`).
+@click.option("--max-calls", type=click.IntRange(min=1), default=256, show_default=True,
+              metavar="N",
+              help="Serve at most N RPCs at once (a thread each); more are refused with "
+                   "RESOURCE_EXHAUSTED.")
 @click.option("--tls-cert", default=None, metavar="PEM",
               help="Serve TLS with this certificate (with --tls-key).")
 @click.option("--tls-key", default=None, metavar="PEM", help="The certificate's private key.")
@@ -37,7 +42,7 @@ from tfg.errors import TfgInputError
               help="CA that signed the other workers' certificates (default: --tls-cert).")
 @click.option("--verbose", is_flag=True, help="Log one line per request to stderr.")
 def command(cluster, job, task, bind, devices, auth_token, auth_token_file, max_memory,
-            idle_timeout, tls_cert, tls_key, tls_ca, verbose):
+            idle_timeout, max_calls, tls_cert, tls_key, tls_ca, verbose):
     """Serve one task of a cluster: the master (`tfg run --cluster`) registers graph parts
     here and runs steps on them.
 
@@ -70,7 +75,7 @@ def command(cluster, job, task, bind, devices, auth_token, auth_token_file, max_
         raise TfgInputError("--tls-ca on a worker needs --tls-cert and --tls-key")
     server = serve(jobs, job, task, bind=bind, devices=devices, token=auth_token,
                    verbose=verbose, tls_cert=pems[0], tls_key=pems[1], tls_ca=pems[2],
-                   max_memory=max_memory, idle_timeout=idle_timeout)
+                   max_memory=max_memory, idle_timeout=idle_timeout, max_calls=max_calls)
     stop = threading.Event()
 
     def on_signal(signum, frame):

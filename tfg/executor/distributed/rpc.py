@@ -155,6 +155,10 @@ class WorkerClient:
                                    "rerun to start a new session)")
         if code == grpc.StatusCode.ABORTED:
             return StepAborted(f"{self.label}: {details}")
+        if code == grpc.StatusCode.RESOURCE_EXHAUSTED:  # its --max-calls, or a size limit
+            return TfgRuntimeError(f"{self.label} refused {method}: {details} (too many calls "
+                                   "at once (its --max-calls), or a message over its size "
+                                   "limit)")
         if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED,
                     grpc.StatusCode.CANCELLED, None):
             what = "did not answer in time" if code == grpc.StatusCode.DEADLINE_EXCEEDED \

@@ -11,7 +11,6 @@ only runs the ops of registered graphs through the kernel registry: no code and 
 travel.
 """
 import itertools
-import os
 import sys
 import threading
 import time
@@ -374,15 +373,30 @@ class WorkerServer:
         return self._stopped.wait(timeout)
 
 
+# The most RPCs a worker serves at once (`tfg worker --max-calls`): one thread each, since
+# RunGraph holds its thread while the step runs and RecvTensor until the value is produced. A
+# step needs one RunGraph per registered part plus one RecvTensor per tensor in flight to a
+# peer; 256 leaves room for that, while 10,000 idle clients cannot take 10,000 threads.
+DEFAULT_MAX_CALLS = 256
+
+
 def serve(jobs, job, task, bind=None, devices=None, token=None, verbose=False,
           tls_cert=None, tls_key=None, tls_ca=None, max_memory=None,
-          idle_timeout=session_table.DEFAULT_IDLE_S):
+          idle_timeout=session_table.DEFAULT_IDLE_S, max_calls=DEFAULT_MAX_CALLS):
     """Start serving task (job, task) of `jobs` ({job: [address]}); returns a WorkerServer.
 
     Listens on loopback at the port the cluster gives the task unless `bind` says otherwise.
     With `tls_cert` and `tls_key` (PEM bytes) it serves TLS only, and reaches its peers over
     TLS verified by `tls_ca` (default: `tls_cert` itself, for a self-signed certificate).
+    At most `max_calls` RPCs run at once, each on its own thread; a call past that is answered
+    RESOURCE_EXHAUSTED at once (it never waits for a thread: a queued RunGraph could be the
+    one that a running RecvTensor waits for).
+
+    Before: serve(jobs, "worker", 0, max_calls=32) with 200 clients calling RecvTensor.
+    After:  32 calls served (about 32 threads), 168 refused "Concurrent RPC limit exceeded".
     """
+    if max_calls < 1:
+        raise TfgInputError(f"--max-calls must be at least 1, not {max_calls}")
     if (tls_cert is None) != (tls_key is None):
         raise TfgInputError("--tls-cert and --tls-key go together")
     if tls_cert is not None and tls_ca is None:
@@ -403,10 +417,11 @@ def serve(jobs, job, task, bind=None, devices=None, token=None, verbose=False,
                             tls_ca=tls_ca if tls_cert is not None else None,
                             max_memory=max_memory)
     interceptors = [rpc.AuthInterceptor(token)] if token else []
-    # RunGraph and RecvTensor calls block while a step runs: many threads, made on demand.
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=max(1024, 32 * (os.cpu_count()
-                                                                              or 2))),
-                         interceptors=interceptors, options=rpc.SERVER_OPTIONS)
+    # As many threads as calls admitted: every admitted call has its thread, none queues.
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_calls,
+                                                    thread_name_prefix="tfg-worker-call"),
+                         interceptors=interceptors, options=rpc.SERVER_OPTIONS,
+                         maximum_concurrent_rpcs=max_calls)
     worker_pb2_grpc.add_WorkerServiceServicer_to_server(service, server)
     server.add_generic_rpc_handlers((rpc.health_handler(lambda: service.serving),))
     try:
