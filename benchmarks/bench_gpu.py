@@ -35,22 +35,23 @@ HERE = pathlib.Path(__file__).resolve().parent
 MODELS = HERE / "models"
 
 
-def mlp():
-    """Forward MLP from the builder, its gradient from tfg.grad, and one SGD update per
-    variable (ApplyGradientDescent) grouped under the NoOp `train`."""
-    rng = np.random.default_rng(0)
+def mlp_sgd_graph(batch, sizes, scale, seed=0):
+    """An MLP of `sizes` (ReLU between layers, sparse softmax cross-entropy `loss`), its
+    gradient from tfg.grad and one ApplyGradientDescent per variable under the NoOp `train`;
+    -> (graph, variable names, feeds of `batch` rows). The GPU tests train a small one."""
+    rng = np.random.default_rng(seed)
     names = []
     with tb.Graph() as g:
-        x = tb.placeholder(tb.float32, [128, 784], name="x")
-        y = tb.placeholder(tb.int32, [128], name="y")
-        h, sizes = x, [784, 1024, 1024, 10]
-        for i in range(3):
-            w = tb.Variable((rng.standard_normal(sizes[i:i + 2]) * 0.03).astype(np.float32),
+        x = tb.placeholder(tb.float32, [batch, sizes[0]], name="x")
+        y = tb.placeholder(tb.int32, [batch], name="y")
+        h = x
+        for i in range(len(sizes) - 1):
+            w = tb.Variable((rng.standard_normal(sizes[i:i + 2]) * scale).astype(np.float32),
                             name=f"w{i}")
             b = tb.Variable(np.zeros(sizes[i + 1], np.float32), name=f"b{i}")
             names += [f"w{i}", f"b{i}"]
             h = tb.bias_add(tb.matmul(h, w), b)
-            h = tb.relu(h) if i < 2 else h
+            h = tb.relu(h) if i < len(sizes) - 2 else h
         tb.reduce_mean(tb.sparse_softmax_cross_entropy_with_logits(labels=y, logits=h),
                        name="loss")
         tb.global_variables_initializer()
@@ -60,8 +61,14 @@ def mlp():
         graph.add_node(f"sgd/{v}", "ApplyGradientDescent", [v, "lr", f"grad/{v}"],
                        {"T": DType.FLOAT})
     graph.add_node("train", "NoOp", [f"^sgd/{v}" for v in names])
-    feeds = {"x:0": rng.standard_normal((128, 784)).astype(np.float32),
-             "y:0": rng.integers(0, 10, 128).astype(np.int32)}
+    feeds = {"x:0": rng.standard_normal((batch, sizes[0])).astype(np.float32),
+             "y:0": rng.integers(0, sizes[-1], batch).astype(np.int32)}
+    return graph, names, feeds
+
+
+def mlp():
+    """The MLP SGD step row: 784-1024-1024-10 at batch 128."""
+    graph, _, feeds = mlp_sgd_graph(128, [784, 1024, 1024, 10], 0.03)
     return {"graph": graph, "fetches": ["loss:0"], "targets": ["train"], "feeds": feeds,
             "init": ["init"]}
 

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import tfg
+from benchmarks.bench_gpu import mlp_sgd_graph
 from tests.conftest import FIXTURES, conformance_cases
 from tfg import builder as tb
 from tfg.executor.session import Session
@@ -206,31 +207,7 @@ def test_every_gpu_kernel_is_checked(kgraph):
 
 # --------------------------------------------------------------------------- graphs
 def _mlp_train():
-    rng = np.random.default_rng(0)
-    names = []
-    with tb.Graph() as g:
-        x = tb.placeholder(tb.float32, [16, 12], name="x")
-        y = tb.placeholder(tb.int32, [16], name="y")
-        h, sizes = x, [12, 32, 32, 5]
-        for i in range(3):
-            w = tb.Variable((rng.standard_normal(sizes[i:i + 2]) * 0.3).astype(np.float32),
-                            name=f"w{i}")
-            b = tb.Variable(np.zeros(sizes[i + 1], np.float32), name=f"b{i}")
-            names += [f"w{i}", f"b{i}"]
-            h = tb.bias_add(tb.matmul(h, w), b)
-            h = tb.relu(h) if i < 2 else h
-        tb.reduce_mean(tb.sparse_softmax_cross_entropy_with_logits(labels=y, logits=h),
-                       name="loss")
-        tb.global_variables_initializer()
-    graph = tfg.grad(g.graph, ys=["loss"], xs=names)
-    graph.add_node("lr", "Const", [], {"dtype": DType.FLOAT, "value": np.float32(0.1)})
-    for v in names:
-        graph.add_node(f"sgd/{v}", "ApplyGradientDescent", [v, "lr", f"grad/{v}"],
-                       {"T": DType.FLOAT})
-    graph.add_node("train", "NoOp", [f"^sgd/{v}" for v in names])
-    feeds = {"x:0": rng.standard_normal((16, 12)).astype(np.float32),
-             "y:0": rng.integers(0, 5, 16).astype(np.int32)}
-    return graph, names, feeds
+    return mlp_sgd_graph(16, [12, 32, 32, 5], 0.3)
 
 
 def _train(devices, steps=5):

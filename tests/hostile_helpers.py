@@ -13,6 +13,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 
 import gen_hostile  # noqa: E402,F401  (tools/gen_hostile.py: the generators)
+from tfg.executor.distributed import rpc  # noqa: E402
+from tfg.schemas.proto import worker_pb2 as pb  # noqa: E402
 
 MAX_SECONDS = 10.0
 MAX_RSS_BYTES = 1 << 30
@@ -76,3 +78,21 @@ def assert_refused(outcome, rc=2, says=None):
 def assert_bounded(outcome):
     assert outcome.seconds < MAX_SECONDS, f"took {outcome.seconds:.1f} s"
     assert outcome.rss < MAX_RSS_BYTES, f"peak RSS {outcome.rss >> 20} MiB"
+
+
+def worker_status(address, token=None, timeout=10):
+    """A worker's GetStatus answer (sessions, active steps), from a fresh client."""
+    client = rpc.WorkerClient(("worker", 0), address, token)
+    try:
+        return client.call("GetStatus", pb.GetStatusRequest(), timeout=timeout)
+    finally:
+        client.close()
+
+
+def rss_bytes(pid):
+    """Resident memory of process `pid`, from /proc."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    return 0

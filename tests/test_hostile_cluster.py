@@ -15,6 +15,7 @@ import grpc
 import numpy as np
 import pytest
 
+from hostile_helpers import rss_bytes, worker_status
 from test_cluster_failures import long_loop_graph, train_graph
 from tfg.errors import TfgInputError, TfgRuntimeError
 from tfg.executor.distributed import ClusterConfig, rpc, session_table
@@ -27,22 +28,6 @@ from tfg.schemas.proto import worker_pb2 as pb
 
 TIMEOUT = 4.0
 TASK1 = "/job:worker/task:1"
-
-
-def _status(address, token=None):
-    client = rpc.WorkerClient(("worker", 0), address, token)
-    try:
-        return client.call("GetStatus", pb.GetStatusRequest(), timeout=5)
-    finally:
-        client.close()
-
-
-def _rss(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    return 0
 
 
 # --- sessions and steps -----------------------------------------------------------------------
@@ -58,7 +43,7 @@ def test_tfg_run_closes_its_session_on_the_workers(tmp_path):
             p = subprocess.run(args, capture_output=True, timeout=60)
             assert p.returncode == (2 if fail else 0), p.stderr
             for address in c.addresses:
-                assert _status(address).sessions == 0
+                assert worker_status(address).sessions == 0
 
 
 def test_idle_sessions_expire_and_orphan_steps_are_collected():
@@ -100,7 +85,7 @@ def test_worker_expires_a_killed_masters_session():
                            timeout=60, cwd=root)
         assert p.returncode == -9 and p.stdout == b"ran\n", p.stderr
         deadline = time.monotonic() + 15
-        while any(_status(a).sessions for a in c.addresses):
+        while any(worker_status(a).sessions for a in c.addresses):
             assert time.monotonic() < deadline, "the session never expired"
             time.sleep(0.5)
 
@@ -111,7 +96,7 @@ def test_unauthenticated_large_request_is_refused_unread():
     does not grow by the message (the interceptor answers before the body is read)."""
     with LocalCluster(1, token="s3cret") as c:
         pid = c.procs[0].pid
-        before = _rss(pid)
+        before = rss_bytes(pid)
         gd = graph_pb2.GraphDef()
         gd.node.add(name="big", op="NoOp").attr["pad"].s = b"x" * (200 << 20)
         raw = rpc.WorkerClient(("worker", 0), c.addresses[0])
@@ -121,8 +106,8 @@ def test_unauthenticated_large_request_is_refused_unread():
                                                                   graph_def=gd), timeout=20)
         finally:
             raw.close()
-        assert _rss(pid) - before < 50 << 20
-        assert _status(c.addresses[0], "s3cret").sessions == 0
+        assert rss_bytes(pid) - before < 50 << 20
+        assert worker_status(c.addresses[0], "s3cret").sessions == 0
 
 
 def test_token_from_a_file_not_the_command_line(tmp_path):
@@ -264,7 +249,7 @@ def test_two_hundred_clients_take_a_bounded_number_of_threads():
     answered, and afterwards the worker answers as before."""
     with LocalCluster(1, extra_args=("--max-calls", "32")) as c:
         pid, address = c.procs[0].pid, c.addresses[0]
-        _status(address)
+        worker_status(address)
         start = _threads(pid)
         codes, peak = [], [start]
         clients = [threading.Thread(target=_one_client, args=(address, i, codes), daemon=True)
@@ -285,7 +270,7 @@ def test_two_hundred_clients_take_a_bounded_number_of_threads():
                   grpc.StatusCode.OK, grpc.StatusCode.ABORTED}
         assert refused >= 100 and all(code in served for code in codes
                                       if code != grpc.StatusCode.RESOURCE_EXHAUSTED), codes
-        assert _status(address).sessions == 0  # still answering
+        assert worker_status(address).sessions == 0  # still answering
         # A refused call reaches a master as one line naming the task and the bound.
         client = rpc.WorkerClient(("worker", 0), address)
         try:

@@ -13,32 +13,14 @@ import time
 
 import pytest
 
-from hostile_helpers import gen_hostile
-from tfg.executor.distributed import rpc
+from hostile_helpers import gen_hostile, rss_bytes, worker_status
 from tfg.executor.distributed.local import LocalCluster
-from tfg.schemas.proto import worker_pb2 as pb
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600),
               pytest.mark.skipif(not os.environ.get("TFG_SOAK"),
                                  reason="soak: set TFG_SOAK=1 to run")]
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VARIABLE_ELEMENTS = 50 * (1 << 20)  # float32: 200 MB
-
-
-def _status(address):
-    client = rpc.WorkerClient(("worker", 0), address)
-    try:
-        return client.call("GetStatus", pb.GetStatusRequest(), timeout=10)
-    finally:
-        client.close()
-
-
-def _rss(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    return 0
 
 
 def test_worker_memory_and_sessions_return_after_runs_and_killed_masters(tmp_path):
@@ -54,8 +36,8 @@ def test_worker_memory_and_sessions_return_after_runs_and_killed_masters(tmp_pat
         for i in range(runs):
             p = subprocess.run(cmd, capture_output=True, timeout=300, cwd=ROOT)
             assert p.returncode == 0, p.stderr
-            assert _status(address).sessions == 0  # closed by the master
-            rss.append(_rss(pid))
+            assert worker_status(address).sessions == 0  # closed by the master
+            rss.append(rss_bytes(pid))
         print(f"\n{runs} runs in {time.monotonic() - started:.0f} s; worker RSS after run 1: "
               f"{rss[0] >> 20} MB, after run {runs}: {rss[-1] >> 20} MB, max {max(rss) >> 20} MB")
         killed = 0
@@ -63,17 +45,17 @@ def test_worker_memory_and_sessions_return_after_runs_and_killed_masters(tmp_pat
             p = subprocess.Popen(cmd[:-2] + ["--steps", "100000"], stdout=subprocess.DEVNULL,
                                  stderr=subprocess.DEVNULL, cwd=ROOT)
             deadline = time.monotonic() + 120
-            while _status(address).active_steps == 0:  # mid-step
+            while worker_status(address).active_steps == 0:  # mid-step
                 assert p.poll() is None and time.monotonic() < deadline
                 time.sleep(0.05)
             p.send_signal(signal.SIGKILL)
             p.wait()
             killed += 1
         deadline = time.monotonic() + 60
-        while _status(address).sessions:
+        while worker_status(address).sessions:
             assert time.monotonic() < deadline, "killed masters' sessions never expired"
             time.sleep(0.5)
         time.sleep(1.0)
-        end = _rss(pid)
+        end = rss_bytes(pid)
         print(f"worker RSS after {killed} killed masters and expiry: {end >> 20} MB")
         assert end - rss[0] < 50 << 20
