@@ -12,13 +12,11 @@ devices, in which case it is placed and partitioned first.
 """
 from tfg.errors import TfgInputError
 from tfg.graphdef.names import CONTROL
-from tfg.schemas.ops import has_op
+from tfg.schemas.ops import control_flow_names, get_op, has_op
 from tfg.schemas.ops import signature
 
-SEND_OPS = ("_Send", "_HostSend")
-RECV_OPS = ("_Recv", "_HostRecv")
-_FIXED_OUTPUTS = {"Switch": 2, "RefSwitch": 2, "Merge": 2, "RefMerge": 2, "_Send": 0,
-                  "_HostSend": 0, "_Recv": 1, "_HostRecv": 1, "NoOp": 0, "ControlTrigger": 0}
+SEND_OPS = control_flow_names("send")
+RECV_OPS = control_flow_names("recv")
 
 
 def is_partitioned(graph):
@@ -92,10 +90,11 @@ def _unrunnable(graph, device_types):
 
 def num_outputs(node):
     """The node's output count, or None when the op is unknown here (checked later)."""
-    if node.op in _FIXED_OUTPUTS:
-        return _FIXED_OUTPUTS[node.op]
     if not has_op(node.op):
         return None
+    sig = get_op(node.op)
+    if sig.num_outputs_fixed:  # one tensor per output argument: no attr needed to count them
+        return len(sig.outputs)
     try:
         return signature.num_outputs(node)
     except Exception:  # a missing attr: the kernel binding reports it

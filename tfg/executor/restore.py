@@ -9,6 +9,9 @@ from tfg.errors import TfgInputError
 from tfg.graphdef.savedmodel_tf2 import restore_resource_variables
 from tfg.graphdef.state_checks import check_value
 from tfg.kernels.resources import Ref
+from tfg.schemas.ops import ref_variable_ops
+
+_REF_VARIABLES = ref_variable_ops()
 
 
 def restore_variables(session, graph, values):
@@ -23,7 +26,7 @@ def restore_variables(session, graph, values):
         raise TfgInputError("a SavedModel's variables cannot be restored on a --cluster yet")
     declared = {}
     for node in graph:
-        if node.op in ("VariableV2", "Variable"):
+        if node.op in _REF_VARIABLES:
             container = node.get_attr("container", b"").decode()
             short = node.get_attr("shared_name", b"").decode() or node.name
             declared[node.name] = (container, short, node.get_attr("dtype", None),

@@ -19,8 +19,9 @@ import numpy as np
 from tfg.errors import TfgInputError
 from tfg.graphdef.names import parse_tensor, tensor_name
 from tfg.schemas.dtypes import DType
+from tfg.schemas.ops import fed_placeholder_ops
 
-_PLACEHOLDERS = ("Placeholder", "PlaceholderV2")
+_PLACEHOLDERS = fed_placeholder_ops()
 # A made-up input larger than this is almost surely a mistyped --dim.
 MAX_ELEMENTS = 1 << 28
 

@@ -31,6 +31,9 @@ from tfg.graphdef.names import tensor_name
 from tfg.kernels.registry import get_kernel
 from tfg.kernels.memory import received
 from tfg.kernels.resources import Ref
+from tfg.schemas.ops import fed_placeholder_ops
+
+_FED_PLACEHOLDERS = fed_placeholder_ops()
 
 
 class StepRequest:
@@ -81,7 +84,7 @@ def check_request(graph, feed_refs, fetch_refs, targets):
     fed = set(feed_refs)
     needed = partitions.needed_nodes(graph, fetch_refs, targets, fed)
     for node in graph:  # file order: the first unfed placeholder is reported
-        if (node.name in needed and node.op in ("Placeholder", "PlaceholderV2")
+        if (node.name in needed and node.op in _FED_PLACEHOLDERS
                 and (node.name, 0) not in fed):
             raise TfgInputError(f"You must feed a value for placeholder {node.name!r}")
     return needed

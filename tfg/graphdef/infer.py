@@ -34,9 +34,23 @@ from tfg.schemas.ops.value_fns import (
 _MERGE_OPS = control_flow_names("merge")
 
 MAX_LOOP_ROUNDS = 8
+
+
+def _queue_handle(node, ctx):
+    return (tuple(ctx.attrs.get("component_types", ())), tuple(ctx.attrs.get("shapes", ())))
+
+
+# How each op that makes a resource describes its handle output (a per-op rule, like a shape
+# function: what a variable's or queue's readers infer from).
+_HANDLES = {
+    "VarHandleOp": lambda node, ctx: (ctx.attrs.get("dtype"), ctx.attrs.get("shape")),
+    # Pushes and pops find each other through the stack's name.
+    "StackV2": lambda node, ctx: ("stack", node.name),
+    "FIFOQueueV2": _queue_handle,
+    "RandomShuffleQueueV2": _queue_handle,
+}
 # Ops whose outputs may carry values or resource handles beyond dtype and shape.
-_EXTRA_OPS = FORWARDING | EVALUATED_OPS | {"VarHandleOp", "FIFOQueueV2", "RandomShuffleQueueV2",
-                                           "StackV2"}
+_EXTRA_OPS = FORWARDING | EVALUATED_OPS | frozenset(_HANDLES)
 
 
 class TensorInfo(NamedTuple):
@@ -185,13 +199,8 @@ def _extras(node, ctx, inputs, n):
             src = inputs[i] if op == "IdentityN" and i < len(inputs) else inputs[0]
             values[i], elems[i], handles[i] = src.value, src.elems, src.handle
         return values, elems, handles
-    if op == "VarHandleOp":
-        handles[0] = (ctx.attrs.get("dtype"), ctx.attrs.get("shape"))
-    elif op == "StackV2":
-        handles[0] = ("stack", node.name)  # pushes and pops find each other through it
-    elif op in ("FIFOQueueV2", "RandomShuffleQueueV2"):
-        handles[0] = (tuple(ctx.attrs.get("component_types", ())),
-                      tuple(ctx.attrs.get("shapes", ())))
+    if op in _HANDLES:
+        handles[0] = _HANDLES[op](node, ctx)
     elif can_evaluate(op):
         if op not in SHAPE_VALUE_OPS and any(i.value is None and i.elems is None
                                              for i in inputs):

@@ -37,7 +37,7 @@ _NOT_OUTPUT_OPS = PLACEHOLDER_OPS | VARIABLE_OPS | frozenset((
     "Const", "NoOp", "Assign", "AssignAdd", "AssignSub", "AssignVariableOp",
     "AssignAddVariableOp", "AssignSubVariableOp", "SaveV2", "RestoreV2", "Save", "Restore",
     "SaveSlices", "RestoreSlice", "MergeV2Checkpoints", "ShardedFilename", "StringJoin",
-    "ControlTrigger", "VarIsInitializedOp", "IsVariableInitialized", "_Send", "_HostSend"))
+    "VarIsInitializedOp", "IsVariableInitialized")) | control_flow_names("control_trigger", "send")
 _INIT_NAME = re.compile(r"(^|/)(init(_\d+)?|init_all_tables|.*_?initializer|save(_\d+)?/.*)$")
 _EXIT_OPS = control_flow_names("exit")
 

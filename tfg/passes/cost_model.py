@@ -33,7 +33,7 @@ from tfg.errors import TfgInputError
 from tfg.graphdef.io import write_bytes_atomic
 from tfg.graphdef.names import DeviceSpec
 from tfg.schemas.dtypes import DType
-from tfg.schemas.ops import control_flow_names, ops_with, signature
+from tfg.schemas.ops import control_flow_names, get_op, ops_with, signature
 
 FORMAT = "tfg.cost_model"
 
@@ -80,10 +80,11 @@ _ELEMENTWISE_WEIGHT = {
     "Selu": 8, "Softmax": 10, "LogSoftmax": 12, "RealDiv": 2, "Div": 2, "Reciprocal": 2,
 }
 # Ops that cost nothing but dispatch: feeds, variables, the executor's own control flow and
-# communication, and views or metadata.
-_FREE_OPS = ops_with("placeholder") | ops_with("variable") | control_flow_names() | frozenset({
-    "Const", "Identity", "IdentityN", "NoOp", "StopGradient", "PreventGradient", "Snapshot",
-    "Reshape", "Squeeze", "ExpandDims", "Shape", "ShapeN", "Size", "Rank", "EnsureShape"})
+# communication, identities (but CheckNumerics, the stateful one, reads every element), views
+# and metadata.
+_FREE_OPS = (ops_with("placeholder") | ops_with("variable") | control_flow_names()
+             | frozenset(n for n in ops_with("identity") if not get_op(n).stateful)
+             | ops_with("view") | ops_with("shape_metadata") | frozenset({"Const", "NoOp"}))
 
 
 @dataclass

@@ -16,6 +16,7 @@ from tfg.errors import TfgError
 from tfg.graphdef.graph import BACK_EDGE_OPS
 from tfg.graphdef.names import CONTROL
 from tfg.render.view import BOX_PREFIX, scope_of
+from tfg.schemas.ops import control_flow_names
 
 # Fill colours by op family (when the graph is not placed) and shapes that mark control flow.
 _STYLE = {
@@ -301,7 +302,9 @@ def _emit_edges(graph, view, edge_labels, lines):
                      + _edge_attrs(kind, f"x{n}" if n > 1 else None, penwidth=min(1 + n / 4, 4)))
 
 
-_SEND_RECV = ("_Send", "_Recv", "_HostSend", "_HostRecv")
+_SENDS = control_flow_names("send")
+_RECVS = control_flow_names("recv")
+_SEND_RECV = _SENDS | _RECVS
 SEND_RECV_COLOUR = "#2ca02c"
 
 
@@ -328,13 +331,13 @@ def _emit_send_recv_edges(graph, view, lines):
     sends = {}
     for name, unit in view.unit_of.items():
         node = graph[name]
-        key = _rendezvous_key(node) if node.op in ("_Send", "_HostSend") else None
+        key = _rendezvous_key(node) if node.op in _SENDS else None
         if key is not None:
             sends[key] = unit
     pairs = defaultdict(list)
     for name, unit in view.unit_of.items():
         node = graph[name]
-        key = _rendezvous_key(node) if node.op in ("_Recv", "_HostRecv") else None
+        key = _rendezvous_key(node) if node.op in _RECVS else None
         if key is not None:
             src = sends.get(key)
             if src is not None and src != unit:

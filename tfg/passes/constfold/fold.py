@@ -23,12 +23,12 @@ from tfg.schemas.ops.value_fns import MAX_ELEMENTS
 # Output larger than the inputs and above this: folding would bloat the graph file.
 MAX_CONSTANT_BYTES = 100 * 1024
 
-NEVER_FOLD = frozenset({
-    "Assert", "Print", "PrintV2", "CheckNumerics", "NoOp", "Save", "SaveV2", "Restore",
-    "RestoreV2", "RestoreSlice", "ReaderReadV2", "Stack", "StackV2", "StackPushV2", "StackPopV2",
-    "TensorArrayV3", "IdentityN",
-} | control_flow_names() | ops_with("variable") | PLACEHOLDERS | CONST_OPS)
-_SHAPE_OPS = frozenset({"Shape", "Size", "Rank", "ShapeN"})
+# Never evaluated, besides stateful ops and ops without a signature (`foldable` asks the
+# registry): control flow, feeds, variables, Consts already folded, and IdentityN, whose
+# outputs would each need a Const of their own for nothing.
+NEVER_FOLD = (control_flow_names() | ops_with("variable") | PLACEHOLDERS | CONST_OPS
+              | frozenset({"IdentityN"}))
+_SHAPE_OPS = ops_with("shape_metadata")
 
 
 def materialize_shapes(ctx):

@@ -21,7 +21,8 @@ from tfg.schemas.ops import control_flow_names, get_op, has_op, signature
 
 ENTER_OPS = control_flow_names("enter")
 EXIT_OPS = control_flow_names("exit")
-_IDENTITY_LIKE = frozenset({"Identity", "RefIdentity", "Switch", "RefSwitch"})
+# What a constant Enter may sit behind: identities proper and Switches.
+_IDENTITY_LIKE = control_flow_names("switch") | frozenset({"Identity", "RefIdentity"})
 
 
 def canon(t):

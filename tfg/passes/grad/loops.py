@@ -22,6 +22,7 @@ import numpy as np
 
 from tfg.passes.grad.emitter import Ctx, node_of
 from tfg.schemas.dtypes import DType
+from tfg.schemas.ops import control_flow_names
 
 
 class GradLoopState:
@@ -226,8 +227,9 @@ class GradLoopState:
         return real
 
 
-_PASS_THROUGH = frozenset({"Exit", "RefExit", "Switch", "RefSwitch", "Merge", "RefMerge", "Enter",
-                           "RefEnter", "Identity", "RefIdentity"})
+# What a loop exit's value passes through unchanged on its way from the loop variable.
+_PASS_THROUGH = (control_flow_names("exit", "switch", "merge", "enter")
+                 | frozenset({"Identity", "RefIdentity"}))
 
 
 def loop_var_zeros(b, t, ctx, name):

@@ -28,8 +28,9 @@ from tfg.errors import TfgInputError
 from tfg.graphdef.attrs import Shape
 from tfg.graphdef.names import parse_tensor
 from tfg.schemas.dtypes import DType
+from tfg.schemas.ops import has_trait, ref_variable_ops
 
-REF_VARS = ("VariableV2", "Variable")
+REF_VARS = ref_variable_ops()
 
 # name -> (Apply op suffix, default hyperparameters after LR, their names)
 OPTIMIZERS = {
@@ -228,7 +229,7 @@ def _add_initializers(g, new_inits):
     if init is not None and init.op == "NoOp":
         init.inputs = list(init.inputs) + [f"^{n}" for n in new_inits]
         return
-    existing = [f"{n.name}/Assign" for n in g if n.op in REF_VARS + ("VarHandleOp",)
+    existing = [f"{n.name}/Assign" for n in g if has_trait(n.op, "variable")
                 and f"{n.name}/Assign" in g and f"{n.name}/Assign" not in new_inits]
     name = "init" if init is None else g.unique_name("init")
     g.add_node(name, "NoOp", [f"^{n}" for n in existing + new_inits])

@@ -23,11 +23,12 @@ import re
 from tfg.errors import TfgInputError
 from tfg.graphdef import io
 from tfg.passes.partition import split_by_device
+from tfg.schemas.ops import control_flow_names
 
 INDEX = "index.json"
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
-_SEND_OPS = ("_Send", "_HostSend")
-_RECV_OPS = ("_Recv", "_HostRecv")
+_SEND_OPS = control_flow_names("send")
+_RECV_OPS = control_flow_names("recv")
 
 
 def device_file_name(device, ext="pb"):

@@ -14,6 +14,10 @@ from tfg.passes.cost_model import CostModel
 from tfg.passes.place.colocation import (  # noqa: F401
     EXECUTOR_OPS, PlacementError, build_groups, default_warn)
 from tfg.passes.place.simulate import simulate
+from tfg.schemas.ops import ops_with, ref_variable_ops
+
+# Ops whose `shape` attr is their output's shape (a VarHandleOp's output is a scalar handle).
+_SHAPE_ATTR_OPS = ops_with("placeholder") | ref_variable_ops()
 
 
 def place(graph, devices=None, cost_model=None, soft=True, cluster=None, warn=default_warn):
@@ -88,7 +92,7 @@ def _raw_tensor_shapes(graph):
         if recorded:
             for port, shape in enumerate(recorded):
                 shapes[(node.name, port)] = shape
-        elif node.op in ("Placeholder", "VariableV2", "Variable") and node.has_attr("shape"):
+        elif node.op in _SHAPE_ATTR_OPS and node.has_attr("shape"):
             shapes[(node.name, 0)] = node.get_attr("shape")
         elif node.op == "Const" and node.has_attr("value"):
             try:

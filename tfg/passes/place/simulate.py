@@ -16,9 +16,9 @@ Size and Rank go with their input; Switch and Exit with their data input; Enter 
 NextIteration with their first consumer (so one loop frame's skeleton stays on one device).
 """
 from tfg.graphdef.names import CONTROL
-from tfg.schemas.ops import control_flow_names, signature
+from tfg.schemas.ops import control_flow_names, ops_with, signature
 
-SHAPE_OPS = frozenset({"Shape", "Size", "Rank", "ShapeN"})
+SHAPE_OPS = ops_with("shape_metadata")
 FOLLOW_INPUT_OPS = control_flow_names("switch", "exit")
 FOLLOW_CONSUMER_OPS = control_flow_names("enter", "next_iteration")
 

@@ -43,46 +43,49 @@ op("Identity",
    outputs=["output: T"],
    attrs=["T: type"],
    shape_fn=unchanged,
-   traits=["cheap", "layout_agnostic"])
+   traits=["identity", "cheap", "layout_agnostic"])
 op("RefIdentity",
    inputs=["input: Ref(T)"],
    outputs=["output: Ref(T)"],
    attrs=["T: type"],
-   shape_fn=unchanged)
+   shape_fn=unchanged,
+   traits=["identity"])
 op("IdentityN",
    inputs=["input: T"],
    outputs=["output: T"],
    attrs=["T: list(type) >= 1"],
    shape_fn=unchanged_all,
-   traits=["cheap"])
+   traits=["identity", "cheap"])
 op("Snapshot",
    inputs=["input: T"],
    outputs=["output: T"],
    attrs=["T: type"],
    shape_fn=unchanged,
-   traits=["cheap"])
+   traits=["identity", "cheap"])
 op("StopGradient",
    inputs=["input: T"],
    outputs=["output: T"],
    attrs=["T: type"],
    shape_fn=unchanged,
-   traits=["cheap"])
+   traits=["identity", "cheap"])
 op("PreventGradient",
    inputs=["input: T"],
    outputs=["output: T"],
    attrs=["T: type", "message: string = ''"],
    shape_fn=unchanged,
-   traits=["cheap"])
+   traits=["identity", "cheap"])
 op("CheckNumerics",
    inputs=["tensor: T"],
    outputs=["output: T"],
    attrs=["T: floattype", "message: string"],
-   stateful=True, shape_fn=unchanged)
+   stateful=True, shape_fn=unchanged,
+   traits=["identity"])
 op("EnsureShape",
    inputs=["input: T"],
    outputs=["output: T"],
    attrs=["shape: shape", "T: type"],
-   shape_fn=ensure_shape)
+   shape_fn=ensure_shape,
+   traits=["identity"])
 
 # --- shapes of tensors
 op("Shape",
@@ -90,25 +93,25 @@ op("Shape",
    outputs=["output: out_type"],
    attrs=["T: type", "out_type: {int32, int64} = DT_INT32"],
    shape_fn=shape_of,
-   traits=["cheap"])
+   traits=["shape_metadata", "cheap"])
 op("ShapeN",
    inputs=["input: N * T"],
    outputs=["output: N * out_type"],
    attrs=["N: int >= 1", "T: type", "out_type: {int32, int64} = DT_INT32"],
    shape_fn=shape_n,
-   traits=["cheap"])
+   traits=["shape_metadata", "cheap"])
 op("Size",
    inputs=["input: T"],
    outputs=["output: out_type"],
    attrs=["T: type", "out_type: {int32, int64} = DT_INT32"],
    shape_fn=scalar,
-   traits=["cheap"])
+   traits=["shape_metadata", "cheap"])
 op("Rank",
    inputs=["input: T"],
    outputs=["output: int32"],
    attrs=["T: type"],
    shape_fn=scalar,
-   traits=["cheap"])
+   traits=["shape_metadata", "cheap"])
 
 # --- reshaping
 op("Bitcast",
@@ -124,19 +127,19 @@ op("Reshape",
    outputs=["output: T"],
    attrs=["T: type", "Tshape: {int32, int64} = DT_INT32"],
    shape_fn=reshape,
-   traits=["cheap"])
+   traits=["view", "cheap"])
 op("Squeeze",
    inputs=["input: T"],
    outputs=["output: T"],
    attrs=["T: type", "squeeze_dims: list(int) >= 0 = []"],
    shape_fn=squeeze,
-   traits=["cheap"])
+   traits=["view", "cheap"])
 op("ExpandDims",
    inputs=["input: T", "dim: Tdim"],
    outputs=["output: T"],
    attrs=["T: type", "Tdim: {int32, int64} = DT_INT32"],
    shape_fn=expand_dims,
-   traits=["cheap"])
+   traits=["view", "cheap"])
 op("Transpose",
    inputs=["x: T", "perm: Tperm"],
    outputs=["y: T"],

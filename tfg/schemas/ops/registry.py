@@ -43,6 +43,14 @@ TRAITS = {
     "fresh_output": "output 0 is a new array that nothing else references",
     # Commutes with a transpose of its 4-D data inputs (NHWC <-> NCHW layout rewrites).
     "layout_agnostic": "the op commutes with a transpose of its data inputs",
+    # Output i is input i, value unchanged (Identity, StopGradient, CheckNumerics, ...): shape
+    # inference forwards known values and handles through it, the cost model counts it free.
+    "identity": "output i is input i, value unchanged",
+    # The output is the input's shape, size or rank, never its values (constant folding
+    # materializes it from a known shape, placement keeps it with its input).
+    "shape_metadata": "the output is the input's shape, size or rank, not its values",
+    # Output 0 is input 0's elements in another shape: no arithmetic (cost model).
+    "view": "output 0 holds input 0's elements in another shape",
     # A value the user feeds: kept by every pass, never folded, listed as a graph input.
     "placeholder": "a value the caller feeds",
     # A variable that persists across steps and is saved in checkpoints.
@@ -128,6 +136,12 @@ class OpSignature:
         """Whether every input argument is a single tensor (no `N * T` or type lists)."""
         return all(not a.number_attr and not a.type_list_attr for a in self.inputs)
 
+    @property
+    def num_outputs_fixed(self):
+        """Whether every output argument is a single tensor, so the op has len(outputs)
+        outputs whatever its attrs (Switch: 2, _Send: 0)."""
+        return all(not a.number_attr and not a.type_list_attr for a in self.outputs)
+
 
 _OPS = {}
 
@@ -196,6 +210,18 @@ def ops_with(trait):
     if trait not in TRAITS:
         raise ValueError(f"unknown trait {trait!r} (known: {sorted(TRAITS)})")
     return frozenset(n for n, sig in _OPS.items() if trait in sig.traits)
+
+
+def fed_placeholder_ops():
+    """The placeholders without a default (Placeholder, PlaceholderV2): a step that needs one
+    must be fed a value for it."""
+    return frozenset(n for n in ops_with("placeholder") if not _OPS[n].inputs)
+
+
+def ref_variable_ops():
+    """The variables whose output is a reference (VariableV2, Variable), not a resource
+    handle (VarHandleOp)."""
+    return frozenset(n for n in ops_with("variable") if _OPS[n].outputs[0].is_ref)
 
 
 def control_flow_names(*kinds):

@@ -14,15 +14,14 @@ import numpy as np
 
 from tfg.schemas.dtypes import DType
 from tfg.schemas.ops.array_shapes import strided_slice_index
+from tfg.schemas.ops.registry import control_flow_names, ops_with
 from tfg.schemas.ops.shape_fns import is_fully_defined, num_elements
 
 MAX_ELEMENTS = 1024
 
 # Ops whose output i is input i (values, partial values and resource handles pass through).
-FORWARDING = frozenset({
-    "Identity", "Snapshot", "StopGradient", "PreventGradient", "CheckNumerics", "EnsureShape",
-    "Enter", "RefEnter", "Exit", "RefExit", "Switch", "RefSwitch", "NextIteration",
-    "RefNextIteration", "IdentityN"})
+FORWARDING = ops_with("identity") | control_flow_names("enter", "exit", "switch",
+                                                      "next_iteration")
 
 
 def partial_value(ctx, i):
@@ -167,6 +166,7 @@ def _reduction(fn):
     def run(ctx, vals):
         axes = tuple(_ints(vals[1]))
         return [fn(vals[0], axis=axes, keepdims=ctx.attr("keep_dims"))]
+    run.reduction = True  # no input may be partial (see _partial_ok)
     return run
 
 
@@ -181,6 +181,7 @@ def _elementwise(pyfn, npfn, nargs):
         if any(v.dtype == object for v in vals):
             return [vec(*vals)]
         return [np.asarray(npfn(*vals))]
+    run.elementwise = True  # every input may be partial (see _partial_ok)
     return run
 
 
@@ -203,8 +204,10 @@ _STRUCTURAL = {
 # Ops whose values follow from input shapes alone.
 _FROM_SHAPES = {"Const": _const, "Shape": _shape, "ShapeN": _shape_n, "Size": _size,
                 "Rank": _rank}
-_ELEMENTWISE = {"Add", "AddV2", "Sub", "Mul", "FloorDiv", "RealDiv", "Maximum", "Minimum", "Neg",
-                "Abs"}
+# Every input of an elementwise evaluation may be partial (None where unknown).
+_ELEMENTWISE = frozenset(op for op, fn in _STRUCTURAL.items()
+                         if getattr(fn, "elementwise", False))
+_REDUCTIONS = frozenset(op for op, fn in _STRUCTURAL.items() if getattr(fn, "reduction", False))
 
 
 def _partial_ok(op, n):
@@ -215,7 +218,7 @@ def _partial_ok(op, n):
         return range(n - 1)
     if op == "Concat":
         return range(1, n)
-    if op in ("Sum", "Prod", "Max", "Min", "Range", "BroadcastArgs", "BroadcastGradientArgs"):
+    if op in _REDUCTIONS or op in ("Range", "BroadcastArgs", "BroadcastGradientArgs"):
         return ()
     if op == "Fill":
         return (1,)
