@@ -5,7 +5,8 @@ import difflib
 import click
 
 from tfg.errors import TfgInputError
-from tfg.graphdef import io
+from tfg.graphdef import io, savedmodel
+from tfg.graphdef.names import parse_tensor
 
 graph_argument = click.argument("graph", required=False, default="-", metavar="GRAPH")
 
@@ -38,8 +39,6 @@ def progress_option(f):
 def read_graph(path, tag=None):
     """A Graph from a .pb/.pbtxt path, `-` (stdin), or a SavedModel folder/saved_model.pb."""
     if tag:
-        from tfg.graphdef import savedmodel
-
         if not savedmodel.is_saved_model(path):
             raise TfgInputError("--tag applies only to a SavedModel GRAPH")
         return savedmodel.load_graph(path, tags=tag)
@@ -66,8 +65,6 @@ def check_names(graph, names, flag, what="node"):
     After:  TfgInputError("--fetch lose: no node named 'lose' in the graph; did you mean
             'loss'?")
     """
-    from tfg.graphdef.names import parse_tensor
-
     for name in names:
         try:
             node = parse_tensor(name.lstrip("^")).node

@@ -6,6 +6,7 @@ import click
 
 from tfg.cli.common import read_graph, split_names
 from tfg.errors import TfgInputError
+from tfg.graphdef.diff import diff, format_text
 
 
 @click.command("diff")
@@ -28,8 +29,6 @@ def command(a, b, as_json, ignore_device, ignore_attrs, quiet):
       tfg optimize model.pb -o opt.pb; tfg diff model.pb opt.pb
       tfg diff model.pb opt.pb --json | jq .counts
     """
-    from tfg.graphdef.diff import diff, format_text
-
     if a in (None, "-") and b in (None, "-"):
         raise TfgInputError("only one of A and B can be `-` (stdin)")
     d = diff(read_graph(a), read_graph(b), ignore_device=ignore_device,

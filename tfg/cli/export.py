@@ -2,6 +2,7 @@
 import click
 
 from tfg.cli.common import graph_argument, read_graph
+from tfg.tensorboard import read_chrome_trace, write_graph_events
 
 
 @click.group("export")
@@ -34,8 +35,6 @@ def tensorboard(graph, logdir, traces, tag):
       tfg export tensorboard mlp.pb logs/mlp --trace trace.json
       tensorboard --logdir logs
     """
-    from tfg.tensorboard import read_chrome_trace, write_graph_events
-
     g = read_graph(graph)
     runs = []
     for i, path in enumerate(traces):

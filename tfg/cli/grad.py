@@ -3,6 +3,7 @@ import click
 
 from tfg.cli.common import (check_names, graph_argument, output_options, read_graph,
                             split_names, write_graph)
+from tfg.passes.grad import grad
 
 
 @click.command("grad")
@@ -32,8 +33,6 @@ def command(graph, ys, xs, grad_ys, prefix, optimizer, output, fmt):
       tfg grad model.pb --ys loss --xs w1,b1 --optimizer momentum:0.1,0.9 -o train.pb
       tfg run train.pb --init init --target train --steps 1000 --fetch loss
     """
-    from tfg.passes.grad import grad
-
     g = read_graph(graph)
     for flag, names in (("--ys", ys), ("--xs", xs), ("--grad-ys", grad_ys)):
         check_names(g, split_names(names), flag)

@@ -8,6 +8,7 @@ from tfg.cli.common import (check_names, graph_argument, output_options, progres
                             read_graph, split_names, write_graph)
 from tfg.cli.progress import Progress, passes_line
 from tfg.errors import TfgInputError
+from tfg.passes.manager import DEFAULT_PIPELINE, DEFAULT_ROUNDS, list_passes, optimize
 
 
 @click.command("optimize")
@@ -44,7 +45,6 @@ def command(graph, passes, keep, feeds, devices, rounds, report, as_json, list_,
       tfg optimize model.pb --passes prune,constfold --keep out
       tfg optimize model.pb --report --json 2>report.json | tfg run - --fetch out
     """
-    from tfg.passes.manager import optimize
     if as_json and not (report or list_):
         raise TfgInputError("--json applies to --report and --list (the graph itself is "
                             "written as GraphDef)")
@@ -78,7 +78,6 @@ def command(graph, passes, keep, feeds, devices, rounds, report, as_json, list_,
 
 
 def _print_list(as_json):
-    from tfg.passes.manager import DEFAULT_PIPELINE, DEFAULT_ROUNDS, list_passes
     if as_json:
         passes = [{"name": name, "doc": doc, "default": default}
                   for name, doc, default in list_passes()]

@@ -4,6 +4,8 @@ import click
 
 from tfg.cli.common import graph_argument, output_options, read_graph, write_graph
 from tfg.cli.place import device_options
+from tfg.passes.partition import partition
+from tfg.passes.partition.files import StagedSplit, check_split_dir, split_files
 
 
 @click.command("partition")
@@ -24,9 +26,6 @@ def command(graph, devices, cluster, cost_model, hard, output, fmt, split_dir):
       tfg partition model.pb --cluster worker=127.0.0.1:2222,127.0.0.1:2223 -o parts.pb
       tfg partition model.pb --devices cpu:2 -o parts.pb --split parts/
     """
-    from tfg.passes.partition import partition
-    from tfg.passes.partition.files import StagedSplit, check_split_dir, split_files
-
     if split_dir is not None:
         if not split_dir:
             raise click.BadParameter("needs a directory", param_hint="--split")

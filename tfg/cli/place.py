@@ -2,6 +2,7 @@
 import click
 
 from tfg.cli.common import graph_argument, output_options, read_graph, write_graph
+from tfg.passes.place import place
 
 
 def device_options(f):
@@ -33,8 +34,6 @@ def command(graph, devices, cluster, cost_model, hard, output, fmt):
       tfg place model.pb --devices cpu:2,gpu:1 -o placed.pbtxt
       tfg place model.pb --devices cpu:2 --cost-model cost.json --no-soft-placement
     """
-    from tfg.passes.place import place
-
     g = read_graph(graph)
     write_graph(place(g, devices, cost_model=cost_model, soft=not hard, cluster=cluster),
                 output, fmt)

@@ -3,6 +3,7 @@ import click
 
 from tfg.cli.common import (check_names, graph_argument, output_options, read_graph,
                             split_names, write_graph)
+from tfg.passes.prune import prune
 
 
 @click.command("prune")
@@ -24,7 +25,6 @@ def command(graph, fetches, targets, feeds, output, fmt):
     Example:
       tfg prune model.pb --fetch loss --feed x:0 -o small.pb
     """
-    from tfg.passes.prune import prune
     g = read_graph(graph)
     for flag, names in (("--fetch", fetches), ("--target", targets), ("--feed", feeds)):
         check_names(g, split_names(names), flag)

@@ -2,6 +2,8 @@
 import click
 
 from tfg.cli.common import graph_argument, read_graph
+from tfg.errors import TfgInputError
+from tfg.render import format_for, load_times, render
 
 
 @click.command("render")
@@ -35,17 +37,12 @@ def command(graph, output, max_nodes, scope, around, depth, no_labels, color_by,
       tfg render model.pb -o - --around loss --depth 3 | dot -Tpng > near.png
       tfg run model.pb ... --trace t.json; tfg render model.pb -o hot.svg --color-by time --trace t.json
     """
-    from tfg.errors import TfgInputError
-    from tfg.render import format_for, render
-
     if scope and around:
         raise TfgInputError("--scope and --around cannot be used together")
     if depth < 0:
         raise TfgInputError("--depth must be 0 or more")
     if output != "-":
         format_for(output)  # a bad extension fails before any work
-    from tfg.render import load_times
-
     times = load_times(trace_path) if trace_path else None
     if color_by == "time" and not times:
         raise TfgInputError("--color-by time needs --trace TRACE.json (from `tfg run --trace`)")

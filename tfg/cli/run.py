@@ -12,7 +12,22 @@ from tfg.cli.common import (check_names, graph_argument, progress_option, read_g
 from tfg.cli.feeds import add_random_feeds, feed_options, read_feeds
 from tfg.cli.progress import Progress, value_text
 from tfg.errors import TfgInputError
+from tfg.executor.blas import resolve_blas_threads
+from tfg.executor.distributed import ClusterConfig
+from tfg.executor.distributed.auth import resolve_token
+from tfg.executor.limits import parse_size
+from tfg.executor.restore import restore_variables
+from tfg.executor.runner import Runner, checkpoint_note
+from tfg.executor.session import Session
+from tfg.executor.trace import write_chrome_trace
+from tfg.graphdef import savedmodel
+from tfg.graphdef.functions import inline_functions, is_functional, library_functions
 from tfg.graphdef.io import write_bytes_atomic
+from tfg.graphdef.names import parse_tensor
+from tfg.passes.cost_model import CostModel
+from tfg.schemas.dtypes import DType
+from tfg.schemas.ops import has_op
+from tfg.schemas.ops.signature import output_dtypes
 
 
 @click.command("run")
@@ -87,9 +102,6 @@ def command(graph, fmt, as_json, tag, signature, feed_args, feeds_file, random_s
       tfg run export/1 --signature serving_default --feed 'x=[[1,2,3,4]]' --json
       tfg run model.pb --random-feeds --dim 'x=32' --fetch y --profile cost.json
     """
-    from tfg.executor.runner import Runner
-    from tfg.executor.session import Session
-
     # numpy's RuntimeWarnings (NaN casts, overflow) would add lines to stderr: TensorFlow
     # computes the same values without a word, and so does tfg run.
     warnings.simplefilter("ignore", RuntimeWarning)
@@ -109,8 +121,6 @@ def command(graph, fmt, as_json, tag, signature, feed_args, feeds_file, random_s
     g = _inline_plain_graph_functions(g)
     shown = list(fetch_names)  # the names values are reported under
     if signature:  # keys of a SavedModel signature -> tensor names
-        from tfg.graphdef import savedmodel
-
         _check_signature_keys(g, signature, feeds, fetch_names)
         feeds, fetch_names, shown = savedmodel.bind_signature(g, signature, feeds, fetch_names)
     check_names(g, list(feeds), "--feed/--feeds")
@@ -128,20 +138,12 @@ def command(graph, fmt, as_json, tag, signature, feed_args, feeds_file, random_s
     if blas_threads is not None:
         if cluster is not None:
             raise TfgInputError("--blas-threads applies to local runs, not to --cluster")
-        from tfg.executor.blas import resolve_blas_threads
-
         blas_threads = resolve_blas_threads(blas_threads, "--blas-threads") or 0
     if cluster is not None:  # the cluster options travel with the spec (distributed/)
-        from tfg.executor.distributed import ClusterConfig
-
-        from tfg.executor.distributed.auth import resolve_token
-
         cluster = ClusterConfig(cluster, timeout=timeout, tls_ca=tls_ca,
                                 auth_token=resolve_token(auth_token, auth_token_file))
     if checkpoint_every is not None and not checkpoint_dir:
         raise TfgInputError("--checkpoint-every needs --checkpoint-dir")
-    from tfg.executor.limits import parse_size
-
     sess = Session(g, devices=devices, cluster=cluster,
                    max_memory=None if max_memory is None else parse_size(max_memory),
                    blas_threads=blas_threads, validate_graph=True)
@@ -150,14 +152,9 @@ def command(graph, fmt, as_json, tag, signature, feed_args, feeds_file, random_s
     click.get_current_context().call_on_close(sess.close)
     saved = getattr(g, "saved_model", None)
     if saved is not None and saved.variables_prefix:  # as TensorFlow's loader restores them
-        from tfg.executor.restore import restore_variables
-        from tfg.graphdef import savedmodel
-
         restore_variables(sess, g, savedmodel.read_variables(saved.path))
     profile = None
     if profile_path:
-        from tfg.passes.cost_model import CostModel
-
         profile = CostModel()
     # "step i/N, steps/s, ETA, loss=0.123" on a terminal once the steps take over a second,
     # from where a resumed checkpoint left off (the Runner reports that first).
@@ -188,8 +185,6 @@ def command(graph, fmt, as_json, tag, signature, feed_args, feeds_file, random_s
     if profile is not None:
         profile.save(profile_path)
     if trace_path and sess.last_trace is not None:
-        from tfg.executor.trace import write_chrome_trace
-
         write_chrome_trace(sess.last_trace, trace_path)
     if fetch_names:
         _emit_values(shown, values, output, fmt)
@@ -198,9 +193,6 @@ def command(graph, fmt, as_json, tag, signature, feed_args, feeds_file, random_s
 def _check_signature_keys(g, name, feeds, fetch_names):
     """A feed or fetch key that is neither a key of signature `name` nor a tensor of the graph
     is an input error listing the signature's keys."""
-    from tfg.graphdef import savedmodel
-    from tfg.graphdef.names import parse_tensor
-
     sig = savedmodel.signature(g, name)
     for flag, keys, known in (("--feed", feeds, sig["inputs"]),
                               ("--fetch", fetch_names, sig["outputs"])):
@@ -217,11 +209,6 @@ def _check_signature_keys(g, name, feeds, fetch_names):
 def _refuse_variant_fetches(g, fetch_names):
     """A variant (e.g. a TensorList handle) has no array to print or save: refused before
     running, naming the fetch (unknown nodes are left to the session's own error)."""
-    from tfg.graphdef.names import parse_tensor
-    from tfg.schemas.dtypes import DType
-    from tfg.schemas.ops import has_op
-    from tfg.schemas.ops.signature import output_dtypes
-
     for name in fetch_names:
         ref = parse_tensor(name)
         node_name, port = ref.node, ref.port
@@ -242,8 +229,6 @@ def _refuse_variant_fetches(g, fetch_names):
 def _interrupted(runner, bar, shown, output, fmt):
     """After a Ctrl-C: save the variables (--save) and print the last completed step's values,
     as a training loop stopped by hand would, then say where the steps stopped."""
-    from tfg.executor.runner import checkpoint_note
-
     if bar is not None:
         bar.close()
     done, values = runner.done, runner.last_values
@@ -339,8 +324,6 @@ def _json_value(name, value):
 def _inline_plain_graph_functions(g):
     """A plain GraphDef (not a SavedModel, which inlines on load) whose nodes call functions of
     its library runs with the calls inlined; a call that cannot be inlined is an input error."""
-    from tfg.graphdef.functions import inline_functions, is_functional, library_functions
-
     lib = library_functions(g)
     if getattr(g, "saved_model", None) is None and any(is_functional(n, lib) for n in g):
         return inline_functions(g).graph

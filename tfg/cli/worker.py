@@ -6,6 +6,10 @@ import threading
 import click
 
 from tfg.errors import TfgInputError
+from tfg.executor.distributed.auth import resolve_token
+from tfg.executor.distributed.spec import parse_cluster, read_pem, task_from_tf_config
+from tfg.executor.distributed.worker import serve
+from tfg.executor.limits import parse_size
 
 
 @click.command("worker")
@@ -51,9 +55,6 @@ def command(cluster, job, task, bind, devices, auth_token, auth_token_file, max_
       tfg worker --cluster worker=127.0.0.1:2222,127.0.0.1:2223 --job worker --task 0
       TF_CONFIG='{"cluster":{"worker":["127.0.0.1:2222"]},"task":{"type":"worker","index":0}}' tfg worker
     """
-    from tfg.executor.distributed.spec import parse_cluster, task_from_tf_config
-    from tfg.executor.distributed.worker import serve
-
     if cluster is None:
         jobs, env_job, env_task = task_from_tf_config()
         job = env_job if job is None else job
@@ -62,13 +63,8 @@ def command(cluster, job, task, bind, devices, auth_token, auth_token_file, max_
         jobs = parse_cluster(cluster)
     job = job or "worker"
     task = 0 if task is None else task
-    from tfg.executor.distributed.auth import resolve_token
-    from tfg.executor.limits import parse_size
-
     auth_token = resolve_token(auth_token, auth_token_file)
     max_memory = None if max_memory is None else parse_size(max_memory)
-    from tfg.executor.distributed.spec import read_pem
-
     pems = [None if p is None else read_pem(p, flag) for p, flag in
             ((tls_cert, "--tls-cert"), (tls_key, "--tls-key"), (tls_ca, "--tls-ca"))]
     if tls_ca is not None and tls_cert is None:

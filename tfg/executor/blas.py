@@ -24,6 +24,8 @@ import ctypes
 import os
 import threading
 
+import numpy  # noqa: F401 - loads its BLAS, so that it shows in the process's maps
+
 from tfg.errors import TfgInputError
 
 ENV_VAR = "TFG_BLAS_THREADS"
@@ -49,7 +51,7 @@ class _Backend:
 
 def _threadpoolctl_backend():
     try:
-        from threadpoolctl import ThreadpoolController
+        from threadpoolctl import ThreadpoolController  # lazy: optional dependency
     except ImportError:
         return None
     libs = [lib for lib in ThreadpoolController().lib_controllers if lib.user_api == "blas"]
@@ -79,8 +81,6 @@ def _openblas_paths():
 
 
 def _ctypes_backend():
-    import numpy  # noqa: F401 - loads its BLAS, so that it shows in the process's maps
-
     for path in _openblas_paths():
         try:
             lib = ctypes.CDLL(path)

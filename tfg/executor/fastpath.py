@@ -12,6 +12,7 @@ occur here (nothing produces them).
 import time
 import threading
 
+from tfg.errors import GraphValidationError
 from tfg.executor import plan as P
 from tfg.executor.calls import slot_call
 from tfg.executor.executor import node_error
@@ -199,7 +200,6 @@ def _topo(items):
             if indeg[dst] == 0:
                 stack.append(dst)
     if len(order) != len(items):
-        from tfg.errors import GraphValidationError
         stuck = sorted(it.name for it in items if indeg[it.id] > 0)
         raise GraphValidationError(f"the graph has a cycle among nodes {stuck[:5]}")
     return order

@@ -16,6 +16,7 @@ bit-for-bit those of the ordinary kernels.
 import numpy as np
 
 from tfg.kernels import clamp
+from tfg.kernels.nn_ops import _bias_shape
 from tfg.kernels.registry import get_kernel
 from tfg.schemas.ops import ops_with
 
@@ -38,8 +39,6 @@ def _clamp(fn):
 
 
 def _bias_add(base):
-    from tfg.kernels.nn_ops import _bias_shape
-
     def bias_add_inplace(ctx, value, bias):
         if (type(value) is np.ndarray and value.flags.writeable
                 and type(bias) is np.ndarray and bias.dtype == value.dtype):

@@ -28,11 +28,12 @@ import numpy as np
 
 from tfg.errors import TfgInputError, TfgRuntimeError
 from tfg.graphdef.infer import TensorInfo, infer_node
+from tfg.kernels.list_ops import TensorList, stacked_shape
 from tfg.schemas.dtypes import DType
 from tfg.schemas.ops import registry
+from tfg.schemas.ops.signature import input_dtypes, output_dtypes
 from tfg.schemas.ops.shape_fns import broadcast_binary, merge_inputs, scalar, unchanged, \
     unchanged_all
-from tfg.schemas.ops.signature import input_dtypes, output_dtypes
 
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40,
           "p": 1 << 50}
@@ -235,8 +236,6 @@ def _list_slots(ctx, a):
 
 
 def _list_stack(ctx, a):
-    from tfg.kernels.list_ops import TensorList, stacked_shape
-
     got = stacked_shape(a[0], a[1]) if isinstance(a[0], TensorList) else None
     return got or (None, None)
 

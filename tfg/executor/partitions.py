@@ -48,6 +48,7 @@ def without_unrunnable(graph, device_types):
     Before: sig (MatMul) ; save (StatefulPartitionedCall, no kernel) -> save_id (Identity).
     After:  sig ; {'save': "no kernel for op ...", 'save_id': "no kernel for op ..."}.
     """
+    # lazy: the passes are heavy to import, and a one-device run never gets here
     from tfg.passes.collective import has_collectives, lower_collectives
 
     if has_collectives(graph):  # no kernels: partitioning lowers them to ordinary ops first
@@ -71,7 +72,7 @@ def check_runnable(graph, unrunnable, fetch_refs, targets, fed):
 def _unrunnable(graph, device_types):
     """{name: reason} of nodes without a kernel on any of `device_types` and of their
     transitive consumers (data and control)."""
-    from tfg.passes.place.colocation import feasible_types
+    from tfg.passes.place.colocation import feasible_types  # lazy: as above, passes are heavy
 
     why = {}
     for node in graph:

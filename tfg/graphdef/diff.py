@@ -18,6 +18,7 @@ Attr values are shown as TensorFlow prints them: `"SAME"`, `true`, `DT_FLOAT`, `
 `[1, 2, 2, 1]`; tensors as `tensor<float32>[2, 2] [1.,1.,1.,1.]`.
 The graph's `versions` and function library are compared too.
 """
+import hashlib
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -243,8 +244,6 @@ def _shape(shape):
 
 
 def _short_hash(av):
-    import hashlib
-
     return hashlib.sha1(av.SerializeToString(deterministic=True)).hexdigest()[:8]
 
 

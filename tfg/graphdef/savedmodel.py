@@ -25,6 +25,7 @@ be inlined (an op tfg does not know, a missing or recursive function) stays a ca
 running anything that needs it is refused with the reason.
 """
 import os
+import shlex
 import struct
 from dataclasses import dataclass, field
 
@@ -409,8 +410,6 @@ def run_command(source, info, name=None):
     """A ready-to-paste `tfg run` line for one signature (default: serving_default or the
     first with inputs or outputs), feeding itself: `tfg run export/1 --signature
     serving_default --random-feeds` (string inputs and unknown ranks: `--feed key=@key.npy`)."""
-    import shlex
-
     usable = [n for n, sig in info.signatures.items() if sig["inputs"] or sig["outputs"]]
     if not usable:
         return None

@@ -292,7 +292,7 @@ def format_text(summary, saved=None):
         add(f"dangling inputs ({len(d)}): " + ", ".join(
             f"{x['node']} <- {x['input']}" for x in d[:5]) + (" ..." if len(d) > 5 else ""))
     if saved is not None:
-        from tfg.graphdef import savedmodel
+        from tfg.graphdef import savedmodel  # lazy: only SavedModels need it
 
         lines.extend(savedmodel.format_signatures(saved))
     if summary["run_command"]:

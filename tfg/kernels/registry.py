@@ -113,4 +113,6 @@ def _ensure_loaded():
     global _loaded
     if not _loaded:
         _loaded = True
-        import tfg.kernels  # noqa: F401  (registers every kernel module)
+        # lazy: registers every kernel module on the first lookup (the package imports this
+    # module: a circle at import time), so graph-only commands never load the kernels
+    import tfg.kernels  # noqa: F401

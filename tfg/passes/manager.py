@@ -14,6 +14,7 @@ pass: inputs exist with valid ports, no cycle that a NextIteration does not brea
 preserved node still there with its op's outputs.
 """
 import gc
+import importlib
 import sys
 import time
 from contextlib import contextmanager
@@ -51,7 +52,6 @@ def register_pass(name, doc, first_round_only=False):
 
 def _load_passes():
     # Importing the pass modules registers them (here, not at module top: they import this one).
-    import importlib
     for mod in ("prune", "constfold", "arith", "layout", "remap", "loop", "dependency",
                 "collective"):
         importlib.import_module(f"tfg.passes.{mod}")

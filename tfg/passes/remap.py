@@ -158,7 +158,8 @@ def rules():
                "_FusedConv2D/_FusedMatMul/_FusedBatchNormEx.")
 def remap(graph, opts):
     """Fuse the patterns above; returns whether anything changed."""
-    import tfg.kernels.fused  # noqa: F401  (the fused ops' kernels)
-    import tfg.schemas.ops.fused  # noqa: F401
+    # lazy: the fused ops' kernels; importing a kernel module loads the kernels package,
+    # which `tfg optimize` without remap never needs (tfg.schemas.ops registers the signatures)
+    import tfg.kernels.fused  # noqa: F401
     ctx = RewriteContext(graph, opts, stage="Remapper")
     return graph_rewrite(ctx, rules())

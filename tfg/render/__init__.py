@@ -10,6 +10,8 @@
 svg/png/pdf need Graphviz's `dot` binary (through the `graphviz` Python package, imported here
 only when drawing); `.dot` needs neither. Files are written whole or not at all.
 """
+import io as _io
+import json
 import os
 import sys
 
@@ -48,9 +50,7 @@ def to_graphml(graph, scope=None, around=None, depth=2):
     Before: a Graph.  After: b'<?xml ...><graphml ...>' with one node per NodeDef (attrs op,
     device) and one edge per input (attrs port, kind = data|control).
     """
-    import io as _io
-
-    import networkx as nx
+    import networkx as nx  # lazy: ~1 s to import; only GraphML output needs it
 
     view = select(graph, max_nodes=max(len(graph), 1), scope=scope, around=around,
                   depth=depth)
@@ -73,8 +73,6 @@ def to_graphml(graph, scope=None, around=None, depth=2):
 def load_times(path):
     """{node name: seconds} from a Chrome trace (`tfg run --trace`): the total duration of each
     node's runs in the traced step (a node in a loop runs once per iteration)."""
-    import json
-
     try:
         with open(path, "rb") as f:
             doc = json.loads(f.read())
@@ -174,7 +172,7 @@ def render(graph, path, fmt=None, **options):
 def run_dot(text, fmt):
     """dot source -> bytes of `fmt`, through Graphviz's `dot` binary."""
     try:
-        import graphviz
+        import graphviz  # lazy: an optional dependency, for svg/png/pdf only
     except ImportError:
         raise TfgInputError("drawing svg/png/pdf needs the `graphviz` Python package "
                             "(pip install graphviz); write a .dot file instead") from None

@@ -10,6 +10,7 @@ The text is written by hand (not through the graphviz package) so `.dot` output 
 the package nor the `dot` binary.
 """
 import html
+import math
 from collections import defaultdict
 
 from tfg.errors import TfgError
@@ -221,8 +222,6 @@ def _colouring(color_by, device_colour, times):
 
 def _heat(seconds, top):
     """White (no time) -> yellow -> red (the slowest node), on a log scale over 3 decades."""
-    import math
-
     if seconds is None or top <= 0 or seconds <= 0:
         return "#ffffff"
     f = min(max(1.0 + math.log10(seconds / top) / 3.0, 0.0), 1.0)  # 1 at the slowest node

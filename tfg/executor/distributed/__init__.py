@@ -14,13 +14,13 @@ from tfg.executor.distributed.spec import ClusterConfig  # noqa: F401
 
 def connect(graph, cluster, devices=None):
     """A ClusterSession running `graph` on `cluster` (a SPEC, a dict or a ClusterConfig)."""
-    from tfg.executor.distributed.master import ClusterSession
+    from tfg.executor.distributed.master import ClusterSession  # lazy: gRPC is slow to import
 
     return ClusterSession(graph, cluster, devices=devices)
 
 
 def serve(jobs, job, task, **options):
     """Start serving one task; see tfg.executor.distributed.worker.serve."""
-    from tfg.executor.distributed.worker import serve as _serve
+    from tfg.executor.distributed.worker import serve as _serve  # lazy: gRPC, as above
 
     return _serve(jobs, job, task, **options)

@@ -31,6 +31,7 @@ from tfg.executor.trace import StepTrace
 from tfg.graphdef.graph import Graph
 from tfg.graphdef.names import DeviceSpec, tensor_name
 from tfg.kernels.resources import Ref, ResourceMgr
+from tfg.passes.partition import partition
 from tfg.schemas.proto import worker_pb2 as pb
 
 
@@ -71,8 +72,6 @@ class ClusterSession:
 
     def _executable(self, graph, devices):
         if not partitions.is_partitioned(graph):
-            from tfg.passes.partition import partition
-
             types = {d.device_type for st in self.status.values() for d in st.devices}
             graph, self._unrunnable = partitions.without_unrunnable(graph, types)
             graph = partition(graph, devices=devices, cluster=self.config.jobs)

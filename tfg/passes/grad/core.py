@@ -23,6 +23,8 @@ tf.gradients would build.
 import collections
 import warnings
 
+import numpy as np
+
 from tfg.errors import GraphValidationError, TfgError, TfgInputError
 from tfg.graphdef import frames
 from tfg.graphdef.infer import infer
@@ -446,6 +448,4 @@ def _unique_scope(g, base):
 
 
 def _scalar(value, dtype):
-    import numpy as np
-
     return np.asarray(value, dtype=dtype.np)

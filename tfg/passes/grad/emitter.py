@@ -14,6 +14,8 @@ A node created in a loop frame whose inputs are all loop invariants (or that has
 gets a control edge from the frame's control pivot so that it runs once per iteration, as
 TensorFlow's `_MaybeAddControlDependency` does.
 """
+import numpy as np
+
 from tfg.errors import GraphValidationError
 from tfg.graphdef.names import CONTROL, input_string, parse_input
 from tfg.schemas.dtypes import DType
@@ -117,8 +119,6 @@ class Scope:
         return self.builder.dtype_of(t)
 
     def const(self, value, dtype, name="Const"):
-        import numpy as np
-
         dtype = DType.parse(dtype) if not isinstance(dtype, DType) else dtype
         return self.op("Const", [], {"dtype": dtype, "value": np.asarray(value, dtype=dtype.np)},
                        name=name)
