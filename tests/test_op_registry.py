@@ -90,9 +90,9 @@ def test_identity_ops_have_one_input_and_one_output_argument():
 _TELLTALES = [("Enter", "RefEnter"), ("Exit", "RefExit"), ("Merge", "RefMerge"),
               ("NextIteration", "RefNextIteration"), ("Placeholder", "PlaceholderWithDefault"),
               ("VariableV2", "VarHandleOp"), ("MatMul", "Conv2D"), ("_Send", "_Recv")]
-# Modules whose op-name literals are registrations or rules, not copies of a trait: kernel and
-# gradient registrations, rewrite patterns, and the GPU helper (being rewritten, issue 16 item 4).
-_ALLOWED = {"tfg/kernels", "tfg/passes/grad", "tfg/render/dot.py", "tfg/passes/remap.py"}
+# Modules whose op-name literals are registrations or rules, not copies of a trait: kernel
+# registrations, render's per-op styles and the remapper's patterns (see _OP_TABLES below).
+_ALLOWED = {"tfg/kernels", "tfg/render/dot.py", "tfg/passes/remap.py"}
 
 
 def _literal_names(tree):
