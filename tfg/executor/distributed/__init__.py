@@ -7,13 +7,19 @@ steps on them through the same executor as local runs (only the rendezvous diffe
 
 Modules: spec (cluster SPEC, TF_CONFIG, options), rpc (gRPC options, auth token, clients,
 chunked tensors), rendezvous (RecvTensor pulls), worker (the service), master (placement,
-registration, steps, failures, checkpoints), resume (checkpoint every N steps and resume).
+registration, steps, failures, checkpoints), resume (checkpoint every N steps and resume),
+tf_engine (the same, with TensorFlow servers as the workers).
 """
 from tfg.executor.distributed.spec import ClusterConfig  # noqa: F401
 
 
 def connect(graph, cluster, devices=None):
-    """A ClusterSession running `graph` on `cluster` (a SPEC, a dict or a ClusterConfig)."""
+    """A ClusterSession running `graph` on `cluster` (a SPEC, a dict or a ClusterConfig);
+    a TFClusterSession when the ClusterConfig's engine is "tensorflow"."""
+    if getattr(cluster, "engine", "tfg") == "tensorflow":
+        from tfg.executor.distributed.tf_engine.master import TFClusterSession
+
+        return TFClusterSession(graph, cluster, devices=devices)
     from tfg.executor.distributed.master import ClusterSession
 
     return ClusterSession(graph, cluster, devices=devices)

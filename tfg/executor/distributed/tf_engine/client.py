@@ -1,0 +1,44 @@
+"""A client of one TensorFlow server's `tensorflow.WorkerService`, with tfg's errors.
+
+    >>> client = TFWorkerClient(("worker", 1), "127.0.0.1:2223")
+    >>> [d.name for d in client.call("GetStatus", tfpb.GetStatusRequest(), 5).device_attributes]
+    ['/job:worker/replica:0/task:1/device:CPU:0']
+
+The channel options, the auth metadata and the mapping of gRPC failures to errors that name
+the task are those of tfg's own WorkerClient (rpc.py); only the stub differs. `start` runs a
+call as a gRPC future, which the master cancels to stop a step: a TensorFlow worker cancels
+the step it runs for a RunGraph call that its caller cancelled.
+"""
+import grpc
+
+from tfg.executor.distributed import rpc
+from tfg.schemas.proto import tf_worker_pb2_grpc
+
+
+class TFWorkerClient(rpc.WorkerClient):
+    """rpc.WorkerClient speaking TensorFlow's WorkerService."""
+
+    def __init__(self, task, address, token=None, tls_ca=None):
+        super().__init__(task, address, token, tls_ca)
+        self.stub = tf_worker_pb2_grpc.WorkerServiceStub(self.channel)
+
+    def start(self, method, request, done, timeout=None):
+        """Start `method` as a future; `done(response or exception)` when it ends. Returns
+        the future (`.cancel()` ends the call, and with it a RunGraph's step)."""
+        future = getattr(self.stub, method).future(request, timeout=timeout,
+                                                   metadata=self.metadata)
+
+        def finished(f):
+            try:
+                result = f.result()
+            except grpc.FutureCancelledError as e:
+                result = e
+            except grpc.RpcError as e:
+                result = e
+            done(result)
+
+        future.add_done_callback(finished)
+        return future
+
+    def recv_tensor(self, step_id, key):
+        raise NotImplementedError("tfg workers pull from TensorFlow servers in tf_engine")
