@@ -54,6 +54,7 @@ class TFClusterSession:
         self._cache = {}
         self._lock = threading.Lock()
         self._sessions = set()  # tasks with a worker session of ours
+        self._helpers = None  # the graph with variables.py's nodes, made on first use
         self.last_trace = None
         self.status = rpc.call_all({t: (c, "GetStatus", tfpb.GetStatusRequest())
                                     for t, c in self.clients.items()}, timeout=self.timeout)
@@ -125,19 +126,30 @@ class TFClusterSession:
         if trace:
             raise TfgInputError("--trace is not available with --engine tensorflow "
                                 "(TensorFlow's servers keep their own step stats)")
-        with self._lock:
-            prepared = self._cache.get(request.key)
-            if prepared is None:
-                prepared = self._cache[request.key] = self._prepare(request)
-        values = request.converted_feeds(self.graph)
-        return self._step(prepared, values, len(request.fetch_refs))
-
-    def _prepare(self, request):
         partitions.check_runnable(self._source, self._unrunnable, request.fetch_refs,
                                   request.targets, set(request.feed_refs))
-        needed = check_request(self.graph, request.feed_refs, request.fetch_refs,
-                               request.targets)
-        parts = task_graphs(self.graph, needed, request.feed_refs, request.fetch_refs,
+        return self._run(self.graph, request)
+
+    def run_helper(self, request):
+        """A step of the variable helpers' graph (variables.py): the session's graph with
+        read, assign and is-initialized nodes beside each variable."""
+        with self._lock:
+            if self._helpers is None:
+                self._helpers = variables.helper_graph(self.graph)
+        return self._run(self._helpers, request)
+
+    def _run(self, graph, request):
+        key = (id(graph), request.key)
+        with self._lock:
+            prepared = self._cache.get(key)
+            if prepared is None:
+                prepared = self._cache[key] = self._prepare(graph, request)
+        values = request.converted_feeds(graph)
+        return self._step(prepared, values, len(request.fetch_refs))
+
+    def _prepare(self, graph, request):
+        needed = check_request(graph, request.feed_refs, request.fetch_refs, request.targets)
+        parts = task_graphs(graph, needed, request.feed_refs, request.fetch_refs,
                             self.incarnations)
         fed = {ref: i for i, ref in enumerate(request.feed_refs)}
         fed_fetches = {i: fed[r] for i, r in enumerate(request.fetch_refs) if r in fed}
