@@ -243,3 +243,43 @@ def test_kill_9_of_a_tensorflow_server_ends_the_step_naming_it():
         sess.close()
     finally:
         servers.close()
+
+
+@needs_tf
+@pytest.mark.slow
+def test_mixed_cluster_driven_by_tensorflows_client_equals_a_local_run():
+    """Task 0 a TensorFlow server, task 1 a `tfg worker`: TensorFlow's master registers the
+    task-1 partition on the tfg worker (tensorflow.WorkerService on its port), tensors flow
+    both ways with TensorFlow's RecvTensor, a resource variable lives on the tfg worker."""
+    import json
+
+    p0, p1 = _free_port(), _free_port()
+    spec = f"worker=127.0.0.1:{p0},127.0.0.1:{p1}"
+    tfg_worker = subprocess.Popen([sys.executable, "-m", "tfg", "worker", "--cluster", spec,
+                                   "--job", "worker", "--task", "1", "--verbose"],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    server = subprocess.Popen([TF_PYTHON, str(ROOT / "tools" / "tf_server.py"), "--cluster",
+                               spec, "--task", "0"], stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert server.stdout.readline().startswith("ready")
+        p = subprocess.run([TF_PYTHON, str(ROOT / "tools" / "tf_mixed_client.py"), "--target",
+                            f"grpc://127.0.0.1:{p0}", "--steps", "4"], capture_output=True,
+                           text=True, timeout=300)
+        assert p.returncode == 0, p.stderr[-2000:]
+        got = json.loads(p.stdout.strip().splitlines()[-1])
+        assert len(got["cluster"]) == 4
+        for (loss, summary), (want_loss, want_summary) in zip(got["cluster"], got["local"]):
+            np.testing.assert_allclose(loss, want_loss, rtol=1e-5)
+            np.testing.assert_allclose(summary, want_summary, rtol=1e-5)
+        assert got["cluster"][-1][0] < got["cluster"][0][0]  # it trained
+        assert tfg_worker.poll() is None  # and the tfg worker is still serving
+    finally:
+        for proc in (server, tfg_worker):
+            proc.kill()
+            proc.wait()
+    log = tfg_worker.stderr.read().decode()
+    # Its part ran there, and TensorFlow's task pulled from it; the session was closed.
+    for call in ("tensorflow.RegisterGraph", "tensorflow.RunGraph", "tensorflow.RecvTensor",
+                 "tensorflow.DeleteWorkerSession"):
+        assert call in log

@@ -12,6 +12,7 @@ the step it runs for a RunGraph call that its caller cancelled.
 import grpc
 
 from tfg.executor.distributed import rpc
+from tfg.schemas.proto import tf_worker_pb2 as tfpb
 from tfg.schemas.proto import tf_worker_pb2_grpc
 
 
@@ -41,4 +42,10 @@ class TFWorkerClient(rpc.WorkerClient):
         return future
 
     def recv_tensor(self, step_id, key):
-        raise NotImplementedError("tfg workers pull from TensorFlow servers in tf_engine")
+        """Pull one tensor with TensorFlow's RecvTensor -> (array or None, is_dead): what a
+        tfg worker's RemoteRendezvous calls for a key whose sender is a TensorFlow task."""
+        resp = self.stub.RecvTensor(tfpb.RecvTensorRequest(step_id=step_id, rendezvous_key=key),
+                                    metadata=self.metadata)
+        if resp.is_dead:
+            return None, True
+        return rpc.decode(resp.tensor), False
