@@ -7,6 +7,7 @@ Starts two `tf.distribute.Server` tasks on loopback (tools/tf_server.py, run wit
 --tf-python, default $TFG_TF_PYTHON), then checks each case as check.py's `cluster` mode does
 (`tfg partition --cluster SPEC | tfg run --cluster SPEC`), with TFG_ENGINE=tensorflow so that
 `tfg run` drives the TensorFlow servers. check.py is the one beside the cases (or --check).
+With --mixed task 1 is a `tfg worker` instead (it serves tensorflow.WorkerService too).
 Prints one line per case and 'N passed, N failed'; exits 1 if any failed, 2 when TensorFlow
 is missing.
 """
@@ -27,15 +28,24 @@ def load_check(path):
     return module
 
 
-def start_tf_servers(tf_python, n, free_port, wait=120):
-    """n TensorFlow servers of job `worker` on loopback -> (SPEC, processes)."""
+def start_tf_servers(tf_python, n, free_port, wait=120, tfg_tasks=(), tfg=None):
+    """n tasks of job `worker` on loopback -> (SPEC, processes): TensorFlow servers, except
+    the indices in `tfg_tasks`, which are `tfg worker`s (`tfg`: the command)."""
     ports = [free_port() for _ in range(n)]
     spec = "worker=" + ",".join(f"127.0.0.1:{p}" for p in ports)
-    procs = [subprocess.Popen([tf_python, os.path.join(HERE, "tf_server.py"), "--cluster", spec,
-                               "--task", str(i)], stdout=subprocess.PIPE,
-                              stderr=subprocess.DEVNULL, text=True) for i in range(n)]
+    procs, tf_procs = [], []
+    for i in range(n):
+        if i in tfg_tasks:
+            procs.append(subprocess.Popen(
+                tfg.split() + ["worker", "--cluster", spec, "--job", "worker", "--task", str(i)],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        else:
+            procs.append(subprocess.Popen(
+                [tf_python, os.path.join(HERE, "tf_server.py"), "--cluster", spec, "--task",
+                 str(i)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True))
+            tf_procs.append(procs[-1])
     deadline = time.time() + wait
-    for p in procs:  # "ready" once the server listens (TensorFlow's import takes a while)
+    for p in tf_procs:  # "ready" once the server listens (TensorFlow's import takes a while)
         line = p.stdout.readline()
         if not line.startswith("ready") or time.time() > deadline:
             stop(procs)
@@ -58,6 +68,7 @@ def main():
     ap.add_argument("--check", default=None, help="check.py (default: beside the cases)")
     ap.add_argument("--timeout", type=float, default=120)
     ap.add_argument("--kinds", default="run,train,grad")
+    ap.add_argument("--mixed", action="store_true", help="task 1 is a tfg worker")
     a = ap.parse_args()
     probe = subprocess.run([a.tf_python, "-c", "import tensorflow"], capture_output=True)
     if probe.returncode != 0:
@@ -71,7 +82,8 @@ def main():
     check = load_check(a.check or os.path.join(os.path.dirname(os.path.abspath(
         cases[0].rstrip("/"))), "check.py"))
     os.environ["TFG_ENGINE"] = "tensorflow"
-    spec, procs = start_tf_servers(a.tf_python, 2, check.free_port)
+    spec, procs = start_tf_servers(a.tf_python, 2, check.free_port,
+                                   tfg_tasks=(1,) if a.mixed else (), tfg=a.tfg)
     passed = failed = 0
     try:
         for d in cases:

@@ -15,14 +15,23 @@ from tfg.executor.distributed.spec import ClusterConfig  # noqa: F401
 
 def connect(graph, cluster, devices=None):
     """A ClusterSession running `graph` on `cluster` (a SPEC, a dict or a ClusterConfig);
-    a TFClusterSession when the ClusterConfig's engine is "tensorflow"."""
-    if getattr(cluster, "engine", "tfg") == "tensorflow":
-        from tfg.executor.distributed.tf_engine.master import TFClusterSession
-
-        return TFClusterSession(graph, cluster, devices=devices)
+    a TFClusterSession when the ClusterConfig's engine is "tensorflow", or when no engine is
+    named and the first task turns out to be a TensorFlow server (it does not serve tfg's
+    GetStatus but answers TensorFlow's)."""
+    from tfg.errors import TfgRuntimeError
     from tfg.executor.distributed.master import ClusterSession
+    from tfg.executor.distributed.tf_engine import client as tf_client
+    from tfg.executor.distributed.tf_engine.master import TFClusterSession
 
-    return ClusterSession(graph, cluster, devices=devices)
+    engine = getattr(cluster, "engine", None)
+    if engine == "tensorflow":
+        return TFClusterSession(graph, cluster, devices=devices)
+    try:
+        return ClusterSession(graph, cluster, devices=devices)
+    except TfgRuntimeError:
+        if engine is None and tf_client.is_tensorflow_server(ClusterConfig(cluster)):
+            return TFClusterSession(graph, cluster, devices=devices)
+        raise
 
 
 def serve(jobs, job, task, **options):

@@ -31,8 +31,9 @@ class ClusterConfig:
     which a dead or unreachable worker ends a step, and the `auth_token` every RPC carries
     (default: the TFG_AUTH_TOKEN environment variable), and `tls_ca`, a PEM file of the CA that
     signed the workers' certificates (TLS is on when it is given). `engine` says what the
-    workers are: "tfg" (`tfg worker`, the default) or "tensorflow" (TensorFlow servers,
-    driven through tfg/executor/distributed/tf_engine)."""
+    workers are: "tfg" (`tfg worker`) or "tensorflow" (TensorFlow servers, driven through
+    tfg/executor/distributed/tf_engine); None (the default) finds out: tfg's protocol first,
+    TensorFlow's when the first task does not serve tfg's (see distributed.connect)."""
 
     def __init__(self, spec, timeout=None, auth_token=None, tls_ca=None, engine=None):
         if isinstance(spec, ClusterConfig):
@@ -48,8 +49,8 @@ class ClusterConfig:
         if self.timeout <= 0:
             raise TfgInputError(f"--timeout must be positive, got {timeout}")
         self.auth_token = resolve_token(auth_token)
-        self.engine = engine or "tfg"
-        if self.engine not in ENGINES:
+        self.engine = engine
+        if engine is not None and engine not in ENGINES:
             raise TfgInputError(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}")
 
     @property

@@ -12,8 +12,14 @@ the step it runs for a RunGraph call that its caller cancelled.
 import grpc
 
 from tfg.executor.distributed import rpc
+
+# TensorFlow's servers answer a client that pings more often than every 5 minutes without data
+# with GOAWAY "too_many_pings" (their gRPC default): no keepalive pings on these channels. A
+# dead server is found by the master's GetStatus pings (step.py) instead.
+OPTIONS = [(k, v) for k, v in rpc.OPTIONS if not k.startswith(("grpc.keepalive",
+                                                               "grpc.http2.max_pings"))]
 from tfg.schemas.proto import tf_worker_pb2 as tfpb
-from tfg.schemas.proto import tf_worker_pb2_grpc
+from tfg.schemas.proto import tf_worker_pb2_grpc, worker_pb2, worker_pb2_grpc
 
 
 class TFWorkerClient(rpc.WorkerClient):
@@ -21,6 +27,12 @@ class TFWorkerClient(rpc.WorkerClient):
 
     def __init__(self, task, address, token=None, tls_ca=None):
         super().__init__(task, address, token, tls_ca)
+        self.channel.close()  # rpc.WorkerClient's has keepalive pings
+        if tls_ca:
+            creds = grpc.ssl_channel_credentials(root_certificates=tls_ca)
+            self.channel = grpc.secure_channel(address, creds, options=OPTIONS)
+        else:
+            self.channel = grpc.insecure_channel(address, options=OPTIONS)
         self.stub = tf_worker_pb2_grpc.WorkerServiceStub(self.channel)
 
     def start(self, method, request, done, timeout=None):
@@ -49,3 +61,25 @@ class TFWorkerClient(rpc.WorkerClient):
         if resp.is_dead:
             return None, True
         return rpc.decode(resp.tensor), False
+
+
+def is_tensorflow_server(config):
+    """Whether the first task of `config` (a ClusterConfig) answers TensorFlow's GetStatus
+    but not tfg's: a TensorFlow server. Asked only after tfg's GetStatus failed."""
+    task = config.tasks[0]
+    client = TFWorkerClient(task, config.address(task), config.auth_token, config.tls_ca)
+    wait = min(2.0, config.timeout)
+    try:
+        try:
+            client.stub.GetStatus(tfpb.GetStatusRequest(), timeout=wait,
+                                  metadata=client.metadata)
+        except grpc.RpcError:
+            return False
+        try:
+            worker_pb2_grpc.WorkerServiceStub(client.channel).GetStatus(
+                worker_pb2.GetStatusRequest(), timeout=wait, metadata=client.metadata)
+        except grpc.RpcError as e:
+            return e.code() == grpc.StatusCode.UNIMPLEMENTED
+        return False
+    finally:
+        client.close()
