@@ -283,3 +283,15 @@ def test_mixed_cluster_driven_by_tensorflows_client_equals_a_local_run():
     for call in ("tensorflow.RegisterGraph", "tensorflow.RunGraph", "tensorflow.RecvTensor",
                  "tensorflow.DeleteWorkerSession"):
         assert call in log
+
+
+@needs_tf
+@pytest.mark.slow
+def test_a_spec_in_another_order_than_the_servers_own_is_an_input_error(tf_servers):
+    from tfg.errors import TfgInputError
+
+    job, addrs = tf_servers.spec.split("=")
+    swapped = f"{job}=" + ",".join(reversed(addrs.split(",")))
+    graph, _ = train_graph()
+    with pytest.raises(TfgInputError, match="in the order of their own cluster spec"):
+        Session(graph, cluster=ClusterConfig(swapped, engine="tensorflow"))
