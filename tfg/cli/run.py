@@ -44,6 +44,11 @@ from tfg.schemas.ops.signature import output_dtypes
 @click.option("--devices", default=None, metavar="SPEC",
               help="cpu:4, cpu:2,gpu:1 or full device names (default: every local device).")
 @click.option("--cluster", default=None, metavar="SPEC", help="Run on a cluster of workers.")
+@click.option("--engine", type=click.Choice(["tfg", "tensorflow"]), default=None,
+              envvar="TFG_ENGINE",
+              help="--cluster: what the workers are: `tfg worker`s (tfg, the default) or "
+                   "TensorFlow servers (tensorflow: tf.distribute.Server tasks). Also "
+                   "TFG_ENGINE.")
 @click.option("-o", "--output", default=None, metavar="OUT.npz",
               help="Save each fetch under the name as given (instead of printing); .json and "
                    ".txt paths get JSON and text.")
@@ -91,7 +96,7 @@ from tfg.schemas.ops.signature import output_dtypes
 def command(graph, fmt, as_json, tag, signature, feed_args, feeds_file, random_seed, dims,
             fetches, targets, inits, steps, devices, cluster, output, trace_path, profile_path,
             save_dir, restore_dir, timeout, auth_token, checkpoint_dir, checkpoint_every,
-            max_memory, blas_threads, tls_ca, progress, auth_token_file):
+            max_memory, blas_threads, tls_ca, progress, auth_token_file, engine):
     """Run GRAPH: feed placeholders, compute fetches, run targets.
 
     \b
@@ -132,6 +137,9 @@ def command(graph, fmt, as_json, tag, signature, feed_args, feeds_file, random_s
     _refuse_variant_fetches(g, fetch_names)
     if tls_ca is not None and cluster is None:
         raise TfgInputError("--tls-ca needs --cluster")
+    if engine is not None and cluster is None and click.get_current_context() \
+            .get_parameter_source("engine") == click.core.ParameterSource.COMMANDLINE:
+        raise TfgInputError("--engine needs --cluster")  # (TFG_ENGINE alone is ignored)
     if max_memory is not None and cluster is not None:
         raise TfgInputError("--max-memory applies to local runs (each worker refuses tensors "
                             "larger than its machine's memory)")
@@ -141,7 +149,8 @@ def command(graph, fmt, as_json, tag, signature, feed_args, feeds_file, random_s
         blas_threads = resolve_blas_threads(blas_threads, "--blas-threads") or 0
     if cluster is not None:  # the cluster options travel with the spec (distributed/)
         cluster = ClusterConfig(cluster, timeout=timeout, tls_ca=tls_ca,
-                                auth_token=resolve_token(auth_token, auth_token_file))
+                                auth_token=resolve_token(auth_token, auth_token_file),
+                                engine=engine)
     if checkpoint_every is not None and not checkpoint_dir:
         raise TfgInputError("--checkpoint-every needs --checkpoint-dir")
     sess = Session(g, devices=devices, cluster=cluster,

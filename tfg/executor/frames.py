@@ -9,7 +9,45 @@ Pending counts, dead counts and input slots live per iteration (dicts filled laz
 plan's initial counts), so iteration n+1 can start while n still runs, up to the frame's
 `parallel_iterations`.
 """
-import hashlib
+import struct
+
+_M = 0xC6A4A7935BD1E995
+_MASK = (1 << 64) - 1
+
+
+def tf_hash64(data, seed=0xDECAFCAFFE):
+    """TensorFlow's Hash64 of bytes (a 64-bit multiplicative hash, MurmurHash2-style)."""
+    n = len(data)
+    h = seed ^ ((n * _M) & _MASK)
+    end = n - n % 8
+    for (k,) in struct.iter_unpack("<Q", data[:end]):
+        k = (k * _M) & _MASK
+        k ^= k >> 47
+        h ^= (k * _M) & _MASK
+        h = (h * _M) & _MASK
+    if end < n:
+        h ^= int.from_bytes(data[end:], "little")
+        h = (h * _M) & _MASK
+    h ^= h >> 47
+    h = (h * _M) & _MASK
+    return h ^ (h >> 47)
+
+
+def tf_hash64_combine(a, b):
+    return a ^ ((b + 0x9E3779B97F4A7800 + ((a << 10) & _MASK) + (a >> 4)) & _MASK)
+
+
+def tf_frame_id(parent_id, parent_iter, frame_name):
+    """The id TensorFlow's executor gives a child frame, which rendezvous keys of Send/Recv
+    inside loops carry (`...;frame_id:iter`): a loop split between tfg and TensorFlow workers
+    must name its iterations alike on both.
+
+    Before: the root frame (id 0), iteration 0, Enter frame_name "while/while_context".
+    After:  18186195969791715286 (what a TensorFlow server puts in its keys).
+    """
+    name = frame_name if isinstance(frame_name, bytes) else frame_name.encode(
+        "utf-8", "surrogateescape")
+    return tf_hash64_combine(parent_id, tf_hash64_combine(parent_iter, tf_hash64(name)))
 
 
 class Iteration:
@@ -30,11 +68,10 @@ class Frame:
 
     def __init__(self, path, parent, parent_iter, max_parallel, pending_inputs):
         self.path = path
-        # Partitions of one loop on several devices name the same frame the same way, so the
-        # id (part of rendezvous keys) must be a stable function of the path.
-        self.frame_id = 0 if parent is None else int.from_bytes(
-            hashlib.blake2b(path.encode("utf-8", "surrogateescape"), digest_size=8).digest(),
-            "little") >> 1
+        # Partitions of one loop on several devices (and tasks, tfg's or TensorFlow's) name
+        # the same frame the same way: the id (part of rendezvous keys) is TensorFlow's.
+        self.frame_id = 0 if parent is None else tf_frame_id(
+            parent.frame_id, parent_iter, path[len(parent.child_path(parent_iter, "")):])
         self.parent = parent
         self.parent_iter = parent_iter
         self.max_parallel = max_parallel

@@ -23,16 +23,21 @@ from tfg.passes.cluster_spec import parse_cluster
 
 DEFAULT_TIMEOUT = 10.0
 TOKEN_ENV = "TFG_AUTH_TOKEN"
+ENGINES = ("tfg", "tensorflow")
 
 
 class ClusterConfig:
     """A parsed cluster SPEC plus the master's options: the failure `timeout` (seconds) within
     which a dead or unreachable worker ends a step, and the `auth_token` every RPC carries
     (default: the TFG_AUTH_TOKEN environment variable), and `tls_ca`, a PEM file of the CA that
-    signed the workers' certificates (TLS is on when it is given)."""
+    signed the workers' certificates (TLS is on when it is given). `engine` says what the
+    workers are: "tfg" (`tfg worker`) or "tensorflow" (TensorFlow servers, driven through
+    tfg/executor/distributed/tf_engine); None (the default) finds out: tfg's protocol first,
+    TensorFlow's when the first task does not serve tfg's (see distributed.connect)."""
 
-    def __init__(self, spec, timeout=None, auth_token=None, tls_ca=None):
+    def __init__(self, spec, timeout=None, auth_token=None, tls_ca=None, engine=None):
         if isinstance(spec, ClusterConfig):
+            engine = spec.engine if engine is None else engine
             timeout = spec.timeout if timeout is None else timeout
             auth_token = spec.auth_token if auth_token is None else auth_token
             tls_ca = spec.tls_ca if tls_ca is None else tls_ca
@@ -44,6 +49,9 @@ class ClusterConfig:
         if self.timeout <= 0:
             raise TfgInputError(f"--timeout must be positive, got {timeout}")
         self.auth_token = resolve_token(auth_token)
+        self.engine = engine
+        if engine is not None and engine not in ENGINES:
+            raise TfgInputError(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}")
 
     @property
     def tasks(self):

@@ -423,6 +423,10 @@ def serve(jobs, job, task, bind=None, devices=None, token=None, verbose=False,
                          interceptors=interceptors, options=rpc.SERVER_OPTIONS,
                          maximum_concurrent_rpcs=max_calls)
     worker_pb2_grpc.add_WorkerServiceServicer_to_server(service, server)
+    # The same task for TensorFlow masters and servers, on the same port (tf_engine/service.py).
+    from tfg.executor.distributed.tf_engine import service as tf_service
+
+    tf_service.add_to_server(service, server)
     server.add_generic_rpc_handlers((rpc.health_handler(lambda: service.serving),))
     try:
         if tls_cert is not None:
