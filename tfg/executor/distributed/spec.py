@@ -29,10 +29,14 @@ class ClusterConfig:
     """A parsed cluster SPEC plus the master's options: the failure `timeout` (seconds) within
     which a dead or unreachable worker ends a step, and the `auth_token` every RPC carries
     (default: the TFG_AUTH_TOKEN environment variable), and `tls_ca`, a PEM file of the CA that
-    signed the workers' certificates (TLS is on when it is given)."""
+    signed the workers' certificates (TLS is on when it is given). `compress_transfers`
+    "bf16" sends float32 tensors between tasks as truncated 16-bit floats (RecvTensor)."""
 
-    def __init__(self, spec, timeout=None, auth_token=None, tls_ca=None):
+    def __init__(self, spec, timeout=None, auth_token=None, tls_ca=None,
+                 compress_transfers=None):
         if isinstance(spec, ClusterConfig):
+            compress_transfers = spec.compress_transfers if compress_transfers is None \
+                else compress_transfers
             timeout = spec.timeout if timeout is None else timeout
             auth_token = spec.auth_token if auth_token is None else auth_token
             tls_ca = spec.tls_ca if tls_ca is None else tls_ca
@@ -44,6 +48,11 @@ class ClusterConfig:
         if self.timeout <= 0:
             raise TfgInputError(f"--timeout must be positive, got {timeout}")
         self.auth_token = resolve_token(auth_token)
+        compress_transfers = compress_transfers or "none"
+        if compress_transfers not in ("none", "bf16"):
+            raise TfgInputError(f"--compress-transfers must be none or bf16, not "
+                                f"{compress_transfers!r}")
+        self.compress_transfers = "" if compress_transfers == "none" else compress_transfers
 
     @property
     def tasks(self):
