@@ -16,22 +16,26 @@ by `tfg partition --compress-transfers bf16`, and RecvTensor pulls of `tfg run -
 import numpy as np
 
 COMPRESS_ATTR = "_tfg_compress"
+WORD = np.dtype(np.uint16)  # what a compressed float32 crosses as
 MODES = ("none", "bf16")
 
 
-def truncate(arr):
-    """float32 array -> uint16 array of each element's upper 16 bits (NaN stays NaN unless
-    its payload lived only in the low bits, where it becomes an infinity: as the paper's
-    scheme, tfg keeps the rule exact rather than special-casing it)."""
-    a = np.ascontiguousarray(arr, dtype=np.float32)
-    return (a.view(np.uint32) >> 16).astype(np.uint16)
+def truncate(arr, xp=np):
+    """float32 array -> uint16 array of each element's upper 16 bits, same shape (NaN stays
+    NaN unless its payload lived only in the low bits, where it becomes an infinity: as the
+    paper's scheme, tfg keeps the rule exact rather than special-casing it). `xp`: numpy or
+    CuPy, for a value on a GPU."""
+    a = xp.asarray(arr, dtype=np.float32)
+    # (ascontiguousarray makes a scalar 1-d: the shape is put back)
+    words = (xp.ascontiguousarray(a).view(np.uint32) >> 16).astype(np.uint16)
+    return words.reshape(a.shape)
 
 
-def widen(words, shape=None):
+def widen(words, shape=None, xp=np):
     """uint16 words -> float32 with the low 16 bits zero (the receiver's side)."""
-    w = np.asarray(words, dtype=np.uint16)
-    out = (w.astype(np.uint32) << 16).view(np.float32)
-    return out if shape is None else out.reshape(shape)
+    w = xp.asarray(words, dtype=np.uint16)
+    out = (xp.ascontiguousarray(w).astype(np.uint32) << 16).view(np.float32)
+    return out.reshape(w.shape if shape is None else shape)
 
 
 def roundtrip(arr):
@@ -42,3 +46,9 @@ def roundtrip(arr):
 def applies(value):
     """Whether a value is compressed in transfer (float32 arrays only)."""
     return getattr(value, "dtype", None) == np.float32
+
+
+def marked(node):
+    """Whether a _Send/_Recv node carries COMPRESS_ATTR "bf16" (tfg partition wrote it)."""
+    mode = node.get_attr(COMPRESS_ATTR, b"") if node.has_attr(COMPRESS_ATTR) else b""
+    return (mode.decode() if isinstance(mode, bytes) else mode) == "bf16"

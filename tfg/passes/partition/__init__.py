@@ -18,16 +18,18 @@ from tfg.graphdef.names import DeviceSpec
 from tfg.passes.collective import has_collectives, lower_collectives
 from tfg.passes.partition.control_flow import (  # noqa: F401
     add_control_loops, normalize_control_flow_devices)
+from tfg.passes.partition.compress import compress_transfers
 from tfg.passes.partition.split import split_edges
 from tfg.passes.place import default_warn, place
 
 
 def partition(graph, devices=None, cost_model=None, soft=True, cluster=None,
-              warn=default_warn):
+              warn=default_warn, compress=None):
     """A copy of `graph` partitioned per device (see the module docstring).
 
     devices/cluster/cost_model/soft are as for `tfg.passes.place.place`, which runs first
     unless `devices` and `cluster` are both None and every node already has a full device.
+    `compress="bf16"` marks float32 transfers for truncation to 16 bits (compress.py).
 
     Before: a:0 (CPU:0) -> b (CPU:1).
     After:  a -> a/_1 (_Send, CPU:0);  a/_2 (_Recv, CPU:1) -> b.
@@ -47,6 +49,8 @@ def partition(graph, devices=None, cost_model=None, soft=True, cluster=None,
     cloops = add_control_loops(out, analyze(out))
     # Frames again: the control loops are new members of their frames.
     split_edges(out, cloops, analyze(out))
+    if compress is not None:
+        compress_transfers(out, compress)
     return _grouped_by_device(out)
 
 
