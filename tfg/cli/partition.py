@@ -16,7 +16,11 @@ from tfg.cli.place import device_options
 @click.option("--compress-transfers", "compress", type=click.Choice(["none", "bf16"]),
               default=None, help="bf16: float32 tensors cross devices as truncated 16-bit "
                                  "floats (lossy, half the bytes; an attr on _Send/_Recv).")
-def command(graph, devices, cluster, cost_model, hard, output, fmt, split_dir, compress):
+@click.option("--schedule-recv", type=click.Choice(["none", "alap"]), default=None,
+              help="alap: control edges start each _Recv as late as possible (an ASAP/ALAP "
+                   "analysis with the cost model), so received tensors do not wait in memory.")
+def command(graph, devices, cluster, cost_model, hard, output, fmt, split_dir, compress,
+            schedule_recv):
     """Partition GRAPH per device: nodes without a device are placed first, then every edge
     between devices becomes a _Send/_Recv pair (loops split across devices get a control
     loop on each). `tfg run` runs the result without placing again.
@@ -37,7 +41,7 @@ def command(graph, devices, cluster, cost_model, hard, output, fmt, split_dir, c
         check_split_dir(split_dir)  # before the work, not after it
     g = read_graph(graph)
     parted = partition(g, devices, cost_model=cost_model, soft=not hard, cluster=cluster,
-                       compress=compress)
+                       compress=compress, schedule_recv=schedule_recv)
     if split_dir is None:
         write_graph(parted, output, fmt)
         return

@@ -82,6 +82,7 @@ class StepGroup:
         self.error = None
         self.rendezvous = None
         self.peak_bytes = 0
+        self.device_peaks = {}  # device -> peak live bytes of its executor this step
 
     def fail(self, error):
         """Record the first error and cancel the step everywhere."""
@@ -154,6 +155,8 @@ class DataflowRun:
             with self.group.lock:
                 self.finished = True
                 self.group.peak_bytes = max(self.group.peak_bytes, self.meter.peak)
+                self.group.device_peaks[self.device_name] = max(
+                    self.group.device_peaks.get(self.device_name, 0), self.meter.peak)
                 deadlock = self.group.check_deadlock()
             if deadlock is not None:
                 self.group.fail(deadlock)

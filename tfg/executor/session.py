@@ -167,7 +167,8 @@ class LocalSession:
             values = S.run_prepared(prepared, group, feed_values)
         if trace:
             self.last_trace = StepTrace(list(group.trace), group.peak_bytes,
-                                        [p.device.name for p in prepared.plans])
+                                        [p.device.name for p in prepared.plans],
+                                        dict(group.device_peaks))
         return [S.fetched_value(v, prepared.fetch_name(i), prepared.fetch_copy[i])
                 for i, v in enumerate(values)]
 
