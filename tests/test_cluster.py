@@ -153,6 +153,7 @@ def test_chunks_roundtrip_dtypes():
 def test_kernel_error_names_the_node_and_ends_every_task(cluster):
     graph, feeds = train_graph()
     with Session(graph, cluster=cluster.spec, ) as sess:
+        sess.reset()  # earlier tests' variables live on in the workers' default container
         with pytest.raises(TfgRuntimeError, match="uninitialized") as info:
             sess.run("loss", feeds=feeds)  # no init
         assert "step aborted" not in str(info.value)

@@ -52,7 +52,8 @@ def test_idle_sessions_expire_and_orphan_steps_are_collected():
     service = WorkerService({"worker": ["127.0.0.1:1"]}, "worker", 0)
     busy = service._session("busy", None)
     idle = service._session("idle", None)
-    idle.resources.get_or_create("", "w", lambda: object())
+    idle.resources.get_or_create("", "w", lambda: object())  # the worker's default container
+    idle.resources.get_or_create("_rng", "r", lambda: object())  # the session's own
     running = service._step(1)
     running.session, running.group = "busy", object()
     orphan = service._step(2)
@@ -60,7 +61,10 @@ def test_idle_sessions_expire_and_orphan_steps_are_collected():
     assert session_table.sweep(service, idle_s=60, now=now) == (0, 0)
     busy.last_used = idle.last_used = now - 61
     assert session_table.sweep(service, idle_s=60, now=now) == (1, 0)
-    assert set(service.sessions) == {"busy"} and len(idle.resources.items()) == 0
+    # The session's private state goes; its variables stay in the worker's containers (issue
+    # 19: another session may share them) until a reset clears them.
+    assert set(service.sessions) == {"busy"} and idle.resources.private.items() == []
+    assert [k for k, _ in service.containers.items()] == [("", "w")]
     later = orphan.created + session_table.ORPHAN_TTL_S + 1
     assert session_table.sweep(service, idle_s=60, now=later) == (0, 1)
     assert set(service.steps) == {1}

@@ -19,8 +19,11 @@ from tfg.passes.grad import grad
 @click.option("--optimizer", metavar="SPEC",
               help="Also add a `train` NoOp updating the variable xs: sgd:LR, "
                    "momentum:LR,M, adam:LR[,B1,B2,EPS] or rmsprop:LR[,DECAY,M,EPS].")
+@click.option("--swap-memory", is_flag=True,
+              help="While loops: mark the stack pushes swap_memory, so on a GPU the forward "
+                   "values the backward loop needs wait in host memory.")
 @output_options
-def command(graph, ys, xs, grad_ys, prefix, optimizer, output, fmt):
+def command(graph, ys, xs, grad_ys, prefix, optimizer, output, fmt, swap_memory):
     """Add gradient nodes of sum(YS) w.r.t. each of XS to GRAPH.
 
     The gradient of x = `node:0` is the Identity `<prefix>/node` (port p > 0:
@@ -37,5 +40,6 @@ def command(graph, ys, xs, grad_ys, prefix, optimizer, output, fmt):
     for flag, names in (("--ys", ys), ("--xs", xs), ("--grad-ys", grad_ys)):
         check_names(g, split_names(names), flag)
     out = grad(g, split_names(ys), split_names(xs), split_names(grad_ys) or None, prefix,
-               warn=lambda msg: click.echo(msg, err=True), optimizer=optimizer)
+               warn=lambda msg: click.echo(msg, err=True), optimizer=optimizer,
+               swap_memory=swap_memory)
     write_graph(out, output, fmt)

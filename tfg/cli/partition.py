@@ -15,7 +15,14 @@ from tfg.passes.partition.files import StagedSplit, check_split_dir, split_files
 @click.option("--split", "split_dir", default=None, metavar="DIR",
               help="Also write DIR/<device>.pb, one GraphDef per device, and DIR/index.json "
                    "(device -> file, node counts); DIR is created if missing.")
-def command(graph, devices, cluster, cost_model, hard, output, fmt, split_dir):
+@click.option("--compress-transfers", "compress", type=click.Choice(["none", "bf16"]),
+              default=None, help="bf16: float32 tensors cross devices as truncated 16-bit "
+                                 "floats (lossy, half the bytes; an attr on _Send/_Recv).")
+@click.option("--schedule-recv", type=click.Choice(["none", "alap"]), default=None,
+              help="alap: control edges start each _Recv as late as possible (an ASAP/ALAP "
+                   "analysis with the cost model), so received tensors do not wait in memory.")
+def command(graph, devices, cluster, cost_model, hard, output, fmt, split_dir, compress,
+            schedule_recv):
     """Partition GRAPH per device: nodes without a device are placed first, then every edge
     between devices becomes a _Send/_Recv pair (loops split across devices get a control
     loop on each). `tfg run` runs the result without placing again.
@@ -25,13 +32,15 @@ def command(graph, devices, cluster, cost_model, hard, output, fmt, split_dir):
       tfg partition model.pb --devices cpu:3 | tfg run - --devices cpu:3 --fetch out
       tfg partition model.pb --cluster worker=127.0.0.1:2222,127.0.0.1:2223 -o parts.pb
       tfg partition model.pb --devices cpu:2 -o parts.pb --split parts/
+      tfg partition model.pb --devices cpu:2 --compress-transfers bf16 -o parts.pb
     """
     if split_dir is not None:
         if not split_dir:
             raise click.BadParameter("needs a directory", param_hint="--split")
         check_split_dir(split_dir)  # before the work, not after it
     g = read_graph(graph)
-    parted = partition(g, devices, cost_model=cost_model, soft=not hard, cluster=cluster)
+    parted = partition(g, devices, cost_model=cost_model, soft=not hard, cluster=cluster,
+                       compress=compress, schedule_recv=schedule_recv)
     if split_dir is None:
         write_graph(parted, output, fmt)
         return

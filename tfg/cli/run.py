@@ -92,11 +92,20 @@ from tfg.schemas.ops.signature import output_dtypes
 @click.option("--tls-ca", default=None, metavar="PEM",
               help="--cluster: verify the workers' TLS certificates with this CA (turns TLS "
                    "on).")
+@click.option("--reset", "resets", multiple=True, metavar="NAME",
+              help="Clear resource container NAME ('' the default one) before the steps: its "
+                   "variables become uninitialized. With --cluster and nothing to run, only "
+                   "resets the workers' containers. Repeatable.")
+@click.option("--compress-transfers", type=click.Choice(["none", "bf16"]), default=None,
+              help="--cluster: send float32 tensors between tasks as truncated 16-bit floats "
+                   "(lossy; white paper 5.5). Local devices: tfg partition --compress-"
+                   "transfers.")
 @progress_option
 def command(graph, fmt, as_json, tag, signature, feed_args, feeds_file, random_seed, dims,
             fetches, targets, inits, steps, devices, cluster, output, trace_path, profile_path,
             save_dir, restore_dir, timeout, auth_token, checkpoint_dir, checkpoint_every,
-            max_memory, blas_threads, tls_ca, progress, auth_token_file, engine):
+            max_memory, blas_threads, tls_ca, progress, auth_token_file, engine, resets,
+            compress_transfers):
     """Run GRAPH: feed placeholders, compute fetches, run targets.
 
     \b
@@ -106,6 +115,7 @@ def command(graph, fmt, as_json, tag, signature, feed_args, feeds_file, random_s
       tfg partition model.pb --devices cpu:2 | tfg run - --devices cpu:2 --fetch y -o out.npz
       tfg run export/1 --signature serving_default --feed 'x=[[1,2,3,4]]' --json
       tfg run model.pb --random-feeds --dim 'x=32' --fetch y --profile cost.json
+      tfg run --cluster worker=127.0.0.1:2222 --reset ''
     """
     # numpy's RuntimeWarnings (NaN casts, overflow) would add lines to stderr: TensorFlow
     # computes the same values without a word, and so does tfg run.
@@ -113,7 +123,12 @@ def command(graph, fmt, as_json, tag, signature, feed_args, feeds_file, random_s
     fetch_names = split_names(fetches)
     target_names = [t.lstrip("^") for t in split_names(targets)]
     init_names = [t.lstrip("^") for t in split_names(inits)]
+    if compress_transfers is not None and cluster is None:
+        raise TfgInputError("--compress-transfers applies to --cluster (between local devices: "
+                            "tfg partition --compress-transfers bf16)")
     if not fetch_names and not target_names and not init_names and not signature:
+        if resets and cluster is not None:
+            return _reset_only(cluster, resets, timeout, tls_ca, auth_token, auth_token_file)
         raise TfgInputError("nothing to run: give --fetch, --target or --init")
     if output is not None and not fetch_names and not signature:
         raise TfgInputError("-o needs at least one --fetch")
@@ -150,7 +165,7 @@ def command(graph, fmt, as_json, tag, signature, feed_args, feeds_file, random_s
     if cluster is not None:  # the cluster options travel with the spec (distributed/)
         cluster = ClusterConfig(cluster, timeout=timeout, tls_ca=tls_ca,
                                 auth_token=resolve_token(auth_token, auth_token_file),
-                                engine=engine)
+                                engine=engine, compress_transfers=compress_transfers)
     if checkpoint_every is not None and not checkpoint_dir:
         raise TfgInputError("--checkpoint-every needs --checkpoint-dir")
     sess = Session(g, devices=devices, cluster=cluster,
@@ -159,6 +174,8 @@ def command(graph, fmt, as_json, tag, signature, feed_args, feeds_file, random_s
     # Closed however the command ends: a cluster's workers drop the session's variables and
     # steps, and calls still in flight to a hung worker are cancelled instead of holding exit.
     click.get_current_context().call_on_close(sess.close)
+    if resets:
+        sess.reset(list(resets))
     saved = getattr(g, "saved_model", None)
     if saved is not None and saved.variables_prefix:  # as TensorFlow's loader restores them
         restore_variables(sess, g, savedmodel.read_variables(saved.path))
@@ -197,6 +214,25 @@ def command(graph, fmt, as_json, tag, signature, feed_args, feeds_file, random_s
         write_chrome_trace(sess.last_trace, trace_path)
     if fetch_names:
         _emit_values(shown, values, output, fmt)
+
+
+def _reset_only(cluster, resets, timeout, tls_ca, auth_token, auth_token_file):
+    """`tfg run --cluster SPEC --reset NAME` with nothing to run: clear the containers on
+    every worker (no graph is read) and say how many resources went."""
+    from tfg.executor.distributed import ClusterConfig
+    from tfg.executor.distributed.auth import resolve_token
+    from tfg.executor.session import Session
+    from tfg.graphdef.graph import Graph
+
+    config = ClusterConfig(cluster, timeout=timeout, tls_ca=tls_ca,
+                           auth_token=resolve_token(auth_token, auth_token_file))
+    sess = Session(Graph(), cluster=config)
+    try:
+        removed = sess.reset(list(resets))
+    finally:
+        sess.close()
+    names = ", ".join(repr(n) for n in resets)
+    click.echo(f"tfg: reset container(s) {names}: {removed} resource(s) removed", err=True)
 
 
 def _check_signature_keys(g, name, feeds, fetch_names):

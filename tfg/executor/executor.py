@@ -33,6 +33,7 @@ from tfg.executor.loops import LoopNodeError, compile_loops
 from tfg.executor.trace import MemoryMeter
 from tfg.kernels.memory import received
 from tfg.kernels.resources import Ref
+from tfg.schemas import truncate
 
 
 class NodeError(TfgRuntimeError):
@@ -81,6 +82,7 @@ class StepGroup:
         self.error = None
         self.rendezvous = None
         self.peak_bytes = 0
+        self.device_peaks = {}  # device -> peak live bytes of its executor this step
 
     def fail(self, error):
         """Record the first error and cancel the step everywhere."""
@@ -153,6 +155,8 @@ class DataflowRun:
             with self.group.lock:
                 self.finished = True
                 self.group.peak_bytes = max(self.group.peak_bytes, self.meter.peak)
+                self.group.device_peaks[self.device_name] = max(
+                    self.group.device_peaks.get(self.device_name, 0), self.meter.peak)
                 deadlock = self.group.check_deadlock()
             if deadlock is not None:
                 self.group.fail(deadlock)
@@ -300,6 +304,8 @@ class DataflowRun:
                 self._record(item, start, (value,))
             if not is_dead:
                 value = received(xp, value)  # the only host<->device copy between partitions
+                if item.compress and getattr(value, "dtype", None) == truncate.WORD:
+                    value = truncate.widen(value, value.shape, xp)
             self.post((tn, [NOVAL if is_dead else value], None, False, rid))
 
         self.rendezvous.recv_async(key, arrived)
@@ -326,6 +332,8 @@ class DataflowRun:
         try:
             if type(value) is Ref:
                 value = value.get()
+            if item.compress and truncate.applies(value):  # lossy: half the bytes cross
+                value = truncate.truncate(value, self.plan.device.xp)
             key = f"{item.key_prefix}{frame.frame_id}:{it}"
             self.rendezvous.send(key, None if value is NOVAL else value, value is NOVAL)
         except Exception as e:  # noqa: BLE001

@@ -15,6 +15,7 @@ from tfg.executor.calls import args_call
 from tfg.graphdef.names import CONTROL
 from tfg.kernels.context import KernelContext
 from tfg.kernels.registry import get_kernel
+from tfg.schemas import truncate
 from tfg.schemas.ops import control_flow_names, get_op, has_op, ops_with
 from tfg.schemas.ops import signature
 
@@ -58,7 +59,7 @@ class Item:
                  "num_inputs", "num_outputs", "out_edges", "pending_init", "is_merge",
                  "frame_name", "is_constant", "parallel_iterations", "poolable", "blocking",
                  "key_prefix", "fetch_ports", "feed_index", "keeps_ref", "forwards_input",
-                 "succ", "deref", "call")
+                 "succ", "deref", "call", "compress")
 
     def __init__(self, id_, name, op, kind, node=None):
         self.id = id_
@@ -92,6 +93,9 @@ class Item:
         self.deref = None
         # A kernel's prepared call, `call(args, step) -> outputs` (tfg/executor/calls.py).
         self.call = None
+        # A _Send/_Recv of `tfg partition --compress-transfers bf16`: float32 crosses as its
+        # upper 16 bits (tfg/schemas/truncate.py).
+        self.compress = False
 
     def __repr__(self):
         return f"<Item {self.id} {self.name} {self.kind}>"
@@ -233,6 +237,7 @@ def _bind(item, node, device):
             item.parallel_iterations = max(1, pi)
         elif kind in (SEND, RECV):
             item.key_prefix = _key_prefix(node)
+            item.compress = truncate.marked(node)
         if kind in (SWITCH, MERGE, ENTER, EXIT, NEXT, IDENT):
             item.keeps_ref = _output_is_ref(node)
         return

@@ -11,10 +11,12 @@ ports out of range, ops without a kernel and unfed placeholders are input errors
 anything runs. A graph whose nodes carry full device names and talk through `_Send`/`_Recv`
 (what `tfg partition` writes) runs one executor per device over a shared rendezvous; other
 graphs run on the first device. Variables, queues and random streams live as long as the
-Session. `max_memory` (bytes or '4G'; default: the machine's memory) refuses, before
-allocating, any tensor larger than it (tfg/executor/limits.py). `blas_threads` caps the BLAS
-library's threads while a step runs (an int, 'auto' for half the cores; default:
-$TFG_BLAS_THREADS, else BLAS left alone; tfg/executor/blas.py says why).
+Session (as TensorFlow's DirectSession; on a cluster, variables and queues live in the workers'
+containers and outlive it: tfg/executor/containers.py); `reset(containers)` clears containers.
+`max_memory` (bytes or '4G'; default: the machine's memory) refuses, before allocating,
+any tensor larger than it (tfg/executor/limits.py). `blas_threads` caps the BLAS library's
+threads while a step runs (an int, 'auto' for half the cores; default: $TFG_BLAS_THREADS,
+else BLAS left alone; tfg/executor/blas.py says why).
 
 `Session` is a facade over a backend: `LocalSession` here, or the master's `ClusterSession`
 (tfg/executor/distributed/master.py) with `cluster=`. Both read a request and prepare a step
@@ -110,6 +112,15 @@ class Session:
         be this graph's (see tfg.executor.checkpoint.check_same_graph)."""
         return self.backend.checkpoint_step(directory)
 
+    def reset(self, containers=None):
+        """Clear the named resource containers (None or []: the default container ""): their
+        variables become uninitialized, their queues go. On a cluster this clears them on
+        every worker, whichever session made them (they outlive sessions there); a local
+        session's containers are its own. -> how many resources went."""
+        if isinstance(containers, str):
+            containers = [containers]
+        return self.backend.reset(containers)
+
     def close(self):
         self.backend.close()
 
@@ -156,7 +167,8 @@ class LocalSession:
             values = S.run_prepared(prepared, group, feed_values)
         if trace:
             self.last_trace = StepTrace(list(group.trace), group.peak_bytes,
-                                        [p.device.name for p in prepared.plans])
+                                        [p.device.name for p in prepared.plans],
+                                        dict(group.device_peaks))
         return [S.fetched_value(v, prepared.fetch_name(i), prepared.fetch_copy[i])
                 for i, v in enumerate(values)]
 
@@ -186,6 +198,9 @@ class LocalSession:
 
     def restore(self, directory):
         return checkpoint.restore(self.resources, self._graph(), directory)
+
+    def reset(self, containers=None):
+        return self.resources.reset(containers)
 
     def close(self):
         self.resources.clear()

@@ -55,10 +55,11 @@ class MemoryMeter:
 class StepTrace:
     """What `run(..., trace=True)` leaves in `session.last_trace`: per-node timings, peak memory."""
 
-    def __init__(self, events, peak_bytes, devices):
+    def __init__(self, events, peak_bytes, devices, device_peaks=None):
         self.events = events  # (name, op, device, start_ns, dur_ns, thread[, output bytes])
         self.peak_bytes = peak_bytes
         self.devices = devices
+        self.device_peaks = device_peaks or {}  # device -> its executor's peak live bytes
 
 
 def chrome_trace(step_trace):

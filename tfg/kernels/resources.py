@@ -93,6 +93,24 @@ class ResourceMgr:
         with self._lock:
             return self._items.pop((container, name), None)
 
+    def reset(self, containers=None):
+        """Drop every resource of `containers` (names; None or empty: the default container
+        "", as TensorFlow's DeviceMgr::ClearContainers); -> how many went."""
+        names = set(containers or [""])
+        with self._lock:
+            gone = [key for key in self._items if key[0] in names]
+            for key in gone:
+                del self._items[key]
+        return len(gone)
+
+    def nbytes(self):
+        """Bytes of the arrays the variables here hold (what a worker accounts)."""
+        total = 0
+        for item in list(self._items.values()):
+            if type(item) is Ref and item.value is not None:
+                total += int(getattr(item.value, "nbytes", 0))
+        return total
+
 
 class StepCancelled(TfgRuntimeError):
     """Raised by a blocking kernel (queue dequeue, ...) when its step was cancelled."""

@@ -12,6 +12,7 @@ import threading
 
 import numpy as np
 
+from tfg.kernels import stack_swap
 from tfg.kernels._util import fail, s
 from tfg.kernels.registry import ALL_DEVICES, kernel
 
@@ -72,16 +73,19 @@ def stack_v2(ctx, step, max_size):
 
 
 # On a GPU the stack itself is a host object, as in TensorFlow; pushed tensors stay in the
-# memory they were computed in (a device array stays on the device).
+# memory they were computed in (a device array stays on the device), unless swap_memory moves
+# them to host memory meanwhile (stack_swap.py).
 @kernel("StackPushV2", device_types=ALL_DEVICES)
 def stack_push_v2(ctx, handle, elem):
-    _stack(handle).push(elem)
+    stack = _stack(handle)
+    stack.push(stack_swap.swap_out(ctx.xp, elem) if ctx.attrs.get("swap_memory") else elem)
     return elem
 
 
 @kernel("StackPopV2", device_types=ALL_DEVICES)
 def stack_pop_v2(ctx, handle):
-    return _stack(handle).pop()
+    stack = _stack(handle)
+    return stack_swap.swap_in(stack, stack.pop())
 
 
 @kernel("StackCloseV2", device_types=ALL_DEVICES, host_only=True)

@@ -151,7 +151,8 @@ class ClusterSession:
         watch = _StepWatch(self, step_id, list(prepared.handles))
         for task, (handle, task_feeds) in prepared.handles.items():
             req = pb.RunGraphRequest(session_handle=self.handle, graph_handle=handle,
-                                     step_id=step_id, trace=trace)
+                                     step_id=step_id, trace=trace,
+                                     compress_transfers=self.config.compress_transfers)
             # The previous steps' rendezvous state goes with this call, not a call of its own.
             req.cleanup_step_ids.extend(self._ended.pop(task, ()))
             for ref in task_feeds:
@@ -179,6 +180,8 @@ class ClusterSession:
         for task, resp in resps.items():
             for var in resp.variables:
                 key = (var.container, var.name)
+                if self._owners and key not in self._owners:
+                    continue  # another graph's, in a shared container: not this checkpoint's
                 if key in owner:
                     raise TfgRuntimeError(f"variable {var.name!r} exists on both "
                                           f"{task_label(owner[key])} and {task_label(task)}")
@@ -208,6 +211,14 @@ class ClusterSession:
         call_all_watched({t: (self.clients[t], "SetVariables", req)
                           for t, req in per_task.items()}, self.timeout)
         return names
+
+    def reset(self, containers=None):
+        """Clear `containers` (None: the default container "") on every task, whichever
+        session made their variables and queues (TensorFlow's Session::Reset); -> how many
+        resources went."""
+        resps = call_all_watched({t: (c, "CleanupAll", pb.CleanupAllRequest(
+            container=list(containers or []))) for t, c in self.clients.items()}, self.timeout)
+        return sum(r.removed for r in resps.values())
 
     def close(self):
         """Drop this session's state on every task (best effort) and close the channels."""

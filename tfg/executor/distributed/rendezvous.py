@@ -39,6 +39,8 @@ class RemoteRendezvous(LocalRendezvous):
         self._pulls_lock = threading.Lock()
         self._ids = itertools.count()
         self._src_task = {}  # source device -> task, cached
+        # "bf16": pulls ask for float32 tensors truncated to 16 bits (RunGraph sets it).
+        self.compress = ""
 
     def source_task(self, key):
         """The task of the key's source device, or None when it is this task."""
@@ -79,7 +81,7 @@ class RemoteRendezvous(LocalRendezvous):
         client = None
         try:
             client = self._peer(task)
-            value, is_dead = client.recv_tensor(self.step_id, key)
+            value, is_dead = client.recv_tensor(self.step_id, key, self.compress)
         except grpc.RpcError as e:
             err = client.error("RecvTensor", e)
             if not isinstance(err, StepAborted):

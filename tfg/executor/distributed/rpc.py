@@ -20,6 +20,7 @@ import numpy as np
 from tfg.errors import TfgInputError, TfgRuntimeError
 from tfg.executor.distributed.spec import task_label
 from tfg.schemas import tensors as tcodec
+from tfg.schemas import truncate
 from tfg.schemas.dtypes import DType
 from tfg.schemas.proto import tensor_pb2
 from tfg.schemas.proto import worker_pb2 as pb
@@ -131,10 +132,11 @@ class WorkerClient:
 
         CALLS.submit(run)
 
-    def recv_tensor(self, step_id, key):
+    def recv_tensor(self, step_id, key, compress=""):
         """Pull one tensor -> (array or None, is_dead); large ones come in two calls: the
-        answer with the first chunk, then a stream of the rest."""
-        req = pb.RecvTensorRequest(step_id=step_id, rendezvous_key=key)
+        answer with the first chunk, then a stream of the rest. `compress="bf16"`: a float32
+        comes truncated to 16 bits a value and is widened here (tfg/schemas/truncate.py)."""
+        req = pb.RecvTensorRequest(step_id=step_id, rendezvous_key=key, compress=compress)
         first = self.stub.RecvTensor(req, metadata=self.metadata)
         more = None
         if not first.is_dead and first.total_bytes > len(first.tensor.tensor_content):
@@ -224,12 +226,16 @@ def _byte_layout(arr):
     return arr.dtype.kind in "biufc" or arr.dtype.name in ("float16", "bfloat16")
 
 
-def first_chunk(value, is_dead, chunk_bytes=CHUNK_BYTES):
+def first_chunk(value, is_dead, chunk_bytes=CHUNK_BYTES, compress=""):
     """-> (RecvTensor's answer: dtype, shape and the first chunk, or the whole tensor;
-    the remaining bytes as a memoryview, or None when nothing is left)."""
+    the remaining bytes as a memoryview, or None when nothing is left). With
+    compress="bf16" a float32 goes as its upper 16 bits per element (`truncated` set)."""
     if is_dead:
         return pb.RecvTensorResponse(is_dead=True), None
     arr = np.asarray(value)
+    truncated = compress == "bf16" and truncate.applies(arr)
+    if truncated:
+        arr = truncate.truncate(arr).reshape(arr.shape)
     if not _byte_layout(arr):
         try:
             tensor = encode(arr)
@@ -240,7 +246,7 @@ def first_chunk(value, is_dead, chunk_bytes=CHUNK_BYTES):
     shape = arr.shape  # (ascontiguousarray makes a scalar 1-d)
     arr = np.ascontiguousarray(arr, dtype=arr.dtype.newbyteorder("<"))
     data = memoryview(arr.reshape(-1)).cast("B") if arr.size else memoryview(b"")
-    first = pb.RecvTensorResponse(total_bytes=len(data))
+    first = pb.RecvTensorResponse(total_bytes=len(data), truncated=truncated)
     first.tensor.dtype = int(dtype)
     tcodec.shape_to_proto(shape, first.tensor.tensor_shape)
     first.tensor.tensor_content = bytes(data[:chunk_bytes])
@@ -287,8 +293,9 @@ def assemble(responses):
         pos += len(content)
     if pos != first.total_bytes:
         raise TfgRuntimeError(f"RecvTensor: got {pos} bytes of {first.total_bytes}")
-    return np.frombuffer(buf, dtype=dtype.newbyteorder("<")).astype(dtype, copy=False) \
-        .reshape(shape), False
+    arr = np.frombuffer(buf, dtype=dtype.newbyteorder("<")).astype(dtype, copy=False) \
+        .reshape(shape)
+    return (truncate.widen(arr, shape) if first.truncated else arr), False
 
 
 def encode(value, proto=None):

@@ -8,8 +8,11 @@ this sweep each leaves memory behind for as long as the worker runs.
     (1, 4)                                        # sessions expired, steps collected
 
 A session is idle when no RPC touched it (or ended a step of it) for `idle_s` seconds and none
-of its steps is running; expiring it drops its variables, queues and registered graphs (a later RunGraph of
-that session answers NOT_FOUND, and the master says the worker lost it). A step is collected
+of its steps is running; expiring it drops its registered graphs and private state (a later
+RunGraph of that session answers NOT_FOUND, and the master says the worker lost it). Its
+variables and queues stay in the worker's containers, which outlive sessions as on a TensorFlow
+worker (tfg/executor/containers.py): the same variable of a rerun is reused, not added; a reset
+(CleanupAll) frees them and --max-memory bounds them. A step is collected
 STEP_TTL_S after its RunGraph ended (the master's CleanupGraph usually comes first), or
 ORPHAN_TTL_S after it was created when no RunGraph ever ran it here.
 """

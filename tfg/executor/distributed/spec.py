@@ -33,11 +33,16 @@ class ClusterConfig:
     signed the workers' certificates (TLS is on when it is given). `engine` says what the
     workers are: "tfg" (`tfg worker`) or "tensorflow" (TensorFlow servers, driven through
     tfg/executor/distributed/tf_engine); None (the default) finds out: tfg's protocol first,
-    TensorFlow's when the first task does not serve tfg's (see distributed.connect)."""
+    TensorFlow's when the first task does not serve tfg's (see distributed.connect).
+    `compress_transfers` "bf16" sends float32 tensors between tasks as truncated 16-bit floats
+    (RecvTensor)."""
 
-    def __init__(self, spec, timeout=None, auth_token=None, tls_ca=None, engine=None):
+    def __init__(self, spec, timeout=None, auth_token=None, tls_ca=None, engine=None,
+                 compress_transfers=None):
         if isinstance(spec, ClusterConfig):
             engine = spec.engine if engine is None else engine
+            compress_transfers = spec.compress_transfers if compress_transfers is None \
+                else compress_transfers
             timeout = spec.timeout if timeout is None else timeout
             auth_token = spec.auth_token if auth_token is None else auth_token
             tls_ca = spec.tls_ca if tls_ca is None else tls_ca
@@ -52,6 +57,11 @@ class ClusterConfig:
         self.engine = engine
         if engine is not None and engine not in ENGINES:
             raise TfgInputError(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+        compress_transfers = compress_transfers or "none"
+        if compress_transfers not in ("none", "bf16"):
+            raise TfgInputError(f"--compress-transfers must be none or bf16, not "
+                                f"{compress_transfers!r}")
+        self.compress_transfers = "" if compress_transfers == "none" else compress_transfers
 
     @property
     def tasks(self):

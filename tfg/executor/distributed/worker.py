@@ -3,13 +3,17 @@
     >>> server = serve({"worker": ["127.0.0.1:2222", "127.0.0.1:2223"]}, "worker", 0)
     >>> server.wait()          # until stop() (SIGTERM in `tfg worker`)
 
-State lives per session handle (variables, queues, registered graphs) and per step id (the
-rendezvous other tasks pull from, kept until the master's CleanupGraph). A registered graph is
+Variables and queues live in the worker's containers (tfg/executor/containers.py): they outlive
+the session that made them, so another client's graph sees them, until CleanupAll resets their
+container; their bytes are bounded by --max-memory. Registered graphs and tfg's private state
+live per session handle, the rendezvous other tasks pull from per step id (kept until the
+master's CleanupGraph). A registered graph is
 prepared once (kernels bound, one plan per device of this task) and then run by the same
 step driver as a local Session (tfg/executor/step.py), over a `RemoteRendezvous`. The worker
 only runs the ops of registered graphs through the kernel registry: no code and no pickles
 travel.
 """
+import gc
 import itertools
 import sys
 import threading
@@ -22,6 +26,7 @@ import grpc
 from tfg.errors import TfgError, TfgInputError, TfgRuntimeError
 from tfg.executor import blas, limits
 from tfg.executor import step as step_driver
+from tfg.executor.containers import SessionResources, check_bounded
 from tfg.executor.devices import DeviceSet
 from tfg.executor.distributed import rpc, session_table
 from tfg.executor.distributed.graph_checks import check_registered
@@ -45,8 +50,8 @@ class _Registered:
 
 
 class _Session:
-    def __init__(self):
-        self.resources = ResourceMgr()
+    def __init__(self, containers):
+        self.resources = SessionResources(containers)
         self.graphs = {}
         self.last_used = time.monotonic()
         self.busy = 0  # RPCs preparing for it now: never idle meanwhile
@@ -98,6 +103,9 @@ class WorkerService(worker_pb2_grpc.WorkerServiceServicer):
         self.token = token
         self.incarnation = uuid.uuid4().int & ((1 << 63) - 1)
         self.sessions = {}
+        # Every session's variables and queues, for as long as the worker runs (or a reset).
+        self.containers = ResourceMgr()
+        self.tensor_bytes_sent = 0
         self.steps = {}
         self.peers = {}
         self.lock = threading.Lock()
@@ -143,7 +151,7 @@ class WorkerService(worker_pb2_grpc.WorkerServiceServicer):
         with self.lock:
             sess = self.sessions.get(handle)
             if sess is None:
-                sess = self.sessions[handle] = _Session()
+                sess = self.sessions[handle] = _Session(self.containers)
             sess.last_used = time.monotonic()
             return sess
 
@@ -155,7 +163,10 @@ class WorkerService(worker_pb2_grpc.WorkerServiceServicer):
                          s.ended is None)
             resp = pb.GetStatusResponse(job=self.job, task=self.task,
                                         incarnation=self.incarnation,
-                                        sessions=len(self.sessions), active_steps=active)
+                                        sessions=len(self.sessions), active_steps=active,
+                                        container_items=len(self.containers.items()),
+                                        tensor_bytes_sent=self.tensor_bytes_sent)
+        resp.container_bytes = self.containers.nbytes()
         for d in self.devices:
             resp.devices.add(name=d.name, device_type=d.device_type)
         return resp
@@ -212,6 +223,7 @@ class WorkerService(worker_pb2_grpc.WorkerServiceServicer):
                 self.steps.pop(old, None)
         step = self._step(sid)
         step.session = request.session_handle
+        step.rendezvous.compress = request.compress_transfers
         done = threading.Event()
 
         def on_end():  # the master cancelled the call or went away: stop the step here
@@ -228,6 +240,7 @@ class WorkerService(worker_pb2_grpc.WorkerServiceServicer):
             with blas.blas_limit(self.blas_threads):
                 values, group = self._execute(step, sess, reg,
                                               [feeds[n] for n in reg.feed_names], request.trace)
+            check_bounded(self.containers, self.memory_limit, task_label(self.local_task))
             for i, value in enumerate(values):
                 name = reg.prepared.fetch_name(i)
                 rpc.encode(step_driver.fetched_value(value, name), resp.recv.add(name=name).tensor)
@@ -278,12 +291,14 @@ class WorkerService(worker_pb2_grpc.WorkerServiceServicer):
             context.abort(grpc.StatusCode.ABORTED, f"step {sid} was aborted on "
                           f"{task_label(self.local_task)}: {' '.join(str(error).split())}")
         try:
-            first, rest = rpc.first_chunk(value, is_dead)
+            first, rest = rpc.first_chunk(value, is_dead, compress=request.compress)
         except TfgError as e:
             context.abort(grpc.StatusCode.FAILED_PRECONDITION, " ".join(str(e).split()))
         if rest is not None:
             with step.lock:
                 step.rest[key] = rest
+        with self.lock:
+            self.tensor_bytes_sent += first.total_bytes or len(first.tensor.tensor_content)
         return first
 
     def RecvTensorChunks(self, request, context):
@@ -324,6 +339,13 @@ class WorkerService(worker_pb2_grpc.WorkerServiceServicer):
             session_table.release(sess)
         return pb.CloseSessionResponse()
 
+    def CleanupAll(self, request, context):
+        names = list(request.container)
+        self._log(context, "CleanupAll", f"containers={names or ['']}")
+        removed = self.containers.reset(names)
+        gc.collect()  # variables sit in reference cycles of finished steps: free them now
+        return pb.CleanupAllResponse(removed=removed)
+
     def GetVariables(self, request, context):
         self._log(context, "GetVariables", f"session={request.session_handle[:8]}")
         sess = self._session(request.session_handle, context)
@@ -345,6 +367,10 @@ class WorkerService(worker_pb2_grpc.WorkerServiceServicer):
                 context.abort(grpc.StatusCode.INVALID_ARGUMENT,
                               f"resource {var.name!r} is not a variable")
             ref.assign(rpc.decode(var.tensor))
+        try:
+            check_bounded(self.containers, self.memory_limit, task_label(self.local_task))
+        except TfgError as e:
+            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(e))
         return pb.SetVariablesResponse()
 
 

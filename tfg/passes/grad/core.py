@@ -159,7 +159,8 @@ class Builder(NodeFactory):
         return self.grads[t][0]
 
 
-def grad(graph, ys, xs, grad_ys=None, prefix="grad", warn=None, optimizer=None):
+def grad(graph, ys, xs, grad_ys=None, prefix="grad", warn=None, optimizer=None,
+         swap_memory=False):
     """The graph with gradient nodes of sum(ys) w.r.t. each x added (a new Graph).
 
     Before: y = Sum(Mul(x, w)).  After: the same nodes plus `gradients/...` and the Identity
@@ -167,7 +168,9 @@ def grad(graph, ys, xs, grad_ys=None, prefix="grad", warn=None, optimizer=None):
     `node:port`) or one comma-separated string. An x the ys do not depend on gets zeros and a
     warning (`warn(message)`, default: warnings.warn). `optimizer` ("sgd:0.1",
     "momentum:0.1,0.9", "adam:0.001", "rmsprop:0.01"; see training.py) also adds the Apply*
-    updates of the variable xs and a `train` NoOp grouping them.
+    updates of the variable xs and a `train` NoOp grouping them. `swap_memory=True` marks
+    the while loops' stack pushes `swap_memory` (as TensorFlow's `while_loop(swap_memory=
+    True)`): on a GPU their entries wait for the backward loop in host memory.
     """
     ys, xs = _names(ys, "ys"), _names(xs, "xs")
     grad_ys = _names(grad_ys, "grad_ys") if grad_ys else None
@@ -196,6 +199,10 @@ def grad(graph, ys, xs, grad_ys=None, prefix="grad", warn=None, optimizer=None):
     _backprop(b, y_refs, x_refs)
     _expose(b, x_refs, out_names, warn)
     _prune(g, graph, out_names)
+    if swap_memory:
+        for node in g:
+            if node.op == "StackPushV2" and node.name not in graph:
+                node.set_attr("swap_memory", True)
     if optimizer:
         add_training(g, x_refs, out_names, optimizer, b.scope)
     return g

@@ -11,23 +11,32 @@ loop's skeleton together and add control loops for frames that span devices
 satisfies the partitioned-graph invariant: every node has a full device name and every data or
 control edge stays on one device. Partitioning a partitioned graph changes nothing.
 """
-from tfg.errors import GraphValidationError
+import os
+
+from tfg.errors import GraphValidationError, TfgInputError
 from tfg.graphdef.frames import analyze
 from tfg.graphdef.graph import Graph
 from tfg.graphdef.names import DeviceSpec
 from tfg.passes.collective import has_collectives, lower_collectives
+from tfg.passes.cost_model import CostModel
 from tfg.passes.partition.control_flow import (  # noqa: F401
     add_control_loops, normalize_control_flow_devices)
+from tfg.passes.partition.compress import compress_transfers
+from tfg.passes.partition.recv_schedule import MODES as SCHEDULE_MODES, schedule_recvs
 from tfg.passes.partition.split import split_edges
 from tfg.passes.place import default_warn, place
 
 
 def partition(graph, devices=None, cost_model=None, soft=True, cluster=None,
-              warn=default_warn):
+              warn=default_warn, compress=None, schedule_recv=None):
     """A copy of `graph` partitioned per device (see the module docstring).
 
     devices/cluster/cost_model/soft are as for `tfg.passes.place.place`, which runs first
     unless `devices` and `cluster` are both None and every node already has a full device.
+    `compress="bf16"` marks float32 transfers for truncation to 16 bits (compress.py).
+    `schedule_recv="alap"` delays each _Recv with a control edge until just before its value
+    is needed (recv_schedule.py); "none" starts every _Recv at once. Default: the
+    environment's TFG_SCHEDULE_RECV, else "none".
 
     Before: a:0 (CPU:0) -> b (CPU:1).
     After:  a -> a/_1 (_Send, CPU:0);  a/_2 (_Recv, CPU:1) -> b.
@@ -47,6 +56,17 @@ def partition(graph, devices=None, cost_model=None, soft=True, cluster=None,
     cloops = add_control_loops(out, analyze(out))
     # Frames again: the control loops are new members of their frames.
     split_edges(out, cloops, analyze(out))
+    if compress is not None:
+        compress_transfers(out, compress)
+    if schedule_recv is None:
+        schedule_recv = os.environ.get("TFG_SCHEDULE_RECV") or "none"
+    if schedule_recv != "none":
+        if schedule_recv not in SCHEDULE_MODES:
+            raise TfgInputError(f"--schedule-recv must be one of "
+                                f"{', '.join(SCHEDULE_MODES)}, not {schedule_recv!r}")
+        if isinstance(cost_model, str):
+            cost_model = CostModel.load(cost_model)
+        schedule_recvs(out, cost_model)
     return _grouped_by_device(out)
 
 

@@ -23,20 +23,26 @@ class GetStatusRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class GetStatusResponse(_message.Message):
-    __slots__ = ("devices", "job", "task", "incarnation", "sessions", "active_steps")
+    __slots__ = ("devices", "job", "task", "incarnation", "sessions", "active_steps", "container_bytes", "container_items", "tensor_bytes_sent")
     DEVICES_FIELD_NUMBER: _ClassVar[int]
     JOB_FIELD_NUMBER: _ClassVar[int]
     TASK_FIELD_NUMBER: _ClassVar[int]
     INCARNATION_FIELD_NUMBER: _ClassVar[int]
     SESSIONS_FIELD_NUMBER: _ClassVar[int]
     ACTIVE_STEPS_FIELD_NUMBER: _ClassVar[int]
+    CONTAINER_BYTES_FIELD_NUMBER: _ClassVar[int]
+    CONTAINER_ITEMS_FIELD_NUMBER: _ClassVar[int]
+    TENSOR_BYTES_SENT_FIELD_NUMBER: _ClassVar[int]
     devices: _containers.RepeatedCompositeFieldContainer[DeviceAttributes]
     job: str
     task: int
     incarnation: int
     sessions: int
     active_steps: int
-    def __init__(self, devices: _Optional[_Iterable[_Union[DeviceAttributes, _Mapping]]] = ..., job: _Optional[str] = ..., task: _Optional[int] = ..., incarnation: _Optional[int] = ..., sessions: _Optional[int] = ..., active_steps: _Optional[int] = ...) -> None: ...
+    container_bytes: int
+    container_items: int
+    tensor_bytes_sent: int
+    def __init__(self, devices: _Optional[_Iterable[_Union[DeviceAttributes, _Mapping]]] = ..., job: _Optional[str] = ..., task: _Optional[int] = ..., incarnation: _Optional[int] = ..., sessions: _Optional[int] = ..., active_steps: _Optional[int] = ..., container_bytes: _Optional[int] = ..., container_items: _Optional[int] = ..., tensor_bytes_sent: _Optional[int] = ...) -> None: ...
 
 class RegisterGraphRequest(_message.Message):
     __slots__ = ("session_handle", "graph_def", "feeds", "fetches")
@@ -75,7 +81,7 @@ class StepError(_message.Message):
     def __init__(self, code: _Optional[_Union[StepError.Code, str]] = ..., message: _Optional[str] = ..., derived: _Optional[bool] = ...) -> None: ...
 
 class RunGraphRequest(_message.Message):
-    __slots__ = ("session_handle", "graph_handle", "step_id", "send", "recv_key", "trace", "cleanup_step_ids")
+    __slots__ = ("session_handle", "graph_handle", "step_id", "send", "recv_key", "trace", "cleanup_step_ids", "compress_transfers")
     SESSION_HANDLE_FIELD_NUMBER: _ClassVar[int]
     GRAPH_HANDLE_FIELD_NUMBER: _ClassVar[int]
     STEP_ID_FIELD_NUMBER: _ClassVar[int]
@@ -83,6 +89,7 @@ class RunGraphRequest(_message.Message):
     RECV_KEY_FIELD_NUMBER: _ClassVar[int]
     TRACE_FIELD_NUMBER: _ClassVar[int]
     CLEANUP_STEP_IDS_FIELD_NUMBER: _ClassVar[int]
+    COMPRESS_TRANSFERS_FIELD_NUMBER: _ClassVar[int]
     session_handle: str
     graph_handle: str
     step_id: int
@@ -90,7 +97,8 @@ class RunGraphRequest(_message.Message):
     recv_key: _containers.RepeatedScalarFieldContainer[str]
     trace: bool
     cleanup_step_ids: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, session_handle: _Optional[str] = ..., graph_handle: _Optional[str] = ..., step_id: _Optional[int] = ..., send: _Optional[_Iterable[_Union[_checkpoint_pb2.NamedTensor, _Mapping]]] = ..., recv_key: _Optional[_Iterable[str]] = ..., trace: _Optional[bool] = ..., cleanup_step_ids: _Optional[_Iterable[int]] = ...) -> None: ...
+    compress_transfers: str
+    def __init__(self, session_handle: _Optional[str] = ..., graph_handle: _Optional[str] = ..., step_id: _Optional[int] = ..., send: _Optional[_Iterable[_Union[_checkpoint_pb2.NamedTensor, _Mapping]]] = ..., recv_key: _Optional[_Iterable[str]] = ..., trace: _Optional[bool] = ..., cleanup_step_ids: _Optional[_Iterable[int]] = ..., compress_transfers: _Optional[str] = ...) -> None: ...
 
 class TraceEvent(_message.Message):
     __slots__ = ("name", "op", "device", "start_ns", "dur_ns", "thread")
@@ -121,22 +129,26 @@ class RunGraphResponse(_message.Message):
     def __init__(self, recv: _Optional[_Iterable[_Union[_checkpoint_pb2.NamedTensor, _Mapping]]] = ..., error: _Optional[_Union[StepError, _Mapping]] = ..., trace: _Optional[_Iterable[_Union[TraceEvent, _Mapping]]] = ..., peak_bytes: _Optional[int] = ...) -> None: ...
 
 class RecvTensorRequest(_message.Message):
-    __slots__ = ("step_id", "rendezvous_key")
+    __slots__ = ("step_id", "rendezvous_key", "compress")
     STEP_ID_FIELD_NUMBER: _ClassVar[int]
     RENDEZVOUS_KEY_FIELD_NUMBER: _ClassVar[int]
+    COMPRESS_FIELD_NUMBER: _ClassVar[int]
     step_id: int
     rendezvous_key: str
-    def __init__(self, step_id: _Optional[int] = ..., rendezvous_key: _Optional[str] = ...) -> None: ...
+    compress: str
+    def __init__(self, step_id: _Optional[int] = ..., rendezvous_key: _Optional[str] = ..., compress: _Optional[str] = ...) -> None: ...
 
 class RecvTensorResponse(_message.Message):
-    __slots__ = ("tensor", "is_dead", "total_bytes")
+    __slots__ = ("tensor", "is_dead", "total_bytes", "truncated")
     TENSOR_FIELD_NUMBER: _ClassVar[int]
     IS_DEAD_FIELD_NUMBER: _ClassVar[int]
     TOTAL_BYTES_FIELD_NUMBER: _ClassVar[int]
+    TRUNCATED_FIELD_NUMBER: _ClassVar[int]
     tensor: _tensor_pb2.TensorProto
     is_dead: bool
     total_bytes: int
-    def __init__(self, tensor: _Optional[_Union[_tensor_pb2.TensorProto, _Mapping]] = ..., is_dead: _Optional[bool] = ..., total_bytes: _Optional[int] = ...) -> None: ...
+    truncated: bool
+    def __init__(self, tensor: _Optional[_Union[_tensor_pb2.TensorProto, _Mapping]] = ..., is_dead: _Optional[bool] = ..., total_bytes: _Optional[int] = ..., truncated: _Optional[bool] = ...) -> None: ...
 
 class CleanupGraphRequest(_message.Message):
     __slots__ = ("step_id",)
@@ -169,6 +181,18 @@ class CloseSessionRequest(_message.Message):
 class CloseSessionResponse(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
+
+class CleanupAllRequest(_message.Message):
+    __slots__ = ("container",)
+    CONTAINER_FIELD_NUMBER: _ClassVar[int]
+    container: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, container: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class CleanupAllResponse(_message.Message):
+    __slots__ = ("removed",)
+    REMOVED_FIELD_NUMBER: _ClassVar[int]
+    removed: int
+    def __init__(self, removed: _Optional[int] = ...) -> None: ...
 
 class Variable(_message.Message):
     __slots__ = ("container", "name", "tensor")

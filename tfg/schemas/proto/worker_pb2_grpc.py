@@ -74,6 +74,11 @@ class WorkerServiceStub:
                 request_serializer=tfg_dot_schemas_dot_proto_dot_worker__pb2.CloseSessionRequest.SerializeToString,
                 response_deserializer=tfg_dot_schemas_dot_proto_dot_worker__pb2.CloseSessionResponse.FromString,
                 _registered_method=True)
+        self.CleanupAll = channel.unary_unary(
+                '/tfg.WorkerService/CleanupAll',
+                request_serializer=tfg_dot_schemas_dot_proto_dot_worker__pb2.CleanupAllRequest.SerializeToString,
+                response_deserializer=tfg_dot_schemas_dot_proto_dot_worker__pb2.CleanupAllResponse.FromString,
+                _registered_method=True)
         self.GetVariables = channel.unary_unary(
                 '/tfg.WorkerService/GetVariables',
                 request_serializer=tfg_dot_schemas_dot_proto_dot_worker__pb2.GetVariablesRequest.SerializeToString,
@@ -137,6 +142,12 @@ class WorkerServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CleanupAll(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def GetVariables(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -191,6 +202,11 @@ def add_WorkerServiceServicer_to_server(servicer, server):
                     servicer.CloseSession,
                     request_deserializer=tfg_dot_schemas_dot_proto_dot_worker__pb2.CloseSessionRequest.FromString,
                     response_serializer=tfg_dot_schemas_dot_proto_dot_worker__pb2.CloseSessionResponse.SerializeToString,
+            ),
+            'CleanupAll': grpc.unary_unary_rpc_method_handler(
+                    servicer.CleanupAll,
+                    request_deserializer=tfg_dot_schemas_dot_proto_dot_worker__pb2.CleanupAllRequest.FromString,
+                    response_serializer=tfg_dot_schemas_dot_proto_dot_worker__pb2.CleanupAllResponse.SerializeToString,
             ),
             'GetVariables': grpc.unary_unary_rpc_method_handler(
                     servicer.GetVariables,
@@ -419,6 +435,33 @@ class WorkerService:
             '/tfg.WorkerService/CloseSession',
             tfg_dot_schemas_dot_proto_dot_worker__pb2.CloseSessionRequest.SerializeToString,
             tfg_dot_schemas_dot_proto_dot_worker__pb2.CloseSessionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CleanupAll(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/tfg.WorkerService/CleanupAll',
+            tfg_dot_schemas_dot_proto_dot_worker__pb2.CleanupAllRequest.SerializeToString,
+            tfg_dot_schemas_dot_proto_dot_worker__pb2.CleanupAllResponse.FromString,
             options,
             channel_credentials,
             insecure,
