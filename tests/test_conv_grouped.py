@@ -10,10 +10,12 @@ import pytest
 from conftest import FIXTURES
 from test_grad_numeric import C, P, _build, _check, i32, r
 from test_kernels_fixtures import _compare, as_list, run_node
+from test_pass_manager import G, assert_same
 from tfg.errors import TfgError
 from tfg.executor.session import Session
 from tfg.graphdef import io
 from tfg.passes.grad import grad
+from tfg.passes.manager import optimize
 
 DIR = FIXTURES / "conv"
 INDEX = json.loads((DIR / "cases.json").read_text())
@@ -76,3 +78,16 @@ def test_groups_must_divide_the_output_depth():
     g, feeds = _build("Conv2D", [P(r(1, 4, 4, 4)), P(r(1, 1, 2, 3))], _attrs())
     with pytest.raises(TfgError, match="multiple of the number of groups 2"):
         Session(g).run(["op:0"], feeds)
+
+
+def test_remap_leaves_grouped_conv_unfused():
+    """TensorFlow's _FusedConv2D refuses grouped convolutions: the remapper must not make one."""
+    rng = np.random.default_rng(3)
+    b = (G().ph("input", [1, 6, 6, 4]).const("filter", rng.standard_normal((3, 3, 2, 6)))
+         .const("bias", rng.standard_normal(6))
+         .op("conv", "Conv2D", "input", "filter", strides=[1, 1, 1, 1], padding=b"SAME")
+         .op("bias_add", "BiasAdd", "conv", "bias").op("act", "Relu", "bias_add"))
+    out = optimize(b.g, passes=["remap"], keep=["act"], verify=True)
+    assert out["conv"].op == "Conv2D" and out["act"].op == "Relu"
+    feeds = {"input": rng.standard_normal((1, 6, 6, 4)).astype(np.float32)}
+    assert_same(b.g, out, ["act"], feeds, rtol=1e-5, atol=1e-5)
