@@ -129,6 +129,18 @@ def _pad_grad(b, op, grads):
 gradient("Pad", "PadV2")(_pad_grad)  # noqa: E305
 
 
+@gradient("MirrorPad")
+def _mirror_pad(b, op, grads):
+    attrs = {"mode": op.attr("mode")}
+    return [b.op("MirrorPadGrad", [grads[0], op.inputs[1]], attrs), None]
+
+
+@gradient("MirrorPadGrad")
+def _mirror_pad_grad(b, op, grads):
+    attrs = {"mode": op.attr("mode")}
+    return [b.op("MirrorPad", [grads[0], op.inputs[1]], attrs), None]
+
+
 @gradient("Tile")
 def _tile(b, op, grads):
     x, multiples = op.inputs
