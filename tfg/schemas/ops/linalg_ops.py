@@ -78,7 +78,6 @@ def einsum(ctx):
 op("Einsum",
    inputs=["inputs: N * T"],
    outputs=["output: T"],
-   attrs=["equation: string", "N: int >= 1",
-          "T: {bfloat16, half, float, double, int32, int64, complex64, complex128}"],
+   attrs=["equation: string", "N: int >= 1", "T: type"],
    shape_fn=einsum,
    traits=["blas"])
