@@ -4,7 +4,8 @@ each (docs/ops.md has the table).
 
 Two halves, because TensorFlow never shares a process with tfg:
 
-    /work/tfvenv/bin/python tools/op_census.py build /tmp/census.json [--graphs DIR]
+    /work/tfvenv/bin/python tools/op_census.py build /tmp/census.json [--graphs DIR] \
+        [--only ResNet50,Transformer,tf1_...]
     python3 tools/op_census.py check /tmp/census.json [--markdown]
 
 `build` (NEEDS TENSORFLOW; never imports tfg) makes, with weights=None and a 96x96 batch-of-1
@@ -31,7 +32,7 @@ ROOT = os.path.join(HERE, "..")
 SIZE = 96
 APPS = ["ResNet50", "DenseNet121", "MobileNetV2", "MobileNetV3Small", "MobileNetV3Large",
         "EfficientNetB0", "EfficientNetV2B0", "InceptionV3", "Xception", "NASNetMobile",
-        "ConvNeXtTiny", "RegNetX002", "RegNetY002"]
+        "ConvNeXtTiny"]  # Keras 3's keras.applications has no RegNet
 
 
 def graph_ops(graph_def):
@@ -91,36 +92,53 @@ def _freeze(fn, specs):
     return convert_variables_to_constants_v2(concrete).graph.as_graph_def()
 
 
-def build_keras(graphs_dir):
+def build_keras(graphs_dir, done, save):
     import keras
     import tensorflow as tf
     out = {}
     for name, make in _keras_models().items():
-        keras.backend.clear_session()
-        keras.utils.set_random_seed(3)
-        model = make()
-        specs = [tf.TensorSpec((1,) + tuple(i.shape[1:]), i.dtype) for i in model.inputs]
-
-        def forward(*xs):
-            return model(list(xs) if len(xs) > 1 else xs[0], training=False)
-
-        def backward(*xs):
-            with tf.GradientTape() as tape:
-                floats = [x for x in xs if x.dtype.is_floating]
-                tape.watch(floats)
-                y = forward(*xs)
-                loss = tf.reduce_sum(y * y)
-            return tape.gradient(loss, floats + model.trainable_variables)
-
-        fwd, bwd = _freeze(forward, specs), _freeze(backward, specs)
-        out[name] = {"nodes": len(fwd.node), "forward": sorted(graph_ops(fwd)),
-                     "gradient": sorted(graph_ops(bwd) - graph_ops(fwd))}
-        if graphs_dir:
-            with open(os.path.join(graphs_dir, f"{name}.pb"), "wb") as f:
-                f.write(fwd.SerializeToString())
-        print(f"{name}: {len(fwd.node)} nodes, {len(out[name]['forward'])} op types",
-              file=sys.stderr)
+        if name in done:
+            continue
+        try:
+            out[name] = _census_keras(name, make, graphs_dir)
+        except Exception as e:  # noqa: BLE001 - recorded in the census, the others go on
+            out[name] = {"error": f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"}
+        save(name, out[name])
     return out
+
+
+def _census_keras(name, make, graphs_dir):
+    import keras
+    import tensorflow as tf
+    keras.backend.clear_session()
+    keras.utils.set_random_seed(3)
+    model = make()
+    specs = [tf.TensorSpec((1,) + tuple(i.shape[1:]), i.dtype) for i in model.inputs]
+
+    def forward(*xs):
+        return model(list(xs) if len(xs) > 1 else xs[0], training=False)
+
+    def backward(*xs):
+        with tf.GradientTape() as tape:
+            floats = [x for x in xs if x.dtype.is_floating]
+            tape.watch(floats)
+            y = forward(*xs)
+            loss = tf.reduce_sum(y * y)
+        return tape.gradient(loss, floats + model.trainable_variables)
+
+    fwd = _freeze(forward, specs)
+    entry = {"nodes": len(fwd.node), "forward": sorted(graph_ops(fwd))}
+    if graphs_dir:
+        with open(os.path.join(graphs_dir, f"{name}.pb"), "wb") as f:
+            f.write(fwd.SerializeToString())
+    # The gradient graph is not frozen (TensorFlow fails to freeze a Keras RNN's or an XLA
+    # call's gradient): its ops less the unfrozen forward graph's are the gradient's own.
+    unfrozen = tf.function(forward).get_concrete_function(*specs).graph.as_graph_def()
+    grads = tf.function(backward).get_concrete_function(*specs).graph.as_graph_def()
+    entry["gradient"] = sorted(graph_ops(grads) - graph_ops(unfrozen))
+    print(f"{name}: {len(fwd.node)} nodes, {len(entry['forward'])} op types",
+          file=sys.stderr)
+    return entry
 
 
 # --------------------------------------------------------------------------- TF1 graphs
@@ -211,33 +229,56 @@ class _AttentionCell(_Cell):
         return tf.tanh(tf.matmul(tf.concat([out, context], 1), self.attn)), h
 
 
-def build(path, graphs_dir):
+def build(path, graphs_dir, only=None):
+    """Fills `path` model by model (an interrupted run resumes: models already there are
+    kept; delete the file to start over)."""
     if graphs_dir:
         os.makedirs(graphs_dir, exist_ok=True)
-    result = build_keras(graphs_dir)
+    result = {}
+    if os.path.exists(path):
+        with open(path) as f:
+            result = json.load(f)
+
+    def save(name, entry):
+        result[name] = entry
+        with open(path, "w") as f:
+            json.dump(result, f, indent=1, sort_keys=True)
+
+    skip = {k for k, v in result.items() if "error" not in v}
+    if only:
+        skip |= {name for name in _keras_models() if name not in only}
+    build_keras(graphs_dir, skip, save)
+    if only and not any(name.startswith("tf1_") for name in only):
+        return
     cmd = [sys.executable, os.path.abspath(__file__), "build-tf1", path + ".tf1"]
     if graphs_dir:
         cmd += ["--graphs", graphs_dir]
     subprocess.run(cmd, check=True)
     with open(path + ".tf1") as f:
-        result.update(json.load(f))
+        for name, entry in json.load(f).items():
+            save(name, entry)
     os.remove(path + ".tf1")
-    with open(path, "w") as f:
-        json.dump(result, f, indent=1, sort_keys=True)
 
 
 # --------------------------------------------------------------------------- check (tfg side)
 def check(path, markdown):
     sys.path.insert(0, ROOT)
+    from tfg.graphdef.functions import CALL_OPS, CASE_OPS, IF_OPS, WHILE_OPS
     from tfg.kernels import registry as kernels
     from tfg.passes.grad import registry as grads
-    from tfg.schemas.ops import all_ops
+    from tfg.schemas.ops import all_ops, control_flow_names
     signatures, cpu = set(all_ops()), set(kernels.registered_ops(kernels.CPU))
+    # The executor runs the control-flow primitives itself; loading inlines function calls
+    # and lowers functional control flow to those primitives.
+    cpu |= set(control_flow_names())
+    inlined = CALL_OPS | IF_OPS | WHILE_OPS | CASE_OPS
     with open(path) as f:
         census = json.load(f)
     missing = {}
 
     def lacks(op, forward):
+        if op in inlined:
+            return []
         what = [k for k, ok in (("signature", op in signatures), ("kernel", op in cpu))
                 if not ok]
         if forward and not grads.has_gradient(op) and op not in grads.registered(False):
@@ -248,14 +289,18 @@ def check(path, markdown):
         print("| model | nodes | op types | forward ops all supported | TF gradient ops "
               "all run |\n| --- | --- | --- | --- | --- |")
     for model, entry in census.items():
+        if "error" in entry:
+            print(f"| {model} | - | - | not built: {entry['error']} | |" if markdown else
+                  f"{model:18s} not built: {entry['error']}")
+            continue
         bad_f = {op: lacks(op, True) for op in entry["forward"] if lacks(op, True)}
-        bad_g = {op: lacks(op, False) for op in entry["gradient"] if lacks(op, False)}
+        bad_g = {op: lacks(op, False) for op in entry.get("gradient", []) if lacks(op, False)}
         for op, what in list(bad_f.items()) + list(bad_g.items()):
             missing.setdefault(op, (what, []))[1].append(model)
         if markdown:
             print(f"| {model} | {entry['nodes']} | {len(entry['forward'])} | "
                   f"{'yes' if not bad_f else 'no: ' + ', '.join(sorted(bad_f))} | "
-                  f"{'yes' if not bad_g else 'no: ' + ', '.join(sorted(bad_g))} |")
+                  f"{_grad_cell(entry, bad_g)} |")
         else:
             print(f"{model:18s} {entry['nodes']:5d} nodes  {' '.join(entry['forward'])}")
     if not markdown:
@@ -266,10 +311,17 @@ def check(path, markdown):
     return 1 if missing else 0
 
 
+def _grad_cell(entry, bad):
+    if "gradient" not in entry:
+        return "(TensorFlow could not freeze it)"
+    return "yes" if not bad else "no: " + ", ".join(sorted(bad))
+
+
 def main(argv):
     graphs = argv[argv.index("--graphs") + 1] if "--graphs" in argv else None
+    only = argv[argv.index("--only") + 1].split(",") if "--only" in argv else None
     if len(argv) >= 2 and argv[0] == "build":
-        build(argv[1], graphs)
+        build(argv[1], graphs, only)
     elif len(argv) >= 2 and argv[0] == "build-tf1":
         with open(argv[1], "w") as f:
             json.dump(build_tf1(graphs), f)
