@@ -111,8 +111,22 @@ def block_grads(gr):
                                                       name="t_bn")], [img, scale, offset])
 
 
+def second_order_grads(gr):
+    """Gradients TensorFlow has for ops its own gradients emit (second order)."""
+    x, y = gr.ph("so_x", f32(3, 4, lo=0.3, hi=1.5)), gr.ph("so_y", f32(4, lo=-1.5, hi=-0.3))
+    gr.case("atan2", [tf.identity(tf.math.atan2(x, y) * tf.constant(f32(3, 4)),
+                                  name="t_atan2")], [x, y])
+    first = tf.gradients(tf.reduce_sum(tf.nn.selu(x - 0.9) * x), x)[0]  # SeluGrad
+    gr.case("selu_grad_grad", [tf.identity(first * first, name="t_selu2")], [x])
+    upd = gr.ph("so_updates", f32(3, 4))
+    sc = tf.scatter_nd(tf.constant([[1], [4], [1]]), upd, [5, 4])
+    gr.case("scatter_nd", [tf.identity(sc * tf.constant(f32(5, 4)), name="t_scatter")], [upd])
+    first = tf.gradients(tf.reduce_sum(x[1:, ::2] ** 2), x)[0]  # StridedSliceGrad
+    gr.case("strided_slice_grad_grad", [tf.identity(first * first, name="t_ssg2")], [x])
+
+
 tf1 = tf.compat.v1
-GRAD_GROUPS = [("grad", [einsum_grads, mirror_pad_grads, block_grads])]
+GRAD_GROUPS = [("grad", [einsum_grads, mirror_pad_grads, block_grads, second_order_grads])]
 
 
 def main():

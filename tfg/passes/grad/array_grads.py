@@ -228,6 +228,21 @@ def _gather_nd(b, op, grads):
     return [b.op("ScatterNd", [indices, grads[0], shape]), None]
 
 
+@gradient("ScatterNd")
+def _scatter_nd(b, op, grads):
+    indices = op.inputs[0]
+    return [None, b.op("GatherNd", [grads[0], indices]), None]
+
+
+@gradient("StridedSliceGrad")
+def _strided_slice_grad(b, op, grads):
+    _, begin, end, strides, _ = op.inputs
+    attrs = {k: int(op.attr(k, 0)) for k in ("begin_mask", "end_mask", "ellipsis_mask",
+                                              "new_axis_mask", "shrink_axis_mask")}
+    return [None, None, None, None,
+            b.op("StridedSlice", [grads[0], begin, end, strides], attrs)]
+
+
 error_gradient("PreventGradient", None)
 
 
