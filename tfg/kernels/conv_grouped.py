@@ -30,17 +30,16 @@ def groups_of(channels, filter_in, filter_out, op):
     return groups
 
 
-def _split(xp, cols, taps, groups):
+def _split(cols, taps, groups):
     """cols [M, taps*C] as [M, taps, groups, C/G]: a view, no copy."""
-    m = cols.shape[0]
-    return cols.reshape(m, taps, groups, -1)
+    return cols.reshape(cols.shape[0], taps, groups, -1)
 
 
 def forward(xp, cols, w, groups):
     """y [M, O] = per group g: cols[:, :, g] [M, taps*Cg] @ w[..., group g] [taps*Cg, Og]."""
     kh, kw, cg, oc = w.shape
     taps, og = kh * kw, oc // groups
-    c4 = _split(xp, cols, taps, groups)
+    c4 = _split(cols, taps, groups)
     w4 = w.reshape(taps, cg, groups, og)
     out = xp.empty((cols.shape[0], groups, og), dtype=xp.result_type(cols.dtype, w.dtype))
     for g in range(groups):
@@ -64,7 +63,7 @@ def filter_grad(xp, cols, dy, filter_shape, groups):
     """d w [KH, KW, C/G, O] from cols [M, taps*C] and dy [M, O]."""
     kh, kw, cg, oc = filter_shape
     taps, og = kh * kw, oc // groups
-    c4 = _split(xp, cols, taps, groups)
+    c4 = _split(cols, taps, groups)
     dw = xp.empty((taps, cg, groups, og), dtype=dy.dtype)
     for g in range(groups):
         dw[:, :, g, :] = (c4[:, :, g, :].reshape(-1, taps * cg).T

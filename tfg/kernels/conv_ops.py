@@ -8,6 +8,8 @@ dilations.
 Conv2D is im2col (a strided view of the padded input, copied once into a patch matrix) and one
 matmul; the backward ops and the pools loop over the KH*KW filter taps only, each tap a whole-
 tensor numpy operation, never over pixels. NCHW inputs are transposed to NHWC and back.
+Grouped Conv2D (filter in-channels = input channels / groups) shares the patch matrix and the
+scatter; only its matmuls differ (conv_grouped.py).
 """
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
