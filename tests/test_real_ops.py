@@ -51,3 +51,15 @@ def test_gradient_matches_tensorflow(group, case):
         assert value.shape == want.shape, x
         np.testing.assert_allclose(value, want, rtol=case["rtol"], atol=case["atol"],
                                    err_msg=f"{case['name']}: d/d{x}")
+
+
+def test_variable_shape_of_a_resource_variable():
+    """VariableShape (in TensorFlow's gradients of Keras RNNs): the value's shape, in out_type."""
+    from test_kernels_state import run
+    from tfg.kernels.resources import StepContext
+    from tfg.schemas.dtypes import DType
+
+    h = run("VarHandleOp", step=StepContext(), name="v", dtype=DType.FLOAT, shape=(3, 4))
+    run("AssignVariableOp", h, np.zeros((3, 4), np.float32), dtype=DType.FLOAT)
+    got = run("VariableShape", h, out_type=DType.INT64)
+    assert got.dtype == np.int64 and got.tolist() == [3, 4]

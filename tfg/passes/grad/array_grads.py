@@ -251,8 +251,8 @@ def _read_variable(b, op, grads):
     return [grads[0]]
 
 
-no_gradient("Shape", "ShapeN", "Size", "Rank", "ZerosLike", "OnesLike", "Range", "OneHot",
-            "Where", "BroadcastGradientArgs", "BroadcastArgs", "InvertPermutation",
+no_gradient("Shape", "ShapeN", "VariableShape", "Size", "Rank", "ZerosLike", "OnesLike",
+            "Range", "OneHot", "Where", "BroadcastGradientArgs", "BroadcastArgs", "InvertPermutation",
             "ConcatOffset", "ListDiff", "Const", "Placeholder", "VariableV2", "Variable",
             "VarHandleOp", "RandomUniform", "RandomUniformInt", "RandomStandardNormal",
             "TruncatedNormal", "Assign", "AssignAdd", "AssignSub", "AssignVariableOp",
