@@ -96,6 +96,7 @@ SPECS = {
                                       {}),
     "SparseSoftmaxCrossEntropyWithLogits": ([P(r(3, 4)), C([0, 3, 1], i32)], {}),
     "Conv2D": ([P(r(1, 4, 4, 2)), P(r(3, 3, 2, 2))], CONV),
+    "Einsum": ([P(r(2, 3, 2, 4)), P(r(2, 5, 2, 4))], {"equation": b"bqhd,bkhd->bhqk"}),
     "Conv2DBackpropInput": ([C([1, 4, 4, 2], i32), P(r(2, 2, 2, 3)), P(r(1, 4, 4, 3))], CONV),
     "Conv2DBackpropFilter": ([P(r(1, 4, 4, 2)), C([2, 2, 2, 3], i32), P(r(1, 4, 4, 3))], CONV),
     "DepthwiseConv2dNative": ([P(r(1, 5, 5, 2)), P(r(3, 3, 2, 2))], DEPTHWISE),
@@ -134,6 +135,13 @@ SPECS = {
     "GatherNd": ([P(r(3, 2)), C([[0, 1], [2, 0], [0, 1]], i32)], {}),
     "Tile": ([P(r(2, 1)), C([2, 3], i32)], {}), "Pad": ([P(r(2, 2)), C([[1, 0], [0, 2]], i32)], {}),
     "PadV2": ([P(r(2, 2)), C([[0, 1], [1, 1]], i32), P(np.array(0.5))], {}),
+    "Atan2": ([P(away(2, 3)), P(away(3))], {}),
+    "SeluGrad": ([P(r(2, 3)), P(away(2, 3))], {}),
+    "ScatterNd": ([C([[1], [3], [1]], i32), P(r(3, 2)), C([5, 2], i32)], {}),
+    "StridedSliceGrad": ([C([4, 5], i32), C([1, 0], i32), C([4, 5], i32), C([2, 2], i32),
+                          P(r(2, 3))], {}),
+    "MirrorPad": ([P(r(3, 4)), C([[1, 2], [2, 1]], i32)], {"mode": b"REFLECT"}),
+    "MirrorPadGrad": ([P(r(6, 7)), C([[1, 2], [2, 1]], i32)], {"mode": b"SYMMETRIC"}),
     "ReverseV2": ([P(r(2, 3)), C([1], i32)], {}),
     "BroadcastTo": ([P(r(3)), C([2, 3], i32)], {}),
     "Fill": ([C([2, 3], i32), P(np.array(0.7))], {}),
@@ -210,6 +218,13 @@ VARIANTS = [
     ("Sub", [P(r(1)), P(r(2, 3))], {}),
     ("RealDiv", [P(r(3, 1)), P(pos(1, 1, 4))], {}),
     ("SquaredDifference", [P(r(2, 3)), P(r(2, 3))], {}),
+    ("MirrorPad", [P(r(2, 3, 2)), C([[2, 2], [0, 3], [1, 0]], i32)], {"mode": b"SYMMETRIC"}),
+    ("MirrorPadGrad", [P(r(5, 6)), C([[1, 1], [0, 2]], i32)], {"mode": b"REFLECT"}),
+    # Einsum: broadcast ellipsis, labels summed away, a transpose, ellipsis inside the labels.
+    ("Einsum", [P(r(2, 1, 3, 4)), P(r(3, 4, 2))], {"equation": b"...ij,...jk->...ik"}),
+    ("Einsum", [P(r(2, 3, 4)), P(r(4, 5))], {"equation": b"bij,jk->bk"}),
+    ("Einsum", [P(r(2, 3, 4))], {"equation": b"ijk->kj"}),
+    ("Einsum", [P(r(2, 3, 4)), P(r(4))], {"equation": b"a...b,b->...a"}),
 ]
 
 

@@ -259,6 +259,33 @@ def mirror_pad(ctx, x, paddings):
     return xp.pad(x, pads, mode="reflect" if mode == "REFLECT" else "symmetric")
 
 
+@kernel("MirrorPadGrad", device_types=ALL_DEVICES, host_inputs=(1,))
+def mirror_pad_grad(ctx, dy, paddings):
+    """MirrorPad's gradient: every padded element's gradient added to the element it copies.
+
+    Per dim with paddings (a, b) and input size n, REFLECT copies x[1..a] to the left and
+    x[n-1-b..n-2] to the right, SYMMETRIC x[0..a-1] and x[n-b..n-1] (each mirrored)."""
+    xp = ctx.xp
+    dy = xp.asarray(dy)
+    reflect = s(ctx.attrs.get("mode", b"REFLECT")).upper() == "REFLECT"
+    shift = 1 if reflect else 0
+    for d, (a, b) in enumerate(_paddings(dy, paddings)):
+        n = dy.shape[d] - a - b
+        if n <= 0 or max(a, b) > n - shift:
+            fail(f"MirrorPadGrad: paddings {a}, {b} too large for dimension {d} of the "
+                 f"gradient (size {dy.shape[d]})")
+        if not (a or b):
+            continue
+        dy = xp.moveaxis(dy, d, 0)
+        out = dy[a:a + n].copy()
+        if a:
+            out[shift:shift + a] += dy[a - 1::-1]
+        if b:
+            out[n - shift - b:n - shift] += dy[a + n:][::-1]
+        dy = xp.moveaxis(out, 0, d)
+    return xp.ascontiguousarray(dy)
+
+
 @kernel("ReverseV2", device_types=ALL_DEVICES, host_inputs=(1,))
 def reverse_v2(ctx, x, axis):
     xp = ctx.xp

@@ -8,10 +8,13 @@ dilations.
 Conv2D is im2col (a strided view of the padded input, copied once into a patch matrix) and one
 matmul; the backward ops and the pools loop over the KH*KW filter taps only, each tap a whole-
 tensor numpy operation, never over pixels. NCHW inputs are transposed to NHWC and back.
+Grouped Conv2D (filter in-channels = input channels / groups) shares the patch matrix and the
+scatter; only its matmuls differ (conv_grouped.py).
 """
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from tfg.kernels import conv_grouped
 from tfg.kernels._util import (conv_out_and_pads, fail, from_nhwc, is_nchw, s, shape_vector,
                                spatial_attr, to_nhwc)
 from tfg.kernels.registry import ALL_DEVICES, kernel
@@ -98,13 +101,10 @@ def _im2col(xp, x, g):
 
 
 def _check_conv(x, w, op):
+    """The number of groups (1: dense; more: conv_grouped.py does the matmuls)."""
     if x.ndim != 4 or w.ndim != 4:
         fail(f"{op} needs a 4-D input and filter, got {list(x.shape)} and {list(w.shape)}")
-    if x.shape[3] % w.shape[2]:
-        fail(f"input depth {x.shape[3]} must be a multiple of the filter's {w.shape[2]}")
-    if x.shape[3] != w.shape[2]:
-        fail(f"grouped convolutions are not supported: input depth {x.shape[3]} != filter "
-             f"in_channels {w.shape[2]}")
+    return conv_grouped.groups_of(x.shape[3], w.shape[2], w.shape[3], op)
 
 
 @kernel("Conv2D", device_types=ALL_DEVICES)
@@ -112,11 +112,13 @@ def conv2d(ctx, x, w):
     xp = ctx.xp
     fmt = ctx.attrs.get("data_format", b"NHWC")
     x, w = to_nhwc(xp.asarray(x), fmt), xp.asarray(w)
-    _check_conv(x, w, "Conv2D")
+    groups = _check_conv(x, w, "Conv2D")
     n, h, wd, c = x.shape
     kh, kw, _, oc = w.shape
     g = _Geom(ctx, h, wd, kh, kw)
-    if kh == kw == 1 and g.sh == g.sw == 1 and not (g.pt or g.pl):
+    if groups > 1:
+        y = conv_grouped.forward(xp, _im2col(xp, x, g), w, groups)
+    elif kh == kw == 1 and g.sh == g.sw == 1 and not (g.pt or g.pl):
         y = x.reshape(-1, c) @ w.reshape(c, oc)
     else:
         y = _im2col(xp, x, g) @ w.reshape(-1, oc)
@@ -135,13 +137,20 @@ def conv2d_backprop_input(ctx, input_sizes, w, dy):
     xp = ctx.xp
     fmt = ctx.attrs.get("data_format", b"NHWC")
     w, dy = xp.asarray(w), to_nhwc(xp.asarray(dy), fmt)
+    if w.ndim != 4:
+        fail(f"Conv2DBackpropInput needs a 4-D filter, got {list(w.shape)}")
     n, h, wd, c = _input_sizes(input_sizes, fmt, w.shape[2])
     kh, kw, _, oc = w.shape
     g = _Geom(ctx, h, wd, kh, kw)
     if dy.shape != (n, g.oh, g.ow, oc):
         fail(f"out_backprop shape {list(dy.shape)} does not match the computed output shape "
              f"{[n, g.oh, g.ow, oc]}")
-    dcols = (dy.reshape(-1, oc) @ w.reshape(-1, oc).T).reshape(n, g.oh, g.ow, kh, kw, c)
+    groups = conv_grouped.groups_of(c, w.shape[2], oc, "Conv2DBackpropInput")
+    if groups > 1:
+        dcols = conv_grouped.input_cols(xp, dy.reshape(-1, oc), w, groups)
+    else:
+        dcols = dy.reshape(-1, oc) @ w.reshape(-1, oc).T
+    dcols = dcols.reshape(n, g.oh, g.ow, kh, kw, c)
     dxp = xp.zeros(g.padded_shape(n, h, wd, c), dtype=dy.dtype)
     for i in range(kh):
         for j in range(kw):
@@ -160,7 +169,10 @@ def conv2d_backprop_filter(ctx, x, filter_sizes, dy):
     if dy.shape != (n, g.oh, g.ow, oc):
         fail(f"out_backprop shape {list(dy.shape)} does not match the computed output shape "
              f"{[n, g.oh, g.ow, oc]}")
+    groups = conv_grouped.groups_of(x.shape[3], c, oc, "Conv2DBackpropFilter")
     cols = _im2col(xp, x, g)
+    if groups > 1:
+        return conv_grouped.filter_grad(xp, cols, dy.reshape(-1, oc), (kh, kw, c, oc), groups)
     return (cols.T @ dy.reshape(-1, oc)).reshape(kh, kw, c, oc)
 
 

@@ -17,6 +17,7 @@ from tfg.kernels._util import fail, s, shape_of, tf_name
 from tfg.kernels.basic import shape_compatible
 from tfg.kernels.registry import ALL_DEVICES, kernel
 from tfg.kernels.resources import Ref, ResourceHandle
+from tfg.schemas.dtypes import DType
 
 
 def _var_key(ctx):
@@ -108,6 +109,13 @@ def read_variable(ctx, handle):
     value = var.get()
     _check_dtype(ctx, var)
     return value
+
+
+@kernel("VariableShape", device_types=ALL_DEVICES, host_only=True)
+def variable_shape(ctx, handle):
+    """The shape of a resource variable's value (TensorFlow's gradients of Keras RNNs ask)."""
+    value = resolve(handle).get()
+    return np.array(value.shape, dtype=ctx.attrs.get("out_type", DType.INT32).np)
 
 
 @kernel("AssignVariableOp", device_types=ALL_DEVICES)

@@ -55,10 +55,23 @@ def _base_attrs(base):
     return {k: base.get_attr(k) for k in _BASE_ATTRS if base.has_attr(k)}
 
 
+def _dense_conv(ctx, base):
+    """Whether a Conv2D is known not to be grouped: TensorFlow's _FusedConv2D refuses grouped
+    convolutions ("does not support grouped convolutions"), so those stay unfused."""
+    x, w = (ctx.shape(ref) for ref in base.data_inputs)
+    if x is None or w is None or len(x) != 4 or len(w) != 4:
+        return False
+    nchw = base.get_attr("data_format", b"NHWC") == b"NCHW"
+    channels = x[1] if nchw else x[3]
+    return channels is not None and channels == w[2]
+
+
 def _make_fused(ctx, last, base, args, fused_ops, epsilon=None, alpha=None):
     op = _FUSED[base.op]
     t = base.get_attr("T")
     if t not in _FUSED_DTYPES[op] or not ctx.op_available(op):
+        return False
+    if base.op == "Conv2D" and not _dense_conv(ctx, base):
         return False
     attrs = _base_attrs(base)
     attrs.update({"T": t, "num_args": len(args), "fused_ops": [o.encode() for o in fused_ops]})

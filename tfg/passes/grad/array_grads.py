@@ -129,6 +129,18 @@ def _pad_grad(b, op, grads):
 gradient("Pad", "PadV2")(_pad_grad)  # noqa: E305
 
 
+@gradient("MirrorPad")
+def _mirror_pad(b, op, grads):
+    attrs = {"mode": op.attr("mode")}
+    return [b.op("MirrorPadGrad", [grads[0], op.inputs[1]], attrs), None]
+
+
+@gradient("MirrorPadGrad")
+def _mirror_pad_grad(b, op, grads):
+    attrs = {"mode": op.attr("mode")}
+    return [b.op("MirrorPad", [grads[0], op.inputs[1]], attrs), None]
+
+
 @gradient("Tile")
 def _tile(b, op, grads):
     x, multiples = op.inputs
@@ -216,6 +228,21 @@ def _gather_nd(b, op, grads):
     return [b.op("ScatterNd", [indices, grads[0], shape]), None]
 
 
+@gradient("ScatterNd")
+def _scatter_nd(b, op, grads):
+    indices = op.inputs[0]
+    return [None, b.op("GatherNd", [grads[0], indices]), None]
+
+
+@gradient("StridedSliceGrad")
+def _strided_slice_grad(b, op, grads):
+    _, begin, end, strides, _ = op.inputs
+    attrs = {k: int(op.attr(k, 0)) for k in ("begin_mask", "end_mask", "ellipsis_mask",
+                                              "new_axis_mask", "shrink_axis_mask")}
+    return [None, None, None, None,
+            b.op("StridedSlice", [grads[0], begin, end, strides], attrs)]
+
+
 error_gradient("PreventGradient", None)
 
 
@@ -224,8 +251,8 @@ def _read_variable(b, op, grads):
     return [grads[0]]
 
 
-no_gradient("Shape", "ShapeN", "Size", "Rank", "ZerosLike", "OnesLike", "Range", "OneHot",
-            "Where", "BroadcastGradientArgs", "BroadcastArgs", "InvertPermutation",
+no_gradient("Shape", "ShapeN", "VariableShape", "Size", "Rank", "ZerosLike", "OnesLike",
+            "Range", "OneHot", "Where", "BroadcastGradientArgs", "BroadcastArgs", "InvertPermutation",
             "ConcatOffset", "ListDiff", "Const", "Placeholder", "VariableV2", "Variable",
             "VarHandleOp", "RandomUniform", "RandomUniformInt", "RandomStandardNormal",
             "TruncatedNormal", "Assign", "AssignAdd", "AssignSub", "AssignVariableOp",

@@ -208,6 +208,14 @@ def _div_no_nan(b, op, grads):
     return list(broadcast_binary(b, x, y, gx, gy))
 
 
+@gradient("Atan2")
+def _atan2(b, op, grads):
+    y, x = op.inputs
+    g = grads[0]
+    scale = b.op("RealDiv", [g, b.op("AddV2", [b.op("Square", [x]), b.op("Square", [y])])])
+    return list(broadcast_binary(b, y, x, _mul(b, x, scale), b.op("Neg", [_mul(b, y, scale)])))
+
+
 @gradient("Pow")
 def _pow(b, op, grads):
     x, y = op.inputs

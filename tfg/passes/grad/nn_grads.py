@@ -84,6 +84,14 @@ def _elu_grad_grad(b, op, grads):
             b.op("SelectV2", [negative, _mul(b, grads[0], dy), b.zeros_like(y)])]
 
 
+@gradient("SeluGrad")
+def _selu_grad_grad(b, op, grads):
+    dy, y = op.inputs
+    negative = b.op("Less", [y, b.scalar_like(0, y)])
+    return [b.op("SeluGrad", [grads[0], y]),
+            b.op("SelectV2", [negative, _mul(b, grads[0], dy), b.zeros_like(y)])]
+
+
 @gradient("LeakyReluGrad")
 def _leaky_relu_grad_grad(b, op, grads):
     x = op.inputs[1]

@@ -7,9 +7,10 @@ identities, reshaping, joining/splitting, slicing, gathering, padding and fillin
 from tfg.schemas.ops.array_shapes import (
     bitcast,
     broadcast_args, broadcast_gradient_args, concat_offset, concat_v1, concat_v2, const_shape,
-    dynamic_stitch, ensure_shape, expand_dims, gather, gather_nd, gather_v2, list_diff, one_hot,
-    pack, pad, placeholder_with_default, range_shape, reshape, shape_n, shape_of, slice_shape,
-    split, split_v, squeeze, strided_slice, tile, transpose, unpack, unsorted_segment_sum, where)
+    dynamic_stitch, ensure_shape, expand_dims, gather, gather_nd, gather_v2, list_diff,
+    mirror_pad_grad, one_hot, pack, pad, placeholder_with_default, range_shape, reshape, shape_n,
+    shape_of, slice_shape, split, split_v, squeeze, strided_slice, tile, transpose, unpack,
+    unsorted_segment_sum, where)
 from tfg.schemas.ops.registry import op
 from tfg.schemas.ops.shape_fns import (
     from_shape_attr, from_shape_input, scalar, unchanged, unchanged_all)
@@ -284,6 +285,11 @@ op("MirrorPad",
    outputs=["output: T"],
    attrs=["T: type", "Tpaddings: {int32, int64} = DT_INT32", "mode: {'REFLECT', 'SYMMETRIC'}"],
    shape_fn=pad)
+op("MirrorPadGrad",
+   inputs=["input: T", "paddings: Tpaddings"],
+   outputs=["output: T"],
+   attrs=["T: type", "Tpaddings: {int32, int64} = DT_INT32", "mode: {'REFLECT', 'SYMMETRIC'}"],
+   shape_fn=mirror_pad_grad)
 
 # --- filling
 op("Fill",

@@ -388,6 +388,16 @@ def pad(ctx):
                   else d + paddings[2 * i] + paddings[2 * i + 1] for i, d in enumerate(s))]
 
 
+def mirror_pad_grad(ctx):
+    """The padded gradient folded back: each dim shrinks by its two paddings."""
+    s, paddings = ctx.shape(0), ctx.elems(1)
+    if paddings is None or s is None:
+        return [None if s is None else (None,) * len(s)]
+    s = with_rank(s, len(paddings) // 2, "MirrorPadGrad input")
+    return [tuple(None if d is None or paddings[2 * i] is None or paddings[2 * i + 1] is None
+                  else d - paddings[2 * i] - paddings[2 * i + 1] for i, d in enumerate(s))]
+
+
 def range_shape(ctx):
     start, limit, delta = (ctx.value(i) for i in range(3))
     if start is None or limit is None or delta is None:

@@ -84,6 +84,10 @@ def conv2d(ctx):
     def channels(cin, f):
         if cin is not None and f[2] is not None and f[2] and cin % f[2]:
             raise ShapeError(f"input depth {cin} is not a multiple of filter depth {f[2]}")
+        # Grouped: groups = cin / filter depth, and each group owns O / groups outputs.
+        if cin is not None and f[2] and f[3] is not None and f[3] % (cin // f[2]):
+            raise ShapeError(f"output depth {f[3]} is not a multiple of the number of groups "
+                             f"{cin // f[2]}")
         return f[3]
     return _conv(ctx, channels)
 

@@ -21,6 +21,13 @@ def read_variable(ctx):
     return [handle[1] if handle is not None else None]
 
 
+def variable_shape(ctx):
+    """[rank] of the variable's value, when its declared shape is known."""
+    handle = ctx.input_handles[0]
+    shape = handle[1] if handle is not None else None
+    return [(len(shape),) if shape is not None else (None,)]
+
+
 def stack_push(ctx):
     return [ctx.shape(1)]
 
@@ -85,6 +92,11 @@ op("ReadVariableOp",
    outputs=["value: dtype"],
    attrs=["dtype: type"],
    stateful=True, shape_fn=read_variable)
+op("VariableShape",
+   inputs=["input: resource"],
+   outputs=["output: out_type"],
+   attrs=["out_type: {int32, int64} = DT_INT32"],
+   stateful=True, shape_fn=variable_shape)
 op("AssignVariableOp",
    inputs=["resource: resource", "value: dtype"],
    attrs=["dtype: type", "validate_shape: bool = false"],

@@ -1,0 +1,53 @@
+"""Einsum (TensorFlow's linalg_ops Einsum), through numpy's or CuPy's einsum.
+
+    Einsum(q[b,q,h,d], k[b,k,h,d], equation="bqhd,bkhd->bhqk") -> scores[b,h,q,k]
+
+The equation is validated by the signature's parser (schemas/ops/linalg_ops.py) so a bad one
+fails with the same words at build and run time. Two operands go through numpy's optimized
+path (tensordot: one BLAS GEMM); TensorFlow's own kernel is also a transpose-GEMM-transpose.
+"""
+import numpy as np
+
+from tfg.kernels._util import fail, s
+from tfg.kernels.registry import ALL_DEVICES, kernel
+from tfg.schemas.ops.linalg_ops import parse_einsum
+from tfg.schemas.ops.shape_fns import ShapeError
+
+
+def _numpy_equation(equation, n):
+    """The equation in explicit form ('->' always: an implicit output is made explicit)."""
+    try:
+        labels, out, ells, out_ell = parse_einsum(equation, n)
+    except ShapeError as e:
+        fail(str(e))
+
+    def join(subs, ell):
+        return subs if ell is None else subs[:ell] + "..." + subs[ell:]
+    if any(e is not None for e in ells) and out_ell is None:
+        # TensorFlow sums the broadcast dims away; numpy would refuse: say so plainly.
+        fail(f"einsum {s(equation)!r}: an ellipsis in the inputs must appear in the output")
+    return ",".join(join(a, e) for a, e in zip(labels, ells)) + "->" + join(out, out_ell)
+
+
+@kernel("Einsum", device_types=ALL_DEVICES)
+def einsum(ctx, *inputs):
+    xp = ctx.xp
+    key = ("einsum", len(inputs))
+    eq = ctx.cache.get(key)
+    if eq is None:
+        eq = ctx.cache[key] = _numpy_equation(ctx.attrs["equation"], len(inputs))
+    arrays = [xp.asarray(x) for x in inputs]
+    try:
+        out = (np.einsum(eq, *arrays, optimize=len(arrays) > 1) if xp is np
+               else xp.einsum(eq, *arrays))
+    except ValueError as e:
+        fail(f"einsum {eq!r} on shapes {[list(a.shape) for a in arrays]}: {e}")
+    out = xp.asarray(out, dtype=arrays[0].dtype)
+    # A pure transpose comes back as a view of the input: later in-place kernels must not
+    # write through it.
+    if out.base is not None and any(np.may_share_memory(out, a) for a in arrays
+                                    if isinstance(a, np.ndarray)):
+        out = out.copy()
+    elif xp is not np and out.base is not None:
+        out = out.copy()
+    return out

@@ -1,0 +1,83 @@
+"""Signatures of the linear-algebra ops tfg runs (TensorFlow's linalg_ops.cc): Einsum.
+
+    >>> parse_einsum("bqhd,bkhd->bhqk", 2)
+    (['bqhd', 'bkhd'], 'bhqk', [None, None], None)
+    >>> parse_einsum("...ij,jk->...ik", 2)[2]  # where each input's ellipsis sits
+    [0, None]
+"""
+from tfg.schemas.ops.registry import op
+from tfg.schemas.ops.shape_fns import ShapeError, broadcast, merge_dim
+
+
+def _split_ellipsis(subs):
+    """'a...bc' -> ('abc', 1): labels without the ellipsis, and where it was (None: none)."""
+    if subs.count("...") > 1 or "." in subs.replace("...", ""):
+        raise ShapeError(f"bad einsum subscripts {subs!r}")
+    if "..." not in subs:
+        return subs, None
+    return subs.replace("...", ""), subs.index("...")
+
+
+def parse_einsum(equation, n_inputs):
+    """(input label strings, output labels, ellipsis position per input, in the output).
+
+    Labels are letters; implicit mode (no '->') gives the labels that appear once, sorted,
+    after an ellipsis if any input has one (numpy's and TensorFlow's rule)."""
+    eq = equation.decode() if isinstance(equation, bytes) else str(equation)
+    eq = eq.replace(" ", "")
+    lhs, arrow, rhs = eq.partition("->")
+    parts = lhs.split(",")
+    if len(parts) != n_inputs:
+        raise ShapeError(f"einsum equation {eq!r} names {len(parts)} inputs, the op has "
+                         f"{n_inputs}")
+    split = [_split_ellipsis(p) for p in parts]
+    labels = [s for s, _ in split]
+    for s in labels + ([rhs.replace("...", "")] if arrow else []):
+        if not all(c.isalpha() for c in s):
+            raise ShapeError(f"einsum labels must be letters: {eq!r}")
+    if not arrow:
+        counts = {}
+        for s in labels:
+            for c in s:
+                counts[c] = counts.get(c, 0) + 1
+        rhs = ("..." if any(p is not None for _, p in split) else "") + "".join(
+            sorted(c for c, k in counts.items() if k == 1))
+    out, out_ell = _split_ellipsis(rhs)
+    if any(c not in "".join(labels) for c in out):
+        raise ShapeError(f"einsum output label not in any input: {eq!r}")
+    return labels, out, [p for _, p in split], out_ell
+
+
+def einsum(ctx):
+    labels, out, ells, out_ell = parse_einsum(ctx.attr("equation"), ctx.num_inputs)
+    dims, ell_shape = {}, ()
+    for i, (subs, ell) in enumerate(zip(labels, ells)):
+        shape = ctx.shape(i)
+        if shape is None:
+            if ell is not None:
+                ell_shape = None
+            continue
+        if len(shape) < len(subs) or (ell is None and len(shape) != len(subs)):
+            raise ShapeError(f"einsum input {i} has rank {len(shape)}, subscripts {subs!r}")
+        n_ell = len(shape) - len(subs)
+        named = list(shape[:ell]) + list(shape[ell + n_ell:]) if ell is not None else shape
+        for c, d in zip(subs, named):
+            # A dim of 1 broadcasts against a batch label of the other input (TensorFlow).
+            prev = dims.get(c)
+            dims[c] = d if prev in (None, 1) else (prev if d in (None, 1) else merge_dim(prev, d))
+        if ell is not None and ell_shape is not None:
+            ell_shape = broadcast(ell_shape, tuple(shape[ell:ell + n_ell]))
+    named = [dims.get(c) for c in out]
+    if out_ell is None:
+        return [tuple(named)]
+    if ell_shape is None:
+        return [None]
+    return [tuple(named[:out_ell]) + tuple(ell_shape) + tuple(named[out_ell:])]
+
+
+op("Einsum",
+   inputs=["inputs: N * T"],
+   outputs=["output: T"],
+   attrs=["equation: string", "N: int >= 1", "T: type"],
+   shape_fn=einsum,
+   traits=["blas"])

@@ -1,0 +1,166 @@
+#!/usr/bin/env python3
+"""Make tests/fixtures/real_ops/ (tests/test_real_ops.py): the ops of real models' graphs (see
+tools/op_census.py and docs/ops.md) that the other fixture sets do not already check, as
+TensorFlow computes them and their gradients.
+
+NEEDS TENSORFLOW; never imports tfg. It reuses the two fixture mechanisms:
+
+    kernels.pb, expected.npz, cases.json   one op node per case fed by Const nodes
+                                           (tools/gen_kernel_fixtures.build_and_run)
+    grad.pb, grad.npz, grad_cases.json     forward graphs of placeholders and TensorFlow's
+                                           tf.gradients of them (tools/gen_grad_fixtures.Group)
+
+    /work/tfvenv/bin/python tools/gen_real_ops_fixtures.py
+"""
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+import gen_kernel_fixtures as kernel_fx  # noqa: E402  (first: it runs eager code on import)
+import gen_grad_fixtures as grad_fx  # noqa: E402  (then TF1 graph mode, v1 control flow)
+
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "fixtures",
+                   "real_ops")
+rng = np.random.default_rng(2222)
+
+
+def f32(*shape, lo=-1.0, hi=1.0):
+    return rng.uniform(lo, hi, shape).astype(np.float32)
+
+
+KERNELS = []
+
+
+def kcase(name, op, rtol=1e-5, atol=1e-5, **kw):
+    KERNELS.append((name, op, rtol, atol, kw))
+
+
+# --------------------------------------------------------------------------- Einsum
+EINSUMS = {  # name -> (equation, input shapes): the equations Keras' layers write
+    "mha_scores": ("aecd,abcd->acbe", [(2, 5, 2, 4), (2, 3, 2, 4)]),
+    "mha_context": ("acbe,aecd->abcd", [(2, 2, 3, 5), (2, 5, 2, 4)]),
+    "dense_qkv": ("abc,cde->abde", [(2, 3, 6), (6, 2, 4)]),
+    "dense_out": ("abcd,cde->abe", [(2, 3, 2, 4), (2, 4, 6)]),
+    "ellipsis_bcast": ("...ij,...jk->...ik", [(2, 1, 3, 4), (3, 4, 2)]),
+    "transpose": ("ij->ji", [(3, 4)]),
+    "sum_out": ("bij,jk->bk", [(2, 3, 4), (4, 5)]),
+    "outer": ("ab,cd->abcd", [(2, 3), (4, 2)]),
+}
+for name, (eq, shapes) in EINSUMS.items():
+    kcase(f"einsum_{name}", "Einsum", inputs=[f32(*s) for s in shapes], equation=eq)
+
+
+def einsum_grads(gr):
+    for name, (eq, shapes) in EINSUMS.items():
+        xs = [gr.ph(f"einsum_{name}_{i}", f32(*s)) for i, s in enumerate(shapes)]
+        y = tf.einsum(eq, *xs)
+        w = tf.constant(f32(*y.shape), name=f"einsum_{name}_w")
+        gr.case(f"einsum_{name}", [tf.identity(y * w, name=f"t_einsum_{name}")], xs)
+
+
+# --------------------------------------------------------------------------- MirrorPad
+for mode in ("REFLECT", "SYMMETRIC"):
+    kcase(f"mirror_pad_grad_{mode.lower()}", "MirrorPadGrad", input=f32(7, 6, 3),
+          paddings=np.array([[2, 1], [0, 2], [1, 0]], np.int32), mode=mode)
+
+
+def mirror_pad_grads(gr):
+    for mode in ("REFLECT", "SYMMETRIC"):
+        x = gr.ph(f"mirror_{mode.lower()}", f32(3, 4, 2))
+        y = tf.pad(x, [[2, 1], [1, 2], [0, 1]], mode=mode)
+        w = tf.constant(f32(*y.shape))
+        gr.case(f"mirror_pad_{mode.lower()}", [tf.identity(y * w, name=f"t_mirror_{mode}")],
+                [x])
+
+
+# --------------------------------------------------------------------------- model blocks
+def block_grads(gr):
+    """The pieces Keras' layers emit, each with tf.gradients of a weighted sum."""
+    x = gr.ph("blk_x", f32(2, 5, 6))
+    w = tf.constant(f32(2, 5, 6), name="blk_w")
+
+    def case(name, y, xs):
+        gr.case(name, [tf.identity(y * w if y.shape == w.shape else y, name=f"t_{name}")], xs)
+
+    case("gelu_exact", tf.nn.gelu(x, approximate=False), [x])
+    case("gelu_tanh", tf.nn.gelu(x, approximate=True), [x])
+    case("silu", tf.nn.silu(x), [x])
+    case("hard_swish", x * tf.nn.relu6(x * 3.0 + 3.0) / 6.0, [x])
+    case("selu", tf.nn.selu(x), [x])
+    gamma, beta = gr.ph("blk_gamma", f32(6)), gr.ph("blk_beta", f32(6))
+    mean, var = tf.nn.moments(x, [-1], keepdims=True)
+    case("layer_norm", tf.nn.batch_normalization(x, mean, var, beta, gamma, 1e-3),
+         [x, gamma, beta])
+    mask = tf.constant(rng.integers(0, 2, (2, 5, 6)).astype(bool), name="blk_mask")
+    case("masked_softmax", tf.nn.softmax(x + (1.0 - tf.cast(mask, tf.float32)) * -1e9), [x])
+    case("log_softmax_rsqrt", tf.nn.log_softmax(x) * tf.math.rsqrt(x * x + 1.0), [x])
+    a, bm = gr.ph("bmm_a", f32(2, 1, 3, 4)), gr.ph("bmm_b", f32(5, 4, 2))
+    y = tf.matmul(a, bm)
+    gr.case("batch_matmul_bcast", [tf.identity(y * tf.constant(f32(2, 5, 3, 2)),
+                                               name="t_bmm")], [a, bm])
+    img = gr.ph("bn_x", f32(2, 4, 4, 3, lo=-2, hi=3))
+    scale, offset = gr.ph("bn_scale", f32(3, lo=0.5, hi=1.5)), gr.ph("bn_offset", f32(3))
+    y, _, _ = tf1.nn.fused_batch_norm(img, scale, offset, epsilon=1e-3, is_training=True)
+    gr.case("fused_batch_norm_training", [tf.identity(y * tf.constant(f32(2, 4, 4, 3)),
+                                                      name="t_bn")], [img, scale, offset])
+
+
+def second_order_grads(gr):
+    """Gradients TensorFlow has for ops its own gradients emit (second order)."""
+    x, y = gr.ph("so_x", f32(3, 4, lo=0.3, hi=1.5)), gr.ph("so_y", f32(4, lo=-1.5, hi=-0.3))
+    gr.case("atan2", [tf.identity(tf.math.atan2(x, y) * tf.constant(f32(3, 4)),
+                                  name="t_atan2")], [x, y])
+    first = tf.gradients(tf.reduce_sum(tf.nn.selu(x - 0.9) * x), x)[0]  # SeluGrad
+    gr.case("selu_grad_grad", [tf.identity(first * first, name="t_selu2")], [x])
+    upd = gr.ph("so_updates", f32(3, 4))
+    sc = tf.scatter_nd(tf.constant([[1], [4], [1]]), upd, [5, 4])
+    gr.case("scatter_nd", [tf.identity(sc * tf.constant(f32(5, 4)), name="t_scatter")], [upd])
+    first = tf.gradients(tf.reduce_sum(x[1:, ::2] ** 2), x)[0]  # StridedSliceGrad
+    gr.case("strided_slice_grad_grad", [tf.identity(first * first, name="t_ssg2")], [x])
+
+
+tf1 = tf.compat.v1
+GRAD_GROUPS = [("grad", [einsum_grads, mirror_pad_grads, block_grads, second_order_grads])]
+
+
+def main():
+    os.makedirs(OUT, exist_ok=True)
+    from tensorflow.core.framework import graph_pb2
+
+    merged = graph_pb2.GraphDef()
+    expected, metas = {}, []
+    for name, op, rtol, atol, kw in KERNELS:
+        gd, exp, meta = kernel_fx.build_and_run(name, op, rtol, atol, kw)
+        if not merged.HasField("versions"):
+            merged.versions.CopyFrom(gd.versions)
+        merged.node.extend(gd.node)
+        expected.update(exp)
+        metas.append(meta)
+    with open(os.path.join(OUT, "kernels.pb"), "wb") as f:
+        f.write(merged.SerializeToString())
+    np.savez_compressed(os.path.join(OUT, "expected.npz"), **expected)
+    with open(os.path.join(OUT, "cases.json"), "w") as f:
+        json.dump({"tensorflow": tf.__version__, "cases": metas}, f, indent=1)
+
+    grad_fx.OUT = OUT  # Group.write puts <group>.pb/.npz there
+    index = {}
+    for name, builders in GRAD_GROUPS:
+        gr = grad_fx.Group(name)
+        with gr.graph.as_default():
+            for build in builders:
+                build(gr)
+        gr.write(index)
+    with open(os.path.join(OUT, "grad_cases.json"), "w") as f:
+        json.dump(index, f, indent=1, sort_keys=True)
+    print(f"{len(metas)} kernel cases, {sum(len(v) for v in index.values())} gradient cases",
+          file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
