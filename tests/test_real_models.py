@@ -37,7 +37,7 @@ CASES = sorted(p.name for p in CASE_ROOT.iterdir() if (p / "case.json").exists()
 MODES = ["run", "optimize", "pipeline", "cluster"]
 FULL = os.environ.get("TFG_REAL_MODELS") == "full"
 
-PIPELINE_CI = {"resnet_small", "mobilenetv2_grad", "keras_gru", "tf1_dynamic_lstm_grad",
+PIPELINE_CI = {"resnet_small", "mobilenetv2_grad", "keras_lstm_grad", "tf1_dynamic_lstm_grad",
                "tf1_beam_search"}
 CLUSTER_CI = {"efficientnet_small", "keras_lstm", "tf1_bidirectional_lstm_grad",
               "tf1_attention_seq2seq_grad", "tf1_beam_search"}
@@ -54,6 +54,14 @@ XFAIL = {
     ("convnext_small", None): GROUPED,  # Keras 3's ConvNeXt depthwise conv is Conv2D(groups=C)
     ("keras_transformer", None): TRANSFORMER,
     ("keras_lstm", "cluster"): LIST_ACROSS_TASKS,
+    ("keras_gru", "cluster"): LIST_ACROSS_TASKS,
+    ("keras_bilstm_masked", "cluster"): LIST_ACROSS_TASKS,
+    ("keras_lstm_grad", "cluster"): LIST_ACROSS_TASKS,
+    ("keras_gru_grad", "cluster"): LIST_ACROSS_TASKS,
+    # tfg optimize keeps the functional While; tfg partition and the executor's placement
+    # have no kernel for it (`tfg run` alone lowers it).
+    ("keras_lstm_functional", "pipeline"): FRONT,
+    ("keras_lstm_functional", "cluster"): FRONT,
 }
 
 
@@ -102,7 +110,7 @@ def test_suite_covers_the_issue():
                "TensorListSetItem", "While", "StatefulPartitionedCall"):
         assert op in ops, op
     for c, m in metas.items():
-        assert os.path.getsize(CASE_ROOT / c / "graph.pb") < 3_000_000, c
+        assert os.path.getsize(CASE_ROOT / c / "graph.pb") < 4_000_000, c
 
 
 LARGE = ["resnet50", "densenet121", "mobilenetv2_full", "mobilenetv3small_full",
