@@ -21,6 +21,7 @@ from tfg.executor.runner import Runner, checkpoint_note
 from tfg.executor.session import Session
 from tfg.executor.trace import write_chrome_trace
 from tfg.graphdef import savedmodel
+from tfg.graphdef.graph import Graph
 from tfg.graphdef.functions import inline_functions, is_functional, library_functions
 from tfg.graphdef.io import write_bytes_atomic
 from tfg.graphdef.names import parse_tensor
@@ -219,11 +220,6 @@ def command(graph, fmt, as_json, tag, signature, feed_args, feeds_file, random_s
 def _reset_only(cluster, resets, timeout, tls_ca, auth_token, auth_token_file):
     """`tfg run --cluster SPEC --reset NAME` with nothing to run: clear the containers on
     every worker (no graph is read) and say how many resources went."""
-    from tfg.executor.distributed import ClusterConfig
-    from tfg.executor.distributed.auth import resolve_token
-    from tfg.executor.session import Session
-    from tfg.graphdef.graph import Graph
-
     config = ClusterConfig(cluster, timeout=timeout, tls_ca=tls_ca,
                            auth_token=resolve_token(auth_token, auth_token_file))
     sess = Session(Graph(), cluster=config)

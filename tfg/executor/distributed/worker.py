@@ -32,6 +32,7 @@ from tfg.executor.distributed import rpc, session_table
 from tfg.executor.distributed.graph_checks import check_registered
 from tfg.executor.distributed.rendezvous import RemoteRendezvous, aborted_by
 from tfg.executor.distributed.spec import bind_address, refuse_taken_port, task_label
+from tfg.executor.distributed.tf_engine import service as tf_service
 from tfg.executor.executor import StepGroup
 from tfg.graphdef.graph import Graph
 from tfg.graphdef.names import parse_tensor
@@ -450,8 +451,6 @@ def serve(jobs, job, task, bind=None, devices=None, token=None, verbose=False,
                          maximum_concurrent_rpcs=max_calls)
     worker_pb2_grpc.add_WorkerServiceServicer_to_server(service, server)
     # The same task for TensorFlow masters and servers, on the same port (tf_engine/service.py).
-    from tfg.executor.distributed.tf_engine import service as tf_service
-
     tf_service.add_to_server(service, server)
     server.add_generic_rpc_handlers((rpc.health_handler(lambda: service.serving),))
     try:

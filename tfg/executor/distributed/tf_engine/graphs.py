@@ -23,9 +23,11 @@ from tfg.errors import TfgInputError
 from tfg.executor.distributed.spec import task_of
 from tfg.graphdef.graph import Graph
 from tfg.graphdef.names import CONTROL, canonical_device, input_string
+from tfg.schemas.ops import control_flow_names
 from tfg.schemas.ops.signature import output_dtypes
 
-CLIENT_TERMINATED = ("_Send", "_Recv")
+# The transfer ops that may be client-terminated (feeds and fetches of a registered graph).
+CLIENT_TERMINATED = control_flow_names("send", "recv")
 
 
 class TaskGraph:

@@ -28,6 +28,7 @@ from tfg.executor.distributed.tf_engine.graphs import task_graphs
 from tfg.executor.distributed.tf_engine.step import StepWatch
 from tfg.executor.step import StepRequest, check_request
 from tfg.graphdef.names import DeviceSpec, canonical_device
+from tfg.passes.partition import partition
 from tfg.schemas.proto import tf_worker_pb2 as tfpb
 
 
@@ -81,8 +82,6 @@ class TFClusterSession:
 
     def _executable(self, graph, devices):
         if not partitions.is_partitioned(graph):
-            from tfg.passes.partition import partition
-
             types = {d.device_type for st in self.status.values() for d in st.device_attributes}
             graph, self._unrunnable = partitions.without_unrunnable(graph, types)
             graph = partition(graph, devices=devices, cluster=self.config.jobs)
