@@ -83,7 +83,7 @@ def run(tf_python, models=tuple(MODELS), reps=5, warmup=2, settings=None, tf_thr
     """One row per model: TF's and tfg's medians, tfg's value error, every setting's ratio."""
     import tfg
     from abtime import ab_medians, settings_summary
-    from tfg.executor import Session
+    from tfg.executor import Session, contention
 
     settings = settings or blas_settings()
     tmp = tempfile.mkdtemp(prefix="tfgkeras")
@@ -116,13 +116,14 @@ def run(tf_python, models=tuple(MODELS), reps=5, warmup=2, settings=None, tf_thr
             got = sessions["default"].run(meta["output"], feeds)
             err = float(np.abs(got - y).max() / max(1e-12, float(np.abs(y).max())))
             steps = {k: (lambda s=s: s.run(meta["output"], feeds)) for k, s in sessions.items()}
+            contention.choices.clear()
             tf_s, tfg_s = ab_medians(lambda: tf_time(name), steps, reps, warmup)
-            row = {"graph": f"keras/{name}", "nodes": meta["nodes"], "batch": BATCH,
+            row = {"adaptive_choices": dict(contention.choices), "graph": f"keras/{name}", "nodes": meta["nodes"], "batch": BATCH,
                    "size": SIZE, "max_rel_error": err, **settings_summary(tf_s, tfg_s)}
             rows.append(row)
             log(f"{row['graph']:24} TF {tf_s * 1e3:8.1f} ms  " + "  ".join(
                 f"{k} {v * 1e3:8.1f} ms ({v / tf_s:.2f}x)" for k, v in tfg_s.items())
-                + f"  err {err:.1e}")
+                + f"  err {err:.1e}  adaptive chose {dict(contention.choices)}")
     finally:
         worker.stdin.close()
         worker.wait(timeout=60)

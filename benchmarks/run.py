@@ -85,7 +85,7 @@ def graph_rows(names, tf_python, reps, warmup, blas_threads=None, settings=None)
     import bench_run
     import tfg
     from abtime import ab_medians, settings_summary
-    from tfg.executor import Session
+    from tfg.executor import Session, contention
 
     tmp = tempfile.mkdtemp(prefix="tfgsuite")
     path = os.path.join(tmp, "tf_worker.py")
@@ -122,10 +122,12 @@ def graph_rows(names, tf_python, reps, warmup, blas_threads=None, settings=None)
                 return lambda: s.run(meta["fetches"], feeds, targets=meta["targets"])
 
             tfg_step = step_of(sess)
+            contention.choices.clear()
             tf_s, tfg_s = ab_medians(lambda: tf_time(name),
                                      {k: step_of(s) for k, s in sessions.items()}, reps, warmup)
             row = {"graph": name, "nodes": meta["nodes"], **settings_summary(tf_s, tfg_s),
-                   "tfg_blas_threads": sess.blas_threads}
+                   "tfg_blas_threads": sess.blas_threads,
+                   "adaptive_choices": dict(contention.choices)}
             row["tf_peak_rss_growth_b"] = peak_rss_growth(worker.pid, lambda: tf_time(name))
             row["tfg_peak_rss_growth_b"] = peak_rss_growth(os.getpid(), tfg_step)
             tracemalloc.start()

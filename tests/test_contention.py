@@ -31,42 +31,72 @@ class FakeMachine:
                                  clock=lambda: self.t, fallback=fallback, window=0.25)
 
 
+def step(m, meter, seconds, others, own):
+    meter.start()
+    m.run(seconds, others, own)
+    meter.stop()
+
+
 def test_meter_counts_other_processes_not_this_one():
     m = FakeMachine()
     meter = m.meter()
-    m.run(0.5, others=0.0, own=2.0)  # tfg alone, both cores busy (BLAS spinning included)
+    step(m, meter, 0.5, others=0.0, own=2.0)  # tfg alone, both cores busy (BLAS spinning too)
     assert meter.others() == pytest.approx(0.0)
     assert C.threads_for(2, meter.others()) == 2
-    m.run(0.5, others=2.0, own=0.0)  # `--load 2`: two busy processes, tfg between steps
+    step(m, meter, 0.5, others=2.0, own=0.5)  # `--load 2`: two busy processes beside tfg
     assert meter.others() == pytest.approx(2.0)
     assert C.threads_for(2, meter.others()) == 1
-    m.run(1.0, others=0.05, own=1.0)  # the load went away: the next window says so
+    step(m, meter, 0.5, others=0.05, own=1.0)  # the load went away: the next window says so
     assert meter.others() == pytest.approx(0.05)
     assert C.threads_for(2, meter.others()) == 2
 
 
-def test_meter_keeps_its_estimate_within_a_window_and_falls_back_before_the_first():
+def test_time_between_steps_does_not_count():
+    m = FakeMachine()
+    meter = m.meter()
+    for _ in range(10):  # TensorFlow's step between tfg's (A B A B): both cores, not at once
+        m.run(0.1, others=2.0, own=0.0)
+        step(m, meter, 0.05, others=0.0, own=2.0)
+    assert meter.others() == pytest.approx(0.0)
+    assert C.threads_for(2, meter.others()) == 2
+
+
+def test_steps_accumulate_to_a_window_and_the_estimate_holds_meanwhile():
     m = FakeMachine()
     meter = m.meter(fallback=lambda: 1.5)
-    m.run(0.1, others=0.0, own=1.0)
-    assert meter.others() == 1.5  # no full window yet: the load-average stand-in
-    m.run(0.2, others=1.0, own=1.0)  # 0.3 s since the first sample
-    first = meter.others()
-    assert first == pytest.approx(2 / 3)
-    m.run(0.1, others=0.0, own=2.0)  # within the next window: the last estimate holds
-    assert meter.others() == first
+    step(m, meter, 0.1, others=1.0, own=1.0)
+    assert meter.others() == 1.5  # less than a window of step time yet: the stand-in
+    step(m, meter, 0.2, others=0.0, own=1.0)  # 0.3 s of steps: (0.1 * 1.0) / 0.3
+    assert meter.others() == pytest.approx(1 / 3)
+    step(m, meter, 0.1, others=2.0, own=0.0)  # within the next window: the estimate holds
+    assert meter.others() == pytest.approx(1 / 3)
+
+
+def test_tiny_steps_are_sampled_sparsely():
+    m = FakeMachine()
+    reads = []
+    meter = C.ContentionMeter(read_busy=lambda: reads.append(1) or m.busy,
+                              read_own=lambda: m.own_s, clock=lambda: m.t, window=0.25)
+    step(m, meter, 0.001, others=0.0, own=1.0)
+    n = len(reads)
+    for _ in range(100):  # 100 steps of 1 ms back to back: at most every 50 ms is sampled
+        step(m, meter, 0.001, others=0.0, own=1.0)
+    assert len(reads) - n <= 2 * (0.1 / 0.05 + 1)
 
 
 def test_meter_without_proc_stat_uses_the_fallback():
     m = FakeMachine()
     meter = C.ContentionMeter(read_busy=lambda: None, read_own=lambda: m.own_s,
                               clock=lambda: m.t, fallback=lambda: 3.0, window=0.25)
-    m.run(1.0, others=0.0, own=1.0)
+    step(m, meter, 1.0, others=0.0, own=1.0)
     assert meter.others() == 3.0
     assert C.threads_for(2, meter.others()) == 1
 
 
 def test_the_real_meter_reads_this_machine():
-    others = C.ContentionMeter(window=0.0).others()
-    assert others >= 0.0
+    meter = C.ContentionMeter(window=0.0)
+    meter.start()
+    sum(range(10 ** 5))
+    meter.stop()
+    assert meter.others() >= 0.0
     assert 1 <= C.adaptive_threads() <= C.usable_cores()

@@ -28,7 +28,7 @@ import os
 import threading
 
 from tfg.errors import TfgInputError
-from tfg.executor.contention import adaptive_threads
+from tfg.executor.contention import adaptive_threads, meter
 
 ADAPTIVE = "adaptive"
 ENV_VAR = "TFG_BLAS_THREADS"
@@ -188,6 +188,7 @@ class blas_limit:
             self.token = object()
             if not _active:
                 _saved = backend.get()
+                meter().start()  # contention is measured while steps run
             _active[self.token] = limit
             want = min(_active.values())
             if backend.get() != want:
@@ -201,6 +202,8 @@ class blas_limit:
         with _lock:
             del _active[self.token]
             self.token = None
+            if not _active:
+                meter().stop()
             want = min(_active.values()) if _active else _saved
             if want is not None and backend.get() != want:
                 backend.set(want)

@@ -4,7 +4,7 @@
     2
     >>> threads_for(cores=2, others=1.6)    # another job busy on a core: one BLAS thread
     1
-    >>> adaptive_threads()                  # this machine now (re-measured every 0.25 s)
+    >>> adaptive_threads()                  # this machine now (measured during steps)
 
 Why: OpenBLAS splits a GEMM over its threads and busy-waits for the slowest. When another
 process holds a core, the thread that lands there is descheduled for whole time slices and the
@@ -14,12 +14,13 @@ speed. So the count is chosen from what the other processes use now.
 
 The measure (Linux): CPU time of the cores this process may run on (/proc/stat lines of
 os.sched_getaffinity) minus this process's own CPU time (os.times: all its threads, spinning
-BLAS threads included, so tfg never counts itself as load), over the wall time since the last
-sample: "others" in cores. Samples are taken when a step starts, at most every WINDOW_S (the
-kernel counts in 10 ms ticks: shorter windows are noise); between samples the last decision
-holds. Before the first window, and where /proc/stat cannot be read, the 1-minute load average
-less one (this process) stands in.
+BLAS threads included, so tfg never counts itself as load), over the wall time of tfg's steps
+only: "others" in cores. Step time accumulates to WINDOW_S before the estimate is renewed (the
+kernel counts in 10 ms ticks: shorter windows are noise); meanwhile the last decision holds.
+Before the first window, and where /proc/stat cannot be read, the 1-minute load average less
+one (this process) stands in.
 """
+import collections
 import math
 import os
 import threading
@@ -87,9 +88,17 @@ def _loadavg_others():
 
 
 class ContentionMeter:
-    """Samples the cores other processes use; `others()` -> the latest estimate in cores.
+    """Other processes' CPU use while this process's steps run; `others()` -> cores.
 
-    `read_busy`, `read_own` and `clock` are injectable for tests (simulated load)."""
+    blas_limit calls `start()` when the first concurrent step begins and `stop()` when the last
+    ends: only time inside steps counts, so a process that alternates with tfg (TensorFlow in
+    the A B A B benchmarks, a data loader) is not mistaken for one competing with it. Step
+    time accumulates until `window` seconds, then the estimate is renewed. A step is sampled
+    (two reads of /proc/stat, ~30 µs) when the previous one took >= 2 ms or 50 ms have passed
+    since the last sample: tiny steps pay nearly nothing. `read_busy`, `read_own` and `clock`
+    are injectable for tests (simulated load)."""
+
+    MIN_GAP_S, CHEAP_STEP_S = 0.05, 0.002
 
     def __init__(self, read_busy=None, read_own=_own_cpu_s, clock=time.monotonic,
                  fallback=_loadavg_others, window=WINDOW_S):
@@ -103,27 +112,52 @@ class ContentionMeter:
         self.fallback, self.window = fallback, window
         self.lock = threading.Lock()
         self.estimate = None
-        self.last = self._sample()
+        self.open = None  # (t, busy, own) at the start of the sampled step running now
+        self.acc_s = self.acc_others = 0.0
+        self.last_end = -1e9
+        self.last_step_s = 1.0
+        self.started = None
 
-    def _sample(self):
-        return self.clock(), self.read_busy(), self.read_own()
-
-    def others(self):
-        """Cores kept busy by other processes (re-measured when a window has passed)."""
+    def start(self):
+        """A step begins (the first of any running concurrently)."""
         with self.lock:
             now = self.clock()
-            t0, busy0, own0 = self.last
-            if now - t0 >= self.window:
-                t1, busy1, own1 = self._sample()
-                if busy0 is not None and busy1 is not None:
-                    self.estimate = max(0.0, ((busy1 - busy0) - (own1 - own0)) / (t1 - t0))
-                self.last = (t1, busy1, own1)
-            if self.estimate is None:
-                return self.fallback()
-            return self.estimate
+            self.started = now
+            if self.last_step_s < self.CHEAP_STEP_S and now - self.last_end < self.MIN_GAP_S:
+                return
+            busy = self.read_busy()
+            self.open = (now, busy, self.read_own()) if busy is not None else None
+
+    def stop(self):
+        """The last running step ended."""
+        with self.lock:
+            now = self.clock()
+            if self.started is not None:
+                self.last_step_s = now - self.started
+                self.started = None
+            if self.open is None:
+                return
+            t0, busy0, own0 = self.open
+            self.open = None
+            busy = self.read_busy()
+            self.last_end = now
+            if busy is None:
+                return
+            self.acc_s += now - t0
+            self.acc_others += max(0.0, (busy - busy0) - (self.read_own() - own0))
+            if self.acc_s >= self.window:
+                self.estimate = self.acc_others / self.acc_s
+                self.acc_s = self.acc_others = 0.0
+
+    def others(self):
+        """Cores other processes kept busy during this process's recent steps."""
+        with self.lock:
+            return self.fallback() if self.estimate is None else self.estimate
 
 
 _meter = None
+# How often each count was chosen in this process (benchmarks report it).
+choices = collections.Counter()
 _meter_lock = threading.Lock()
 
 
@@ -138,4 +172,6 @@ def meter():
 
 def adaptive_threads(cores=None):
     """BLAS threads for a step starting now: the usable cores other processes leave free."""
-    return threads_for(cores or usable_cores(), meter().others())
+    n = threads_for(cores or usable_cores(), meter().others())
+    choices[n] += 1
+    return n
