@@ -5,7 +5,10 @@
 
 `tf_time()` returns one TensorFlow step's seconds (timed in its own process); each tfg entry is
 a callable running one step. Every repetition times TensorFlow, then each setting in turn, so a
-load that comes and goes lands on all of them alike; medians of `reps` (>= 5) are returned.
+load that comes and goes lands on all of them alike; the settings' order rotates from one
+repetition to the next (the step right after TensorFlow's measured up to 1.3x slower than the
+same setting later in the round: TensorFlow's threads still spin for a while after a step).
+Medians of `reps` (>= 5) are returned.
 """
 import statistics
 import time
@@ -23,10 +26,11 @@ def ab_medians(tf_time, steps, reps, warmup):
         for step in steps.values():
             step()
     tf_t, tfg_t = [], {k: [] for k in steps}
-    for _ in range(max(5, reps)):
+    order = list(steps)
+    for r in range(max(5, reps)):
         tf_t.append(tf_time())
-        for k, step in steps.items():
-            tfg_t[k].append(timed(step))
+        for k in order[r % len(order):] + order[:r % len(order)]:
+            tfg_t[k].append(timed(steps[k]))
     return statistics.median(tf_t), {k: statistics.median(v) for k, v in tfg_t.items()}
 
 
