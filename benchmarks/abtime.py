@@ -4,10 +4,11 @@
     summary = settings_summary(tf_s, tfg_s)   # ratio of each, the best, default / best
 
 `tf_time()` returns one TensorFlow step's seconds (timed in its own process); each tfg entry is
-a callable running one step. Every repetition times TensorFlow, then each setting in turn, so a
-load that comes and goes lands on all of them alike; the settings' order rotates from one
-repetition to the next (the step right after TensorFlow's measured up to 1.3x slower than the
-same setting later in the round: TensorFlow's threads still spin for a while after a step).
+a callable running one step. Each repetition runs TensorFlow's step before every tfg setting
+(A B A C A D: each tfg step has the same predecessor), with the settings' order rotating from
+one repetition to the next, so a load that comes and goes lands on all of them alike. (Why
+not A B C D: a step right after a 2-thread BLAS step measured up to 1.25x slower than the
+same setting elsewhere, most likely OpenBLAS's worker still spinning after its call.)
 Medians of `reps` (>= 5) are returned.
 """
 import statistics
@@ -28,8 +29,8 @@ def ab_medians(tf_time, steps, reps, warmup):
     tf_t, tfg_t = [], {k: [] for k in steps}
     order = list(steps)
     for r in range(max(5, reps)):
-        tf_t.append(tf_time())
         for k in order[r % len(order):] + order[:r % len(order)]:
+            tf_t.append(tf_time())
             tfg_t[k].append(timed(steps[k]))
     return statistics.median(tf_t), {k: statistics.median(v) for k, v in tfg_t.items()}
 
