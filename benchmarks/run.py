@@ -4,7 +4,7 @@
     python3 benchmarks/run.py --tf-python /tmp/tfenv/bin/python [--quick] [--rows chain,mlp]
 
 Rows: chain (5,000 tiny ops), mlp (SGD step 784-1024-1024-10, batch 128), cnn (3 conv blocks,
-batch 32), rnn (50-step v1 while loop + gradient), optimize (`optimize` on 100,000 nodes),
+batch 32), keras (keras.applications inference at batch 2, 96x96: bench_keras.py), rnn (50-step v1 while loop + gradient), optimize (`optimize` on 100,000 nodes),
 grad (`tfg grad` on 10,000 nodes), io (binary load/save of 100,000 nodes), gpu (only with
 CuPy). TensorFlow runs only in subprocesses (never in the same process as tfg); the graph rows
 reuse benchmarks/bench_run.py's TensorFlow worker, bench_rnn.py, bench_grad.py, bench_io.py and
@@ -12,11 +12,11 @@ bench_optimize.py. TF-vs-tfg timings alternate A B A B and report the median of 
 Peak memory is the growth of peak RSS over one steady-state step (Linux: the peak is reset
 through /proc/<pid>/clear_refs), the same measure for both sides; tfg's tracemalloc peak is
 reported too. --quick shrinks the large graphs (10x fewer nodes) for a smoke run.
-tfg's Session leaves BLAS's threads alone by default (--blas-threads N caps them for every
-row); the rows mlp and cnn are also timed again with BLAS capped at half the cores
-("mlp/blas=N", Session(blas_threads='auto')), which loses on a quiet machine and wins under
-load. Each
-row records the 1-minute load average before and after it, so figures taken on a busy
+tfg's Session picks BLAS's threads per step from measured contention by default ('adaptive',
+tfg/executor/blas.py; --blas-threads N fixes them for every row); the rows mlp, cnn and keras
+also time every fixed count 1 .. cores in the same A B A B rounds (--no-blas-variants skips
+them) and report the best setting and default / best (the goal: <= 1.2x). --load N runs N
+busy processes (benchmarks/load.py) beside the whole run, killed at exit. Each row records the 1-minute load average before and after it, so figures taken on a busy
 machine say so. Writes benchmarks/results/suite.json.
 """
 import argparse
@@ -36,9 +36,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
 
-ALL_ROWS = ["chain", "mlp", "cnn", "rnn", "optimize", "grad", "io", "gpu"]
+ALL_ROWS = ["chain", "mlp", "cnn", "keras", "rnn", "optimize", "grad", "io", "gpu"]
 TARGETS = {"chain": "<= 2 µs/node", "mlp": "<= 1.0x TF, peak mem <= TF", "cnn": "<= 1.5x TF",
-           "rnn": "<= 2x TF", "io": "load + save < 5 s"}
+           "keras": "<= 1.2x TF", "rnn": "<= 2x TF", "io": "load + save < 5 s"}
 
 
 def _status(pid, key):
@@ -75,14 +75,17 @@ def loadavg():
         return None
 
 
-def graph_rows(names, tf_python, reps, warmup, blas_threads=None, variants=()):
+def graph_rows(names, tf_python, reps, warmup, blas_threads=None, settings=None):
     """chain / mlp / cnn through bench_run's TensorFlow worker, with memory.
 
-    `variants`: (graph name, blas_threads) pairs timed again as rows "<name>/blas=<n>".
+    `settings`: {label: blas_threads} timed in the same A B A B rounds as the default (label
+    'default', the Session's own choice or --blas-threads); the row records each one's ratio
+    and how far the default is from the best (abtime.settings_summary).
     """
     import bench_run
     import tfg
-    from tfg.executor import Session
+    from abtime import ab_medians, settings_summary
+    from tfg.executor import Session, contention
 
     tmp = tempfile.mkdtemp(prefix="tfgsuite")
     path = os.path.join(tmp, "tf_worker.py")
@@ -100,36 +103,31 @@ def graph_rows(names, tf_python, reps, warmup, blas_threads=None, variants=()):
         return float(worker.stdout.readline())
 
     rows = []
-    runs = [(name, blas_threads, name) for name in names]
-    runs += [(name, n, f"{name}/blas={n}") for name, n in variants if name in names]
     try:
-        for name, blas, label in runs:
+        for name in names:
             load_before = loadavg()
             meta = json.load(open(os.path.join(tmp, name + ".json")))
-            sess = Session(tfg.load(os.path.join(tmp, name + ".pb")), blas_threads=blas)
+            graph = tfg.load(os.path.join(tmp, name + ".pb"))
             with np.load(os.path.join(tmp, name + "_feeds.npz")) as f:
                 feeds = {k: f[k] for k in f.files}
-            if meta["init"]:
-                sess.run(None, targets=meta["init"])
+            # chain has no BLAS call: its other settings would only cost time.
+            want = {"default": blas_threads, **(settings or {} if name != "chain" else {})}
+            sessions = {k: Session(graph, blas_threads=v) for k, v in want.items()}
+            sess = sessions["default"]
+            for s in sessions.values():
+                if meta["init"]:
+                    s.run(None, targets=meta["init"])
 
-            def tfg_step():
-                sess.run(meta["fetches"], feeds, targets=meta["targets"])
+            def step_of(s):
+                return lambda: s.run(meta["fetches"], feeds, targets=meta["targets"])
 
-            def tfg_time():
-                t = time.perf_counter()
-                tfg_step()
-                return time.perf_counter() - t
-
-            for _ in range(warmup):
-                tf_time(name), tfg_time()
-            tf_t, tfg_t = [], []
-            for _ in range(max(5, reps)):  # A B A B
-                tf_t.append(tf_time(name))
-                tfg_t.append(tfg_time())
-            row = {"graph": label, "nodes": meta["nodes"], "tf_median_s": statistics.median(tf_t),
-                   "tfg_median_s": statistics.median(tfg_t),
-                   "tfg_blas_threads": sess.blas_threads}
-            row["ratio"] = row["tfg_median_s"] / row["tf_median_s"]
+            tfg_step = step_of(sess)
+            contention.choices.clear()
+            tf_s, tfg_s = ab_medians(lambda: tf_time(name),
+                                     {k: step_of(s) for k, s in sessions.items()}, reps, warmup)
+            row = {"graph": name, "nodes": meta["nodes"], **settings_summary(tf_s, tfg_s),
+                   "tfg_blas_threads": sess.blas_threads,
+                   "adaptive_choices": dict(contention.choices)}
             row["tf_peak_rss_growth_b"] = peak_rss_growth(worker.pid, lambda: tf_time(name))
             row["tfg_peak_rss_growth_b"] = peak_rss_growth(os.getpid(), tfg_step)
             tracemalloc.start()
@@ -155,6 +153,19 @@ def graph_rows(names, tf_python, reps, warmup, blas_threads=None, variants=()):
     finally:
         worker.stdin.close()
         worker.wait(timeout=30)
+    return rows
+
+
+def keras_rows(tf_python, reps, warmup, blas_threads=None, settings=None, models=None):
+    """keras.applications inference (bench_keras.py), same settings as graph_rows."""
+    import bench_keras
+    load_before = loadavg()
+    want = {"default": blas_threads, **(settings or {})}
+    rows = bench_keras.run(tf_python, models or tuple(bench_keras.MODELS), reps, warmup,
+                           settings=want, log=lambda line: print(line, flush=True))
+    for row in rows:
+        row["meets_target"] = row["ratio"] <= 1.2
+        row["loadavg_before_after"] = [load_before, loadavg()]
     return rows
 
 
@@ -213,10 +224,13 @@ def fmt(row):
         extra += f" tfg tracemalloc peak {row['tfg_tracemalloc_peak_b'] / 2**20:.1f}MiB"
     if row.get("loadavg_before_after"):
         extra += " load {}->{}".format(*row["loadavg_before_after"])
+    if "default_vs_best" in row:
+        extra += " default/best({}) {:.2f}x [" .format(row["best_setting"], row["default_vs_best"])
+        extra += " ".join(f"{k} {v:.2f}x" for k, v in row["ratio_by_setting"].items()) + "]"
     if "meets_target" in row:
         target = TARGETS.get(row["graph"].split("50")[0].split("/")[0], "")
         extra += f" [{target}: {'ok' if row['meets_target'] else 'MISSED'}]"
-    return (f"{row['graph']:9} {row.get('nodes', 0):7d} {ms('tf_median_s')} "
+    return (f"{row['graph']:22} {row.get('nodes', 0):7d} {ms('tf_median_s')} "
             f"{ms('tfg_median_s')} {ratio} {mem}  {extra}")
 
 
@@ -232,8 +246,21 @@ def main():
                     help="BLAS threads for tfg's steps (default: the Session's, BLAS left "
                          "alone)")
     ap.add_argument("--no-blas-variants", action="store_true",
-                    help="skip the extra mlp/cnn rows with BLAS capped at half the cores")
+                    help="time only the default setting (not also BLAS at 1 .. cores threads)")
+    ap.add_argument("--load", type=int, default=0, metavar="N",
+                    help="run N busy processes beside the benchmark (benchmarks/load.py)")
+    ap.add_argument("--load-kind", default="python", choices=["python", "numpy"])
+    ap.add_argument("--keras-models", default=None,
+                    help="comma-separated subset of bench_keras.MODELS for the keras row")
     a = ap.parse_args()
+    if a.load < 0:
+        raise SystemExit("--load must be >= 0")
+    from load import busy_load
+    with busy_load(a.load, a.load_kind):
+        return suite(a)
+
+
+def suite(a):
     started = time.perf_counter()
     want = [r for r in a.rows.split(",") if r]
     bad = set(want) - set(ALL_ROWS)
@@ -244,13 +271,13 @@ def main():
     scale = 10 if a.quick else 1
     rows = []
     graphs = [r for r in ["chain", "mlp", "cnn"] if r in want]
-    if graphs or "rnn" in want:
+    if graphs or "rnn" in want or "keras" in want:
         if tf_python is None:
             print("TensorFlow is not importable (pass --tf-python): skipping TF rows")
         else:
-            cores = os.cpu_count() or 1
-            half = max(1, cores // 2)
-            variants = [] if a.no_blas_variants or cores < 2 else [("mlp", half), ("cnn", half)]
+            import bench_keras
+            settings = {} if a.no_blas_variants else {
+                k: v for k, v in bench_keras.blas_settings().items() if k != "default"}
             rnn = []
             if "rnn" in want:  # first: BLAS's threads left spinning by the rows below disturb it
                 import bench_rnn
@@ -261,7 +288,11 @@ def main():
                 rnn.append(row)
             if graphs:
                 rows += graph_rows(graphs, tf_python, a.reps, a.warmup, a.blas_threads,
-                                   variants)
+                                   settings)
+            if "keras" in want:
+                models = a.keras_models.split(",") if a.keras_models else None
+                rows += keras_rows(tf_python, a.reps, a.warmup, a.blas_threads, settings,
+                                   models)
             rows += rnn
     if "optimize" in want:
         rows.append(optimize_row(100_000 // scale))
@@ -272,14 +303,14 @@ def main():
         rows.append(io_row(100_000 // scale, max(5, a.reps) if not a.quick else 3))
     if "gpu" in want:
         rows.append(gpu_row())
-    print(f"{'graph':9} {'nodes':>7} {'TF median':>12} {'tfg median':>12} {'ratio':>7} "
+    print(f"{'graph':22} {'nodes':>7} {'TF median':>12} {'tfg median':>12} {'ratio':>7} "
           f"{'TF peak':>11} {'tfg peak':>11}  notes")
     for r in rows:
         print(fmt(r))
     os.makedirs(os.path.dirname(a.out), exist_ok=True)
     with open(a.out, "w") as f:
         json.dump({"cpu_count": os.cpu_count(), "python": platform.python_version(),
-                   "quick": a.quick, "reps": max(5, a.reps), "targets": TARGETS,
+                   "quick": a.quick, "load": a.load, "load_kind": a.load_kind, "reps": max(5, a.reps), "targets": TARGETS,
                    "wall_s": round(time.perf_counter() - started, 1), "rows": rows},
                   f, indent=1)
     print(f"suite took {time.perf_counter() - started:.0f} s; wrote {a.out}")

@@ -23,9 +23,11 @@ def clean_env(monkeypatch):
     return monkeypatch
 
 
-def test_default_leaves_blas_alone_and_auto_is_half_the_cores(clean_env):
-    assert blas.resolve_blas_threads(None) is None
+def test_default_is_adaptive_and_auto_is_half_the_cores(clean_env):
+    assert blas.resolve_blas_threads(None) == blas.ADAPTIVE
+    assert blas.resolve_blas_threads(" Adaptive ") == blas.ADAPTIVE
     assert blas.resolve_blas_threads("auto") == max(1, (os.cpu_count() or 1) // 2)
+    assert Session(_graph()).blas_threads == blas.ADAPTIVE
 
 
 def test_explicit_values(clean_env):
@@ -37,6 +39,8 @@ def test_explicit_values(clean_env):
 def test_user_blas_env_wins_over_the_default(clean_env):
     clean_env.setenv("OPENBLAS_NUM_THREADS", "4")
     assert blas.resolve_blas_threads("auto") is None
+    assert blas.resolve_blas_threads(None) is None
+    assert blas.resolve_blas_threads("adaptive") is None
     assert blas.resolve_blas_threads(2) == 2  # an explicit option still applies
 
 
@@ -67,6 +71,18 @@ def test_limit_applies_inside_and_restores():
     assert blas.current_blas_threads() == before
     with blas.blas_limit(None):
         assert blas.current_blas_threads() == before
+
+
+@needs_control
+def test_adaptive_limit_takes_the_measured_count_each_time(monkeypatch):
+    before = blas.current_blas_threads()
+    counts = iter([1, 2])
+    monkeypatch.setattr(blas, "adaptive_threads", lambda: next(counts))
+    with blas.blas_limit(blas.ADAPTIVE):
+        assert blas.current_blas_threads() == 1  # re-decided per step: loaded ...
+    with blas.blas_limit(blas.ADAPTIVE):
+        assert blas.current_blas_threads() == 2  # ... then quiet
+    assert blas.current_blas_threads() == before
 
 
 @needs_control

@@ -44,13 +44,16 @@ def refill(shape, mean, std, index):
     return (mean + std * rng.standard_normal(shape)).astype(np.float32)
 
 
-def freeze(make):
+def freeze(make, batch=BATCH, size=SIZE):
+    """(GraphDef, input name, output name) of `make`'s model, random weights folded in.
+
+    benchmarks/bench_keras.py calls it too (batch 2, 96x96, weights kept: no splat)."""
     keras.backend.clear_session()
     keras.utils.set_random_seed(3)
     # Logits (no softmax): a value check that an all-equal softmax could not fail.
-    model = make(weights=None, input_shape=(SIZE, SIZE, 3), classifier_activation=None)
+    model = make(weights=None, input_shape=(size, size, 3), classifier_activation=None)
     fn = tf.function(lambda x: model(x, training=False)).get_concrete_function(
-        tf.TensorSpec([BATCH, SIZE, SIZE, 3], tf.float32, name="x"))
+        tf.TensorSpec([batch, size, size, 3], tf.float32, name="x"))
     frozen = convert_variables_to_constants_v2(fn)
     return frozen.graph.as_graph_def(), frozen.inputs[0].name, frozen.outputs[0].name
 

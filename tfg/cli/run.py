@@ -87,9 +87,9 @@ from tfg.schemas.ops.signature import output_dtypes
               help="Refuse, before allocating, any tensor larger than SIZE (512M, 4G; "
                    "default: the machine's memory).")
 @click.option("--blas-threads", default=None, metavar="N",
-              help="Threads the BLAS library may use while a step runs ('auto': half the "
-                   "cores, for a loaded machine; default: $TFG_BLAS_THREADS, else BLAS as "
-                   "it is).")
+              help="Threads the BLAS library may use while a step runs (default: "
+                   "$TFG_BLAS_THREADS, else 'adaptive': the cores other processes leave free, "
+                   "measured per step; 'auto': half the cores; 0: BLAS as it is).")
 @click.option("--tls-ca", default=None, metavar="PEM",
               help="--cluster: verify the workers' TLS certificates with this CA (turns TLS "
                    "on).")

@@ -1,18 +1,21 @@
 """How many threads the BLAS library (numpy's OpenBLAS, or MKL/BLIS) may use while a step runs.
 
-    >>> limit = resolve_blas_threads("auto") # half the cores, at least 1 (default: None)
-    >>> with blas_limit(limit):              # while any step runs, BLAS uses <= limit threads
+    >>> limit = resolve_blas_threads(None)   # the default: 'adaptive'
+    >>> with blas_limit(limit):              # this step: as many BLAS threads as cores are free
     ...     sess_step()
     >>> # afterwards the library's own setting is back
 
-Why: OpenBLAS's worker threads busy-wait between calls. The executor runs non-BLAS kernels on
-its own thread pool and TensorFlow-style graphs mix many small matmuls with elementwise ops, so
-BLAS threads spin on the cores the executor needs (measured on 2 cores: an MLP step 3x slower
-with 2 BLAS threads than with 1, the RNN benchmark 5x, while other jobs ran). On a quiet
-machine the opposite holds (the MLP step 0.8x TensorFlow with BLAS on both cores, 1.4-1.8x
-with one), so the default leaves BLAS alone; 'auto' keeps half the cores for the executor's
-pool, for loaded machines. With 'auto', an explicit BLAS setting in the environment
-(OPENBLAS_NUM_THREADS, OMP_NUM_THREADS, MKL_NUM_THREADS) is the user's choice and wins.
+Why: OpenBLAS splits a GEMM over its threads and its threads busy-wait, for each other inside a
+call and for work between calls. On a quiet machine that is the fastest (an MLP step 0.8x
+TensorFlow with BLAS on both of 2 cores, 1.4-1.8x with one); when other processes hold cores it
+is a disaster: the thread that lands on a busy core is descheduled for whole time slices and
+every call waits for it (keras MobileNetV2 b2 96x96 on a loaded 2-core machine: 1.2-1.4 s a
+step with 2 BLAS threads, 0.15 s with 1). No fixed setting is right for both, so the default
+('adaptive') re-decides at every step from measured contention (tfg/executor/contention.py:
+the CPU time other processes used on this process's cores over the last 0.25 s): the cores
+they leave free, at least 1. An int fixes the count; 'auto' is half the cores; 0 leaves BLAS
+alone. An explicit BLAS setting in the environment (OPENBLAS_NUM_THREADS, OMP_NUM_THREADS,
+MKL_NUM_THREADS) is the user's choice and wins over 'adaptive' and 'auto'.
 
 Concurrent sessions share one process-wide setting: the first step to start saves the
 library's value and sets the limit, the last one to end restores it (steps wanting different
@@ -27,7 +30,9 @@ import threading
 import numpy  # noqa: F401 - loads its BLAS, so that it shows in the process's maps
 
 from tfg.errors import TfgInputError
+from tfg.executor.contention import adaptive_threads, meter
 
+ADAPTIVE = "adaptive"
 ENV_VAR = "TFG_BLAS_THREADS"
 _USER_ENV = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "GOTO_NUM_THREADS")
 _SET_NAMES = ("openblas_set_num_threads", "scipy_openblas_set_num_threads64_",
@@ -115,43 +120,52 @@ def current_blas_threads():
     return b.get() if b is not None else None
 
 
+def _user_chose():
+    return any(os.environ.get(k) for k in _USER_ENV)
+
+
 def _auto():
-    if any(os.environ.get(k) for k in _USER_ENV):
+    if _user_chose():
         return None  # the user chose BLAS's threads already
     return max(1, (os.cpu_count() or 1) // 2)
 
 
 def resolve_blas_threads(value, name="blas_threads"):
-    """The BLAS thread limit a Session uses: an int >= 1, or None for 'leave BLAS alone'.
+    """The BLAS thread limit a Session uses: an int >= 1, ADAPTIVE, or None (leave BLAS alone).
 
-    `value`: None (the default: $TFG_BLAS_THREADS if set, else leave BLAS alone), 'auto'
-    (half the cores, or nothing when the user set a BLAS variable), an int (0 = leave BLAS
-    alone), or a string of one. `name` is what an error calls the setting.
+    `value`: None (the default: $TFG_BLAS_THREADS if set, else 'adaptive'), 'adaptive' (the
+    cores other processes leave free, re-measured per step; nothing when the user set a BLAS
+    variable), 'auto' (half the cores; likewise), an int (0 = leave BLAS alone), or a string
+    of one. `name` is what an error calls the setting.
     Before: resolve_blas_threads("auto") on 2 cores.  After: 1.
     """
     source = name
     if value is None:
         value = os.environ.get(ENV_VAR)
         if value is None:
-            return None
+            return None if _user_chose() else ADAPTIVE
         source = f"${ENV_VAR}"
     if isinstance(value, str):
         text = value.strip().lower()
         if text == "auto":
             return _auto()
+        if text == ADAPTIVE:
+            return None if _user_chose() else ADAPTIVE
         try:
             value = int(text)
         except ValueError:
             raise TfgInputError(f"{source}: expected a thread count (an integer >= 0, 0 = "
-                                f"leave BLAS alone) or 'auto', got {value!r}") from None
+                                f"leave BLAS alone), 'adaptive' or 'auto', got {value!r}"
+                                ) from None
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise TfgInputError(f"{source}: expected an integer >= 0 (0 = leave BLAS alone) or "
-                            f"'auto', got {value!r}")
+        raise TfgInputError(f"{source}: expected an integer >= 0 (0 = leave BLAS alone), "
+                            f"'adaptive' or 'auto', got {value!r}")
     return value or None
 
 
 class blas_limit:
-    """Context manager: BLAS uses at most `limit` threads inside (None: no change).
+    """Context manager: BLAS uses at most `limit` threads inside (None: no change; ADAPTIVE:
+    the count contention.adaptive_threads() gives as the block starts).
 
     Re-entrant and thread-safe: see the module docstring.
     """
@@ -169,11 +183,13 @@ class blas_limit:
         backend = _get_backend()
         if backend is None:
             return self
+        limit = adaptive_threads() if self.limit == ADAPTIVE else self.limit
         with _lock:
             self.token = object()
             if not _active:
                 _saved = backend.get()
-            _active[self.token] = self.limit
+                meter().start()  # contention is measured while steps run
+            _active[self.token] = limit
             want = min(_active.values())
             if backend.get() != want:
                 backend.set(want)
@@ -186,6 +202,8 @@ class blas_limit:
         with _lock:
             del _active[self.token]
             self.token = None
+            if not _active:
+                meter().stop()
             want = min(_active.values()) if _active else _saved
             if want is not None and backend.get() != want:
                 backend.set(want)

@@ -14,9 +14,10 @@ graphs run on the first device. Variables, queues and random streams live as lon
 Session (as TensorFlow's DirectSession; on a cluster, variables and queues live in the workers'
 containers and outlive it: tfg/executor/containers.py); `reset(containers)` clears containers.
 `max_memory` (bytes or '4G'; default: the machine's memory) refuses, before allocating,
-any tensor larger than it (tfg/executor/limits.py). `blas_threads` caps the BLAS library's
-threads while a step runs (an int, 'auto' for half the cores; default: $TFG_BLAS_THREADS,
-else BLAS left alone; tfg/executor/blas.py says why).
+any tensor larger than it (tfg/executor/limits.py). `blas_threads` sets the BLAS
+library's threads while a step runs (default: $TFG_BLAS_THREADS, else 'adaptive': the cores
+other processes leave free, measured during steps; an int fixes it, 'auto' is half the cores,
+0 leaves BLAS alone; tfg/executor/blas.py says why).
 
 `Session` is a facade over a backend: `LocalSession` here, or the master's `ClusterSession`
 (tfg/executor/distributed/master.py) with `cluster=`. Both read a request and prepare a step
@@ -151,8 +152,8 @@ class LocalSession:
         # checked before allocating (tfg/executor/limits.py).
         self.memory_limit = limits.resolve_limit(max_memory)
         self._check_elementwise = max_memory is not None or limits.overcommits()
-        # BLAS threads busy-wait on the cores the executor's pool needs: capped while a step
-        # runs (None: BLAS left as it is).
+        # BLAS threads busy-wait, and stall on cores other processes hold: set while a step
+        # runs ('adaptive' by default; None: BLAS left as it is).
         self.blas_threads = blas.resolve_blas_threads(blas_threads)
 
     def run_request(self, request, trace=False):

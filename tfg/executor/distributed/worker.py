@@ -113,7 +113,7 @@ class WorkerService(worker_pb2_grpc.WorkerServiceServicer):
         self.serving = True
         self.log = log
         self._handles = itertools.count(1)
-        # As a local Session: BLAS capped per step when $TFG_BLAS_THREADS says so.
+        # As a local Session: BLAS threads per step from $TFG_BLAS_THREADS, else 'adaptive'.
         self.blas_threads = blas.resolve_blas_threads(None)
         # Per tensor, as `tfg run --max-memory`: default 80% of the memory available now.
         self.memory_limit = limits.resolve_limit(max_memory)

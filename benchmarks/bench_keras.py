@@ -1,0 +1,150 @@
+#!/usr/bin/env python3
+"""keras.applications inference (batch 2, 96x96x3), tfg against TensorFlow on the same frozen
+GraphDefs, with tfg's default threading and each fixed BLAS thread count.
+
+    python3 benchmarks/bench_keras.py --tf-python /work/tfvenv/bin/python [--models resnet50]
+
+TensorFlow (a subprocess: never in tfg's process) builds each model with random weights
+(tools/gen_keras_apps.py's `freeze`, at batch 2 and 96x96 instead of its GPU graphs' 32 and
+224), writes the frozen GraphDef and an input, and times its own tf.compat.v1.Session of the
+imported graph (intra- and inter-op threads: --tf-threads, default 2) on request. tfg loads the
+same file; TensorFlow's output checks tfg's values (max |diff| relative to max |y|) before
+timing. Timings alternate A B A B (TensorFlow, then each tfg setting: 'default', then
+blas=1 .. blas=<cores>) and report medians; benchmarks/run.py's `keras` row calls `run`.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(HERE))
+
+# Name in the rows -> keras.applications class. InceptionV3 needs >= 75x75: 96 is fine.
+MODELS = {"mobilenetv2": "MobileNetV2", "mobilenetv3small": "MobileNetV3Small",
+          "resnet50": "ResNet50", "densenet121": "DenseNet121",
+          "efficientnetb0": "EfficientNetB0", "inceptionv3": "InceptionV3",
+          "nasnetmobile": "NASNetMobile"}
+BATCH, SIZE = 2, 96
+
+KERAS_WORKER = r'''
+import json, os, sys, time
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+out_dir, tools, threads, batch, size = sys.argv[1], sys.argv[2], int(sys.argv[3]), \
+    int(sys.argv[4]), int(sys.argv[5])
+models = json.loads(sys.argv[6])
+sys.path.insert(0, tools)
+import numpy as np
+import tensorflow as tf
+import keras
+import gen_keras_apps
+sessions = {}
+for name, cls in models.items():
+    gd, inp, out = gen_keras_apps.freeze(getattr(keras.applications, cls), batch, size)
+    with open(os.path.join(out_dir, name + ".pb"), "wb") as f:
+        f.write(gd.SerializeToString())
+    x = np.random.default_rng(0).standard_normal((batch, size, size, 3)).astype(np.float32)
+    g = tf.Graph()
+    with g.as_default():
+        tf.compat.v1.import_graph_def(gd, name="")
+    sess = tf.compat.v1.Session(graph=g, config=tf.compat.v1.ConfigProto(
+        intra_op_parallelism_threads=threads, inter_op_parallelism_threads=threads))
+    y = sess.run(out, {inp: x})
+    np.save(os.path.join(out_dir, name + "_x.npy"), x)
+    np.save(os.path.join(out_dir, name + "_y.npy"), y)
+    with open(os.path.join(out_dir, name + ".json"), "w") as f:
+        json.dump({"input": inp, "output": out, "nodes": len(gd.node)}, f)
+    sessions[name] = (sess, g.get_tensor_by_name(out), {g.get_tensor_by_name(inp): x})
+print("ready", flush=True)
+for line in sys.stdin:
+    name = line.strip()
+    if not name:
+        break
+    sess, out, feed = sessions[name]
+    t = time.perf_counter()
+    sess.run(out, feed)
+    print(time.perf_counter() - t, flush=True)
+'''
+
+
+def blas_settings(cores=None):
+    """The settings each row times: the default, then every fixed BLAS thread count."""
+    cores = cores or os.cpu_count() or 1
+    return {"default": None, **{f"blas={n}": n for n in range(1, cores + 1)}}
+
+
+def run(tf_python, models=tuple(MODELS), reps=5, warmup=2, settings=None, tf_threads=2,
+        log=print):
+    """One row per model: TF's and tfg's medians, tfg's value error, every setting's ratio."""
+    import tfg
+    from abtime import ab_medians, settings_summary
+    from tfg.executor import Session, contention
+
+    settings = settings or blas_settings()
+    tmp = tempfile.mkdtemp(prefix="tfgkeras")
+    path = os.path.join(tmp, "keras_worker.py")
+    with open(path, "w") as f:
+        f.write(KERAS_WORKER)
+    tools = os.path.join(os.path.dirname(HERE), "tools")
+    want = {m: MODELS[m] for m in models}
+    worker = subprocess.Popen(
+        [tf_python, path, tmp, tools, str(tf_threads), str(BATCH), str(SIZE), json.dumps(want)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+    if worker.stdout.readline().strip() != "ready":
+        raise SystemExit("the TensorFlow keras worker failed to start")
+
+    def tf_time(name):
+        worker.stdin.write(name + "\n")
+        worker.stdin.flush()
+        return float(worker.stdout.readline())
+
+    rows = []
+    try:
+        for name in want:
+            meta = json.load(open(os.path.join(tmp, name + ".json")))
+            graph = tfg.load(os.path.join(tmp, name + ".pb"))
+            x, y = np.load(os.path.join(tmp, name + "_x.npy")), np.load(
+                os.path.join(tmp, name + "_y.npy"))
+            feeds = {meta["input"]: x}
+            sessions = {k: Session(graph, blas_threads=v) for k, v in settings.items()}
+            got = sessions["default"].run(meta["output"], feeds)
+            err = float(np.abs(got - y).max() / max(1e-12, float(np.abs(y).max())))
+            steps = {k: (lambda s=s: s.run(meta["output"], feeds)) for k, s in sessions.items()}
+            contention.choices.clear()
+            tf_s, tfg_s = ab_medians(lambda: tf_time(name), steps, reps, warmup)
+            row = {"adaptive_choices": dict(contention.choices), "graph": f"keras/{name}", "nodes": meta["nodes"], "batch": BATCH,
+                   "size": SIZE, "max_rel_error": err, **settings_summary(tf_s, tfg_s)}
+            rows.append(row)
+            log(f"{row['graph']:24} TF {tf_s * 1e3:8.1f} ms  " + "  ".join(
+                f"{k} {v * 1e3:8.1f} ms ({v / tf_s:.2f}x)" for k, v in tfg_s.items())
+                + f"  err {err:.1e}  adaptive chose {dict(contention.choices)}")
+    finally:
+        worker.stdin.close()
+        worker.wait(timeout=60)
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tf-python", default="/work/tfvenv/bin/python")
+    ap.add_argument("--models", default=",".join(MODELS))
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--tf-threads", type=int, default=2)
+    a = ap.parse_args()
+    models = [m for m in a.models.split(",") if m]
+    bad = sorted(set(models) - set(MODELS))
+    if bad:
+        raise SystemExit(f"unknown models {bad}; choose from {sorted(MODELS)}")
+    run(a.tf_python, models, a.reps, a.warmup, tf_threads=a.tf_threads)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
