@@ -3,7 +3,9 @@ Keras LSTM as functional `While` loops carrying TensorLists; a jit-compiled conv
 `StatefulPartitionedCall`; tools/gen_functional_fixtures.py) go through place, partition,
 optimize, grad, `Session` and `tfg run` of the partitioned output with TensorFlow's values;
 what tfg writes still imports into TensorFlow (TFG_TF_PYTHON) and gives the same values."""
+import os
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -15,10 +17,12 @@ from tfg.errors import TfgInputError
 from tfg.executor.session import Session
 from tfg.graphdef import io
 from tfg.graphdef.canonical import FunctionInliningError, canonicalize, needs_canonicalizing
+from tfg.graphdef.graph import Node
 from tfg.passes.grad import grad
 from tfg.passes.manager import optimize
 from tfg.passes.partition import partition
 from tfg.passes.place import place
+from tfg.schemas.proto import attr_value_pb2, function_pb2
 
 DIR = FIXTURES / "functional"
 EXPECTED = np.load(DIR / "expected.npz")
@@ -118,8 +122,6 @@ def _call_of_a_missing_function():
         x = tb.placeholder(tb.float32, [2], name="x")
         tb.identity(x, name="y")
     g = b.graph
-    from tfg.graphdef.graph import Node
-    from tfg.schemas.proto import attr_value_pb2, function_pb2
     call = Node("call", "StatefulPartitionedCall", ["x"], "")
     f = attr_value_pb2.NameAttrList(name="nowhere")
     call.set_attr("f", f)
@@ -154,8 +156,6 @@ def test_a_call_that_cannot_be_inlined(tmp_path):
 
 # --- TensorFlow imports and runs what tfg writes from a functional graph ------------------
 def _tf_python():
-    import os
-    import sys
     for py in filter(None, [os.environ.get("TFG_TF_PYTHON"), sys.executable]):
         if subprocess.run([py, "-c", "import tensorflow"], capture_output=True,
                           timeout=120).returncode == 0:

@@ -6,7 +6,6 @@ are refused; a Keras LSTM whose loop is split so that its lists cross tasks runs
 with TensorFlow's values."""
 import os
 import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -28,6 +27,7 @@ DIR = FIXTURES / "functional"
 TF_LISTS = np.load(DIR / "tensor_lists.npz")
 EXPECTED = np.load(DIR / "expected.npz")
 F32 = DType.FLOAT
+TYPE = "tensorflow::TensorList"
 
 
 def _tf_proto(name):
@@ -69,8 +69,6 @@ def test_round_trip(lst):
     _same(rpc.assemble(rpc.tensor_chunks(lst, False))[0], lst)
     _same(rpc.decode(rpc.encode(lst)), lst)
 
-
-TYPE = "tensorflow::TensorList"
 
 
 def test_lists_tensorflow_serialized():
@@ -208,6 +206,3 @@ def test_keras_lstm_pipeline_cpu3(tmp_path):
         np.testing.assert_allclose(got["grad/x"], want_grad, rtol=1e-5, atol=1e-7)
         assert np.abs(want_grad).max() > 0.01
 
-
-if __name__ == "__main__":
-    sys.exit(pytest.main([__file__, "-q"]))
