@@ -14,6 +14,8 @@ from conftest import FIXTURES, ROOT
 from helpers import numeric_gradient, tfg_cli
 from tfg import builder as tb
 from tfg.errors import TfgInputError
+from tfg.executor.distributed import rpc
+from tfg.executor.distributed.local import LocalCluster
 from tfg.executor.session import Session
 from tfg.graphdef import io
 from tfg.graphdef.canonical import FunctionInliningError, canonicalize, needs_canonicalizing
@@ -23,6 +25,7 @@ from tfg.passes.manager import optimize
 from tfg.passes.partition import partition
 from tfg.passes.place import place
 from tfg.schemas.proto import attr_value_pb2, function_pb2
+from tfg.schemas.proto import worker_pb2 as pb
 
 DIR = FIXTURES / "functional"
 EXPECTED = np.load(DIR / "expected.npz")
@@ -180,3 +183,26 @@ def test_tensorflow_runs_the_canonical_output(name, stage, tmp_path):
     assert p.returncode == 0, p.stderr.decode()[-2000:]
     with np.load(out) as got:
         _check(name, got["Identity:0"])
+
+
+def test_worker_registers_a_functional_graph():
+    """RegisterGraph canonicalizes too: a client other than tfg's master may send a graph whose
+    call is still there."""
+    g = _load("jit_conv")
+    g.remove_node("x")  # fed: as tfg's master registers a part, without the fed producer
+    for n in g:
+        n.device = "/job:worker/replica:0/task:0/device:CPU:0"
+    with LocalCluster(1) as cluster:
+        client = rpc.WorkerClient(("worker", 0), cluster.spec.split("=")[1])
+        try:
+            reg = client.call("RegisterGraph", pb.RegisterGraphRequest(
+                session_handle="s", graph_def=g.to_proto(), feeds=["x:0"],
+                fetches=["Identity:0"]), timeout=60)
+            req = pb.RunGraphRequest(session_handle="s", graph_handle=reg.graph_handle,
+                                     step_id=1)
+            rpc.encode(EXPECTED["jit_conv/x"], req.send.add(name="x:0").tensor)
+            resp = client.call("RunGraph", req, timeout=60)
+        finally:
+            client.close()
+    assert not resp.error.message, resp.error.message
+    _check("jit_conv", rpc.decode(resp.recv[0].tensor))
