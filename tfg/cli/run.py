@@ -21,8 +21,8 @@ from tfg.executor.runner import Runner, checkpoint_note
 from tfg.executor.session import Session
 from tfg.executor.trace import write_chrome_trace
 from tfg.graphdef import savedmodel
+from tfg.graphdef.canonical import canonicalize
 from tfg.graphdef.graph import Graph
-from tfg.graphdef.functions import inline_functions, is_functional, library_functions
 from tfg.graphdef.io import write_bytes_atomic
 from tfg.graphdef.names import parse_tensor
 from tfg.passes.cost_model import CostModel
@@ -138,8 +138,7 @@ def command(graph, fmt, as_json, tag, signature, feed_args, feeds_file, random_s
             raise TfgInputError(f"--json and --format {fmt} disagree")
         fmt = "json"
     feeds = read_feeds(feeds_file, feed_args)
-    g = read_graph(graph, tag)
-    g = _inline_plain_graph_functions(g)
+    g = canonicalize(read_graph(graph, tag))  # what Session runs: names check against it
     shown = list(fetch_names)  # the names values are reported under
     if signature:  # keys of a SavedModel signature -> tensor names
         _check_signature_keys(g, signature, feeds, fetch_names)
@@ -360,12 +359,3 @@ def _json_value(name, value):
 
     dtype = "string" if arr.dtype == object or arr.dtype.kind in "SU" else str(arr.dtype)
     return {"dtype": dtype, "shape": list(arr.shape), "value": walk(arr)}
-
-
-def _inline_plain_graph_functions(g):
-    """A plain GraphDef (not a SavedModel, which inlines on load) whose nodes call functions of
-    its library runs with the calls inlined; a call that cannot be inlined is an input error."""
-    lib = library_functions(g)
-    if getattr(g, "saved_model", None) is None and any(is_functional(n, lib) for n in g):
-        return inline_functions(g).graph
-    return g

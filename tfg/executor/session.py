@@ -36,6 +36,7 @@ from tfg.executor.feeds import shape_results
 from tfg.executor.runner import Runner
 from tfg.executor.trace import StepTrace
 from tfg.graphdef import io
+from tfg.graphdef.canonical import canonicalize
 from tfg.graphdef.validate import check_control_flow, validate
 from tfg.kernels.resources import ResourceMgr, StepContext
 
@@ -48,6 +49,9 @@ class Session:
                  blas_threads=None, validate_graph=False):
         if isinstance(graph, (str, os.PathLike)):
             graph = io.load(graph)
+        # Calls inlined, functional control flow lowered; a call that cannot be inlined stays
+        # and fails only a step that needs it (tfg/executor/partitions.py: check_runnable).
+        graph = canonicalize(graph, strict=False)
         if validate_graph:
             # As TensorFlow checks a GraphDef on import (what `tfg run` asks for): attrs, arity
             # and the dtype of every edge against the op signatures, so that a float into a

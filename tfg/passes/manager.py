@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from tfg.errors import GraphValidationError, TfgError, TfgInputError
+from tfg.graphdef.canonical import canonicalize
 from tfg.graphdef.names import parse_tensor
 from tfg.passes.colocation_refs import fix_colocation_refs
 from tfg.passes.rewrite import PLACEHOLDERS, PassOptions, RewriteContext, removable
@@ -102,6 +103,8 @@ def optimize(graph, passes=None, keep=(), feeds=(), devices=(), rounds=DEFAULT_R
     """
     _load_passes()
     names = _pass_names(passes)
+    # Calls inlined, functional control flow lowered; a call that cannot be is kept opaque.
+    graph = canonicalize(graph, strict=False)
     opts = make_options(graph, keep, feeds, devices, verify)
     total = sum(1 for rnd in range(rounds) for name in names
                 if not (PASSES[name].first_round_only and rnd > 0))

@@ -19,6 +19,7 @@ import numpy as np
 
 from tfg.errors import TfgInputError, TfgRuntimeError
 from tfg.executor.distributed.spec import task_label
+from tfg.kernels import list_codec
 from tfg.schemas import tensors as tcodec
 from tfg.schemas import truncate
 from tfg.schemas.dtypes import DType
@@ -232,6 +233,8 @@ def first_chunk(value, is_dead, chunk_bytes=CHUNK_BYTES, compress=""):
     compress="bf16" a float32 goes as its upper 16 bits per element (`truncated` set)."""
     if is_dead:
         return pb.RecvTensorResponse(is_dead=True), None
+    if list_codec.is_list(value):  # a DT_VARIANT TensorProto, as TensorFlow sends a list
+        return pb.RecvTensorResponse(tensor=list_codec.to_proto(value)), None
     arr = np.asarray(value)
     truncated = compress == "bf16" and truncate.applies(arr)
     if truncated:
@@ -279,6 +282,8 @@ def assemble(responses):
     if first.is_dead:
         return None, True
     t = first.tensor
+    if t.dtype == DType.VARIANT:
+        return list_codec.from_proto(t), False
     if t.dtype == DType.STRING or t.string_val:
         return tcodec.to_numpy(t), False
     dtype = DType(t.dtype).base.np
@@ -299,7 +304,9 @@ def assemble(responses):
 
 
 def encode(value, proto=None):
-    """A value as a TensorProto (numbers in tensor_content)."""
+    """A value as a TensorProto (numbers in tensor_content, a TensorList as a variant)."""
+    if list_codec.is_list(value):
+        return list_codec.to_proto(value, proto)
     arr = np.asarray(value)
     if arr.dtype == object:
         for v in arr.ravel():
@@ -319,7 +326,9 @@ def encode(value, proto=None):
 
 
 def decode(proto):
-    """A TensorProto as a (writable) numpy array."""
+    """A TensorProto as a (writable) numpy array, or a TensorList for a variant."""
+    if proto.dtype == DType.VARIANT:
+        return list_codec.from_proto(proto)
     arr = tcodec.to_numpy(proto)
     if isinstance(arr, np.ndarray) and not arr.flags.writeable:
         arr = arr.copy()

@@ -34,6 +34,7 @@ from tfg.executor.distributed.rendezvous import RemoteRendezvous, aborted_by
 from tfg.executor.distributed.spec import bind_address, refuse_taken_port, task_label
 from tfg.executor.distributed.tf_engine import service as tf_service
 from tfg.executor.executor import StepGroup
+from tfg.graphdef.canonical import canonicalize
 from tfg.graphdef.graph import Graph
 from tfg.graphdef.names import parse_tensor
 from tfg.kernels.resources import Ref, ResourceMgr, StepContext
@@ -182,7 +183,7 @@ class WorkerService(worker_pb2_grpc.WorkerServiceServicer):
         try:
             # Checked as `tfg run` checks a graph (and TensorFlow's import): duplicate names,
             # attrs, arity and edge dtypes; a malformed graph is INVALID_ARGUMENT, not UNKNOWN.
-            graph = Graph.from_proto(request.graph_def)
+            graph = canonicalize(Graph.from_proto(request.graph_def), strict=False)
             check_registered(graph, request.feeds)
             reg = self._prepare(graph, list(request.feeds), list(request.fetches))
         except TfgError as e:

@@ -27,6 +27,7 @@ import numpy as np
 
 from tfg.errors import GraphValidationError, TfgError, TfgInputError
 from tfg.graphdef import frames
+from tfg.graphdef.canonical import canonicalize
 from tfg.graphdef.infer import infer
 from tfg.graphdef.names import parse_input, parse_tensor
 from tfg.graphdef.validate import validate
@@ -176,6 +177,7 @@ def grad(graph, ys, xs, grad_ys=None, prefix="grad", warn=None, optimizer=None,
     grad_ys = _names(grad_ys, "grad_ys") if grad_ys else None
     if grad_ys is not None and len(grad_ys) != len(ys):
         raise TfgInputError(f"--grad-ys has {len(grad_ys)} names for {len(ys)} ys")
+    graph = canonicalize(graph)  # calls inlined, functional control flow lowered
     # A structurally broken graph (a dangling input, a wrong input count, a bad attr) is
     # refused here with a message naming the node, before any gradient function reads it.
     validate(graph, require_known_ops=False)

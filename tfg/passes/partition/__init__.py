@@ -14,6 +14,7 @@ control edge stays on one device. Partitioning a partitioned graph changes nothi
 import os
 
 from tfg.errors import GraphValidationError, TfgInputError
+from tfg.graphdef.canonical import canonicalize
 from tfg.graphdef.frames import analyze
 from tfg.graphdef.graph import Graph
 from tfg.graphdef.names import DeviceSpec
@@ -41,7 +42,7 @@ def partition(graph, devices=None, cost_model=None, soft=True, cluster=None,
     Before: a:0 (CPU:0) -> b (CPU:1).
     After:  a -> a/_1 (_Send, CPU:0);  a/_2 (_Recv, CPU:1) -> b.
     """
-
+    graph = canonicalize(graph)  # calls inlined, functional control flow lowered
     if has_collectives(graph):  # TensorFlow's collective ops become trees of ordinary ops
         graph = lower_collectives(graph)
     if devices is None and cluster is None and all(

@@ -8,6 +8,7 @@ Requested devices are kept (partial specs narrow the choice), `_class: loc:@x` a
 edges colocate (colocation.py), and among the remaining choices a greedy simulation with the
 cost model picks the device where each group finishes first (simulate.py).
 """
+from tfg.graphdef.canonical import canonicalize
 from tfg.graphdef.infer import infer
 from tfg.passes.cluster_spec import device_names
 from tfg.passes.cost_model import CostModel
@@ -31,6 +32,7 @@ def place(graph, devices=None, cost_model=None, soft=True, cluster=None, warn=de
     Before: `mm` (MatMul) with device "", `c` with device "/device:CPU:1".
     After:  `mm` on "/job:localhost/replica:0/task:0/device:CPU:0", `c` on ".../CPU:1".
     """
+    graph = canonicalize(graph)  # calls inlined, functional control flow lowered
     names = device_names(devices, cluster)
     if cost_model is None:
         cost_model = CostModel()
