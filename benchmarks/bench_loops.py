@@ -1,0 +1,289 @@
+#!/usr/bin/env python3
+"""Loop graphs: tfg against TensorFlow on the same GraphDefs, A B A B.
+
+    python3 benchmarks/bench_loops.py --tf-python /work/tfvenv/bin/python [--reps 7]
+        [--cases lstm,gru,bilstm,while_cond_grad,bare_while] [--save DIR] [--load DIR]
+
+TensorFlow (in a subprocess: it never shares a process with tfg) builds the graphs, imports
+each GraphDef into a `tf.compat.v1.Session` and times one step on request:
+
+| case | what |
+| --- | --- |
+| lstm, gru | Keras `LSTM(64)` / `GRU(64)` then `Dense(4)`, batch 8, 20 steps of 16 features, frozen by `convert_variables_to_constants_v2(lower_control_flow=True)`: a v1 while loop over TensorLists |
+| bilstm | `Masking` then `Bidirectional(LSTM(32))` then `Dense(4)`, the same shapes, the last 5 steps of half the batch masked: two loops whose bodies select by the mask |
+| while_cond_grad | a TF1 `tf.while_loop` of 100 iterations with a `tf.cond` inside (even: `acc * x`, odd: `acc + tanh(acc)`), acc of 64 floats, and `tf.gradients` of its sum: the forward loop, its stacks and the backward loop |
+| bare_while | 10,000 iterations of `i + 1`, `x * c`, `i < n` on scalars: the per-iteration cost |
+
+tfg loads each GraphDef and runs the same fetches with `tfg.Session`; the first step's outputs
+are compared with TensorFlow's (a fast wrong answer cannot pass). Steps alternate A B A B
+(TensorFlow, tfg), the median of --reps each, and the ratio tfg / TF is printed. `run(...)` is
+what benchmarks/run.py calls (rows "loops"); the script writes benchmarks/results/loops.json.
+The 50-step RNN with `tfg grad` is bench_rnn.py's row. `--save DIR` keeps the GraphDefs and
+feeds (for profiling: `--load DIR` reruns tfg alone on them, without TensorFlow).
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(HERE))
+
+CASES = ["lstm", "gru", "bilstm", "while_cond_grad", "bare_while"]
+TARGETS = {"lstm": 1.5, "gru": 1.5, "bilstm": 1.5, "while_cond_grad": 1.5, "bare_while": 2.5}
+BARE_ITERS = 10_000
+
+TF_WORKER = r'''
+import os, sys, time, json
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+import numpy as np
+import tensorflow as tf
+import keras
+from tensorflow.python.framework.convert_to_constants import (
+    convert_variables_to_constants_v2)
+tf1 = tf.compat.v1
+out_dir, cases, bare_iters = sys.argv[1], sys.argv[2].split(","), int(sys.argv[3])
+rng = np.random.default_rng(0)
+B, T, F = 8, 20, 16
+
+
+def frozen_keras(layers):
+    keras.utils.set_random_seed(7)
+    model = keras.Sequential([keras.Input((T, F))] + layers)
+    fn = tf.function(lambda x: model(x)).get_concrete_function(
+        tf.TensorSpec([B, T, F], tf.float32))
+    frozen = convert_variables_to_constants_v2(fn, lower_control_flow=True)
+    gd = frozen.graph.as_graph_def()
+    x = rng.standard_normal((B, T, F)).astype(np.float32)
+    return gd, {frozen.inputs[0].name: x}, [frozen.outputs[0].name]
+
+
+def lstm():
+    return frozen_keras([keras.layers.LSTM(64), keras.layers.Dense(4)])
+
+
+def gru():
+    return frozen_keras([keras.layers.GRU(64), keras.layers.Dense(4)])
+
+
+def bilstm():
+    gd, feeds, fetches = frozen_keras([keras.layers.Masking(0.0),
+                                       keras.layers.Bidirectional(keras.layers.LSTM(32)),
+                                       keras.layers.Dense(4)])
+    x = next(iter(feeds.values()))
+    x[: B // 2, T - 5:] = 0.0  # padded tails: the mask selects the carried state there
+    return gd, feeds, fetches
+
+
+def v1_graph(build):
+    tf1.disable_control_flow_v2()
+    g = tf.Graph()
+    with g.as_default():
+        feeds, fetches = build()
+    return g.as_graph_def(), feeds, fetches
+
+
+def while_cond_grad():
+    def build():
+        x = tf1.placeholder(tf.float32, [64], name="x")
+
+        def body(i, acc):
+            even = tf.equal(tf.math.floormod(i, 2), 0)
+            acc = tf1.cond(even, lambda: acc * x, lambda: acc + tf.tanh(acc))
+            return i + 1, acc
+
+        _, acc = tf1.while_loop(lambda i, a: i < 100, body,
+                                [tf.constant(0), tf.ones([64])], name="loop")
+        y = tf.reduce_sum(acc, name="y")
+        tf.identity(tf.gradients(y, [x])[0], name="gx")
+        return ({"x:0": (1.0 + 0.01 * rng.standard_normal(64)).astype(np.float32)},
+                ["y:0", "gx:0"])
+    return v1_graph(build)
+
+
+def bare_while():
+    def build():
+        n = tf1.placeholder(tf.int32, [], name="n")
+        c = tf.constant(1.0001, name="c")
+        _, x = tf1.while_loop(lambda i, x: i < n, lambda i, x: (i + 1, x * c),
+                              [tf.constant(0), tf.constant(1.0)], name="loop")
+        tf.identity(x, name="out")
+        return {"n:0": np.array(bare_iters, np.int32)}, ["out:0"]
+    return v1_graph(build)
+
+
+sessions = {}
+for name in cases:
+    gd, feeds, fetches = globals()[name]()
+    with open(os.path.join(out_dir, name + ".pb"), "wb") as f:
+        f.write(gd.SerializeToString())
+    g2 = tf.Graph()
+    with g2.as_default():
+        tf1.import_graph_def(gd, name="")
+    sess = tf1.Session(graph=g2)
+    fd = {g2.get_tensor_by_name(k): v for k, v in feeds.items()}
+    run = [g2.get_tensor_by_name(t) for t in fetches]
+    out = sess.run(run, fd)
+    np.savez(os.path.join(out_dir, name + "_feeds.npz"), **feeds)
+    np.savez(os.path.join(out_dir, name + "_expected.npz"), *out)
+    with open(os.path.join(out_dir, name + ".json"), "w") as f:
+        json.dump({"fetches": fetches, "nodes": len(gd.node)}, f)
+    sessions[name] = (sess, run, fd)
+print("ready", flush=True)
+for line in sys.stdin:
+    name = line.strip()
+    if not name:
+        break
+    sess, run, fd = sessions[name]
+    t = time.perf_counter()
+    sess.run(run, fd)
+    print(time.perf_counter() - t, flush=True)
+'''
+
+
+class TfWorker:
+    """The TensorFlow subprocess: builds the cases into `folder`, then times one on request."""
+
+    def __init__(self, tf_python, folder, cases):
+        path = os.path.join(folder, "tf_loops_worker.py")
+        with open(path, "w") as f:
+            f.write(TF_WORKER)
+        self.proc = subprocess.Popen(
+            [tf_python, path, folder, ",".join(cases), str(BARE_ITERS)], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES=""))
+        if self.proc.stdout.readline().strip() != "ready":
+            err = self.proc.stderr.read()[-2000:]
+            raise SystemExit("the TensorFlow loops worker failed to start:\n" + err)
+
+    def time(self, name):
+        self.proc.stdin.write(name + "\n")
+        self.proc.stdin.flush()
+        return float(self.proc.stdout.readline())
+
+    def close(self):
+        self.proc.stdin.close()
+        self.proc.wait(timeout=60)
+
+
+def load_case(folder, name):
+    """(Session, feeds, fetches, expected outputs, node count) of one saved case."""
+    import tfg
+    from tfg.executor import Session
+
+    meta = json.load(open(os.path.join(folder, name + ".json")))
+    with np.load(os.path.join(folder, name + "_feeds.npz")) as f:
+        feeds = {k: f[k] for k in f.files}
+    with np.load(os.path.join(folder, name + "_expected.npz")) as f:
+        expected = [f[k] for k in sorted(f.files, key=lambda k: int(k.split("_")[1]))]
+    sess = Session(tfg.load(os.path.join(folder, name + ".pb")))
+    return sess, feeds, meta["fetches"], expected, meta["nodes"]
+
+
+def run(tf_python, reps=7, warmup=2, cases=CASES, save=None):
+    """Time each case A B A B; returns one row per case (graph, ratio, max_rel_err_vs_tf,
+    per-iteration µs for bare_while)."""
+    folder = save or tempfile.mkdtemp(prefix="tfgloops")
+    os.makedirs(folder, exist_ok=True)
+    worker = TfWorker(tf_python, folder, cases)
+    rows = []
+    try:
+        for name in cases:
+            sess, feeds, fetches, expected, nodes = load_case(folder, name)
+            out = sess.run(fetches, feeds)
+            err = max(float(np.max(np.abs(np.asarray(o) - e) / (1 + np.abs(e))))
+                      for o, e in zip(out, expected))
+
+            def tfg_time():
+                t = time.perf_counter()
+                sess.run(fetches, feeds)
+                return time.perf_counter() - t
+
+            for _ in range(warmup):
+                worker.time(name), tfg_time()
+            tf_t, tfg_t = [], []
+            for _ in range(max(5, reps)):  # A B A B
+                tf_t.append(worker.time(name))
+                tfg_t.append(tfg_time())
+            row = {"graph": name, "nodes": nodes, "tf_median_s": statistics.median(tf_t),
+                   "tfg_median_s": statistics.median(tfg_t), "max_rel_err_vs_tf": err}
+            row["ratio"] = row["tfg_median_s"] / row["tf_median_s"]
+            if name == "bare_while":
+                row["tf_us_per_iter"] = row["tf_median_s"] / BARE_ITERS * 1e6
+                row["tfg_us_per_iter"] = row["tfg_median_s"] / BARE_ITERS * 1e6
+            row["target_ratio"] = TARGETS[name]
+            row["meets_target"] = row["ratio"] <= TARGETS[name] and err < 1e-4
+            rows.append(row)
+    finally:
+        worker.close()
+    return rows
+
+
+def fmt(row):
+    extra = ""
+    if "tfg_us_per_iter" in row:
+        extra = f" {row['tf_us_per_iter']:.2f} / {row['tfg_us_per_iter']:.2f} µs/iter"
+    return (f"{row['graph']:16} {row['nodes']:6d} {row['tf_median_s'] * 1e3:10.2f}ms "
+            f"{row['tfg_median_s'] * 1e3:10.2f}ms {row['ratio']:6.2f}x "
+            f"err {row['max_rel_err_vs_tf']:.1e} [<= {row['target_ratio']}x: "
+            f"{'ok' if row['meets_target'] else 'MISSED'}]{extra}")
+
+
+def profile(folder, name, steps, top):
+    """cProfile of tfg alone on a case saved with --save."""
+    import cProfile
+    import pstats
+
+    sess, feeds, fetches, _, _ = load_case(folder, name)
+    sess.run(fetches, feeds)
+    prof = cProfile.Profile()
+    prof.enable()
+    for _ in range(steps):
+        sess.run(fetches, feeds)
+    prof.disable()
+    pstats.Stats(prof).sort_stats("tottime").print_stats(top)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tf-python", default="/work/tfvenv/bin/python")
+    ap.add_argument("--reps", type=int, default=7)
+    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--cases", default=",".join(CASES))
+    ap.add_argument("--save", default=None, help="keep the GraphDefs and feeds in this folder")
+    ap.add_argument("--profile", default=None, metavar="DIR",
+                    help="no TensorFlow: cProfile tfg on the cases saved in DIR by --save")
+    ap.add_argument("--out", default=os.path.join(HERE, "results", "loops.json"))
+    a = ap.parse_args()
+    cases = [c for c in a.cases.split(",") if c]
+    bad = set(cases) - set(CASES)
+    if bad:
+        raise SystemExit(f"unknown cases {sorted(bad)}; choose from {CASES}")
+    if a.profile:
+        for name in cases:
+            print(f"--- {name}")
+            profile(a.profile, name, a.reps, 25)
+        return 0
+    load = os.getloadavg()[0]
+    rows = run(a.tf_python, a.reps, a.warmup, cases, a.save)
+    print(f"{'graph':16} {'nodes':>6} {'TF median':>12} {'tfg median':>12} {'ratio':>7}")
+    for r in rows:
+        print(fmt(r))
+    print(f"load average {load:.2f} -> {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
+    os.makedirs(os.path.dirname(a.out), exist_ok=True)
+    with open(a.out, "w") as f:
+        json.dump({"cpu_count": os.cpu_count(), "reps": max(5, a.reps),
+                   "loadavg_before_after": [load, os.getloadavg()[0]], "rows": rows}, f,
+                  indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
