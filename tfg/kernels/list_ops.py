@@ -100,7 +100,12 @@ def _list(ctx, handle, check_dtype=True):
     return handle
 
 
+_INT_SCALARS = frozenset({np.int32, np.int64})
+
+
 def _int(value, what):
+    if type(value) in _INT_SCALARS:  # a loop's index: the common case, without asarray
+        return int(value)
     v = np.asarray(value)
     if v.size != 1 or v.dtype.kind not in "iu":
         fail(f"{what} must be an int scalar, got {v.dtype.name} of shape {list(v.shape)}")
