@@ -16,7 +16,8 @@ each GraphDef into a `tf.compat.v1.Session` and times one step on request:
 
 tfg loads each GraphDef and runs the same fetches with `tfg.Session`; the first step's outputs
 are compared with TensorFlow's (a fast wrong answer cannot pass). Steps alternate A B A B
-(TensorFlow, tfg), the median of --reps each, and the ratio tfg / TF is printed. `run(...)` is
+(TensorFlow, tfg), the median of --reps each, and the ratio tfg / TF is printed, of wall time
+(the target) and of process CPU time (all threads; steadier on a loaded machine). `run(...)` is
 what benchmarks/run.py calls (rows "loops"); the script writes benchmarks/results/loops.json.
 The 50-step RNN with `tfg grad` is bench_rnn.py's row. `--save DIR` keeps the GraphDefs and
 feeds (for profiling: `--load DIR` reruns tfg alone on them, without TensorFlow).
@@ -142,9 +143,9 @@ for line in sys.stdin:
     if not name:
         break
     sess, run, fd = sessions[name]
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     sess.run(run, fd)
-    print(time.perf_counter() - t, flush=True)
+    print(time.perf_counter() - t, time.process_time() - c, flush=True)
 '''
 
 
@@ -164,9 +165,11 @@ class TfWorker:
             raise SystemExit("the TensorFlow loops worker failed to start:\n" + err)
 
     def time(self, name):
+        """(wall, process CPU) seconds of one step."""
         self.proc.stdin.write(name + "\n")
         self.proc.stdin.flush()
-        return float(self.proc.stdout.readline())
+        wall, cpu = self.proc.stdout.readline().split()
+        return float(wall), float(cpu)
 
     def close(self):
         self.proc.stdin.close()
@@ -202,9 +205,9 @@ def run(tf_python, reps=7, warmup=2, cases=CASES, save=None):
                       for o, e in zip(out, expected))
 
             def tfg_time():
-                t = time.perf_counter()
+                t, c = time.perf_counter(), time.process_time()
                 sess.run(fetches, feeds)
-                return time.perf_counter() - t
+                return time.perf_counter() - t, time.process_time() - c
 
             for _ in range(warmup):
                 worker.time(name), tfg_time()
@@ -212,9 +215,14 @@ def run(tf_python, reps=7, warmup=2, cases=CASES, save=None):
             for _ in range(max(5, reps)):  # A B A B
                 tf_t.append(worker.time(name))
                 tfg_t.append(tfg_time())
-            row = {"graph": name, "nodes": nodes, "tf_median_s": statistics.median(tf_t),
-                   "tfg_median_s": statistics.median(tfg_t), "max_rel_err_vs_tf": err}
+            med = lambda ts, k: statistics.median(t[k] for t in ts)  # noqa: E731
+            row = {"graph": name, "nodes": nodes, "tf_median_s": med(tf_t, 0),
+                   "tfg_median_s": med(tfg_t, 0), "tf_cpu_median_s": med(tf_t, 1),
+                   "tfg_cpu_median_s": med(tfg_t, 1), "max_rel_err_vs_tf": err}
             row["ratio"] = row["tfg_median_s"] / row["tf_median_s"]
+            # CPU time (every thread of the process): what a loaded machine distorts least,
+            # though TensorFlow's idle pool threads spin into its figure
+            row["cpu_ratio"] = row["tfg_cpu_median_s"] / row["tf_cpu_median_s"]
             if name == "bare_while":
                 row["tf_us_per_iter"] = row["tf_median_s"] / BARE_ITERS * 1e6
                 row["tfg_us_per_iter"] = row["tfg_median_s"] / BARE_ITERS * 1e6
@@ -232,8 +240,9 @@ def fmt(row):
         extra = f" {row['tf_us_per_iter']:.2f} / {row['tfg_us_per_iter']:.2f} µs/iter"
     return (f"{row['graph']:16} {row['nodes']:6d} {row['tf_median_s'] * 1e3:10.2f}ms "
             f"{row['tfg_median_s'] * 1e3:10.2f}ms {row['ratio']:6.2f}x "
-            f"err {row['max_rel_err_vs_tf']:.1e} [<= {row['target_ratio']}x: "
-            f"{'ok' if row['meets_target'] else 'MISSED'}]{extra}")
+            f"(cpu {row['tf_cpu_median_s'] * 1e3:.2f} / {row['tfg_cpu_median_s'] * 1e3:.2f}ms "
+            f"{row['cpu_ratio']:.2f}x) err {row['max_rel_err_vs_tf']:.1e} "
+            f"[<= {row['target_ratio']}x: {'ok' if row['meets_target'] else 'MISSED'}]{extra}")
 
 
 def profile(folder, name, steps, top):
@@ -273,7 +282,8 @@ def main():
         return 0
     load = os.getloadavg()[0]
     rows = run(a.tf_python, a.reps, a.warmup, cases, a.save)
-    print(f"{'graph':16} {'nodes':>6} {'TF median':>12} {'tfg median':>12} {'ratio':>7}")
+    print(f"{'graph':16} {'nodes':>6} {'TF median':>12} {'tfg median':>12} {'ratio':>7}  "
+          "(process CPU: TF / tfg, ratio)")
     for r in rows:
         print(fmt(r))
     print(f"load average {load:.2f} -> {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")

@@ -38,6 +38,7 @@ for _t in (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32
     _m = math.isqrt(int(_i.max))
     _SCALAR_INTS[_t] = (_t(_i.min), _t(_i.max), _t(_m), _t(-_m if _i.min < 0 else 0))
 _SCALAR_NUMBERS = _SCALAR_FLOATS | frozenset(_SCALAR_INTS)
+_SCALAR_EQ = _SCALAR_NUMBERS | {np.bool_}
 _COMPARE = {"less": operator.lt, "less_equal": operator.le, "greater": operator.gt,
             "greater_equal": operator.ge}
 _LOGIC = {"logical_and": operator.and_, "logical_or": operator.or_}
@@ -82,13 +83,20 @@ def _scalar_op(name):
     if name in _LOGIC:
         op = _LOGIC[name]
         return lambda x, y: op(x, y) if type(x) is np.bool_ else None
+    if name in ("equal", "not_equal"):
+        op = operator.eq if name == "equal" else operator.ne
+        return lambda x, y: op(x, y) if type(x) in _SCALAR_EQ else None
+    if name == "floor_mod":  # numpy's scalar % is np.mod: integers only (floats warn on
+        # inf where the kernel's errstate is quiet), a zero or -1 divisor left to the kernel
+        return lambda x, y: x % y if type(x) in _SCALAR_INTS and (y > 0 or y < -1) else None
     return None
 
 
 _SCALAR_UFUNC = {
     "AddV2": "add", "Add": "add", "Sub": "subtract", "Mul": "multiply", "Less": "less",
     "LessEqual": "less_equal", "Greater": "greater", "GreaterEqual": "greater_equal",
-    "LogicalAnd": "logical_and", "LogicalOr": "logical_or"}
+    "LogicalAnd": "logical_and", "LogicalOr": "logical_or", "Equal": "equal",
+    "NotEqual": "not_equal", "FloorMod": "floor_mod"}
 SCALAR_OPS = frozenset(_SCALAR_UFUNC)
 
 
@@ -116,7 +124,7 @@ def _binary(op, fn):
     # fn is a ufunc name (resolved on ctx.xp) or a function (xp, x, y).
     name = fn if isinstance(fn, str) else None
     np_fn = getattr(np, name) if name else None
-    scalar = _scalar_op(name) if op in SCALAR_OPS else None
+    scalar = _scalar_op(_SCALAR_UFUNC[op]) if op in SCALAR_OPS else None
 
     @kernel(op, device_types=ALL_DEVICES)
     def run(ctx, x, y):
@@ -242,8 +250,14 @@ for _op, _fn in BINARY.items():
 
 
 def _equality(op, name):
+    scalar = _scalar_op(name)
+
     @kernel(op, device_types=ALL_DEVICES)
     def run(ctx, x, y):
+        if type(x) is type(y) and ctx.xp is np:
+            r = scalar(x, y)
+            if r is not None:
+                return r
         if not _broadcastable(x, y):
             if not ctx.attrs.get("incompatible_shape_error", True):
                 return ctx.xp.asarray(op == "NotEqual")
