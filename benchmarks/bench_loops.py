@@ -176,7 +176,7 @@ class TfWorker:
         self.proc.wait(timeout=60)
 
 
-def load_case(folder, name):
+def load_case(folder, name, blas_threads=None):
     """(Session, feeds, fetches, expected outputs, node count) of one saved case."""
     import tfg
     from tfg.executor import Session
@@ -186,11 +186,11 @@ def load_case(folder, name):
         feeds = {k: f[k] for k in f.files}
     with np.load(os.path.join(folder, name + "_expected.npz")) as f:
         expected = [f[k] for k in sorted(f.files, key=lambda k: int(k.split("_")[1]))]
-    sess = Session(tfg.load(os.path.join(folder, name + ".pb")))
+    sess = Session(tfg.load(os.path.join(folder, name + ".pb")), blas_threads=blas_threads)
     return sess, feeds, meta["fetches"], expected, meta["nodes"]
 
 
-def run(tf_python, reps=7, warmup=2, cases=CASES, save=None):
+def run(tf_python, reps=7, warmup=2, cases=CASES, save=None, blas_threads=None):
     """Time each case A B A B; returns one row per case (graph, ratio, max_rel_err_vs_tf,
     per-iteration µs for bare_while)."""
     folder = save or tempfile.mkdtemp(prefix="tfgloops")
@@ -199,7 +199,7 @@ def run(tf_python, reps=7, warmup=2, cases=CASES, save=None):
     rows = []
     try:
         for name in cases:
-            sess, feeds, fetches, expected, nodes = load_case(folder, name)
+            sess, feeds, fetches, expected, nodes = load_case(folder, name, blas_threads)
             out = sess.run(fetches, feeds)
             err = max(float(np.max(np.abs(np.asarray(o) - e) / (1 + np.abs(e))))
                       for o, e in zip(out, expected))
@@ -226,6 +226,7 @@ def run(tf_python, reps=7, warmup=2, cases=CASES, save=None):
             if name == "bare_while":
                 row["tf_us_per_iter"] = row["tf_median_s"] / BARE_ITERS * 1e6
                 row["tfg_us_per_iter"] = row["tfg_median_s"] / BARE_ITERS * 1e6
+            row["tfg_blas_threads"] = sess.blas_threads
             row["target_ratio"] = TARGETS[name]
             row["meets_target"] = row["ratio"] <= TARGETS[name] and err < 1e-4
             rows.append(row)
@@ -269,6 +270,8 @@ def main():
     ap.add_argument("--save", default=None, help="keep the GraphDefs and feeds in this folder")
     ap.add_argument("--profile", default=None, metavar="DIR",
                     help="no TensorFlow: cProfile tfg on the cases saved in DIR by --save")
+    ap.add_argument("--blas-threads", type=int, default=None,
+                    help="BLAS threads for tfg's steps (default: the Session's)")
     ap.add_argument("--out", default=os.path.join(HERE, "results", "loops.json"))
     a = ap.parse_args()
     cases = [c for c in a.cases.split(",") if c]
@@ -281,7 +284,7 @@ def main():
             profile(a.profile, name, a.reps, 25)
         return 0
     load = os.getloadavg()[0]
-    rows = run(a.tf_python, a.reps, a.warmup, cases, a.save)
+    rows = run(a.tf_python, a.reps, a.warmup, cases, a.save, a.blas_threads)
     print(f"{'graph':16} {'nodes':>6} {'TF median':>12} {'tfg median':>12} {'ratio':>7}  "
           "(process CPU: TF / tfg, ratio)")
     for r in rows:

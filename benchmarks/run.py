@@ -276,7 +276,7 @@ def main():
         print("TensorFlow is not importable (pass --tf-python): skipping the loop rows")
     elif "loops" in want:  # benchmarks/bench_loops.py's rows
         load_before = loadavg()
-        for row in bench_loops.run(tf_python, a.reps):
+        for row in bench_loops.run(tf_python, a.reps, blas_threads=a.blas_threads):
             row["loadavg_before_after"] = [load_before, loadavg()]
             rows.append(row)
     if "optimize" in want:

@@ -40,6 +40,7 @@ from tfg.executor.loop_calls import (INDEX, forward, guarded, merge_call, scalar
                                      switch_call)
 from tfg.executor.devices import to_host
 from tfg.kernels.math_ops import SCALAR_OPS, scalar_kernel
+from tfg.schemas.ops import get_op, has_op
 from tfg.kernels.resources import Ref
 
 _ALWAYS, _TRUE, _FALSE = 0, 1, 2  # which side of the loop predicate a node depends on
@@ -64,8 +65,11 @@ class LoopProgram:
         self.exits = exits  # (Exit item, slot of its value)
         self.index_read = index_read  # whether a node reads a loop Merge's value_index
         self.scalar_enters = scalar_enters  # slots of 0-d invariants to keep as numpy scalars
-        self._outs = tuple(m[0] for m in merges)
-        self._nexts = tuple(m[4] for m in merges)
+        self.header_rest, self.body_rest = header, body  # without the loop invariants
+        # the Merges whose value changes: a passed-through one keeps its slot as it is
+        moving = [m for m in merges if m[0] != m[4]]
+        self._outs = tuple(m[0] for m in moving)
+        self._nexts = tuple(m[4] for m in moving)
         self._deref = any(m[6] for m in merges)
 
     def run(self, enter_values, step, group):
@@ -107,12 +111,15 @@ class LoopProgram:
                 # two loop variables).
                 if single:
                     vals[outs[0]] = vals[nexts[0]]
+                elif not outs:
+                    pass
                 else:
                     new = [vals[s] for s in nexts]
                     for s, v in zip(outs, new):
                         vals[s] = v
                 if first:
                     first = False
+                    header, body = self.header_rest, self.body_rest
                     if self.index_read or self._deref:
                         self._after_first(vals)
                 elif self._deref:
@@ -181,7 +188,7 @@ def _compile_frame(name, frame_enters, items, sources):
         for src, _, _ in sources[it.id]:
             if src.id not in member_ids and src.id not in enter_ids:
                 raise _Unsupported(f"{it.name!r} reads {src.name!r} from outside the frame")
-    if _enter_depends_on_exit(frame_enters, exits, sources):
+    if _enter_depends_on_exit(frame_enters, exits, sources, member_ids):
         raise _Unsupported("an Enter may wait for an Exit of its own frame")
     loop_merges, inner_merges = _merges(members, sources)
     for enter in frame_enters:
@@ -353,7 +360,18 @@ def _build(name, frame_enters, items, sources, order, side, cond, loop_merges, l
     # of a side: a ControlTrigger after the body's pivot, the stack pops after it).
     header_ids = _ancestors(pred, {it.id for it in order}, sources)
     hoisted, header, true_pass, false_pass = [], [], [], []
+    invariant = {e.id for e in frame_enters if e.is_constant}
+    # a loop variable passed through unchanged (a lowered While carries its captures so):
+    # its NextIteration shares the Merge's slot
+    invariant.update(mid for mid, data in loop_merges.items()
+                     if any(src.kind == P.NEXT and slot[(src.id, 0)] == slot[(mid, 0)]
+                            for _, src in data))
+    once = set()  # ids of nodes computed in the first iteration only (loop-invariant)
     for it in order:
+        if _invariant(it, sources, invariant, cond, aliased):
+            invariant.add(it.id)
+            if it.kind == P.KERNEL and it.num_inputs:
+                once.add(it.id)
         if it.id in loop_merges or it.id in aliased:
             continue
         ins, controls = ins_of[it.id]
@@ -386,9 +404,31 @@ def _build(name, frame_enters, items, sources, order, side, cond, loop_merges, l
     # Loop-invariant numbers read only by kernels with a scalar fast path: as numpy scalars.
     scalar_enters = tuple(slot[(e.id, 0)] for e in frame_enters if e.is_constant and all(
         items[d].op in SCALAR_OPS for d, port, _ in e.out_edges if port >= 0))
-    return LoopProgram(name, len(slot_count), {e.id: slot[(e.id, 0)] for e in frame_enters},
-                       merges, hoisted, header, slot[(pred.id, 0)], true_pass, false_pass,
-                       [(e, slot[(e.id, 0)]) for e in exits], index_read, scalar_enters)
+    program = LoopProgram(name, len(slot_count), {e.id: slot[(e.id, 0)] for e in frame_enters},
+                          merges, hoisted, header, slot[(pred.id, 0)], true_pass, false_pass,
+                          [(e, slot[(e.id, 0)]) for e in exits], index_read, scalar_enters)
+    # From the second iteration on, the invariant nodes keep their first values in their
+    # slots (nothing else writes them): the lists without them.
+    program.header_rest = [(c, it) for c, it in header if it.id not in once]
+    program.body_rest = [(c, it) for c, it in true_pass if it.id not in once]
+    return program
+
+
+def _invariant(it, sources, invariant, cond, aliased):
+    """Whether `it` computes the same value in every iteration: a Const, or a stateless
+    kernel (or an aliased Identity) of loop invariants only, never dead. Computed in the
+    first iteration where it would run (a zero-iteration loop runs none of the body's), then
+    kept: a GRU's weight slices and splits, 6 of its 26 body nodes."""
+    if cond.get(it.id) != _EMPTY:
+        return False
+    if it.kind == P.KERNEL:
+        if it.deref is not None or it.needs_step or it.blocking or not has_op(it.op):
+            return False
+        if get_op(it.op).stateful:
+            return False
+    elif it.id not in aliased:
+        return False
+    return all(src.id in invariant for src, port, _ in sources[it.id] if port >= 0)
 
 
 def _as_scalar(call, out):
@@ -486,9 +526,12 @@ def _members(name, frame_enters, items):
     return members, exits
 
 
-def _enter_depends_on_exit(frame_enters, exits, sources):
+def _enter_depends_on_exit(frame_enters, exits, sources, member_ids):
     """Whether an Enter may wait for an Exit of its own frame: through this partition's
-    nodes, or through a _Recv (what another device sends is not visible here)."""
+    nodes, or through a _Recv (what another device sends is not visible here). Not through
+    an enclosing loop's NextIteration: that is the enclosing loop's previous iteration, whose
+    instance of this frame has ended (a nested loop, whose Enters read the outer loop's
+    variables that its Exits fed back)."""
     exit_ids = {e.id for e in exits}
     seen, stack = set(), [e.id for e in frame_enters]
     while stack:
@@ -496,6 +539,8 @@ def _enter_depends_on_exit(frame_enters, exits, sources):
         for src, _, _ in sources[iid]:
             if src.id in exit_ids or src.kind == P.RECV:
                 return True
+            if src.kind == P.NEXT and src.id not in member_ids:
+                continue
             if src.id not in seen:
                 seen.add(src.id)
                 stack.append(src.id)

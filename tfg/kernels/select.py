@@ -26,6 +26,8 @@ def where(cond, a, b, xp=np):
     if xp is not np:
         return xp.where(cond, a, b)
     cond, a, b = np.asarray(cond), np.asarray(a), np.asarray(b)
+    if a.size < _MIN_SIZE and b.size < _MIN_SIZE and cond.size < _MIN_SIZE:
+        return np.where(cond, a, b)  # small operands (a large broadcast is only slower)
     ints = _SIGNED.get(a.dtype.itemsize)
     if (ints is None or a.dtype != b.dtype or a.dtype.kind not in "biuf"
             or cond.dtype != np.bool_):
