@@ -8,32 +8,43 @@ bookkeeping (pending counts, dead counts, tags, ready queue).
     [(<Item 41 rnn/Exit_1 exit>, array(...))]
 
 Before: every iteration of `while i < n: i, x = i + 1, x * c` dispatches 9 nodes through the
-ready queue, each with its frame and iteration state. After: the same 9 prepared calls run in
-a precomputed order per iteration, the predicate read once.
+ready queue, each with its frame and iteration state. After: 3 calls per iteration (Less, Mul,
+AddV2 on numpy scalars, tfg.kernels.math_ops.scalar_kernel); the LoopCond, Switches, Identities,
+NextIterations and Exits share their input's slot and cost nothing, the Const is computed once.
 
 A frame is compiled when the executor's exact semantics reduce to this order, that is when,
-as in every loop `tf.while_loop` or tfg's builder writes:
+as in every loop `tf.while_loop`, TensorFlow's While lowering or tfg's builder writes:
 - its nodes are reached from its Enters without crossing its Exits, and take every input from
-  inside the frame (or an Enter); none is a nested frame's Enter, a Send/Recv, a kernel that
-  may block (queues) or a fetched tensor (an Exit may be fetched);
-- each non-constant Enter feeds only Merges; each Merge joins one such Enter and one
-  NextIteration; all Switches take the one LoopCond's output as predicate (a cond inside the
-  body has other Switches: not compiled);
-- with the predicate true, the nodes after a Switch's output 1 are live and those after
+  inside the frame (or an Enter); none is a nested frame's Enter (the inner loop is compiled,
+  the outer one runs in the dataflow executor), a Send/Recv, a kernel that may block (queues)
+  or a fetched tensor (an Exit may be fetched);
+- each non-constant Enter feeds only Merges; the loop's Merges join one such Enter and one
+  NextIteration; the loop's Switches take the one LoopCond's output as predicate;
+- with the predicate true, the nodes after a loop Switch's output 1 are live and those after
   output 0 dead, and the other way round when it is false: each node depends on one side at
-  most, every NextIteration on output 1 and every Exit on output 0;
-- no Enter depends on an Exit of the same frame (the loop could not start before it ends),
-  nor on a _Recv (another device's dependencies are not visible here).
+  most, every NextIteration on output 1 and every Exit on output 0 (a control edge from a
+  Switch fires whichever side it took);
+- other Switches and Merges are a cond inside the body: the nodes after them may be dead in
+  an iteration. Each gets a condition (which cond branches it is after); a cond's Merge of
+  both branches is as live as its Switch. A node of a non-empty condition runs guarded: dead
+  (NOVAL in its slots, tfg/executor/loop_calls.py) when an input or a control input is, as
+  the dataflow executor decides. Gradient loops of conds (stacks of predicates) qualify;
+- no Enter depends on an Exit of the same frame instance (the loop could not start before it
+  ends), nor on a _Recv (another device's dependencies are not visible here).
 Then an iteration runs what the predicate needs, reads it, and runs in dependency order the
 other nodes of no side (a ControlTrigger is of none: it is never dead) and those of the live
 side; iterations run one after the other,
 which is a valid schedule for every `parallel_iterations` (stack pushes and pops keep their
-order). A zero-iteration loop runs the false side at once. Dead Enter values (a loop in an
-untaken cond branch) and traced steps go through the dataflow executor, as do frames that do
-not qualify. Nothing here changes values: the same kernels run on the same inputs.
+order). A zero-iteration loop runs the false side at once. Loop invariants (stateless kernels
+of constant Enters, Consts and loop variables passed through unchanged) run in the first
+iteration only and keep their slots. Dead Enter values (a loop in an untaken cond branch)
+and traced steps go through the dataflow executor, as do frames that do not qualify
+(`compile_loops(plan, why)` says why). Nothing here changes values: the same kernels run on
+the same inputs.
 """
 import numpy as np
 
+from tfg.executor import loop_graph as G
 from tfg.executor import plan as P
 from tfg.executor.calls import slot_call
 from tfg.executor.loop_calls import (INDEX, forward, guarded, merge_call, scalar_call,
@@ -43,7 +54,6 @@ from tfg.kernels.math_ops import SCALAR_OPS, scalar_kernel
 from tfg.schemas.ops import get_op, has_op
 from tfg.kernels.resources import Ref
 
-_ALWAYS, _TRUE, _FALSE = 0, 1, 2  # which side of the loop predicate a node depends on
 
 
 class LoopProgram:
@@ -148,10 +158,6 @@ class LoopNodeError(Exception):
         self.item, self.error = item, error
 
 
-class _Unsupported(Exception):
-    """A frame this module does not compile (the dataflow executor runs it)."""
-
-
 def compile_loops(plan, why=None):
     """{frame name: LoopProgram} for the frames of `plan` that qualify; `why` (a dict), if
     given, gets {frame name: reason} for the others."""
@@ -168,139 +174,44 @@ def compile_loops(plan, why=None):
     for name, frame_enters in enters.items():
         try:
             out[name] = _compile_frame(name, frame_enters, items, sources)
-        except _Unsupported as e:
+        except G.Unsupported as e:
             if why is not None:
                 why[name] = str(e)
     return out
 
 
 def _compile_frame(name, frame_enters, items, sources):
-    members, exits = _members(name, frame_enters, items)
+    members, exits = G.frame_members(name, frame_enters, items)
     if members is None:
-        raise _Unsupported("a nested frame")
+        raise G.Unsupported("a nested frame")
     member_ids = {it.id for it in members}
     enter_ids = {it.id for it in frame_enters}
     for it in members:
         if it.kind in (P.SEND, P.RECV, P.FEED) or it.blocking:
-            raise _Unsupported(f"{it.name!r} ({it.op}) communicates or may block")
+            raise G.Unsupported(f"{it.name!r} ({it.op}) communicates or may block")
         if it.fetch_ports and it.kind != P.EXIT:
-            raise _Unsupported(f"{it.name!r} is fetched")
+            raise G.Unsupported(f"{it.name!r} is fetched")
         for src, _, _ in sources[it.id]:
             if src.id not in member_ids and src.id not in enter_ids:
-                raise _Unsupported(f"{it.name!r} reads {src.name!r} from outside the frame")
-    if _enter_depends_on_exit(frame_enters, exits, sources, member_ids):
-        raise _Unsupported("an Enter may wait for an Exit of its own frame")
-    loop_merges, inner_merges = _merges(members, sources)
+                raise G.Unsupported(f"{it.name!r} reads {src.name!r} from outside the frame")
+    if G.enter_depends_on_exit(frame_enters, exits, sources, member_ids):
+        raise G.Unsupported("an Enter may wait for an Exit of its own frame")
+    loop_merges, inner_merges = G.loop_and_cond_merges(members, sources)
     for enter in frame_enters:
         if not enter.is_constant and any(d not in loop_merges for d, _, _ in enter.out_edges):
-            raise _Unsupported(f"Enter {enter.name!r} feeds something else than a Merge")
+            raise G.Unsupported(f"Enter {enter.name!r} feeds something else than a Merge")
     loop_conds = [it for it in members if it.kind == P.IDENT]
     if len(loop_conds) != 1:
-        raise _Unsupported(f"{len(loop_conds)} LoopConds")
+        raise G.Unsupported(f"{len(loop_conds)} LoopConds")
     pred = loop_conds[0]
     # Which side of the predicate each node depends on, in a topological order of one
     # iteration (NextIteration -> Merge edges are the next iteration's).
-    order = _iteration_order(members, member_ids, sources, loop_merges)
+    order = G.iteration_order(members, member_ids, sources, loop_merges)
     if order is None:
-        raise _Unsupported("a cycle within one iteration")
-    side, cond, loop_switches = _sides(order, sources, enter_ids, loop_merges, pred)
+        raise G.Unsupported("a cycle within one iteration")
+    side, cond, loop_switches = G.sides(order, sources, enter_ids, loop_merges, pred)
     return _build(name, frame_enters, items, sources, order, side, cond, loop_merges,
                   loop_switches, pred, exits)
-
-
-def _merges(members, sources):
-    """{id: sorted data inputs} of the loop's Merges (an Enter and a NextIteration) and the
-    set of ids of the others (a cond's, inside the body)."""
-    loop_merges, inner = {}, set()
-    for it in members:
-        if it.kind != P.MERGE:
-            continue
-        data = sorted((idx, src) for src, port, idx in sources[it.id] if port >= 0)
-        if any(port < 0 for _, port, _ in sources[it.id]):
-            raise _Unsupported(f"Merge {it.name!r} has a control input")
-        kinds = sorted(src.kind for _, src in data)
-        if kinds == sorted([P.ENTER, P.NEXT]):
-            enter = next(src for _, src in data if src.kind == P.ENTER)
-            if enter.is_constant:
-                raise _Unsupported(f"Merge {it.name!r} of a constant Enter")
-            if max(idx for idx, _ in data) >= len(INDEX):
-                raise _Unsupported(f"Merge {it.name!r}: input index too large")
-            loop_merges[it.id] = data
-        elif P.ENTER in kinds or P.NEXT in kinds or not data:
-            raise _Unsupported(f"Merge {it.name!r} joins {kinds}")
-        else:
-            inner.add(it.id)
-    return loop_merges, inner
-
-
-_EMPTY = frozenset()
-
-
-def _sides(order, sources, enter_ids, loop_merges, pred):
-    """Per node: the side of the loop predicate it depends on, and its condition within
-    the iteration: the set of (predicate source, branch) of the cond Switches it is after
-    (empty: live whenever its side is; None: not known statically, checked when it runs)."""
-    side, cond, loop_switches = {}, {}, set()
-    for it in order:
-        if it.kind == P.SWITCH:
-            data = dict((idx, (src, port)) for src, port, idx in sources[it.id] if port >= 0)
-            if len(data) != 2:
-                raise _Unsupported(f"Switch {it.name!r} without two inputs")
-            if data[1] == (pred, 0):
-                loop_switches.add(it.id)
-        if it.id in loop_merges:
-            side[it.id], cond[it.id] = _ALWAYS, _EMPTY
-            continue
-        s, conds = _ALWAYS, []
-        for src, port, idx in sources[it.id]:
-            if src.id in enter_ids:
-                continue
-            s2, c2 = side[src.id], cond[src.id]
-            if src.id in loop_switches and port >= 0:
-                if s2 != _ALWAYS:
-                    raise _Unsupported(f"{src.name!r}: a loop Switch after another")
-                s2 = _TRUE if port == 1 else _FALSE
-            elif src.kind == P.SWITCH and port >= 0 and c2 is not None:
-                key = next((s.id, p) for s, p, i in sources[src.id] if i == 1 and p >= 0)
-                c2 = c2 | {(key, port)}
-            # (a control edge from a Switch fires when the Switch ran, whichever side it took)
-            if s2 != _ALWAYS:
-                if s not in (_ALWAYS, s2):
-                    raise _Unsupported(f"{it.name!r} depends on both sides: always dead")
-                s = s2
-            conds.append(c2)
-        if it.kind == P.MERGE:
-            c = _merge_cond(conds)
-        elif it.kind == P.TRIGGER:
-            s, c = _ALWAYS, _EMPTY  # never dead: it runs once its inputs arrived, dead or not
-        elif any(c2 is None for c2 in conds):
-            c = None
-        else:
-            c = _EMPTY.union(*conds)
-        side[it.id], cond[it.id] = s, c
-        if it.kind in (P.NEXT, P.EXIT, P.IDENT) or it.id in loop_switches:
-            want = {P.NEXT: _TRUE, P.EXIT: _FALSE}.get(it.kind, _ALWAYS)
-            if s != want or c != _EMPTY:
-                raise _Unsupported(f"{it.name!r} ({it.op}) is not on its side of the loop")
-    return side, cond, loop_switches
-
-
-def _merge_cond(conds):
-    """A cond's Merge is as live as its branches together: {p: 0} and {p: 1} on top of
-    the same condition give that condition; anything else is checked when it runs."""
-    if any(c is None for c in conds):
-        return None
-    if len(set(conds)) == 1:
-        return conds[0]
-    if len(conds) == 2:
-        a, b = conds
-        da, db = a - b, b - a
-        if len(da) == 1 and len(db) == 1:
-            (ka, pa), = da
-            (kb, pb), = db
-            if ka == kb and {pa, pb} == {0, 1}:
-                return a & b
-    return None
 
 
 def _build(name, frame_enters, items, sources, order, side, cond, loop_merges, loop_switches,
@@ -326,10 +237,10 @@ def _build(name, frame_enters, items, sources, order, side, cond, loop_merges, l
                 if it.id in loop_merges:
                     continue
                 ins[idx] = slot[(src.id, port)]
-            elif cond.get(src.id, _EMPTY) != _EMPTY:
+            elif cond.get(src.id, G.EMPTY) != G.EMPTY:
                 controls.extend(live[src.id])
         if it.id not in loop_merges and None in ins:
-            raise _Unsupported(f"{it.name!r} ({it.op}) misses an input")
+            raise G.Unsupported(f"{it.name!r} ({it.op}) misses an input")
         ins_of[it.id] = (ins, controls)
         if _aliased(it, ins, controls, sources, loop_switches):
             aliased.add(it.id)
@@ -344,7 +255,7 @@ def _build(name, frame_enters, items, sources, order, side, cond, loop_merges, l
         elif it.kind == P.SWITCH:
             live[it.id] = tuple(ins)
         else:
-            live[it.id] = (new((it.id, "live")),) if cond[it.id] != _EMPTY else ()
+            live[it.id] = (new((it.id, "live")),) if cond[it.id] != G.EMPTY else ()
     merges = []
     index_read = False
     for mid, data in loop_merges.items():
@@ -358,7 +269,7 @@ def _build(name, frame_enters, items, sources, order, side, cond, loop_merges, l
     # The header computes the predicate; then one pass over the rest runs the nodes of no
     # side and those of the live side, in dependency order (a node of no side may follow one
     # of a side: a ControlTrigger after the body's pivot, the stack pops after it).
-    header_ids = _ancestors(pred, {it.id for it in order}, sources)
+    header_ids = G.ancestors(pred, {it.id for it in order}, sources)
     hoisted, header, true_pass, false_pass = [], [], [], []
     invariant = {e.id for e in frame_enters if e.is_constant}
     # a loop variable passed through unchanged (a lowered While carries its captures so):
@@ -377,18 +288,18 @@ def _build(name, frame_enters, items, sources, order, side, cond, loop_merges, l
         ins, controls = ins_of[it.id]
         outs = [slot[(it.id, p)] for p in range(it.num_outputs)]
         call = _call(it, ins, outs, sources)
-        if cond[it.id] != _EMPTY and it.kind not in (P.SWITCH, P.MERGE):
+        if cond[it.id] != G.EMPTY and it.kind not in (P.SWITCH, P.MERGE):
             # the inputs that may be dead: after a cond's Switch, or inside a cond
             guard = tuple(dict.fromkeys(
-                [s for s, (src, port) in zip(ins, _data_sources(it, sources))
-                 if cond.get(src.id, _EMPTY) != _EMPTY
+                [s for s, (src, port) in zip(ins, G.data_sources(it, sources))
+                 if cond.get(src.id, G.EMPTY) != G.EMPTY
                  or (src.kind == P.SWITCH and src.id not in loop_switches)] + controls))
             own = live[it.id][0] if not outs and live[it.id] else None
             if guard:
                 call = guarded(call, guard, outs, own)
         if call is None:
             continue
-        if it.op == "Const" and not it.num_inputs and cond[it.id] == _EMPTY:
+        if it.op == "Const" and not it.num_inputs and cond[it.id] == G.EMPTY:
             # The same value every iteration: computed once. A number read only by kernels
             # with a scalar fast path is kept as a numpy scalar for them (`i + 1`, `x * c`).
             if all(items[d].op in SCALAR_OPS for d, port, _ in it.out_edges if port >= 0):
@@ -397,9 +308,9 @@ def _build(name, frame_enters, items, sources, order, side, cond, loop_merges, l
         elif it.id in header_ids:
             header.append((call, it))
         else:
-            if side[it.id] != _FALSE:
+            if side[it.id] != G.FALSE:
                 true_pass.append((call, it))
-            if side[it.id] != _TRUE:
+            if side[it.id] != G.TRUE:
                 false_pass.append((call, it))
     # Loop-invariant numbers read only by kernels with a scalar fast path: as numpy scalars.
     scalar_enters = tuple(slot[(e.id, 0)] for e in frame_enters if e.is_constant and all(
@@ -419,7 +330,7 @@ def _invariant(it, sources, invariant, cond, aliased):
     kernel (or an aliased Identity) of loop invariants only, never dead. Computed in the
     first iteration where it would run (a zero-iteration loop runs none of the body's), then
     kept: a GRU's weight slices and splits, 6 of its 26 body nodes."""
-    if cond.get(it.id) != _EMPTY:
+    if cond.get(it.id) != G.EMPTY:
         return False
     if it.kind == P.KERNEL:
         if it.deref is not None or it.needs_step or it.blocking or not has_op(it.op):
@@ -440,14 +351,6 @@ def _as_scalar(call, out):
     return scalar_const
 
 
-def _data_sources(it, sources):
-    srcs = [None] * it.num_inputs
-    for src, port, idx in sources[it.id]:
-        if port >= 0:
-            srcs[idx] = (src, port)
-    return srcs
-
-
 def _deref(item, src, port):
     """Whether `item` must read a Ref arriving from (src, port) (its output is no Ref)."""
     return not item.keeps_ref and P.may_carry_ref(src, port)
@@ -466,7 +369,7 @@ def _aliased(it, ins, controls, sources, loop_switches):
     if kind == P.KERNEL:
         return it.op in _IDENTITY_OPS and it.deref is None and it.forwards_input
     if kind in (P.EXIT, P.NEXT, P.IDENT) or it.id in loop_switches:
-        src, port = _data_sources(it, sources)[0]
+        src, port = G.data_sources(it, sources)[0]
         return not _deref(it, src, port)
     return False
 
@@ -480,7 +383,7 @@ def _call(it, ins, outs, sources):
         return call
     if it.kind in (P.NOOP, P.TRIGGER):
         return None
-    srcs = _data_sources(it, sources)
+    srcs = G.data_sources(it, sources)
     if it.kind == P.SWITCH:
         return switch_call(ins[0], ins[1], outs, _deref(it, *srcs[0]))
     if it.kind == P.MERGE:
@@ -489,82 +392,3 @@ def _call(it, ins, outs, sources):
     return forward(ins[0], outs, _deref(it, *srcs[0]))
 
 
-def _ancestors(item, member_ids, sources):
-    """`item` and the members it depends on within one iteration."""
-    seen, stack = {item.id}, [item.id]
-    while stack:
-        iid = stack.pop()
-        for src, _, _ in sources[iid]:
-            if src.id in member_ids and src.id not in seen and src.kind != P.NEXT:
-                seen.add(src.id)
-                stack.append(src.id)
-    return seen
-
-
-def _members(name, frame_enters, items):
-    """The nodes of the frame (reached from its Enters, not past its Exits) and its Exits;
-    (None, None) when a nested frame's Enter is reached."""
-    seen, exits, stack = set(), [], []
-    for enter in frame_enters:
-        stack.extend(d for d, _, _ in enter.out_edges)
-    members = []
-    while stack:
-        iid = stack.pop()
-        if iid in seen:
-            continue
-        seen.add(iid)
-        it = items[iid]
-        if it.kind == P.ENTER:
-            return None, None  # a nested loop (or an Enter chained to this frame's Enter)
-        members.append(it)
-        if it.kind == P.EXIT:
-            exits.append(it)
-            continue
-        stack.extend(d for d, _, _ in it.out_edges)
-    members.sort(key=lambda it: it.id)
-    exits.sort(key=lambda it: it.id)
-    return members, exits
-
-
-def _enter_depends_on_exit(frame_enters, exits, sources, member_ids):
-    """Whether an Enter may wait for an Exit of its own frame: through this partition's
-    nodes, or through a _Recv (what another device sends is not visible here). Not through
-    an enclosing loop's NextIteration: that is the enclosing loop's previous iteration, whose
-    instance of this frame has ended (a nested loop, whose Enters read the outer loop's
-    variables that its Exits fed back)."""
-    exit_ids = {e.id for e in exits}
-    seen, stack = set(), [e.id for e in frame_enters]
-    while stack:
-        iid = stack.pop()
-        for src, _, _ in sources[iid]:
-            if src.id in exit_ids or src.kind == P.RECV:
-                return True
-            if src.kind == P.NEXT and src.id not in member_ids:
-                continue
-            if src.id not in seen:
-                seen.add(src.id)
-                stack.append(src.id)
-    return False
-
-
-def _iteration_order(members, member_ids, sources, loop_merges):
-    """Members in dependency order within one iteration (None: a cycle)."""
-    indeg = {}
-    succ = {it.id: [] for it in members}
-    for it in members:
-        n = 0
-        for src, _, _ in sources[it.id]:
-            if src.id in member_ids and not (it.id in loop_merges and src.kind == P.NEXT):
-                succ[src.id].append(it)
-                n += 1
-        indeg[it.id] = n
-    ready = [it for it in members if indeg[it.id] == 0]
-    order = []
-    while ready:
-        it = ready.pop()
-        order.append(it)
-        for d in succ[it.id]:
-            indeg[d.id] -= 1
-            if indeg[d.id] == 0:
-                ready.append(d)
-    return order if len(order) == len(members) else None
