@@ -74,19 +74,43 @@ def merge_call(ins, outs, deref):
     return call
 
 
-def scalar_call(call, fn, ins, out):
-    """A binary op with a scalar fast path (tfg.kernels.math_ops.scalar_kernel): on two
-    numpy scalars its result straight into the slot (a loop counter's `i + 1`, `i < n`),
-    else the prepared kernel call. Before: four Python frames per call, 3-4 us; after: one."""
+_NUMERIC = frozenset("iuf")
+
+
+def binary_call(call, array_fn, scalar_fn, ins, out):
+    """An elementwise binary kernel: two arrays of one shape and numeric dtype go straight
+    to its numpy function (`array_fn`: no broadcast, so no error to word and no size to
+    check), two numpy scalars to `scalar_fn` (tfg.kernels.math_ops.scalar_kernel), the rest to
+    the prepared kernel call. Before: five Python frames per call; after: one or two."""
     a, b = ins
+    ndarray = np.ndarray
 
     def call2(vals, step):
-        r = fn(vals[a], vals[b])
+        x, y = vals[a], vals[b]
+        if (type(x) is ndarray and type(y) is ndarray and x.shape == y.shape and x.ndim
+                and x.dtype is y.dtype and x.dtype.kind in _NUMERIC and array_fn is not None):
+            vals[out] = array_fn(x, y)
+            return
+        r = scalar_fn(x, y) if scalar_fn is not None else None
         if r is None:
             call(vals, step)
         else:
             vals[out] = r
     return call2
+
+
+def unary_call(call, array_fn, src, out):
+    """An elementwise unary kernel (Tanh, Sigmoid, ...) on a float array: its numpy
+    function straight; anything else: the prepared kernel call."""
+    ndarray = np.ndarray
+
+    def call1(vals, step):
+        x = vals[src]
+        if type(x) is ndarray and x.dtype.kind == "f":
+            vals[out] = array_fn(x)
+        else:
+            call(vals, step)
+    return call1
 
 
 def guarded(call, guard, outs, live=None):

@@ -47,10 +47,10 @@ import numpy as np
 from tfg.executor import loop_graph as G
 from tfg.executor import plan as P
 from tfg.executor.calls import slot_call
-from tfg.executor.loop_calls import (INDEX, forward, guarded, merge_call, scalar_call,
-                                     switch_call)
+from tfg.executor.loop_calls import (INDEX, binary_call, forward, guarded, merge_call,
+                                     switch_call, unary_call)
 from tfg.executor.devices import to_host
-from tfg.kernels.math_ops import SCALAR_OPS, scalar_kernel
+from tfg.kernels.math_ops import SCALAR_OPS, array_kernel, scalar_kernel
 from tfg.schemas.ops import get_op, has_op
 from tfg.kernels.resources import Ref
 
@@ -378,8 +378,14 @@ def _call(it, ins, outs, sources):
     """The prepared call of one member (None: nothing to run, a NoOp)."""
     if it.kind == P.KERNEL:
         call = slot_call(it, ins, outs)
-        if it.op in SCALAR_OPS and len(ins) == 2 and len(outs) == 1 and it.deref is None:
-            call = scalar_call(call, scalar_kernel(it.op), ins, outs[0])
+        if it.deref is not None or it.needs_step or len(outs) != 1:
+            return call
+        array_fn = array_kernel(it.op, getattr(it.fn, "__wrapped__", it.fn))
+        scalar_fn = scalar_kernel(it.op) if it.op in SCALAR_OPS else None
+        if len(ins) == 2 and (array_fn is not None or scalar_fn is not None):
+            return binary_call(call, array_fn, scalar_fn, ins, outs[0])
+        if len(ins) == 1 and array_fn is not None:
+            return unary_call(call, array_fn, ins[0], outs[0])
         return call
     if it.kind in (P.NOOP, P.TRIGGER):
         return None

@@ -100,6 +100,19 @@ _SCALAR_UFUNC = {
 SCALAR_OPS = frozenset(_SCALAR_UFUNC)
 
 
+# op -> (its CPU kernel, the numpy function it is on plain arrays): for the kernels that are
+# exactly one numpy call on arrays of one numeric dtype (the string-named ufuncs, Sigmoid),
+# which a compiled loop may call straight (tfg/executor/loop_calls.py)
+_PLAIN = {}
+
+
+def array_kernel(op, fn):
+    """The numpy function `op`'s kernel `fn` is on numeric arrays (arity 1 or 2: same shape,
+    same dtype), or None when `fn` is not that kernel (another registration, a wrapper)."""
+    entry = _PLAIN.get(op)
+    return entry[1] if entry is not None and entry[0] is fn else None
+
+
 def scalar_kernel(op):
     """`f(x, y)` for op in SCALAR_OPS: its result on two numpy scalars of one type, None
     where the kernel itself must run (what a compiled loop calls first, skipping the
@@ -144,6 +157,8 @@ def _binary(op, fn):
         except TypeError:  # numpy has no loop for this dtype (strings, bools in arithmetic)
             fail(f"{op} does not support dtype {tf_name(x)}")
     run.__name__ = op
+    if np_fn is not None:
+        _PLAIN[op] = (run, np_fn)
     return run
 
 
@@ -377,6 +392,8 @@ def _unary(op, fn):
         except TypeError:  # numpy has no loop for this dtype
             fail(f"{op} does not support dtype {tf_name(x)}")
     run.__name__ = op
+    if np_fn is not None or fn is _sigmoid:
+        _PLAIN[op] = (run, np_fn if np_fn is not None else lambda x: _sigmoid(np, x))
     return run
 
 
