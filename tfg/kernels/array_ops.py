@@ -180,20 +180,30 @@ def _split_at(xp, x, ax, sizes):
     return xp.split(x, edges, axis=ax)
 
 
+_INT_SCALARS = frozenset({np.int32, np.int64})
+
+
 @kernel("Split", device_types=ALL_DEVICES, host_inputs=(0,))
 def split(ctx, axis, value):
     xp = ctx.xp
     x = xp.asarray(value)
+    # Views by basic slicing: what xp.split returns, without its Python machinery; the index
+    # tuples kept per (shape, axis) (an LSTM cell splits its gates every step: 12 -> 2 us).
+    a = axis[()] if type(axis) is np.ndarray and axis.ndim == 0 else axis
+    key = (x.shape, int(a) if type(a) in _INT_SCALARS else None)
+    cached = ctx.cache.get("split")
+    if cached is not None and cached[0] == key and key[1] is not None:
+        return [x[index] for index in cached[1]]
     ax = norm_axis(np.asarray(axis).reshape(()), x.ndim)
     n = int(ctx.attrs["num_split"])
     if x.shape[ax] % n:
         fail(f"Number of ways to split should evenly divide the split dimension, but got "
              f"split_dim {ax} (size = {x.shape[ax]}) and num_split {n}")
-    # Views by basic slicing: what xp.split returns, without its Python machinery (an LSTM
-    # cell splits its gates every step: 12 -> 2 us).
     k = x.shape[ax] // n
     lead = (slice(None),) * ax
-    return [x[lead + (slice(i * k, (i + 1) * k),)] for i in range(n)]
+    indices = [lead + (slice(i * k, (i + 1) * k),) for i in range(n)]
+    ctx.cache["split"] = (key, indices)
+    return [x[index] for index in indices]
 
 
 @kernel("SplitV", device_types=ALL_DEVICES, host_inputs=(1, 2))
