@@ -2,7 +2,8 @@
 """Loop graphs: tfg against TensorFlow on the same GraphDefs, A B A B.
 
     python3 benchmarks/bench_loops.py --tf-python /work/tfvenv/bin/python [--reps 7]
-        [--cases lstm,gru,bilstm,while_cond_grad,bare_while] [--save DIR] [--load DIR]
+        [--cases lstm,gru,bilstm,while_cond_grad,bare_while] [--save DIR]
+    python3 benchmarks/bench_loops.py --profile DIR | --op-profile DIR [--cases lstm]
 
 TensorFlow (in a subprocess: it never shares a process with tfg) builds the graphs, imports
 each GraphDef into a `tf.compat.v1.Session` and times one step on request:
@@ -20,7 +21,8 @@ are compared with TensorFlow's (a fast wrong answer cannot pass). Steps alternat
 (the target) and of process CPU time (all threads; steadier on a loaded machine). `run(...)` is
 what benchmarks/run.py calls (rows "loops"); the script writes benchmarks/results/loops.json.
 The 50-step RNN with `tfg grad` is bench_rnn.py's row. `--save DIR` keeps the GraphDefs and
-feeds (for profiling: `--load DIR` reruns tfg alone on them, without TensorFlow).
+feeds, for profiling tfg alone without TensorFlow: `--profile DIR` (cProfile) and
+`--op-profile DIR` (time per op inside the compiled loops, BLAS at one thread).
 """
 import argparse
 import json
@@ -261,6 +263,45 @@ def profile(folder, name, steps, top):
     pstats.Stats(prof).sort_stats("tottime").print_stats(top)
 
 
+def op_profile(folder, name, steps, blas_threads=1):
+    """Per op kind inside the compiled loops of a case saved with --save: the median duration
+    of one call (perf_counter around each prepared call) times the calls per step, against
+    the step's thread CPU time. Prints a table."""
+    sess, feeds, fetches, _, _ = load_case(folder, name, blas_threads)
+    sess.run(fetches, feeds)
+    cpu = []
+    for _ in range(steps):
+        t = time.thread_time_ns()
+        sess.run(fetches, feeds)
+        cpu.append(time.thread_time_ns() - t)
+    durations = {}
+    clock = time.perf_counter_ns
+
+    def timed(calls):
+        def wrap(call, op):
+            def timed_call(vals, step):
+                t = clock()
+                call(vals, step)
+                durations.setdefault(op, []).append(clock() - t)
+            return timed_call
+        return [(wrap(call, it.op), it) for call, it in calls]
+
+    for prep in sess.backend._cache.values():
+        for plan in prep.plans:
+            for prog in (plan.loops or {}).values():
+                for attr in ("hoisted", "header", "body", "tail", "header_rest", "body_rest"):
+                    setattr(prog, attr, timed(getattr(prog, attr)))
+    for _ in range(steps):
+        sess.run(fetches, feeds)
+    step = statistics.median(cpu) / 1e3
+    per = {op: (statistics.median(ts), len(ts) // steps) for op, ts in durations.items()}
+    total = sum(m * n for m, n in per.values()) / 1e3
+    print(f"{name}: step CPU {step:.0f} us (median of {steps}); compiled-loop calls {total:.0f} us")
+    for op, (m, n) in sorted(per.items(), key=lambda kv: -kv[1][0] * kv[1][1]):
+        print(f"  {op:20} {m * n / 1e3:7.0f} us/step {n:4d} calls {m / 1e3:6.1f} us/call "
+              f"{100 * m * n / 1e3 / step:5.1f}%")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tf-python", default="/work/tfvenv/bin/python")
@@ -272,6 +313,8 @@ def main():
                     help="no TensorFlow: cProfile tfg on the cases saved in DIR by --save")
     ap.add_argument("--blas-threads", type=int, default=None,
                     help="BLAS threads for tfg's steps (default: the Session's)")
+    ap.add_argument("--op-profile", default=None, metavar="DIR",
+                    help="no TensorFlow: time per op inside the compiled loops of DIR's cases")
     ap.add_argument("--out", default=os.path.join(HERE, "results", "loops.json"))
     a = ap.parse_args()
     cases = [c for c in a.cases.split(",") if c]
@@ -282,6 +325,10 @@ def main():
         for name in cases:
             print(f"--- {name}")
             profile(a.profile, name, a.reps, 25)
+        return 0
+    if a.op_profile:
+        for name in cases:
+            op_profile(a.op_profile, name, a.reps)
         return 0
     load = os.getloadavg()[0]
     rows = run(a.tf_python, a.reps, a.warmup, cases, a.save, a.blas_threads)
