@@ -4,7 +4,10 @@
     python3 benchmarks/run.py --tf-python /tmp/tfenv/bin/python [--quick] [--rows chain,mlp]
 
 Rows: chain (5,000 tiny ops), mlp (SGD step 784-1024-1024-10, batch 128), cnn (3 conv blocks,
-batch 32), keras (keras.applications inference at batch 2, 96x96: bench_keras.py), rnn (50-step v1 while loop + gradient), optimize (`optimize` on 100,000 nodes),
+batch 32), keras (keras.applications inference at batch 2, 96x96: bench_keras.py), rnn (50-step
+v1 while loop + gradient), loops (benchmarks/bench_loops.py: Keras LSTM/GRU/masked BiLSTM frozen,
+a TF1 while loop with a cond and its gradient, a bare 10,000-iteration loop), optimize
+(`optimize` on 100,000 nodes),
 grad (`tfg grad` on 10,000 nodes), io (binary load/save of 100,000 nodes), gpu (only with
 CuPy). TensorFlow runs only in subprocesses (never in the same process as tfg); the graph rows
 reuse benchmarks/bench_run.py's TensorFlow worker, bench_rnn.py, bench_grad.py, bench_io.py and
@@ -36,9 +39,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
 
-ALL_ROWS = ["chain", "mlp", "cnn", "keras", "rnn", "optimize", "grad", "io", "gpu"]
+import bench_loops  # noqa: E402 - after the path: the loop rows and their targets
+
+ALL_ROWS = ["chain", "mlp", "cnn", "keras", "rnn", "loops", "optimize", "grad", "io", "gpu"]
 TARGETS = {"chain": "<= 2 µs/node", "mlp": "<= 1.0x TF, peak mem <= TF", "cnn": "<= 1.5x TF",
            "keras": "<= 1.2x TF", "rnn": "<= 2x TF", "io": "load + save < 5 s"}
+TARGETS.update({name: f"<= {r}x TF" for name, r in bench_loops.TARGETS.items()})
 
 
 def _status(pid, key):
@@ -220,6 +226,10 @@ def fmt(row):
     extra = row.get("note", "")
     if "tfg_us_per_node" in row:
         extra = f"{row['tfg_us_per_node']:.2f} µs/node"
+    if "cpu_ratio" in row:
+        extra = f"cpu {row['cpu_ratio']:.2f}x"
+    if "tfg_us_per_iter" in row:
+        extra += f", {row['tf_us_per_iter']:.2f} / {row['tfg_us_per_iter']:.2f} µs/iter"
     if row.get("tfg_tracemalloc_peak_b"):
         extra += f" tfg tracemalloc peak {row['tfg_tracemalloc_peak_b'] / 2**20:.1f}MiB"
     if row.get("loadavg_before_after"):
@@ -294,6 +304,13 @@ def suite(a):
                 rows += keras_rows(tf_python, a.reps, a.warmup, a.blas_threads, settings,
                                    models)
             rows += rnn
+    if "loops" in want and tf_python is None:
+        print("TensorFlow is not importable (pass --tf-python): skipping the loop rows")
+    elif "loops" in want:  # benchmarks/bench_loops.py's rows
+        load_before = loadavg()
+        for row in bench_loops.run(tf_python, a.reps, blas_threads=a.blas_threads):
+            row["loadavg_before_after"] = [load_before, loadavg()]
+            rows.append(row)
     if "optimize" in want:
         rows.append(optimize_row(100_000 // scale))
     if "grad" in want:

@@ -57,16 +57,21 @@ def test_a_plain_while_loop_is_compiled_and_exact(n, expected):
     progs = _programs(sess)
     assert len(progs) == 1
     prog = next(iter(progs.values()))
-    ops = [it.op for _, it in prog.header]
-    assert "Less" in ops and "LoopCond" in ops
-    assert {it.op for _, it in prog.body} >= {"Mul", "NextIteration"}
-    assert "Exit" in [it.op for _, it in prog.tail] and "Mul" not in [it.op for _, it in prog.tail]
+    # LoopCond, Switch, Identity, NextIteration and Exit share their input's slot: no call;
+    # the Const is computed once, before the first iteration.
+    assert [it.op for _, it in prog.header] == ["Less"]
+    assert sorted(it.op for _, it in prog.body) == ["AddV2", "Mul"]
+    assert [it.op for _, it in prog.hoisted] == ["Const"]
+    assert prog.tail == [] and [e.op for e, _ in prog.exits] == ["Exit"]  # i's is pruned
 
 
-def test_a_cond_inside_the_body_is_left_to_the_dataflow_executor():
+def test_a_cond_inside_the_body_is_compiled_with_its_dead_branch_skipped():
     g, meta, feeds, expected = load_case("cond_in_while")
     sess, got = _run(g, meta, feeds, True)
-    assert _programs(sess) == {}  # a Switch on another predicate: not compiled
+    progs = _programs(sess)
+    assert len(progs) == 1  # a Switch on another predicate: its branches guarded
+    ops = {it.op for _, it in next(iter(progs.values())).body}
+    assert {"Switch", "Merge"} <= ops
     for name, v in zip(meta["fetches"], got):
         np.testing.assert_allclose(v, expected[name], rtol=1e-6)
 
@@ -106,3 +111,69 @@ def test_traced_steps_time_every_iteration_through_the_dataflow_executor():
     sess.run("out", {"n": 4}, trace=True)
     muls = [e for e in sess.last_trace.events if e[1] == "Mul"]
     assert len(muls) == 4
+
+
+FRAMES = CASES.parent / "frames"
+
+
+@pytest.mark.parametrize("case", ["cond_in_while_grad", "nested_while_cond_grad",
+                                  "while_in_cond_grad"])
+def test_conds_and_their_gradient_stacks_compiled_agree_with_the_dataflow_executor(case):
+    g = tfg.load(str(FRAMES / case / "graph.pb"))
+    feeds = {"x": np.float32(1.5), "n": np.int32(5), "p": True}
+    feeds = {k: v for k, v in feeds.items() if k in {n.name for n in g}}
+    compiled, plain = Session(g), Session(g, fast_path=False)
+    a = compiled.run(["y", "gx"], feeds)
+    b = plain.run(["y", "gx"], feeds)
+    for name, u, v in zip(["y", "gx"], a, b):
+        np.testing.assert_array_equal(u, v, err_msg=f"{case}: {name}")
+    assert _programs(compiled)
+
+
+def _invariant_loop():
+    with tb.Graph() as b:
+        n = tb.placeholder(tb.int32, [], name="n")
+        w = tb.placeholder(tb.float32, [2, 2], name="w")
+        _, x = tb.while_loop(
+            lambda i, x: i < n,
+            lambda i, x: (i + 1, tb.matmul(x, tb.transpose(w, [1, 0], name="wt"))),
+            [tb.constant(0), tb.constant(np.eye(2, dtype=np.float32))], name="loop")
+        tb.identity(x, name="out")
+    return b.graph
+
+
+@pytest.mark.parametrize("n", [0, 1, 4])
+def test_loop_invariants_run_in_the_first_iteration_only(n):
+    w = np.float32([[1, 2], [3, 4]])
+    sess = Session(_invariant_loop())
+    want = np.linalg.matrix_power(w.T, n) if n else np.eye(2, dtype=np.float32)
+    np.testing.assert_allclose(sess.run("out", {"n": n, "w": w}), want, rtol=1e-6)
+    prog = next(iter(_programs(sess).values()))
+    assert "Transpose" in [it.op for _, it in prog.body]
+    assert "Transpose" not in [it.op for _, it in prog.body_rest]
+    assert "MatMul" in [it.op for _, it in prog.body_rest]
+
+
+def test_scalar_fast_paths_equal_the_ufuncs_and_wrap_silently():
+    import warnings
+
+    from tfg.kernels.registry import get_kernel
+
+    class Ctx:
+        xp, attrs, cache = np, {}, {}
+    imax = np.iinfo(np.int32).max
+    cases = [("AddV2", np.int32(imax), np.int32(1), np.add),
+             ("Sub", np.int32(-imax - 1), np.int32(1), np.subtract),
+             ("Mul", np.int32(1 << 20), np.int32(1 << 12), np.multiply),
+             ("Mul", np.float32(1.5), np.float32(-2), np.multiply),
+             ("Less", np.int64(3), np.int64(4), np.less),
+             ("Equal", np.float32(np.nan), np.float32(np.nan), np.equal),
+             ("FloorMod", np.int32(-7), np.int32(3), np.mod),
+             ("LogicalAnd", np.True_, np.False_, np.logical_and),
+             ("AddV2", np.array(2, np.int32), np.int32(1), np.add)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for op, x, y, ufunc in cases:
+            got = get_kernel(op, "CPU", "x").fn(Ctx, x, y)
+            want = ufunc(np.asarray(x), np.asarray(y))
+            assert np.asarray(got).dtype == want.dtype and np.array_equal(got, want), op

@@ -132,12 +132,12 @@ def _link(items):
         if it.kind != KERNEL:
             continue
         deref = tuple(i for i in range(it.num_inputs) if i not in it.ref_inputs
-                      and _may_carry_ref(*sources.get((it.id, i), (None, 0))))
+                      and may_carry_ref(*sources.get((it.id, i), (None, 0))))
         it.deref = deref or None
         it.call = args_call(it)
 
 
-def _may_carry_ref(src, port):
+def may_carry_ref(src, port):
     """Whether output `port` of `src` can be a Ref (a reference variable's handle)."""
     if src is None:
         return True

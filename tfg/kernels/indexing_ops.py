@@ -81,7 +81,23 @@ def _slice(x, begin, end, strides, attrs):
 @kernel("StridedSlice", device_types=ALL_DEVICES, host_inputs=(1, 2, 3))
 def strided_slice(ctx, x, begin, end, strides):
     x = ctx.xp.asarray(x)
-    return x[_slice(x, begin, end, strides, ctx.attrs)]
+    # The index tuple depends on the shape and the spec only: a loop slices the same way
+    # every step (a GRU's gate weights: 30 -> 3 us), so it is kept per node.
+    try:
+        key = (x.shape, begin.tobytes(), end.tobytes(), strides.tobytes(), begin.dtype,
+               end.dtype, strides.dtype)
+    except AttributeError:  # not arrays: no key
+        return x[_slice(x, begin, end, strides, ctx.attrs)]
+    cache = ctx.cache.get("strided_slice")
+    if cache is None:
+        cache = ctx.cache["strided_slice"] = {}
+    index = cache.get(key)
+    if index is None:
+        index = _slice(x, begin, end, strides, ctx.attrs)
+        if len(cache) >= 64:
+            cache.clear()
+        cache[key] = index
+    return x[index]
 
 
 @kernel("StridedSliceGrad", device_types=ALL_DEVICES, host_inputs=(0, 1, 2, 3))

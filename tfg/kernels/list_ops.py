@@ -82,10 +82,13 @@ class TensorList:
 
 # --- helpers reading kernel inputs --------------------------------------------------------
 def _element_dtype(ctx):
-    dt = ctx.attrs.get("element_dtype")
+    dt = ctx.cache.get("element_dtype")  # parsed once per node: list ops run every step
     if dt is None:
-        fail("the node has no element_dtype attr (the dtype of the list's elements)")
-    return DType.parse(dt) if not isinstance(dt, DType) else dt
+        dt = ctx.attrs.get("element_dtype")
+        if dt is None:
+            fail("the node has no element_dtype attr (the dtype of the list's elements)")
+        dt = ctx.cache["element_dtype"] = DType.parse(dt) if not isinstance(dt, DType) else dt
+    return dt
 
 
 def _list(ctx, handle, check_dtype=True):
@@ -94,13 +97,18 @@ def _list(ctx, handle, check_dtype=True):
              f"expected the output of a TensorList op")
     if check_dtype:
         want = _element_dtype(ctx)
-        if want != handle.element_dtype:
+        if want is not handle.element_dtype and want != handle.element_dtype:
             fail(f"Invalid data types; op elements {type_string(want)} but list elements "
                  f"{type_string(handle.element_dtype)}")
     return handle
 
 
+_INT_SCALARS = frozenset({np.int32, np.int64})
+
+
 def _int(value, what):
+    if type(value) in _INT_SCALARS:  # a loop's index: the common case, without asarray
+        return int(value)
     v = np.asarray(value)
     if v.size != 1 or v.dtype.kind not in "iu":
         fail(f"{what} must be an int scalar, got {v.dtype.name} of shape {list(v.shape)}")
@@ -128,6 +136,13 @@ def _partial_shape(value):
 def _element(ctx, value):
     """An item being stored: of the op's element_dtype."""
     arr = np.asarray(value)
+    want_np = ctx.cache.get("element_np")
+    if want_np is None:  # the numpy dtype that means exactly the element dtype, else False
+        want = _element_dtype(ctx)
+        want_np = want.np if want.np != object and DType.from_numpy(want.np) == want else False
+        ctx.cache["element_np"] = want_np
+    if want_np is not False and arr.dtype == want_np:
+        return arr  # (DType's own conversions cost microseconds; an LSTM sets an item a step)
     want = _element_dtype(ctx)
     got = DType.from_numpy(arr.dtype)
     if got != want:

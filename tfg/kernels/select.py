@@ -13,6 +13,8 @@ since bits are copied, not arithmetic done.
 Used for large arrays of one numeric dtype; anything else (mixed dtypes, whose promotion
 np.where does, objects, small arrays) goes to np.where itself. On a GPU (`xp` not numpy) it is the array module's own `where`.
 """
+import math
+
 import numpy as np
 
 _MIN_SIZE = 4096
@@ -24,15 +26,21 @@ def where(cond, a, b, xp=np):
     if xp is not np:
         return xp.where(cond, a, b)
     cond, a, b = np.asarray(cond), np.asarray(a), np.asarray(b)
+    if a.size < _MIN_SIZE and b.size < _MIN_SIZE and cond.size < _MIN_SIZE:
+        return np.where(cond, a, b)  # small operands (a large broadcast is only slower)
     ints = _SIGNED.get(a.dtype.itemsize)
     if (ints is None or a.dtype != b.dtype or a.dtype.kind not in "biuf"
             or cond.dtype != np.bool_):
         return np.where(cond, a, b)
-    try:
-        shape = np.broadcast_shapes(cond.shape, a.shape, b.shape)
-    except ValueError:
-        return np.where(cond, a, b)  # numpy's own error for shapes that do not broadcast
-    if int(np.prod(shape)) < _MIN_SIZE:
+    if cond.shape == a.shape == b.shape:  # the common case, without numpy's Python helpers
+        shape, size = a.shape, a.size
+    else:
+        try:
+            shape = np.broadcast_shapes(cond.shape, a.shape, b.shape)
+        except ValueError:
+            return np.where(cond, a, b)  # numpy's own error for shapes that do not broadcast
+        size = math.prod(shape)
+    if size < _MIN_SIZE:
         return np.where(cond, a, b)
     ai = np.broadcast_to(a, shape).view(ints)
     bi = np.broadcast_to(b, shape).view(ints)
