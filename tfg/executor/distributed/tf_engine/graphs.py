@@ -20,12 +20,13 @@ server refuses RecvTensor for a key whose incarnation is not its device's, so ea
 the incarnation its sending device reported in GetStatus.
 """
 from tfg.errors import TfgInputError
+from tfg.executor import partitions
 from tfg.executor.distributed.spec import task_of
 from tfg.graphdef.graph import Graph
 from tfg.graphdef.names import CONTROL, canonical_device, input_string
 from tfg.schemas.ops.signature import output_dtypes
 
-CLIENT_TERMINATED = ("_Send", "_Recv")
+CLIENT_TERMINATED = partitions.SEND_OPS + partitions.RECV_OPS
 
 
 class TaskGraph:
