@@ -20,7 +20,6 @@ server refuses RecvTensor for a key whose incarnation is not its device's, so ea
 the incarnation its sending device reported in GetStatus.
 """
 from tfg.errors import TfgInputError
-from tfg.executor import partitions
 from tfg.executor.distributed.spec import task_of
 from tfg.graphdef.graph import Graph
 from tfg.graphdef.names import CONTROL, canonical_device, input_string
