@@ -42,30 +42,9 @@ PIPELINE_CI = {"resnet_small", "mobilenetv2_grad", "keras_lstm_grad", "tf1_dynam
 CLUSTER_CI = {"efficientnet_small", "keras_lstm", "tf1_bidirectional_lstm_grad",
               "tf1_attention_seq2seq_grad", "tf1_beam_search"}
 
-GROUPED = "grouped Conv2D (filter in-channels = input channels / groups): helper ops"
-TRANSFORMER = ("Einsum, Fill and MatrixBandPart (Keras MultiHeadAttention, causal mask): "
-               "helper ops' Transformer op coverage")
-FRONT = ("functional While + function library outside `tfg run` (the one front door): "
-         "helper front")
-LIST_ACROSS_TASKS = "a TensorList sent between tasks: helper front"
-# Keras compiles a grouped Conv2D with XLA on CPU: a StatefulPartitionedCall around it, which
-# `tfg place`/`partition` refuse until the front door inlines function calls for every stage.
-GROUPED_CALL = GROUPED + "; its StatefulPartitionedCall outside `tfg run`: helper front"
-# (case, mode or None for every mode) -> the missing piece.
-XFAIL = {
-    ("regnetx_grouped", None): GROUPED_CALL,
-    ("convnext_small", None): GROUPED_CALL,  # Keras 3's ConvNeXt depthwise conv: Conv2D(groups=C)
-    ("keras_transformer", None): TRANSFORMER,
-    ("keras_lstm", "cluster"): LIST_ACROSS_TASKS,
-    ("keras_gru", "cluster"): LIST_ACROSS_TASKS,
-    ("keras_bilstm_masked", "cluster"): LIST_ACROSS_TASKS,
-    ("keras_lstm_grad", "cluster"): LIST_ACROSS_TASKS,
-    ("keras_gru_grad", "cluster"): LIST_ACROSS_TASKS,
-    # tfg optimize keeps the functional While; tfg partition and the executor's placement
-    # have no kernel for it (`tfg run` alone lowers it).
-    ("keras_lstm_functional", "pipeline"): FRONT,
-    ("keras_lstm_functional", "cluster"): FRONT,
-}
+# (case, mode or None for every mode) -> the missing piece. Empty: every committed case passes
+# in every mode since grouped Conv2D, Einsum, MatrixBandPart and the one front door landed.
+XFAIL = {}
 
 
 def _xfail_reason(case, mode):
@@ -119,7 +98,7 @@ def test_suite_covers_the_issue():
 LARGE = ["resnet50", "densenet121", "mobilenetv2_full", "mobilenetv3small_full",
          "efficientnetb0", "efficientnetv2b0", "inceptionv3", "xception", "nasnetmobile",
          "convnexttiny"]
-LARGE_XFAIL = {"convnexttiny": GROUPED_CALL}
+LARGE_XFAIL = {}  # name -> the missing piece, as XFAIL
 
 
 @pytest.fixture(scope="module")
@@ -156,11 +135,7 @@ def _tf_python():
 TF_PYTHON = _tf_python()
 TF_STAGES = ["optimize", "place", "partition"]
 # What TensorFlow cannot take back, and why (case, stage or None) -> reason.
-TF_XFAIL = {(c, stage): reason for c, reason in [
-    ("regnetx_grouped", "StatefulPartitionedCall in place/partition: helper front"),
-    ("convnext_small", "StatefulPartitionedCall in place/partition: helper front"),
-    ("keras_lstm_functional", FRONT), ("keras_transformer", TRANSFORMER)]
-    for stage in ("place", "partition")}
+TF_XFAIL = {}
 
 
 def _tf_params():
