@@ -113,8 +113,6 @@ def test_cli_place_and_grad_of_the_lstm(tmp_path):
     assert "grad/x" in {n.name for n in io.loads(p.stdout)}
 
 
-@pytest.mark.xfail(reason="grouped Conv2D is refused until the op-coverage work lands",
-                   strict=False)
 def test_grouped_conv_call():
     _check("jit_grouped_conv", Session(_load("jit_grouped_conv"), devices="cpu:2").run(
         "Identity", {"x": EXPECTED["jit_grouped_conv/x"]}))

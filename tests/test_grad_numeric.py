@@ -97,6 +97,7 @@ SPECS = {
     "SparseSoftmaxCrossEntropyWithLogits": ([P(r(3, 4)), C([0, 3, 1], i32)], {}),
     "Conv2D": ([P(r(1, 4, 4, 2)), P(r(3, 3, 2, 2))], CONV),
     "Einsum": ([P(r(2, 3, 2, 4)), P(r(2, 5, 2, 4))], {"equation": b"bqhd,bkhd->bhqk"}),
+    "MatrixBandPart": ([P(r(2, 4, 3)), C(1, i32), C(0, i32)], {}),
     "Conv2DBackpropInput": ([C([1, 4, 4, 2], i32), P(r(2, 2, 2, 3)), P(r(1, 4, 4, 3))], CONV),
     "Conv2DBackpropFilter": ([P(r(1, 4, 4, 2)), C([2, 2, 2, 3], i32), P(r(1, 4, 4, 3))], CONV),
     "DepthwiseConv2dNative": ([P(r(1, 5, 5, 2)), P(r(3, 3, 2, 2))], DEPTHWISE),

@@ -50,7 +50,7 @@ TensorListScatterIntoExistingList TensorListConcat TensorListConcatV2 TensorList
 DepthwiseConv2dNativeBackpropInput DepthwiseConv2dNativeBackpropFilter
 Acos Asin Atan Atan2 Sinh Cosh Xdivy SoftsignGrad Bitcast RefIdentity MaxPoolGradV2
 FusedBatchNormGradV2 QueueIsClosedV2 PlaceholderV2
-Einsum MirrorPadGrad VariableShape
+Einsum MirrorPadGrad VariableShape MatrixBandPart
 """.split()
 
 

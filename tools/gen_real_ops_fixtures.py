@@ -79,6 +79,24 @@ def mirror_pad_grads(gr):
                 [x])
 
 
+# --------------------------------------------------------------------------- MatrixBandPart
+BANDS = {"causal": (-1, 0), "upper": (0, -1), "tridiagonal": (1, 1), "all": (-1, -1),
+         "wide": (2, 0)}
+for name, (lo, up) in BANDS.items():
+    kcase(f"band_part_{name}", "MatrixBandPart", input=f32(2, 4, 5),
+          num_lower=np.int64(lo), num_upper=np.int64(up))
+kcase("band_part_int32_limits", "MatrixBandPart", input=f32(3, 3),
+      num_lower=np.int32(0), num_upper=np.int32(1))
+
+
+def band_part_grads(gr):
+    for name, (lo, up) in BANDS.items():
+        x = gr.ph(f"band_{name}", f32(2, 4, 5))
+        y = tf.linalg.band_part(x, lo, up)
+        gr.case(f"band_part_{name}", [tf.identity(y * tf.constant(f32(2, 4, 5)),
+                                                  name=f"t_band_{name}")], [x])
+
+
 # --------------------------------------------------------------------------- model blocks
 def block_grads(gr):
     """The pieces Keras' layers emit, each with tf.gradients of a weighted sum."""
@@ -126,7 +144,8 @@ def second_order_grads(gr):
 
 
 tf1 = tf.compat.v1
-GRAD_GROUPS = [("grad", [einsum_grads, mirror_pad_grads, block_grads, second_order_grads])]
+GRAD_GROUPS = [("grad", [einsum_grads, mirror_pad_grads, band_part_grads, block_grads,
+                         second_order_grads])]
 
 
 def main():

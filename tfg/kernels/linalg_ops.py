@@ -1,6 +1,8 @@
-"""Einsum (TensorFlow's linalg_ops Einsum), through numpy's or CuPy's einsum.
+"""Einsum (TensorFlow's linalg_ops Einsum), through numpy's or CuPy's einsum, and
+MatrixBandPart (tf.linalg.band_part: Keras' causal attention mask).
 
     Einsum(q[b,q,h,d], k[b,k,h,d], equation="bqhd,bkhd->bhqk") -> scores[b,h,q,k]
+    MatrixBandPart(ones[3,3], num_lower=-1, num_upper=0) -> [[1,0,0],[1,1,0],[1,1,1]]
 
 The equation is validated by the signature's parser (schemas/ops/linalg_ops.py) so a bad one
 fails with the same words at build and run time. Two operands go through numpy's optimized
@@ -51,3 +53,29 @@ def einsum(ctx, *inputs):
     elif xp is not np and out.base is not None:
         out = out.copy()
     return out
+
+
+@kernel("MatrixBandPart", device_types=ALL_DEVICES, host_inputs=(1, 2))
+def matrix_band_part(ctx, x, num_lower, num_upper):
+    """Keeps x[..., i, j] where (lower < 0 or i - j <= lower) and (upper < 0 or j - i <= upper),
+    zero elsewhere; TensorFlow refuses a limit above the matrix's row (lower) or column
+    (upper) count."""
+    xp = ctx.xp
+    x = xp.asarray(x)
+    if x.ndim < 2:
+        fail(f"MatrixBandPart: input must be at least rank 2, got shape {list(x.shape)}")
+    m, n = x.shape[-2:]
+    lower, upper = int(np.asarray(num_lower)), int(np.asarray(num_upper))
+    if lower > m:
+        fail(f"MatrixBandPart: num_lower must be negative or less or equal to number of rows "
+             f"({m}), got {lower}")
+    if upper > n:
+        fail(f"MatrixBandPart: num_upper must be negative or less or equal to number of "
+             f"columns ({n}), got {upper}")
+    diff = xp.arange(m).reshape(m, 1) - xp.arange(n).reshape(1, n)  # i - j
+    keep = xp.ones((m, n), dtype=bool)
+    if lower >= 0:
+        keep &= diff <= lower
+    if upper >= 0:
+        keep &= -diff <= upper
+    return xp.where(keep, x, xp.zeros((), dtype=x.dtype))

@@ -1,6 +1,7 @@
-"""The gradient of Einsum (TensorFlow's math_grad._EinsumGrad): for each input, an Einsum of
-the output gradient with the other inputs, then the input's own summed-out labels and
-broadcast ellipsis dims restored.
+"""The gradients of the linalg ops. MatrixBandPart's is the same band of the output gradient;
+Einsum's (TensorFlow's math_grad._EinsumGrad): for each input, an Einsum of the output
+gradient with the other inputs, then the input's own summed-out labels and broadcast ellipsis
+dims restored.
 
     Before: c = Einsum(a, b, "bqd,bkd->bqk")
     After:  da = Einsum(g, b, "bqk,bkd->bqd"),  db = Einsum(g, a, "bqk,bqd->bkd")
@@ -111,3 +112,9 @@ def _restore_summed(b, dx, x, subs, ell, present):
             if back[pos] not in present:
                 dx = b.op("ExpandDims", [dx, b.const(pos - len(back), _I32)])
     return b.op("BroadcastTo", [dx, b.shape(x)])
+
+
+@gradient("MatrixBandPart")
+def _matrix_band_part(b, op, grads):
+    """TensorFlow's array_grad._MatrixBandPartGrad: only the band reached the output."""
+    return [b.op("MatrixBandPart", [grads[0], op.inputs[1], op.inputs[2]]), None, None]

@@ -1,4 +1,5 @@
-"""Signatures of the linear-algebra ops tfg runs (TensorFlow's linalg_ops.cc): Einsum.
+"""Signatures of the linear-algebra ops tfg runs: Einsum (TensorFlow's linalg_ops.cc) and
+MatrixBandPart (array_ops.cc; Python's tf.linalg.band_part).
 
     >>> parse_einsum("bqhd,bkhd->bhqk", 2)
     (['bqhd', 'bkhd'], 'bhqk', [None, None], None)
@@ -6,7 +7,8 @@
     [0, None]
 """
 from tfg.schemas.ops.registry import op
-from tfg.schemas.ops.shape_fns import ShapeError, broadcast, merge_dim
+from tfg.schemas.ops.shape_fns import ShapeError, broadcast, merge_dim, with_rank, \
+    with_rank_at_least
 
 
 def _split_ellipsis(subs):
@@ -81,3 +83,18 @@ op("Einsum",
    attrs=["equation: string", "N: int >= 1", "T: type"],
    shape_fn=einsum,
    traits=["blas"])
+
+
+def band_part(ctx):
+    """MatrixBandPart: a batch of matrices (rank >= 2) in, the same shape out; the band
+    limits are scalars."""
+    with_rank(ctx.shape(1), 0, "MatrixBandPart num_lower")
+    with_rank(ctx.shape(2), 0, "MatrixBandPart num_upper")
+    return [with_rank_at_least(ctx.shape(0), 2, "MatrixBandPart input")]
+
+
+op("MatrixBandPart",
+   inputs=["input: T", "num_lower: Tindex", "num_upper: Tindex"],
+   outputs=["band: T"],
+   attrs=["T: type", "Tindex: {int32, int64} = DT_INT64"],
+   shape_fn=band_part)
