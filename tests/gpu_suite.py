@@ -148,6 +148,12 @@ RANDOM_CASES = {
                      lambda: [_rand((4, 5)), _rand((5, 3), seed=1), _rand((3,), seed=2)]),
     "Assert": ({"T": [DType.FLOAT], "summarize": 3},
                lambda: [np.array(True), _rand((3,))]),
+    "Einsum": ({"T": DType.FLOAT, "N": 2, "equation": b"bij,bjk->bik"},
+               lambda: [_rand((2, 3, 4)), _rand((2, 4, 5), seed=1)]),
+    "MirrorPadGrad": ({"T": DType.FLOAT, "Tpaddings": DType.INT32, "mode": b"REFLECT"},
+                      lambda: [_rand((4, 6)), np.array([[1, 1], [2, 1]], np.int32)]),
+    "MatrixBandPart": ({"T": DType.FLOAT, "Tindex": DType.INT64},
+                       lambda: [_rand((2, 4, 5)), np.int64(1), np.int64(-1)]),
     "_FusedBatchNormEx": ({"T": DType.FLOAT, "U": DType.FLOAT, "epsilon": 1e-3,
                            "is_training": False, "activation_mode": b"Relu", "num_side_inputs": 0},
                           lambda: [_rand((2, 3, 3, 4)), _rand((4,), 0.5, 1.5), _rand((4,)),
@@ -169,7 +175,7 @@ GRAPH_CHECKED = {
     "AssignAddVariableOp", "AssignSubVariableOp", "VarIsInitializedOp", "DestroyResourceOp",
     "ResourceApplyGradientDescent", "ResourceApplyMomentum", "ResourceApplyAdam",
     "ResourceApplyRMSProp", "ResourceApplyAdagrad", "StackV2", "StackPushV2", "StackPopV2",
-    "StackCloseV2",
+    "StackCloseV2", "VariableShape",
 }
 
 
@@ -285,8 +291,9 @@ def _resource_optimizers():
                    {"dtype": DType.FLOAT})
         g.add_node(f"{op}/read", "ReadVariableOp", [handles[0], f"^{op}"], {"dtype": DType.FLOAT})
         g.add_node(f"{op}/ok", "VarIsInitializedOp", [handles[0]], {})
+        g.add_node(f"{op}/shape", "VariableShape", [handles[0]], {"out_type": DType.INT32})
         updates.append(op)
-        reads.append(f"{op}/read:0")
+        reads += [f"{op}/read:0", f"{op}/shape:0"]
     # A reference variable under its old op name, and a stack pushed, popped and closed.
     g.add_node("old", "Variable", [], {"dtype": DType.FLOAT, "shape": [6]})
     g.add_node("old/init", "Assign", ["old", "init_value"], {"T": DType.FLOAT})

@@ -126,6 +126,9 @@ def test_no_module_keeps_a_copy_of_a_trait_table():
 _OP_TABLES = {
     # Kernel registrations: the ops one kernel function serves, or op -> numpy function.
     "tfg/kernels/basic.py:identity": "kernel registration (ops sharing one kernel)",
+    "tfg/kernels/math_ops.py:_SCALAR_UFUNC": "op -> Python operator of the scalar fast path",
+    "tfg/executor/loops.py:_IDENTITY_OPS": "the single-output forwarders a compiled loop may "
+                                           "alias (not CheckNumerics/EnsureShape: they check)",
     "tfg/kernels/batchnorm.py:fused_batch_norm": "kernel registration",
     "tfg/kernels/batchnorm.py:fused_batch_norm_grad": "kernel registration",
     "tfg/kernels/nn_ops.py:batch_matmul": "kernel registration",
