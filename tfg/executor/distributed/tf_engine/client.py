@@ -53,9 +53,11 @@ class TFWorkerClient(rpc.WorkerClient):
         future.add_done_callback(finished)
         return future
 
-    def recv_tensor(self, step_id, key):
+    def recv_tensor(self, step_id, key, compress=""):
         """Pull one tensor with TensorFlow's RecvTensor -> (array or None, is_dead): what a
-        tfg worker's RemoteRendezvous calls for a key whose sender is a TensorFlow task."""
+        tfg worker's RemoteRendezvous calls for a key whose sender is a TensorFlow task.
+        `compress` is ignored: a TensorFlow server has no truncated transfers and always sends
+        the tensor whole (exact values, only more bytes)."""
         resp = self.stub.RecvTensor(tfpb.RecvTensorRequest(step_id=step_id, rendezvous_key=key),
                                     metadata=self.metadata)
         if resp.is_dead:
