@@ -58,7 +58,9 @@ ROUNDS = 8 if FULL else 1
 
 
 # At full size the fuzz runs for many minutes: past pytest-timeout's default (pyproject.toml).
-@pytest.mark.timeout(4 * 3600 if FULL else 300)
+# CI's round took ~1 minute before the merges of stop 24 and ~4.5 minutes after (cause not yet
+# found: see the closing note); the bound leaves room on CI's 2 cores.
+@pytest.mark.timeout(4 * 3600 if FULL else 900)
 def test_mutation_fuzzer_over_every_subcommand(ci_report):
     assert not ci_report.failures, "\n".join(ci_report.failures[:20])
     for sub in fuzz.SUBCOMMANDS:
