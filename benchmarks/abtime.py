@@ -11,7 +11,9 @@ not A B C D: a step right after a 2-thread BLAS step measured up to 1.25x slower
 same setting elsewhere, most likely OpenBLAS's worker still spinning after its call.)
 Medians of `reps` (>= 5) are returned.
 """
+import os
 import statistics
+import subprocess
 import time
 
 
@@ -44,3 +46,20 @@ def settings_summary(tf_s, tfg_s, default="default"):
             "tfg_by_setting_s": dict(tfg_s),
             "ratio_by_setting": {k: v / tf_s for k, v in tfg_s.items()},
             "best_setting": best, "default_vs_best": tfg_s[default] / tfg_s[best]}
+
+
+def start_tf_worker(argv, what="TensorFlow worker"):
+    """Start a TensorFlow timing worker (a script that prints "ready", then answers each graph
+    name on stdin with its step time on stdout) -> (process, tf_time(name))."""
+    worker = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, text=True,
+                              env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+    if worker.stdout.readline().strip() != "ready":
+        raise SystemExit(f"the {what} failed to start")
+
+    def tf_time(name):
+        worker.stdin.write(name + "\n")
+        worker.stdin.flush()
+        return float(worker.stdout.readline())
+
+    return worker, tf_time

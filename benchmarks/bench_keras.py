@@ -15,7 +15,6 @@ blas=1 .. blas=<cores>) and report medians; benchmarks/run.py's `keras` row call
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
@@ -82,7 +81,7 @@ def run(tf_python, models=tuple(MODELS), reps=5, warmup=2, settings=None, tf_thr
         log=print):
     """One row per model: TF's and tfg's medians, tfg's value error, every setting's ratio."""
     import tfg
-    from abtime import ab_medians, settings_summary
+    from abtime import ab_medians, settings_summary, start_tf_worker
     from tfg.executor import Session, contention
 
     settings = settings or blas_settings()
@@ -92,17 +91,9 @@ def run(tf_python, models=tuple(MODELS), reps=5, warmup=2, settings=None, tf_thr
         f.write(KERAS_WORKER)
     tools = os.path.join(os.path.dirname(HERE), "tools")
     want = {m: MODELS[m] for m in models}
-    worker = subprocess.Popen(
+    worker, tf_time = start_tf_worker(
         [tf_python, path, tmp, tools, str(tf_threads), str(BATCH), str(SIZE), json.dumps(want)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
-    if worker.stdout.readline().strip() != "ready":
-        raise SystemExit("the TensorFlow keras worker failed to start")
-
-    def tf_time(name):
-        worker.stdin.write(name + "\n")
-        worker.stdin.flush()
-        return float(worker.stdout.readline())
+        "TensorFlow keras worker")
 
     rows = []
     try:

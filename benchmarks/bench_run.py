@@ -23,6 +23,8 @@ import time
 
 import numpy as np
 
+from abtime import start_tf_worker  # benchmarks/ is on sys.path: run as a script or from run.py
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
@@ -154,17 +156,7 @@ def main():
     worker_path = os.path.join(tmp, "tf_worker.py")
     with open(worker_path, "w") as f:
         f.write(TF_WORKER)
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-    worker = subprocess.Popen([tf_python, worker_path, tmp], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                              env=env)
-    if worker.stdout.readline().strip() != "ready":
-        raise SystemExit("the TensorFlow worker failed to start")
-
-    def tf_time(name):
-        worker.stdin.write(name + "\n")
-        worker.stdin.flush()
-        return float(worker.stdout.readline())
+    worker, tf_time = start_tf_worker([tf_python, worker_path, tmp])
 
     rows = []
     try:

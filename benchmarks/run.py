@@ -90,23 +90,14 @@ def graph_rows(names, tf_python, reps, warmup, blas_threads=None, settings=None)
     """
     import bench_run
     import tfg
-    from abtime import ab_medians, settings_summary
+    from abtime import ab_medians, settings_summary, start_tf_worker
     from tfg.executor import Session, contention
 
     tmp = tempfile.mkdtemp(prefix="tfgsuite")
     path = os.path.join(tmp, "tf_worker.py")
     with open(path, "w") as f:
         f.write(bench_run.TF_WORKER)
-    worker = subprocess.Popen([tf_python, path, tmp], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                              env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
-    if worker.stdout.readline().strip() != "ready":
-        raise SystemExit("the TensorFlow worker failed to start")
-
-    def tf_time(name):
-        worker.stdin.write(name + "\n")
-        worker.stdin.flush()
-        return float(worker.stdout.readline())
+    worker, tf_time = start_tf_worker([tf_python, path, tmp])
 
     rows = []
     try:

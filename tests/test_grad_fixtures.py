@@ -32,6 +32,13 @@ def grad_name(x):
 @pytest.mark.parametrize("group,case", CASES, ids=[c["name"] for _, c in CASES])
 def test_gradient_matches_tensorflow(group, case):
     graph, arrays = _load(group)
+    check_gradient_case(graph, arrays, case)
+
+
+def check_gradient_case(graph, arrays, case):
+    """`tfg grad` of case's ys w.r.t. its xs, run on the group's feeds (and the case's
+    overrides), against TensorFlow's gradients stored beside them (tools/gen_grad_fixtures.py's
+    layout, shared by tools/gen_real_ops_fixtures.py)."""
     feeds = {k[len("feed/"):]: v for k, v in arrays.items() if k.startswith("feed/")}
     for k in case["overrides"]:
         feeds[k] = arrays[f"{case['name']}/feed/{k}"]

@@ -7,11 +7,9 @@ import numpy as np
 import pytest
 
 from conftest import FIXTURES
-from test_grad_fixtures import grad_name
+from test_grad_fixtures import check_gradient_case
 from test_kernels_fixtures import _compare, as_list, run_node
-from tfg.executor.session import Session
 from tfg.graphdef import io
-from tfg.passes.grad import grad
 
 DIR = FIXTURES / "real_ops"
 KERNELS = json.loads((DIR / "cases.json").read_text())["cases"]
@@ -41,16 +39,7 @@ def test_gradient_matches_tensorflow(group, case):
     if group not in _GRAPHS:
         _GRAPHS[group] = io.load(str(DIR / f"{group}.pb")), dict(np.load(DIR / f"{group}.npz"))
     graph, arrays = _GRAPHS[group]
-    feeds = {k[len("feed/"):]: v for k, v in arrays.items() if k.startswith("feed/")}
-    for k in case["overrides"]:
-        feeds[k] = arrays[f"{case['name']}/feed/{k}"]
-    g2 = grad(graph, case["ys"], case["xs"])
-    got = Session(g2).run([grad_name(x) for x in case["xs"]], feeds)
-    for x, value in zip(case["xs"], got):
-        want = arrays[f"{case['name']}/{x}"]
-        assert value.shape == want.shape, x
-        np.testing.assert_allclose(value, want, rtol=case["rtol"], atol=case["atol"],
-                                   err_msg=f"{case['name']}: d/d{x}")
+    check_gradient_case(graph, arrays, case)
 
 
 def test_variable_shape_of_a_resource_variable():
