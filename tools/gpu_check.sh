@@ -24,8 +24,8 @@ cd "$(dirname "$0")/.."
 OUT="${OUT:?set OUT to the folder for the results}"
 mkdir -p "$OUT"
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
-# protobuf/grpcio/click as wheels carried in .whl/ when the machine lacks them (no network).
-if [ -d .whl ] && ! python3 -c "import google.protobuf, grpc, click" 2>/dev/null; then
+# protobuf/grpcio/click/google-crc32c as wheels carried in .whl/ when the machine lacks them (no network).
+if [ -d .whl ] && ! python3 -c "import google.protobuf, grpc, click, google_crc32c" 2>/dev/null; then
     python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl \
         > "$OUT/pip.txt" 2>&1
     export PYTHONPATH="/tmp/site:$PYTHONPATH"
