@@ -1,5 +1,5 @@
 """The pass manager: a registry of named passes and `optimize`, which runs a pipeline of them
-(by default Grappler's order: prune, cse, constfold, arith, layout, remap, loop,
+(by default Grappler's order: prune, cse, constfold, arith, layout, affine, remap, loop,
 dependency) for 2 rounds.
 
     >>> g2 = optimize(g, keep=["loss"])                 # before: 40 nodes   after: 17 nodes
@@ -38,7 +38,7 @@ class PassInfo:
 
 
 PASSES = {}
-DEFAULT_PIPELINE = ("prune", "cse", "constfold", "arith", "layout", "remap", "loop",
+DEFAULT_PIPELINE = ("prune", "cse", "constfold", "arith", "layout", "affine", "remap", "loop",
                     "dependency")
 DEFAULT_ROUNDS = 2
 
@@ -53,7 +53,7 @@ def register_pass(name, doc, first_round_only=False):
 
 def _load_passes():
     # Importing the pass modules registers them (here, not at module top: they import this one).
-    for mod in ("prune", "constfold", "arith", "layout", "remap", "loop", "dependency",
+    for mod in ("prune", "constfold", "arith", "layout", "affine", "remap", "loop", "dependency",
                 "collective"):
         importlib.import_module(f"tfg.passes.{mod}")
 

@@ -2,6 +2,7 @@
 
     Conv2D + BiasAdd (+ Relu|Relu6|Elu|LeakyRelu)       -> _FusedConv2D(x, W, b)
     MatMul + BiasAdd (+ act), DepthwiseConv2dNative + BiasAdd (+ act)   likewise
+    Conv2D|MatMul|DepthwiseConv2dNative + act (no bias) -> the same with a zero BiasAdd
     Conv2D + FusedBatchNorm (is_training=False) (+ act) -> _FusedConv2D(x, W, scale, offset,
                                                           mean, variance), num_args=4
     FusedBatchNorm + Relu (GPU, as in TensorFlow)       -> _FusedBatchNormEx
@@ -13,7 +14,9 @@ The fused node takes the last node's name, so fetches keep working. Matched node
 control edges; the intermediates have one consumer, are not preserved, and every matched node
 has the same dtype and device. Fused ops have no gradient: run `tfg grad` before optimizing.
 """
-from tfg.graphdef.names import input_string
+import numpy as np
+
+from tfg.graphdef.names import TensorRef, input_string
 from tfg.passes.manager import register_pass
 from tfg.passes.rewrite import Pat, RewriteContext, graph_rewrite
 from tfg.schemas.dtypes import DType
@@ -134,6 +137,34 @@ def activation(ctx, node, fused):
     return True
 
 
+def bare_activation(ctx, node, base):
+    """act(base(x, W)) -> _Fused*(x, W, zeros, fused_ops=[BiasAdd, act]): TensorFlow's fused
+    ops want a BiasAdd first; adding zeros is exact and cheaper than a separate node."""
+    if not _compatible(ctx, node, base) or not _format_ok(ctx, base):
+        return False
+    w = ctx.shape(base.data_inputs[1])
+    if w is None or any(d is None for d in w):
+        return False
+    if base.op == "MatMul":
+        if len(w) != 2:
+            return False
+        channels = w[0] if base.get_attr("transpose_b", False) else w[1]
+    elif len(w) != 4 or base.get_attr("data_format", b"NHWC") != b"NHWC":
+        return False
+    else:
+        channels = w[2] * w[3] if base.op == "DepthwiseConv2dNative" else w[3]
+    t = base.get_attr("T")
+    if t not in _FUSED_DTYPES[_FUSED[base.op]] or not ctx.op_available(_FUSED[base.op]):
+        return False
+    if base.op == "Conv2D" and not _dense_conv(ctx, base):
+        return False
+    zeros = ctx.new_const(ctx.new_name(f"{base.name}/zero_bias"), np.zeros(channels, t.np), t,
+                          base.device, anchors=[base.data_inputs[0]])
+    alpha = node.get_attr("alpha", 0.2) if node.op == "LeakyRelu" else None
+    return _make_fused(ctx, node, base, [TensorRef(zeros.name, 0)], ["BiasAdd", node.op], alpha=alpha) and \
+        (ctx.remove_if_dead(base.name) or True)
+
+
 def bn_relu(ctx, node, bn):
     """FusedBatchNorm + Relu -> _FusedBatchNormEx (only where TensorFlow has the kernel: GPU)."""
     if not _on_gpu(ctx, bn) or not _compatible(ctx, node, bn):
@@ -162,6 +193,7 @@ def rules():
         (Pat(("BiasAdd",), [base, v("bias")]), bias_add),
         (Pat(_BN, [base, v("scale"), v("offset"), v("mean"), v("var")]), conv_bn),
         (Pat(_ACTS, [fused]), activation),
+        (Pat(_ACTS, [base]), bare_activation),
         (Pat("Relu", [Pat(_BN, name="bn", one_consumer=True)]), bn_relu),
     ]
 
