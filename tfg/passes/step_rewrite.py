@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from tfg.graphdef.attrs import Shape
 from tfg.graphdef.graph import Graph
 from tfg.passes.manager import optimize
-from tfg.passes.rewrite import PLACEHOLDERS
+from tfg.passes.rewrite import FRAME_OPS, PLACEHOLDERS
 from tfg.schemas.ops import control_flow_names
 from tfg.schemas.ops.signature import output_dtypes
 
@@ -64,9 +64,10 @@ class StepRewrite:
 
 
 def rewrite_step(graph, needed, feed_refs, fetch_refs, targets=(), passes=SESSION_PASSES,
-                 max_nodes=MAX_NODES):
+                 max_nodes=None):
     """Rewrite the subgraph of `graph` made of the `needed` node names (see module doc)."""
     start = time.perf_counter()
+    max_nodes = MAX_NODES if max_nodes is None else max_nodes
     result = StepRewrite(before=len(needed))
     why = _why_not(graph, needed, feed_refs, max_nodes)
     if why:
@@ -75,6 +76,8 @@ def rewrite_step(graph, needed, feed_refs, fetch_refs, targets=(), passes=SESSIO
     sub = _subgraph(graph, needed, feed_refs)
     keep = sorted({r.node for r in fetch_refs} | {t.lstrip("^") for t in targets})
     fed = sorted({r.node for r in feed_refs})
+    _drop_pure_controls(sub)
+    _forward_const_identities(sub, {r.node for r in feed_refs} | set(keep))
     result.graph = optimize(sub, passes=list(passes), keep=keep, feeds=fed, rounds=1,
                             report=result.passes)
     result.after = len(result.graph)
@@ -95,6 +98,59 @@ def _why_not(graph, needed, feed_refs, max_nodes):
     if any(graph[name].op in _COMM_OPS for name in needed):
         return "the graph is partitioned (_Send/_Recv)"
     return ""
+
+
+def _drop_pure_controls(graph):
+    """Drop control edges from Const and Identity nodes in a graph without conds or loops.
+
+    before: out = Identity(y, ^NoOp); NoOp(^read_1, ..., ^read_1126)   (read_i = Identity(Const))
+    after:  out = Identity(y, ^NoOp); NoOp()
+
+    Such an edge only orders the step: neither op has an effect or can fail, and without a
+    Switch nothing can be dead. What TensorFlow's tf.function freezes into a model (a NoOp
+    waiting on every variable read) made the Identity bypasses quadratic: each edited the
+    NoOp's thousand inputs.
+    """
+    if any(n.op in FRAME_OPS for n in graph):
+        return
+    pure = {n.name for n in graph if n.op in ("Const", "Identity")}
+    for node in graph:
+        ins = node.inputs
+        if any(i.startswith("^") and i[1:] in pure for i in ins):
+            node.inputs = [i for i in ins if not (i.startswith("^") and i[1:] in pure)]
+
+
+def _forward_const_identities(graph, preserved):
+    """Consumers of Identity(Const) (and chains of them) read the Const.
+
+    before: w = Const; r = Identity(w); c = Conv2D(x, r)      after: c = Conv2D(x, w)
+
+    Frozen models read every weight through such an Identity (a former ReadVariableOp);
+    constant folding would copy each weight into a new Const, here it is one linear sweep. The
+    Identity nodes stay for what waits on them (control edges, fetches) and otherwise go as
+    dead. Only Consts on the Identity's device, and Identities without control inputs.
+    """
+    source = {}  # Identity name -> the Const it forwards
+    for node in graph.topo_order():
+        if node.op != "Identity" or node.name in preserved or node.control_inputs:
+            continue
+        ref = node.input_refs[0] if node.input_refs else None
+        if ref is None or ref.port != 0:
+            continue
+        src = graph.get(ref.node)
+        if src is None or src.device != node.device or src.name in preserved:
+            continue
+        if src.op == "Const":
+            source[node.name] = src.name
+        elif src.name in source:
+            source[node.name] = source[src.name]
+    if not source:
+        return
+    source.update({name + ":0": const for name, const in list(source.items())})
+    for node in graph:
+        ins = node.inputs
+        if any(i in source for i in ins):
+            node.inputs = [source.get(i, i) for i in ins]
 
 
 def _subgraph(graph, needed, feed_refs):
