@@ -65,7 +65,7 @@ def _feeds(b):
 ])
 def test_batch_norm_folds_into_one_fused_op(base, act, shift_op, bias):
     b, out_name = _bn_chain(base, act, shift_op, bias)
-    out = optimize(b.g, passes=PIPE, keep=[out_name], verify=True)
+    out = optimize(b.g, passes=PIPE, keep=[out_name], verify=True, extra={"tfg_kernels": True})
     node = out[out_name]
     assert node.op == "_Fused" + base
     assert node.get_attr("fused_ops") == [b"BiasAdd"] + ([act.encode()] if act else [])
@@ -93,10 +93,14 @@ def test_affine_refuses_what_is_not_per_channel():
 def test_bare_activation_gets_a_zero_bias():
     b = G().ph("x", [1, 5, 5, 3]).const("w", RNG.standard_normal((3, 3, 3, 2)))
     b.op("conv", "DepthwiseConv2dNative", "x", "w", **CONV).op("act", "Relu6", "conv")
-    out = optimize(b.g, passes=["remap"], keep=["act"], verify=True)
+    out = optimize(b.g, passes=["remap"], keep=["act"], verify=True,
+                   extra={"tfg_kernels": True})
     assert out["act"].op == "_FusedDepthwiseConv2dNative"
     assert out["act"].get_attr("fused_ops") == [b"BiasAdd", b"Relu6"]
     assert_same(b.g, out, ["act"], _feeds(b))
+    # What `tfg optimize` writes for TensorFlow: its CPU build has no fused depthwise kernel.
+    out2 = optimize(b.g, passes=["remap"], keep=["act"], verify=True)
+    assert out2["act"].op == "Relu6" and out2["conv"].op == "DepthwiseConv2dNative"
 
 
 def test_session_runs_the_rewritten_subgraph():

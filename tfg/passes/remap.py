@@ -1,7 +1,8 @@
 """The remapper: fuse common op chains into one of Grappler's fused ops.
 
     Conv2D + BiasAdd (+ Relu|Relu6|Elu|LeakyRelu)       -> _FusedConv2D(x, W, b)
-    MatMul + BiasAdd (+ act), DepthwiseConv2dNative + BiasAdd (+ act)   likewise
+    MatMul + BiasAdd (+ act), DepthwiseConv2dNative + BiasAdd (+ act)   likewise (depthwise:
+                                            on a GPU or for tfg's Session, see _tf_has_kernel)
     Conv2D|MatMul|DepthwiseConv2dNative + act (no bias) -> the same with a zero BiasAdd
     Conv2D + FusedBatchNorm (is_training=False) (+ act) -> _FusedConv2D(x, W, scale, offset,
                                                           mean, variance), num_args=4
@@ -69,10 +70,18 @@ def _dense_conv(ctx, base):
     return channels is not None and channels == w[2]
 
 
+def _tf_has_kernel(ctx, base):
+    """TensorFlow's CPU build has no _FusedDepthwiseConv2dNative kernel (a GPU and oneDNN
+    op): fuse it only for a GPU, or for tfg's own Session (opts.extra["tfg_kernels"]), whose
+    rewritten graph no TensorFlow runs."""
+    return (base.op != "DepthwiseConv2dNative" or _on_gpu(ctx, base)
+            or ctx.opts.extra.get("tfg_kernels", False))
+
+
 def _make_fused(ctx, last, base, args, fused_ops, epsilon=None, alpha=None):
     op = _FUSED[base.op]
     t = base.get_attr("T")
-    if t not in _FUSED_DTYPES[op] or not ctx.op_available(op):
+    if t not in _FUSED_DTYPES[op] or not ctx.op_available(op) or not _tf_has_kernel(ctx, base):
         return False
     if base.op == "Conv2D" and not _dense_conv(ctx, base):
         return False
@@ -155,6 +164,8 @@ def bare_activation(ctx, node, base):
         channels = w[2] * w[3] if base.op == "DepthwiseConv2dNative" else w[3]
     t = base.get_attr("T")
     if t not in _FUSED_DTYPES[_FUSED[base.op]] or not ctx.op_available(_FUSED[base.op]):
+        return False
+    if not _tf_has_kernel(ctx, base):
         return False
     if base.op == "Conv2D" and not _dense_conv(ctx, base):
         return False

@@ -78,8 +78,9 @@ def rewrite_step(graph, needed, feed_refs, fetch_refs, targets=(), passes=SESSIO
     fed = sorted({r.node for r in feed_refs})
     _drop_pure_controls(sub)
     _forward_const_identities(sub, {r.node for r in feed_refs} | set(keep))
+    # tfg_kernels: tfg runs the result, so fusions only tfg has kernels for are fine.
     result.graph = optimize(sub, passes=list(passes), keep=keep, feeds=fed, rounds=1,
-                            report=result.passes)
+                            report=result.passes, extra={"tfg_kernels": True})
     result.after = len(result.graph)
     result.seconds = time.perf_counter() - start
     return result
