@@ -201,3 +201,24 @@ def test_real_models_fused_and_equal_to_tensorflow(case):
     assert ops["Conv2D"] == ops["DepthwiseConv2dNative"] == ops["Rsqrt"] == 0, ops
     assert ops["_FusedConv2D"] > 0
     assert sess.rewrites[0].after < sess.rewrites[0].before / 3
+
+
+@pytest.mark.parametrize("bias", [False, True])
+def test_swish_fused_for_tfg_only(bias):
+    """EfficientNet's x * sigmoid(x) after a convolution: one fused node in tfg's Session
+    (TensorFlow's Eigen kernels have no swish), the same values."""
+    b = G().ph("x", [2, 5, 5, 3]).const("w", RNG.standard_normal((3, 3, 3, 4)))
+    b.op("conv", "Conv2D", "x", "w", **CONV)
+    top = "conv"
+    if bias:
+        b.const("b", RNG.standard_normal(4)).op("biased", "BiasAdd", "conv", "b")
+        top = "biased"
+    b.op("sig", "Sigmoid", top).op("swish", "Mul", top, "sig")
+    out = optimize(b.g, passes=["remap"], keep=["swish"], verify=True,
+                   extra={"tfg_kernels": True})
+    assert out["swish"].op == "_FusedConv2D"
+    assert out["swish"].get_attr("fused_ops") == [b"BiasAdd", b"_MklSwish"]
+    assert {n.op for n in out} == {"Placeholder", "Const", "_FusedConv2D"}
+    assert_same(b.g, out, ["swish"], _feeds(b), rtol=1e-4, atol=1e-5)
+    plain = optimize(b.g, passes=["remap"], keep=["swish"], verify=True)
+    assert plain["swish"].op == "Mul"

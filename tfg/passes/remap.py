@@ -176,6 +176,36 @@ def bare_activation(ctx, node, base):
         (ctx.remove_if_dead(base.name) or True)
 
 
+def swish(ctx, node, fused, sig):
+    """Mul(f, Sigmoid(f)) with f = _Fused*(fused_ops=[BiasAdd]) or a bare base op ->
+    one fused node with the activation _MklSwish (TensorFlow's oneDNN name; only for tfg's
+    Session, opts.extra["tfg_kernels"], as TensorFlow's Eigen kernels lack it)."""
+    if not ctx.opts.extra.get("tfg_kernels", False) or sig.data_inputs[0].node != fused.name:
+        return False
+    if sig.data_inputs[0].port != 0 or ctx.preserved(fused.name) or fused.control_inputs:
+        return False
+    if ctx.preserved(sig.name) or sig.control_inputs or ctx.control_consumers(sig.name):
+        return False
+    readers = {n.name for n, _ in ctx.consumers(fused.name, include_control=True)}
+    if readers != {node.name, sig.name} or ctx.control_consumers(fused.name):
+        return False
+    if not _compatible(ctx, node, sig, fused):
+        return False
+    base = fused
+    if fused.op in _FUSED:  # a bare base op: fuse it into the Sigmoid with a zero bias first
+        if not bare_activation(ctx, sig, base):
+            return False
+        fused = sig  # now _Fused*(x, W, zeros, fused_ops=[BiasAdd, Sigmoid])
+    elif [o.decode() for o in fused.get_attr("fused_ops", [])] != ["BiasAdd"]:
+        return False
+    attrs = {k: fused.get_attr(k) for k in fused.attr if not k.startswith("_")}
+    attrs["fused_ops"] = [b"BiasAdd", b"_MklSwish"]
+    ctx.morph(node, fused.op, list(fused.inputs), attrs)
+    for name in (sig.name, base.name):
+        ctx.remove_if_dead(name)
+    return True
+
+
 def bn_relu(ctx, node, bn):
     """FusedBatchNorm + Relu -> _FusedBatchNormEx (only where TensorFlow has the kernel: GPU)."""
     if not _on_gpu(ctx, bn) or not _compatible(ctx, node, bn):
@@ -205,6 +235,8 @@ def rules():
         (Pat(_BN, [base, v("scale"), v("offset"), v("mean"), v("var")]), conv_bn),
         (Pat(_ACTS, [fused]), activation),
         (Pat(_ACTS, [base]), bare_activation),
+        (Pat("Mul", [Pat(tuple(_FUSED) + tuple(_FUSED.values()), name="fused"),
+                     Pat("Sigmoid", name="sig")], commutative=True), swish),
         (Pat("Relu", [Pat(_BN, name="bn", one_consumer=True)]), bn_relu),
     ]
 

@@ -78,6 +78,7 @@ def rewrite_step(graph, needed, feed_refs, fetch_refs, targets=(), passes=SESSIO
     fed = sorted({r.node for r in feed_refs})
     _drop_pure_controls(sub)
     _forward_const_identities(sub, {r.node for r in feed_refs} | set(keep))
+    _forward_identity_n(sub, {r.node for r in feed_refs} | set(keep))
     # tfg_kernels: tfg runs the result, so fusions only tfg has kernels for are fine.
     result.graph = optimize(sub, passes=list(passes), keep=keep, feeds=fed, rounds=1,
                             report=result.passes, extra={"tfg_kernels": True})
@@ -148,6 +149,39 @@ def _forward_const_identities(graph, preserved):
     if not source:
         return
     source.update({name + ":0": const for name, const in list(source.items())})
+    for node in graph:
+        ins = node.inputs
+        if any(i in source for i in ins):
+            node.inputs = [source.get(i, i) for i in ins]
+
+
+def _forward_identity_n(graph, preserved):
+    """Readers of IdentityN:k read the IdentityN's k-th input.
+
+    before: a = IdentityN(mul, x, beta); y = Conv2D(a:0, W)      after: y = Conv2D(mul, W)
+
+    Keras's swish (a tf.custom_gradient) ends in such an IdentityN; reading through it hid
+    x * sigmoid(x) from the remapper. Only IdentityN nodes without control inputs, on the
+    device of the input forwarded, and outside loops and conds (a frame's values stay where
+    its ops put them).
+    """
+    if any(n.op in FRAME_OPS for n in graph):
+        return
+    source = {}  # "name:k" (and "name" for k = 0) -> the input string it forwards
+    for node in graph.topo_order():
+        if node.op != "IdentityN" or node.name in preserved or node.control_inputs:
+            continue
+        for k, ref in enumerate(node.input_refs):
+            src = graph.get(ref.node)
+            if src is None or src.device != node.device:
+                continue
+            text = node.inputs[k]
+            text = source.get(text, text)
+            source[f"{node.name}:{k}"] = text
+            if k == 0:
+                source[node.name] = text
+    if not source:
+        return
     for node in graph:
         ins = node.inputs
         if any(i in source for i in ins):
