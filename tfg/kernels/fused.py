@@ -39,10 +39,11 @@ _ACTIVATIONS = {
     "LeakyRelu": lambda xp, x, a: where(x < 0, x * x.dtype.type(a), x, xp),
     "Tanh": lambda xp, x, a: xp.tanh(x),
     "Sigmoid": lambda xp, x, a: (1 / (1 + xp.exp(-x))).astype(x.dtype),
-    # Swish, x * sigmoid(x) (TensorFlow's oneDNN name): x / (1 + e^-x), in one temporary
-    "_MklSwish": lambda xp, x, a: _swish(xp, x),
     "Identity": lambda xp, x, a: x,
 }
+# Swish, x * sigmoid(x), under TensorFlow's oneDNN name (not an op: the remapper's fused step
+# for tfg's own Session): x / (1 + e^-x), in one temporary.
+_ACTIVATIONS["_MklSwish"] = lambda xp, x, a: _swish(xp, x)
 
 
 def _base(ctx, op, *inputs):
