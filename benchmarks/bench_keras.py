@@ -3,6 +3,7 @@
 GraphDefs, with tfg's default threading and each fixed BLAS thread count.
 
     python3 benchmarks/bench_keras.py --tf-python /work/tfvenv/bin/python [--models resnet50]
+    python3 benchmarks/bench_keras.py --rewrites     # default against --no-graph-rewrites
 
 TensorFlow (a subprocess: never in tfg's process) builds each model with random weights
 (tools/gen_keras_apps.py's `freeze`, at batch 2 and 96x96 instead of its GPU graphs' 32 and
@@ -11,12 +12,16 @@ imported graph (intra- and inter-op threads: --tf-threads, default 2) on request
 same file; TensorFlow's output checks tfg's values (max |diff| relative to max |y|) before
 timing. Timings alternate A B A B (TensorFlow, then each tfg setting: 'default', then
 blas=1 .. blas=<cores>) and report medians; benchmarks/run.py's `keras` row calls `run`.
+With --rewrites the settings are the default and the Session without its graph rewrites
+(`graph_rewrites=False`), and each row also gives tfg's process CPU time per step and what the
+rewrites cost when the step is first prepared (CPU seconds, nodes before and after).
 """
 import argparse
 import json
 import os
 import sys
 import tempfile
+import time
 
 import numpy as np
 
@@ -71,6 +76,17 @@ for line in sys.stdin:
 '''
 
 
+REWRITE_SETTINGS = {"default": None, "no-rewrites": {"graph_rewrites": False}}
+
+
+def _session(graph, setting):
+    """A Session for one setting: a BLAS thread count (None: default) or Session kwargs."""
+    from tfg.executor import Session
+    if isinstance(setting, dict):
+        return Session(graph, **setting)
+    return Session(graph, blas_threads=setting)
+
+
 def blas_settings(cores=None):
     """The settings each row times: the default, then every fixed BLAS thread count."""
     cores = cores or os.cpu_count() or 1
@@ -82,7 +98,7 @@ def run(tf_python, models=tuple(MODELS), reps=5, warmup=2, settings=None, tf_thr
     """One row per model: TF's and tfg's medians, tfg's value error, every setting's ratio."""
     import tfg
     from abtime import ab_medians, settings_summary, start_tf_worker
-    from tfg.executor import Session, contention
+    from tfg.executor import contention
 
     settings = settings or blas_settings()
     tmp = tempfile.mkdtemp(prefix="tfgkeras")
@@ -103,18 +119,36 @@ def run(tf_python, models=tuple(MODELS), reps=5, warmup=2, settings=None, tf_thr
             x, y = np.load(os.path.join(tmp, name + "_x.npy")), np.load(
                 os.path.join(tmp, name + "_y.npy"))
             feeds = {meta["input"]: x}
-            sessions = {k: Session(graph, blas_threads=v) for k, v in settings.items()}
+            sessions = {k: _session(graph, v) for k, v in settings.items()}
+            c0 = time.process_time()
             got = sessions["default"].run(meta["output"], feeds)
+            first_cpu = time.process_time() - c0
             err = float(np.abs(got - y).max() / max(1e-12, float(np.abs(y).max())))
-            steps = {k: (lambda s=s: s.run(meta["output"], feeds)) for k, s in sessions.items()}
+            cpu = {k: [] for k in sessions}
+
+            def timed_cpu(k, s):
+                c = time.process_time()
+                s.run(meta["output"], feeds)
+                cpu[k].append(time.process_time() - c)
+
+            steps = {k: (lambda k=k, s=s: timed_cpu(k, s)) for k, s in sessions.items()}
             contention.choices.clear()
             tf_s, tfg_s = ab_medians(lambda: tf_time(name), steps, reps, warmup)
             row = {"adaptive_choices": dict(contention.choices), "graph": f"keras/{name}", "nodes": meta["nodes"], "batch": BATCH,
                    "size": SIZE, "max_rel_error": err, **settings_summary(tf_s, tfg_s)}
+            row["tfg_cpu_by_setting_s"] = {k: float(np.median(v[warmup:] or v))
+                                           for k, v in cpu.items()}
+            rewrites = getattr(sessions["default"], "rewrites", None)
+            if rewrites:
+                row["rewrite"] = {"before": rewrites[0].before, "after": rewrites[0].after,
+                                  "seconds": rewrites[0].seconds, "first_step_cpu_s": first_cpu}
             rows.append(row)
             log(f"{row['graph']:24} TF {tf_s * 1e3:8.1f} ms  " + "  ".join(
-                f"{k} {v * 1e3:8.1f} ms ({v / tf_s:.2f}x)" for k, v in tfg_s.items())
-                + f"  err {err:.1e}  adaptive chose {dict(contention.choices)}")
+                f"{k} {v * 1e3:8.1f} ms ({v / tf_s:.2f}x, cpu "
+                f"{row['tfg_cpu_by_setting_s'][k] * 1e3:.1f} ms)" for k, v in tfg_s.items())
+                + f"  err {err:.1e}  adaptive chose {dict(contention.choices)}"
+                + (f"  rewrites {rewrites[0].before}->{rewrites[0].after} nodes, first step "
+                   f"{first_cpu:.2f} s cpu" if rewrites else ""))
     finally:
         worker.stdin.close()
         worker.wait(timeout=60)
@@ -128,12 +162,16 @@ def main():
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--tf-threads", type=int, default=2)
+    ap.add_argument("--rewrites", action="store_true",
+                    help="time the default against graph_rewrites=False instead of BLAS "
+                         "thread counts")
     a = ap.parse_args()
     models = [m for m in a.models.split(",") if m]
     bad = sorted(set(models) - set(MODELS))
     if bad:
         raise SystemExit(f"unknown models {bad}; choose from {sorted(MODELS)}")
-    run(a.tf_python, models, a.reps, a.warmup, tf_threads=a.tf_threads)
+    run(a.tf_python, models, a.reps, a.warmup, tf_threads=a.tf_threads,
+        settings=REWRITE_SETTINGS if a.rewrites else None)
     return 0
 
 

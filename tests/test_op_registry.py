@@ -91,8 +91,9 @@ _TELLTALES = [("Enter", "RefEnter"), ("Exit", "RefExit"), ("Merge", "RefMerge"),
               ("NextIteration", "RefNextIteration"), ("Placeholder", "PlaceholderWithDefault"),
               ("VariableV2", "VarHandleOp"), ("MatMul", "Conv2D"), ("_Send", "_Recv")]
 # Modules whose op-name literals are registrations or rules, not copies of a trait: kernel
-# registrations, render's per-op styles and the remapper's patterns (see _OP_TABLES below).
-_ALLOWED = {"tfg/kernels", "tfg/render/dot.py", "tfg/passes/remap.py"}
+# registrations, render's per-op styles and the remapper's and affine folds' patterns (see
+# _OP_TABLES below).
+_ALLOWED = {"tfg/kernels", "tfg/render/dot.py", "tfg/passes/remap.py", "tfg/passes/affine.py"}
 
 
 def _literal_names(tree):
@@ -152,6 +153,8 @@ _OP_TABLES = {
     "tfg/passes/collective.py:MERGE_OPS": "collective merge_op attr -> the op lowering emits",
     "tfg/passes/layout.py:SENSITIVE": "layout pass: NHWC ports of each layout-sensitive op",
     "tfg/passes/remap.py:_FUSED": "remapper: op -> its fused op",
+    "tfg/passes/affine.py:_BASES": "affine folds: the ops whose constant filter takes a "
+                                   "per-channel scale",
     "tfg/passes/remap.py:_FUSED_DTYPES": "remapper: dtypes the fused kernels take (narrower "
                                          "than the fused ops' signatures)",
     "tfg/passes/remap.py:_ACTS": "remapper: activations it fuses",

@@ -101,12 +101,19 @@ from tfg.schemas.ops.signature import output_dtypes
               help="--cluster: send float32 tensors between tasks as truncated 16-bit floats "
                    "(lossy; white paper 5.5). Local devices: tfg partition --compress-"
                    "transfers.")
+@click.option("--graph-rewrites/--no-graph-rewrites", default=None,
+              help="Rewrite each step's subgraph before running it, as TensorFlow's session "
+                   "runs Grappler: constant folding, batch norms folded into convolutions, "
+                   "Conv/MatMul+BiasAdd+activation fusions (default: on, unless "
+                   "TFG_GRAPH_REWRITES=0). Local runs.")
+@click.option("--show-rewrites", is_flag=True,
+              help="Say on stderr what the graph rewrites did to each step's subgraph.")
 @progress_option
 def command(graph, fmt, as_json, tag, signature, feed_args, feeds_file, random_seed, dims,
             fetches, targets, inits, steps, devices, cluster, output, trace_path, profile_path,
             save_dir, restore_dir, timeout, auth_token, checkpoint_dir, checkpoint_every,
             max_memory, blas_threads, tls_ca, progress, auth_token_file, engine, resets,
-            compress_transfers):
+            compress_transfers, graph_rewrites, show_rewrites):
     """Run GRAPH: feed placeholders, compute fetches, run targets.
 
     \b
@@ -117,6 +124,7 @@ def command(graph, fmt, as_json, tag, signature, feed_args, feeds_file, random_s
       tfg run export/1 --signature serving_default --feed 'x=[[1,2,3,4]]' --json
       tfg run model.pb --random-feeds --dim 'x=32' --fetch y --profile cost.json
       tfg run --cluster worker=127.0.0.1:2222 --reset ''
+      tfg run model.pb --random-feeds --fetch y --show-rewrites
     """
     # numpy's RuntimeWarnings (NaN casts, overflow) would add lines to stderr: TensorFlow
     # computes the same values without a word, and so does tfg run.
@@ -168,9 +176,13 @@ def command(graph, fmt, as_json, tag, signature, feed_args, feeds_file, random_s
                                 engine=engine, compress_transfers=compress_transfers)
     if checkpoint_every is not None and not checkpoint_dir:
         raise TfgInputError("--checkpoint-every needs --checkpoint-dir")
+    if cluster is not None and (graph_rewrites is not None or show_rewrites):
+        raise TfgInputError("--graph-rewrites/--show-rewrites apply to local runs (the workers "
+                            "run their partitions as given)")
     sess = Session(g, devices=devices, cluster=cluster,
                    max_memory=None if max_memory is None else parse_size(max_memory),
-                   blas_threads=blas_threads, validate_graph=True)
+                   blas_threads=blas_threads, validate_graph=True,
+                   graph_rewrites=graph_rewrites)
     # Closed however the command ends: a cluster's workers drop the session's variables and
     # steps, and calls still in flight to a hung worker are cancelled instead of holding exit.
     click.get_current_context().call_on_close(sess.close)
@@ -208,6 +220,11 @@ def command(graph, fmt, as_json, tag, signature, feed_args, feeds_file, random_s
     finally:  # before any error line: the progress line must not garble it
         if bar is not None:
             bar.close()
+    if show_rewrites:
+        for rewrite in sess.rewrites:
+            click.echo(f"tfg: {rewrite.summary()}", err=True)
+        if not sess.graph_rewrites:
+            click.echo("tfg: graph rewrites are off", err=True)
     if profile is not None:
         profile.save(profile_path)
     if trace_path and sess.last_trace is not None:

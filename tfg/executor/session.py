@@ -19,6 +19,13 @@ library's threads while a step runs (default: $TFG_BLAS_THREADS, else 'adaptive'
 other processes leave free, measured during steps; an int fixes it, 'auto' is half the cores,
 0 leaves BLAS alone; tfg/executor/blas.py says why).
 
+As TensorFlow's DirectSession runs Grappler, each request's subgraph is rewritten once, when
+it is prepared (tfg/passes/step_rewrite.py: constant folding, batch-norm folds into
+convolutions, Conv/MatMul + BiasAdd + activation fusions, dependency pruning); fed, fetched
+and targeted nodes and stateful ops are kept exactly. `graph_rewrites=False` (or
+$TFG_GRAPH_REWRITES=0) runs graphs as given, as TensorFlow's `disable_meta_optimizer`;
+`session.rewrites` lists what each prepared request's rewrite did (StepRewrite objects).
+
 `Session` is a facade over a backend: `LocalSession` here, or the master's `ClusterSession`
 (tfg/executor/distributed/master.py) with `cluster=`. Both read a request and prepare a step
 with tfg/executor/step.py; `session.runner(...)` owns a loop of steps (tfg/executor/runner.py).
@@ -29,6 +36,7 @@ import threading
 from tfg.executor import blas, checkpoint
 from tfg.executor import limits
 from tfg.executor import partitions
+from tfg.executor import rewrites
 from tfg.executor import step as S
 from tfg.executor.devices import DeviceSet
 from tfg.executor.executor import StepGroup
@@ -46,7 +54,7 @@ class Session:
     `devices`, `memory_limit`, `blas_threads` of a local one) read through."""
 
     def __init__(self, graph, devices=None, cluster=None, fast_path=True, max_memory=None,
-                 blas_threads=None, validate_graph=False):
+                 blas_threads=None, validate_graph=False, graph_rewrites=None):
         if isinstance(graph, (str, os.PathLike)):
             graph = io.load(graph)
         # Calls inlined, functional control flow lowered; a call that cannot be inlined stays
@@ -70,7 +78,8 @@ class Session:
             self.backend = _connect_cluster(graph, cluster)
         else:
             self.backend = LocalSession(graph, devices, fast_path=fast_path,
-                                        max_memory=max_memory, blas_threads=blas_threads)
+                                        max_memory=max_memory, blas_threads=blas_threads,
+                                        graph_rewrites=graph_rewrites)
         self.is_cluster = cluster is not None
 
     def __getattr__(self, name):
@@ -140,7 +149,8 @@ class LocalSession:
     """The local backend: one executor per device of this process, over an in-process
     rendezvous; variables, queues and random streams in `resources`."""
 
-    def __init__(self, graph, devices=None, fast_path=True, max_memory=None, blas_threads=None):
+    def __init__(self, graph, devices=None, fast_path=True, max_memory=None, blas_threads=None,
+                 graph_rewrites=None):
         self.graph = graph
         self.devices = DeviceSet.from_spec(devices)
         self.resources = ResourceMgr()
@@ -159,6 +169,8 @@ class LocalSession:
         # BLAS threads busy-wait, and stall on cores other processes hold: set while a step
         # runs ('adaptive' by default; None: BLAS left as it is).
         self.blas_threads = blas.resolve_blas_threads(blas_threads)
+        self.graph_rewrites = rewrites.resolve(graph_rewrites)
+        self.rewrites = []  # one StepRewrite per prepared request, in order
 
     def run_request(self, request, trace=False):
         """One step of a StepRequest; -> the fetched values in fetch order."""
@@ -188,6 +200,8 @@ class LocalSession:
         partitions.check_runnable(self.graph, self._unrunnable, request.fetch_refs,
                                   request.targets, set(request.feed_refs))
         needed = S.check_request(graph, request.feed_refs, request.fetch_refs, request.targets)
+        if self.graph_rewrites and len(self.devices) == 1:
+            graph, needed = rewrites.rewrite(graph, needed, request, self.rewrites)
         return S.prepare(graph, needed, self.devices, request.feed_refs, request.fetch_refs,
                          request.targets, self.memory_limit, self._check_elementwise,
                          self.fast_path)

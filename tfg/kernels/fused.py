@@ -25,6 +25,12 @@ def _relu6(xp, x, a):
     return clamp.relu6(x) if xp is np else xp.clip(x, x.dtype.type(0), x.dtype.type(6))
 
 
+def _swish(xp, x):
+    d = xp.exp(-x)
+    d += 1
+    return xp.divide(x, d, out=d) if d.dtype == x.dtype else (x / d).astype(x.dtype)
+
+
 # Each activation is (xp, x, alpha) -> y, for numpy or a GPU array module alike.
 _ACTIVATIONS = {
     "Relu": _relu,
@@ -35,6 +41,9 @@ _ACTIVATIONS = {
     "Sigmoid": lambda xp, x, a: (1 / (1 + xp.exp(-x))).astype(x.dtype),
     "Identity": lambda xp, x, a: x,
 }
+# Swish, x * sigmoid(x), under TensorFlow's oneDNN name (not an op: the remapper's fused step
+# for tfg's own Session): x / (1 + e^-x), in one temporary.
+_ACTIVATIONS["_MklSwish"] = lambda xp, x, a: _swish(xp, x)
 
 
 def _base(ctx, op, *inputs):

@@ -1,5 +1,5 @@
 """The pass manager: a registry of named passes and `optimize`, which runs a pipeline of them
-(by default Grappler's order: prune, cse, constfold, arith, layout, remap, loop,
+(by default Grappler's order: prune, cse, constfold, arith, layout, affine, remap, loop,
 dependency) for 2 rounds.
 
     >>> g2 = optimize(g, keep=["loss"])                 # before: 40 nodes   after: 17 nodes
@@ -38,7 +38,7 @@ class PassInfo:
 
 
 PASSES = {}
-DEFAULT_PIPELINE = ("prune", "cse", "constfold", "arith", "layout", "remap", "loop",
+DEFAULT_PIPELINE = ("prune", "cse", "constfold", "arith", "layout", "affine", "remap", "loop",
                     "dependency")
 DEFAULT_ROUNDS = 2
 
@@ -53,7 +53,7 @@ def register_pass(name, doc, first_round_only=False):
 
 def _load_passes():
     # Importing the pass modules registers them (here, not at module top: they import this one).
-    for mod in ("prune", "constfold", "arith", "layout", "remap", "loop", "dependency",
+    for mod in ("prune", "constfold", "arith", "layout", "affine", "remap", "loop", "dependency",
                 "collective"):
         importlib.import_module(f"tfg.passes.{mod}")
 
@@ -92,7 +92,7 @@ def make_options(graph, keep=(), feeds=(), devices=(), verify=False):
 
 
 def optimize(graph, passes=None, keep=(), feeds=(), devices=(), rounds=DEFAULT_ROUNDS,
-             verify=False, report=None, on_pass=None):
+             verify=False, report=None, on_pass=None, extra=None):
     """Run a pipeline of passes on a copy of `graph`; returns the optimized Graph.
 
     `passes`: names (list or comma string; default DEFAULT_PIPELINE). `keep`: node names or
@@ -100,12 +100,14 @@ def optimize(graph, passes=None, keep=(), feeds=(), devices=(), rounds=DEFAULT_R
     `report`: a list that receives one dict per pass run (pass, round, before, after, seconds,
     changed, error). `on_pass(name, index, total)`: called before each pass runs; index counts
     from 1 over the `total` runs planned (fewer run when a round changes nothing).
+    `extra`: PassOptions.extra, e.g. {"tfg_kernels": True} when only tfg runs the result.
     """
     _load_passes()
     names = _pass_names(passes)
     # Calls inlined, functional control flow lowered; a call that cannot be is kept opaque.
     graph = canonicalize(graph, strict=False)
     opts = make_options(graph, keep, feeds, devices, verify)
+    opts.extra.update(extra or {})
     total = sum(1 for rnd in range(rounds) for name in names
                 if not (PASSES[name].first_round_only and rnd > 0))
     index = 0

@@ -1,7 +1,9 @@
 """The remapper: fuse common op chains into one of Grappler's fused ops.
 
     Conv2D + BiasAdd (+ Relu|Relu6|Elu|LeakyRelu)       -> _FusedConv2D(x, W, b)
-    MatMul + BiasAdd (+ act), DepthwiseConv2dNative + BiasAdd (+ act)   likewise
+    MatMul + BiasAdd (+ act), DepthwiseConv2dNative + BiasAdd (+ act)   likewise (depthwise:
+                                            on a GPU or for tfg's Session, see _tf_has_kernel)
+    Conv2D|MatMul|DepthwiseConv2dNative + act (no bias) -> the same with a zero BiasAdd
     Conv2D + FusedBatchNorm (is_training=False) (+ act) -> _FusedConv2D(x, W, scale, offset,
                                                           mean, variance), num_args=4
     FusedBatchNorm + Relu (GPU, as in TensorFlow)       -> _FusedBatchNormEx
@@ -13,7 +15,9 @@ The fused node takes the last node's name, so fetches keep working. Matched node
 control edges; the intermediates have one consumer, are not preserved, and every matched node
 has the same dtype and device. Fused ops have no gradient: run `tfg grad` before optimizing.
 """
-from tfg.graphdef.names import input_string
+import numpy as np
+
+from tfg.graphdef.names import TensorRef, input_string
 from tfg.passes.manager import register_pass
 from tfg.passes.rewrite import Pat, RewriteContext, graph_rewrite
 from tfg.schemas.dtypes import DType
@@ -66,10 +70,18 @@ def _dense_conv(ctx, base):
     return channels is not None and channels == w[2]
 
 
+def _tf_has_kernel(ctx, base):
+    """TensorFlow's CPU build has no _FusedDepthwiseConv2dNative kernel (a GPU and oneDNN
+    op): fuse it only for a GPU, or for tfg's own Session (opts.extra["tfg_kernels"]), whose
+    rewritten graph no TensorFlow runs."""
+    return (base.op != "DepthwiseConv2dNative" or _on_gpu(ctx, base)
+            or ctx.opts.extra.get("tfg_kernels", False))
+
+
 def _make_fused(ctx, last, base, args, fused_ops, epsilon=None, alpha=None):
     op = _FUSED[base.op]
     t = base.get_attr("T")
-    if t not in _FUSED_DTYPES[op] or not ctx.op_available(op):
+    if t not in _FUSED_DTYPES[op] or not ctx.op_available(op) or not _tf_has_kernel(ctx, base):
         return False
     if base.op == "Conv2D" and not _dense_conv(ctx, base):
         return False
@@ -134,6 +146,66 @@ def activation(ctx, node, fused):
     return True
 
 
+def bare_activation(ctx, node, base):
+    """act(base(x, W)) -> _Fused*(x, W, zeros, fused_ops=[BiasAdd, act]): TensorFlow's fused
+    ops want a BiasAdd first; adding zeros is exact and cheaper than a separate node."""
+    if not _compatible(ctx, node, base) or not _format_ok(ctx, base):
+        return False
+    w = ctx.shape(base.data_inputs[1])
+    if w is None or any(d is None for d in w):
+        return False
+    if base.op == "MatMul":
+        if len(w) != 2:
+            return False
+        channels = w[0] if base.get_attr("transpose_b", False) else w[1]
+    elif len(w) != 4 or base.get_attr("data_format", b"NHWC") != b"NHWC":
+        return False
+    else:
+        channels = w[2] * w[3] if base.op == "DepthwiseConv2dNative" else w[3]
+    t = base.get_attr("T")
+    if t not in _FUSED_DTYPES[_FUSED[base.op]] or not ctx.op_available(_FUSED[base.op]):
+        return False
+    if not _tf_has_kernel(ctx, base):
+        return False
+    if base.op == "Conv2D" and not _dense_conv(ctx, base):
+        return False
+    zeros = ctx.new_const(ctx.new_name(f"{base.name}/zero_bias"), np.zeros(channels, t.np), t,
+                          base.device, anchors=[base.data_inputs[0]])
+    alpha = node.get_attr("alpha", 0.2) if node.op == "LeakyRelu" else None
+    return _make_fused(ctx, node, base, [TensorRef(zeros.name, 0)], ["BiasAdd", node.op], alpha=alpha) and \
+        (ctx.remove_if_dead(base.name) or True)
+
+
+def swish(ctx, node, fused, sig):
+    """Mul(f, Sigmoid(f)) with f = _Fused*(fused_ops=[BiasAdd]) or a bare base op ->
+    one fused node with the activation _MklSwish (TensorFlow's oneDNN name; only for tfg's
+    Session, opts.extra["tfg_kernels"], as TensorFlow's Eigen kernels lack it)."""
+    if not ctx.opts.extra.get("tfg_kernels", False) or sig.data_inputs[0].node != fused.name:
+        return False
+    if sig.data_inputs[0].port != 0 or ctx.preserved(fused.name) or fused.control_inputs:
+        return False
+    if ctx.preserved(sig.name) or sig.control_inputs or ctx.control_consumers(sig.name):
+        return False
+    readers = {n.name for n, _ in ctx.consumers(fused.name, include_control=True)}
+    if readers != {node.name, sig.name} or ctx.control_consumers(fused.name):
+        return False
+    if not _compatible(ctx, node, sig, fused):
+        return False
+    base = fused
+    if fused.op in _FUSED:  # a bare base op: fuse it into the Sigmoid with a zero bias first
+        if not bare_activation(ctx, sig, base):
+            return False
+        fused = sig  # now _Fused*(x, W, zeros, fused_ops=[BiasAdd, Sigmoid])
+    elif [o.decode() for o in fused.get_attr("fused_ops", [])] != ["BiasAdd"]:
+        return False
+    attrs = {k: fused.get_attr(k) for k in fused.attr if not k.startswith("_")}
+    attrs["fused_ops"] = [b"BiasAdd", b"_MklSwish"]
+    ctx.morph(node, fused.op, list(fused.inputs), attrs)
+    for name in (sig.name, base.name):
+        ctx.remove_if_dead(name)
+    return True
+
+
 def bn_relu(ctx, node, bn):
     """FusedBatchNorm + Relu -> _FusedBatchNormEx (only where TensorFlow has the kernel: GPU)."""
     if not _on_gpu(ctx, bn) or not _compatible(ctx, node, bn):
@@ -162,6 +234,9 @@ def rules():
         (Pat(("BiasAdd",), [base, v("bias")]), bias_add),
         (Pat(_BN, [base, v("scale"), v("offset"), v("mean"), v("var")]), conv_bn),
         (Pat(_ACTS, [fused]), activation),
+        (Pat(_ACTS, [base]), bare_activation),
+        (Pat("Mul", [Pat(tuple(_FUSED) + tuple(_FUSED.values()), name="fused"),
+                     Pat("Sigmoid", name="sig")], commutative=True), swish),
         (Pat("Relu", [Pat(_BN, name="bn", one_consumer=True)]), bn_relu),
     ]
 
