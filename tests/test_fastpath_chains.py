@@ -126,6 +126,32 @@ def test_binary_members_with_a_side_operand(monkeypatch, op, side):
     assert _fast_fns(sess) == ["chain_5"]
 
 
+@pytest.mark.parametrize("dtype", [DType.HALF, DType.FLOAT, DType.DOUBLE])
+def test_float_only_members_divide_and_log_quietly(monkeypatch, recwarn, dtype):
+    c = np.array([0.0, 2.0, -3.0, 0.5], dtype.np)
+    ops = ["Abs", ("RealDiv", "c", "L"), "Sqrt", "Neg", "Log", ("Div", "c", "R"), "Log1p", "Tanh"]
+    x = np.array([0.0, 1.5, -2.0, np.nan], dtype.np)
+    fast, plain, sess = _run_both(monkeypatch, _graph(dtype, (4,), ops, {"c": c}), ["n7"],
+                                  {"x": x})
+    for a, b in zip(fast, plain):
+        _assert_same(a, b)
+    assert _fast_fns(sess) == ["chain_8"]
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
+
+
+@pytest.mark.parametrize("dtype", [DType.INT32, DType.INT64])
+def test_integer_division_in_a_chain_truncates(monkeypatch, dtype):
+    c = np.array([3, -3, 2, 7], dtype.np)
+    ops = ["Neg", ("RealDiv", "c", "L"), "Square", ("Div", "c", "R"), "Abs"]
+    x = np.array([7, 7, -9, 15], dtype.np)
+    fast, plain, _ = _run_both(monkeypatch, _graph(dtype, (4,), ops, {"c": c}), ["n4"],
+                               {"x": x})
+    for a, b in zip(fast, plain):
+        _assert_same(a, b)
+    # -7 / 3 = -2 (truncated, not floored), squared 4; 3 / 4 = 0, 7 / 4 = 1
+    np.testing.assert_array_equal(fast[-1][0], [0, 0, 0, 1])
+
+
 def test_side_that_broadcasts_the_value_up_stays_unfused(monkeypatch):
     big = RNG.standard_normal((3, 4)).astype(np.float32)
     g = _graph(F, (4,), ["Sin", ("Mul", "big", "L"), "Neg"], {"big": big})

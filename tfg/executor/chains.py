@@ -4,8 +4,8 @@
     after:  buf = multiply(x, scale); add(buf, shift, buf); relu(buf, out=buf)
             one prepared call, one new array (none when x is a fresh array read only here)
 
-A chain is a run of nodes whose kernel is one numpy ufunc (Neg, Sin, Tanh, Mul, AddV2, ...)
-or a Relu/Relu6 clamp, each reading the one before it and read by nothing else: not fetched,
+A chain is a run of nodes whose kernel is one numpy ufunc (Neg, Sin, Tanh, Mul, AddV2, ...;
+RealDiv, Sqrt, Log on floats), or a Relu/Relu6 clamp, each reading the one before it and read by nothing else: not fetched,
 no other reader, no control edge out. Binary members take their other operand ("side") from
 anywhere. This is not a graph rewrite: the nodes stay, only the prepared call changes.
 
@@ -22,7 +22,7 @@ import numpy as np
 from tfg.executor.calls import single
 from tfg.executor.executor import node_error
 from tfg.kernels import clamp, nn_ops
-from tfg.kernels.math_ops import array_kernel
+from tfg.kernels.math_ops import array_kernel, quiet_float_kernel
 
 # A later member runs as f(buf, buf), f(buf, side, out=buf) or f(side, buf, out=buf) (numpy
 # deprecates a positional `out` for binary maximum/minimum).
@@ -38,21 +38,46 @@ def _relu6_into(x, out=None):
     return clamp.relu6(x, out=out)
 
 
+def _quiet(ufunc):
+    """`ufunc` as RealDiv's and Log's kernels call it on floats: division by zero and invalid
+    values neither warn nor raise."""
+    if ufunc.nin == 1:
+        def f(x, out=None):
+            with np.errstate(divide="ignore", invalid="ignore"):
+                return ufunc(x, out=out)
+    else:
+        def f(x, y, out=None):
+            with np.errstate(divide="ignore", invalid="ignore"):
+                return ufunc(x, y, out=out)
+    f.__name__ = f"quiet_{ufunc.__name__}"
+    return f
+
+
+_QUIET = {}  # ufunc -> its _quiet form
+
+
 def step_of(item):
-    """(f, arity) when `item`'s kernel is `f` elementwise on numpy arrays with `f(*args, out)`
-    writing into `out`, else None."""
+    """(f, arity, floats only) when `item`'s kernel is `f` elementwise on numpy arrays, with
+    `f(*args, out=out)` writing into `out` (floats only: `f` is the kernel on float operands
+    only), else None."""
     if (item.ctx is None or item.ctx.xp is not np or item.deref or item.needs_step
             or item.ref_inputs or item.num_outputs != 1):
         return None
     fn = getattr(item.fn, "__wrapped__", item.fn)  # behind the memory check: the same kernel
+    floats = False
     if fn is nn_ops.relu or fn is nn_ops.relu6:
         f, n = (_relu_into if fn is nn_ops.relu else _relu6_into), 1
     else:
         f = array_kernel(item.op, fn)
+        if f is None:
+            f = quiet_float_kernel(item.op, fn)
+            floats = f is not None
         if not isinstance(f, np.ufunc) or f.nout != 1:
             return None
         n = f.nin
-    return (f, n) if n == item.num_inputs else None
+        if floats:
+            f = _QUIET.get(f) or _QUIET.setdefault(f, _quiet(f))
+    return (f, n, floats) if n == item.num_inputs else None
 
 
 class Chain:
@@ -109,11 +134,12 @@ def fused_kernel(chain, writable):
     """The chain as one kernel `fn(ctx, *inputs)` (inputs as `external_inputs` orders them);
     `writable[i]`: input i is a fresh array nothing else reads, which the chain may write."""
     members = chain.members
-    f0, n0 = step_of(members[0])
+    f0, n0, floats = step_of(members[0])
     steps = []  # (f, kind, argument index of the side, member index)
     arg = n0
     for k, (it, idx) in enumerate(zip(members[1:], chain.links), 1):
-        f, n = step_of(it)
+        f, n, only_floats = step_of(it)
+        floats = floats or only_floats
         if n == 1:
             steps.append((f, UNARY, 0, k))
         else:
@@ -137,6 +163,8 @@ def fused_kernel(chain, writable):
                 v = w
         except Exception as e:  # noqa: BLE001 - name the member that failed
             raise node_error(it.ctx, e) from e
+        if ok and floats:  # a member's ufunc is its kernel on float operands only
+            ok = all(getattr(a, "dtype", v.dtype).kind in "fc" for a in (v,) + tuple(args))
         if ok:
             state[0] = _signature(args, n0, v, writable)
         return v
