@@ -202,6 +202,7 @@ def fused_kernel(chain, writable):
 
     run.__name__ = f"chain_{len(members)}"
     run.members = tuple(it.name for it in members)
+    run.writable = tuple(writable)
     return run
 
 
