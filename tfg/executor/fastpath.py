@@ -38,6 +38,7 @@ class Schedule:
         self.items = plain.items  # the kernel items, in schedule order
         self.entries = plain.entries  # (fn, ctx, in_slots, out, needs_step, deref, free)
         self.out_slots = plain.out_slots
+        self.calls = plain.calls  # (call, ctx) per kernel node, as the graph is written
         self.traced_calls = None  # built on the first traced step
         self.device_name = device_name
         self._template = None  # the fast program's slots with its constants set
