@@ -50,7 +50,8 @@ def settings_summary(tf_s, tfg_s, default="default"):
 
 def start_tf_worker(argv, what="TensorFlow worker"):
     """Start a TensorFlow timing worker (a script that prints "ready", then answers each graph
-    name on stdin with its step time on stdout) -> (process, tf_time(name))."""
+    name on stdin with its step time on stdout, optionally followed by the step's process CPU
+    time) -> (process, tf_time(name)); the CPU times are appended to `tf_time.cpu`."""
     worker = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                               stderr=subprocess.DEVNULL, text=True,
                               env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
@@ -60,6 +61,10 @@ def start_tf_worker(argv, what="TensorFlow worker"):
     def tf_time(name):
         worker.stdin.write(name + "\n")
         worker.stdin.flush()
-        return float(worker.stdout.readline())
+        fields = worker.stdout.readline().split()
+        if len(fields) > 1:
+            tf_time.cpu.append(float(fields[1]))
+        return float(fields[0])
 
+    tf_time.cpu = []
     return worker, tf_time

@@ -113,9 +113,9 @@ for line in sys.stdin:
     if not name:
         break
     sess, run, fd = sessions[name]
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     sess.run(run, fd)
-    print(time.perf_counter() - t, flush=True)
+    print(time.perf_counter() - t, time.process_time() - c, flush=True)
 '''
 
 
@@ -169,21 +169,29 @@ def main():
             if meta["init"]:
                 sess.run(None, targets=meta["init"])
 
+            tfg_cpu = []
+
             def tfg_time():
-                t = time.perf_counter()
+                t, c = time.perf_counter(), time.process_time()
                 sess.run(meta["fetches"], feeds, targets=meta["targets"])
+                tfg_cpu.append(time.process_time() - c)
                 return time.perf_counter() - t
 
             for _ in range(a.warmup):
                 tf_time(name)
                 tfg_time()
             tf_t, tfg_t = [], []
+            del tf_time.cpu[:], tfg_cpu[:]
             for _ in range(max(5, a.reps)):  # A B A B
                 tf_t.append(tf_time(name))
                 tfg_t.append(tfg_time())
             row = {"graph": name, "nodes": meta["nodes"], "tf_median_s": statistics.median(tf_t),
-                   "tfg_median_s": statistics.median(tfg_t)}
+                   "tfg_median_s": statistics.median(tfg_t),
+                   # process CPU time (every thread): steadier than wall on a shared machine
+                   "tf_cpu_median_s": statistics.median(tf_time.cpu),
+                   "tfg_cpu_median_s": statistics.median(tfg_cpu)}
             row["ratio"] = row["tfg_median_s"] / row["tf_median_s"]
+            row["cpu_ratio"] = row["tfg_cpu_median_s"] / row["tf_cpu_median_s"]
             if name == "chain":
                 row["tfg_us_per_node"] = row["tfg_median_s"] / meta["nodes"] * 1e6
                 row["tf_us_per_node"] = row["tf_median_s"] / meta["nodes"] * 1e6
@@ -192,11 +200,11 @@ def main():
         worker.stdin.close()
         worker.wait(timeout=30)
     print(f"{'graph':8} {'nodes':>6} {'TF median':>12} {'tfg median':>12} {'ratio':>7} "
-          f"{'µs/node':>8}")
+          f"{'cpu ratio':>9} {'µs/node':>8}")
     for r in rows:
         per = f"{r['tfg_us_per_node']:8.2f}" if "tfg_us_per_node" in r else f"{'':8}"
         print(f"{r['graph']:8} {r['nodes']:6d} {r['tf_median_s'] * 1e3:10.2f}ms "
-              f"{r['tfg_median_s'] * 1e3:10.2f}ms {r['ratio']:7.2f} {per}")
+              f"{r['tfg_median_s'] * 1e3:10.2f}ms {r['ratio']:7.2f} {r['cpu_ratio']:9.2f} {per}")
     os.makedirs(os.path.dirname(a.out), exist_ok=True)
     with open(a.out, "w") as f:
         json.dump({"cpu_count": os.cpu_count(), "executor": "dataflow" if a.dataflow else "auto",

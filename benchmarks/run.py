@@ -42,9 +42,19 @@ sys.path.insert(0, os.path.dirname(HERE))
 import bench_loops  # noqa: E402 - after the path: the loop rows and their targets
 
 ALL_ROWS = ["chain", "mlp", "cnn", "keras", "rnn", "loops", "optimize", "grad", "io", "gpu"]
-TARGETS = {"chain": "<= 2 µs/node", "mlp": "<= 1.0x TF, peak mem <= TF", "cnn": "<= 1.5x TF",
-           "keras": "<= 1.2x TF", "rnn": "<= 2x TF", "io": "load + save < 5 s"}
-TARGETS.update({name: f"<= {r}x TF" for name, r in bench_loops.TARGETS.items()})
+# tfg / TensorFlow wall-time ratio each row must meet: issue 20's goals (chain: a 5,000-op
+# chain <= 2x, MLP SGD step <= 0.9x, keras.applications <= 1.2x, the rnn row <= 1.2x, the loop
+# rows of bench_loops.py); cnn keeps its earlier target (the issue's table has no row for it).
+TARGET_RATIO = {"chain": 2.0, "mlp": 0.9, "cnn": 1.5, "keras": 1.2, "rnn": 1.2,
+                **bench_loops.TARGETS}
+TARGETS = {name: f"<= {r:g}x TF" for name, r in TARGET_RATIO.items()}
+TARGETS["mlp"] += ", peak mem <= TF"
+TARGETS["io"] = "load + save < 5 s"
+
+
+def meets(name, ratio):
+    """Whether a row's tfg / TF ratio meets its target (TARGET_RATIO)."""
+    return ratio <= TARGET_RATIO[name]
 
 
 def _status(pid, key):
@@ -131,11 +141,10 @@ def graph_rows(names, tf_python, reps, warmup, blas_threads=None, settings=None)
             tfg_step()
             row["tfg_tracemalloc_peak_b"] = tracemalloc.get_traced_memory()[1]
             tracemalloc.stop()
-            if name == "chain":
+            row["meets_target"] = meets(name, row["ratio"])
+            if name == "chain":  # information: the per-node cost
                 row["tfg_us_per_node"] = row["tfg_median_s"] / meta["nodes"] * 1e6
-                row["meets_target"] = row["tfg_us_per_node"] <= 2.0
             elif name == "mlp":
-                row["meets_target"] = row["ratio"] <= 1.0
                 tf_m, tfg_m = row["tf_peak_rss_growth_b"], row["tfg_peak_rss_growth_b"]
                 if tf_m and tfg_m is not None:
                     row["meets_memory_target"] = tfg_m <= tf_m
@@ -143,8 +152,6 @@ def graph_rows(names, tf_python, reps, warmup, blas_threads=None, settings=None)
                     row["memory_note"] = ("steady-state RSS growth is 0 on a side; TF's peak "
                                           "cannot be read otherwise on CPU: memory target "
                                           "not judged")
-            elif name == "cnn":
-                row["meets_target"] = row["ratio"] <= 1.5
             row["loadavg_before_after"] = [load_before, loadavg()]
             rows.append(row)
     finally:
@@ -161,7 +168,7 @@ def keras_rows(tf_python, reps, warmup, blas_threads=None, settings=None, models
     rows = bench_keras.run(tf_python, models or tuple(bench_keras.MODELS), reps, warmup,
                            settings=want, log=lambda line: print(line, flush=True))
     for row in rows:
-        row["meets_target"] = row["ratio"] <= 1.2
+        row["meets_target"] = meets("keras", row["ratio"])
         row["loadavg_before_after"] = [load_before, loadavg()]
     return rows
 
@@ -284,7 +291,7 @@ def suite(a):
                 import bench_rnn
                 load_before = loadavg()
                 row = bench_rnn.run(tf_python, a.reps, blas_threads=a.blas_threads)
-                row["meets_target"] = row["ratio"] <= 2.0
+                row["meets_target"] = meets("rnn", row["ratio"])
                 row["loadavg_before_after"] = [load_before, loadavg()]
                 rnn.append(row)
             if graphs:

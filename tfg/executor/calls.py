@@ -113,6 +113,12 @@ def _direct(fn, ctx, ins, o, free):
     return calln
 
 
+def single(r):
+    """A one-output kernel's return value as that output (a one-element tuple or list is
+    unpacked; any other length is an error)."""
+    return _one(r)[0] if type(r) is tuple or type(r) is list else r
+
+
 def _one(r):
     if len(r) != 1:
         raise TfgRuntimeError(f"kernel returned {len(r)} outputs, the op has 1")

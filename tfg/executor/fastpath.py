@@ -8,15 +8,20 @@ and outputs, so a step is one loop over calls: no per-node dicts, pending counts
 what the plan already knew. A slot is cleared right after its last consumer ran (by that
 consumer's call), so memory follows the live set; fetched slots are kept. Dead values cannot
 occur here (nothing produces them).
+
+Two programs of one plan (tfg/executor/program.py): the plain one, a call per kernel node, for
+traced steps and GPU partitions; the fast one for the other steps on a CPU: Consts set once,
+Identities sharing their input's slot, elementwise chains fused (chains.py).
+`TFG_FAST_PROGRAM=0` runs the plain one everywhere.
 """
 import time
 import threading
 
 from tfg.errors import GraphValidationError
 from tfg.executor import plan as P
-from tfg.executor.calls import slot_call
+from tfg.executor.calls import single, slot_call
 from tfg.executor.executor import node_error
-from tfg.executor.inplace import inplace_kernel
+from tfg.executor.program import build_program, chains_enabled, may_be_ref
 from tfg.executor.trace import MemoryMeter
 from tfg.kernels.gpu import fusion
 
@@ -24,20 +29,19 @@ FAST_KINDS = frozenset({P.KERNEL, P.FEED, P.NOOP})
 
 
 class Schedule:
-    def __init__(self, items, entries, out_slots, nslots, feed_slots, fetch_slots,
-                 device_name):
-        self.items = items  # the kernel items, in schedule order
-        self.entries = entries  # (fn, ctx, in_slots, out, needs_step, deref, free)
-        self.out_slots = out_slots  # per entry: the slots of its outputs
-        # Per entry: its prepared call, which also frees the slots read for the last time.
-        self.calls = [(slot_call(item, ins, outs, free or (), deref, fn), ctx)
-                      for item, (fn, ctx, ins, _, _, deref, free), outs
-                      in zip(items, entries, out_slots)]
+    def __init__(self, plain, fast, device_name):
+        # The plain program: one call per kernel node, for traced steps (every node timed
+        # and counted) and devices other than the CPU; `fast`: the same values in fewer
+        # calls (program.py), for the other steps.
+        self.plain = plain
+        self.fast = fast
+        self.items = plain.items  # the kernel items, in schedule order
+        self.entries = plain.entries  # (fn, ctx, in_slots, out, needs_step, deref, free)
+        self.out_slots = plain.out_slots
+        self.calls = plain.calls  # (call, ctx) per kernel node, as the graph is written
         self.traced_calls = None  # built on the first traced step
-        self.nslots = nslots
-        self.feed_slots = feed_slots  # (slot, feed index)
-        self.fetch_slots = fetch_slots  # slot per fetch
         self.device_name = device_name
+        self._template = None  # the fast program's slots with its constants set
 
     @staticmethod
     def build(plan):
@@ -46,63 +50,11 @@ class Schedule:
         if any(it.kind not in FAST_KINDS for it in items):
             return None
         order = _topo(items)
-        slot_of = {}  # (item id, port) -> slot
-        for it in order:
-            for port in range(it.num_outputs):
-                slot_of[(it.id, port)] = len(slot_of)
-        nslots = len(slot_of)
-        # Inputs of each item, by index, from the edge lists.
-        ins = {it.id: [None] * it.num_inputs for it in items}
-        for it in items:
-            for dst, port, idx in it.out_edges:
-                if port >= 0:
-                    ins[dst][idx] = (it.id, port)
-        fetch_slots = [None] * len(plan.fetches)
-        for it in items:
-            for port, fi in it.fetch_ports:
-                fetch_slots[fi] = slot_of[(it.id, port)]
-        keep = set(fetch_slots)
-        last_use = {}
-        runnable = [it for it in order if it.kind == P.KERNEL]
-        fused_fn = _fuse(plan, runnable, ins)  # root id -> fused kernel; ins rewired
-        runnable = [it for it in runnable if it.id not in fused_fn or fused_fn[it.id]]
-        for pos, it in enumerate(runnable):
-            for src in ins[it.id]:
-                last_use[slot_of[src]] = pos
-        frees = [[] for _ in runnable]
-        for slot, pos in last_use.items():
-            if slot not in keep:
-                frees[pos].append(slot)
-        uses = {}  # slot -> number of input edges reading it
-        for it in runnable:
-            for src in ins[it.id]:
-                uses[slot_of[src]] = uses.get(slot_of[src], 0) + 1
-        entries, out_slots = [], []
-        for pos, it in enumerate(runnable):
-            in_slots = tuple(slot_of[src] for src in ins[it.id])
-            fn = fused_fn.get(it.id) or it.fn
-            for idx, src in enumerate(() if it.id in fused_fn else ins[it.id]):
-                # Overwriting an input is safe only when this is its one reader, it is not
-                # fetched, and its producer's kernel returns a fresh array (inplace.py).
-                slot = slot_of[src]
-                if (src[1] == 0 and uses[slot] == 1 and slot not in keep
-                        and items[src[0]].kind == P.KERNEL):
-                    alt = inplace_kernel(it, items[src[0]], idx)
-                    if alt is not None:
-                        fn = alt
-                        break
-            outs = tuple(slot_of[(it.id, p)] for p in range(it.num_outputs))
-            free = list(frees[pos])
-            free += [s for s in outs if s not in last_use and s not in keep]
-            deref = tuple(i for i, src in enumerate(ins[it.id])
-                          if i not in it.ref_inputs and _may_be_ref(items[src[0]], src[1]))
-            out = outs[0] if len(outs) == 1 else (outs if outs else None)
-            entries.append((fn, it.ctx, in_slots, out, it.needs_step, deref or None,
-                            tuple(free) or None))
-            out_slots.append(outs)
-        feed_slots = [(slot_of[(it.id, 0)], it.feed_index) for it in items if it.kind == P.FEED]
-        return Schedule(runnable, entries, out_slots, nslots, feed_slots, fetch_slots,
-                        plan.device.name)
+        gpu = plan.device.device_type == "GPU"
+        plain = build_program(plan, order, fast=False,
+                              fuse_gpu=(lambda r, ins: _fuse(plan, r, ins)) if gpu else None)
+        fast = plain if gpu or not chains_enabled() else build_program(plan, order, fast=True)
+        return Schedule(plain, fast, plan.device.name)
 
     def run(self, step, feed_values, trace=None, memory=None):
         """Run one step; returns the fetched values in fetch order.
@@ -111,19 +63,36 @@ class Schedule:
         output bytes) per node;
         with `memory` (a one-element list), stores the peak of live tensor bytes in it.
         """
-        vals = [None] * self.nslots
-        for slot, fi in self.feed_slots:
+        prog = self.plain if trace is not None or memory is not None else self.fast
+        if prog.consts:
+            vals = (self._template or self._constants()).copy()
+        else:
+            vals = [None] * prog.nslots
+        for slot, fi in prog.feed_slots:
             vals[slot] = feed_values[fi]
         if trace is not None or memory is not None:
             self._run_traced(vals, step, trace, memory)
         else:
             ctx = None
             try:
-                for call, ctx in self.calls:  # each a prepared call (tfg/executor/calls.py)
+                for call, ctx in prog.calls:  # each a prepared call (tfg/executor/calls.py)
                     call(vals, step)
             except Exception as e:  # noqa: BLE001 - name the node that failed
                 raise node_error(ctx, e) from e
-        return [vals[s] for s in self.fetch_slots]
+        return [vals[s] for s in prog.fetch_slots]
+
+    def _constants(self):
+        """The fast program's slots with each Const's value set: Consts run once, not once
+        per step (a Const's kernel returns the same read-only array every time)."""
+        prog = self.fast
+        vals = [None] * prog.nslots
+        for slot, item in prog.consts:
+            try:
+                vals[slot] = single(item.fn(item.ctx))
+            except Exception as e:  # noqa: BLE001 - name the node that failed
+                raise node_error(item.ctx, e) from e
+        self._template = vals
+        return vals
 
     def _run_traced(self, vals, step, trace, memory):
         """The same calls, timed and with live tensor bytes counted: the calls here leave the
@@ -167,20 +136,13 @@ def _fuse(plan, runnable, ins):
     out = {}
     for group in fusion.fuse_groups(runnable, ins, fetched):
         fn, external = fusion.fused_kernel(group, ins, plan.device.xp)
-        if any(_may_be_ref(by_id[i], port) for i, port in external):
+        if any(may_be_ref(by_id[i], port) for i, port in external):
             continue  # a Ref input is read by the executor first: leave the group unfused
         for it in group[:-1]:
             out[it.id] = None
         out[group[-1].id] = fn
         ins[group[-1].id] = list(external)
     return out
-
-
-def _may_be_ref(item, port):
-    if item.kind != P.KERNEL:
-        return False
-    dtypes = item.ctx.output_dtypes
-    return port >= len(dtypes) or dtypes[port].is_ref
 
 
 def _topo(items):

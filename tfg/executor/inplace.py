@@ -64,14 +64,21 @@ def inplace_kernel(item, producer, index):
     output 0 of plan item `producer`; None when there is none or either does not run the
     CPU numpy kernel of its op."""
     spec = _VARIANTS.get(item.op)
-    if spec is None or spec[0] != index or producer.op not in FRESH_OUTPUT:
+    if spec is None or spec[0] != index or not fresh_producer(producer):
         return None
     base = get_kernel(item.op, "CPU").fn
     # A kernel behind the memory check (tfg/executor/limits.py) is still that kernel.
-    if _unwrapped(item.fn) is not base or \
-            _unwrapped(producer.fn) is not get_kernel(producer.op, "CPU").fn:
+    if _unwrapped(item.fn) is not base:
         return None
     return spec[1](base)
+
+
+def fresh_producer(producer):
+    """Whether plan item `producer` runs the CPU numpy kernel of an op whose output 0 is a new
+    array nothing else references (trait fresh_output)."""
+    return (producer.kind == "kernel" and producer.op in FRESH_OUTPUT
+            and producer.ctx is not None and producer.ctx.xp is np
+            and _unwrapped(producer.fn) is get_kernel(producer.op, "CPU").fn)
 
 
 def _unwrapped(fn):

@@ -113,11 +113,17 @@ class PreparedStep:
         self.fetch_owner = fetch_owner  # fetch index -> (plan index, plan fetch index)
         self.fetch_copy = fetch_copy  # fetch index -> whether the value may alias state
         self.feed_refs = feed_refs
+        self._names = None
 
     def fetch_name(self, i):
-        pi, j = self.fetch_owner[i]
-        ref = self.plans[pi].fetches[j]
-        return tensor_name(ref.node, ref.port)
+        """The name of fetch `i` (`y:0`), made once: every step's results ask for it."""
+        if self._names is None:
+            names = []
+            for pi, j in self.fetch_owner:
+                ref = self.plans[pi].fetches[j]
+                names.append(tensor_name(ref.node, ref.port))
+            self._names = names
+        return self._names[i]
 
 
 def prepare(graph, needed, devices, feed_refs, fetch_refs, targets=(), memory_limit=None,

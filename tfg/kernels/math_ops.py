@@ -106,10 +106,23 @@ SCALAR_OPS = frozenset(_SCALAR_UFUNC)
 _PLAIN = {}
 
 
+# op -> (its CPU kernel, the ufunc it is on float arrays, warnings for division by zero and
+# invalid values silenced): RealDiv, Sqrt, Log, ... (an elementwise chain's members,
+# tfg/executor/chains.py)
+_QUIET_FLOAT = {}
+
+
 def array_kernel(op, fn):
     """The numpy function `op`'s kernel `fn` is on numeric arrays (arity 1 or 2: same shape,
     same dtype), or None when `fn` is not that kernel (another registration, a wrapper)."""
     entry = _PLAIN.get(op)
+    return entry[1] if entry is not None and entry[0] is fn else None
+
+
+def quiet_float_kernel(op, fn):
+    """The ufunc `op`'s kernel `fn` is on float arrays inside
+    `np.errstate(divide="ignore", invalid="ignore")` (other dtypes: other code), or None."""
+    entry = _QUIET_FLOAT.get(op)
     return entry[1] if entry is not None and entry[0] is fn else None
 
 
@@ -159,6 +172,8 @@ def _binary(op, fn):
     run.__name__ = op
     if np_fn is not None:
         _PLAIN[op] = (run, np_fn)
+    elif fn is _real_div:
+        _QUIET_FLOAT[op] = (run, np.true_divide)
     return run
 
 
@@ -363,6 +378,7 @@ def _log(name):
     def run(xp, x):
         with errstate(xp, divide="ignore", invalid="ignore"):
             return getattr(xp, name)(x)
+    run.ufunc = getattr(np, name)
     return run
 
 
@@ -394,6 +410,8 @@ def _unary(op, fn):
     run.__name__ = op
     if np_fn is not None or fn is _sigmoid:
         _PLAIN[op] = (run, np_fn if np_fn is not None else lambda x: _sigmoid(np, x))
+    elif getattr(fn, "ufunc", None) is not None:  # Sqrt, Log, Log1p
+        _QUIET_FLOAT[op] = (run, fn.ufunc)
     return run
 
 
