@@ -39,11 +39,12 @@ def _graph(dtype, shape, ops, consts=None):
 
 
 def _run_both(monkeypatch, g, fetches, feeds, steps=3):
-    """Values of `steps` runs with the fast program and with the plain one."""
+    """Values of `steps` runs with the fast program and with the plain one, on the graph as
+    given (no Session-time rewrites: these tests are about the programs, not the rewrites)."""
     out = {}
     for mode in ("1", "0"):
         monkeypatch.setenv("TFG_FAST_PROGRAM", mode)
-        sess = Session(g)
+        sess = Session(g, graph_rewrites=False)
         out[mode] = [sess.run(fetches, dict(feeds)) for _ in range(steps)]
         if mode == "1":
             fast = sess
@@ -190,7 +191,7 @@ def test_dtype_change_inside_the_chain_runs_member_by_member(monkeypatch):
 def test_shape_change_between_steps_relearns(monkeypatch):
     monkeypatch.setenv("TFG_FAST_PROGRAM", "1")
     sess = Session(_graph(F, None, ["Sin", ("Mul", "c", "L"), "Tanh"],
-                          {"c": np.float32(2.0)}))
+                          {"c": np.float32(2.0)}), graph_rewrites=False)
     for shape in [(4,), (2, 3), (4,), (), (7,)]:
         x = np.asarray(RNG.standard_normal(shape), np.float32)
         got = sess.run("n2", {"x": x})
@@ -215,7 +216,7 @@ def test_feed_and_constants_are_never_written(monkeypatch):
     x = RNG.standard_normal(4).astype(np.float32)
     x0 = x.copy()
     monkeypatch.setenv("TFG_FAST_PROGRAM", "1")
-    sess = Session(g)
+    sess = Session(g, graph_rewrites=False)
     for _ in range(3):
         got = sess.run(["n2", "c", "x"], {"x": x})
     np.testing.assert_array_equal(x, x0)
@@ -277,14 +278,14 @@ def test_error_names_the_member_that_failed(monkeypatch):
     monkeypatch.setenv("TFG_FAST_PROGRAM", "1")
     g = _graph(F, (4,), ["Sin", ("AddV2", "c", "L"), "Neg"],
                {"c": np.zeros(3, np.float32)})  # [4] + [3]: incompatible
-    sess = Session(g)
+    sess = Session(g, graph_rewrites=False)
     with pytest.raises(NodeError, match="'n1'.*Incompatible shapes"):
         sess.run("n2", {"x": np.ones(4, np.float32)})
 
 
 def test_floating_error_in_place_names_the_member(monkeypatch):
     monkeypatch.setenv("TFG_FAST_PROGRAM", "1")
-    sess = Session(_graph(F, (2,), ["Neg", "Exp", "Sin"]))
+    sess = Session(_graph(F, (2,), ["Neg", "Exp", "Sin"]), graph_rewrites=False)
     sess.run("n2", {"x": np.zeros(2, np.float32)})  # learns the signature
     with np.errstate(over="raise"):
         with pytest.raises(NodeError, match="'n1' \\(Exp\\).*FloatingPointError"):
@@ -311,7 +312,7 @@ def test_traced_steps_still_record_every_node(monkeypatch):
     monkeypatch.setenv("TFG_FAST_PROGRAM", "1")
     g = _graph(F, (4,), ["Sin", ("Mul", "c", "L"), "Identity", "Neg"],
                {"c": np.float32(2.0)})
-    sess = Session(g)
+    sess = Session(g, graph_rewrites=False)
     x = RNG.standard_normal(4).astype(np.float32)
     want = sess.run("n3", {"x": x})
     got = sess.run("n3", {"x": x}, trace=True)
