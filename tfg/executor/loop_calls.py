@@ -18,6 +18,7 @@ import numpy as np
 from tfg.executor.control import NOVAL
 from tfg.executor.devices import to_host
 from tfg.kernels.resources import Ref
+from tfg.kernels.select import where
 
 INDEX = tuple(np.int32(i) for i in range(8))  # Merge's value_index outputs
 
@@ -119,6 +120,24 @@ def unary_call(call, array_fn, src, out):
         else:
             call(vals, step)
     return call1
+
+
+def select_call(call, ins, out):
+    """SelectV2/Select of a bool condition and two arrays of one shape and dtype: the
+    kernel's `where` straight (the output is the inputs' size: no memory verdict to ask);
+    anything else: the prepared kernel call. A BiLSTM's mask selects, 6 an iteration."""
+    c, a, b = ins
+    ndarray = np.ndarray
+
+    def call3(vals, step):
+        m, x, y = vals[c], vals[a], vals[b]
+        if (type(m) is ndarray and type(x) is ndarray and type(y) is ndarray
+                and m.shape == x.shape == y.shape and m.ndim and m.dtype == np.bool_
+                and x.dtype is y.dtype):
+            vals[out] = where(m, x, y)
+        else:
+            call(vals, step)
+    return call3
 
 
 def guarded(call, guard, outs, live=None):

@@ -15,10 +15,10 @@ calls on such operands. Where the operands are not what the steps take (another 
 broadcast, an integer, a GPU array, a Sigmoid input below its overflow floor), the call runs
 the nodes' prepared calls in order instead, so errors and odd cases are the kernels' own.
 
-A chain is grown along the body's order: a fusable node joins the open chain when it reads
-one of the chain's values, else the chain is closed and a new one starts; a node that is not
-fusable runs before the chain when it reads none of the chain's values (it does not depend on
-them and they are pure), else it closes the chain. Only nodes live whenever the body runs
+Chains grow along the body's order: a fusable node joins the open chain whose values it reads
+(two chains it reads become one), else it starts one; a node that is not fusable closes the
+chains whose values it reads (each becomes one call at that point) and runs before the others
+(it does not depend on them, and they are pure). Only nodes live whenever the body runs
 (no cond inside the body around them) and not loop-invariant are fused.
 """
 import numpy as np
@@ -69,31 +69,41 @@ def fuse_chains(body, ins_of, outs_of, outside, fusable, new_slot):
                 readers.setdefault(s, set()).add(iid)
         for s in controls:
             readers.setdefault(s, set()).add(iid)
-    out, group, gouts = [], [], set()
+    out = []
+    groups = []  # open chains: [members [(call, item, kind)], their output slots]
 
-    def close():
-        if len(group) >= 2:
-            out.append(_fused(group, ins_of, outs_of, readers, outside, new_slot))
+    def close(g):
+        groups.remove(g)
+        members = g[0]
+        if len(members) >= 2:
+            out.append(_fused(members, ins_of, outs_of, readers, outside, new_slot))
         else:
-            out.extend((c, it) for c, it, _ in group)
-        group.clear()
-        gouts.clear()
+            out.extend((c, it) for c, it, _ in members)
 
     for call, it in body:
         ins, controls = ins_of[it.id]
-        reads = any(s in gouts for s in ins) or any(s in gouts for s in controls)
+        read = [g for g in groups if any(s in g[1] for s in ins)
+                or any(s in g[1] for s in controls)]
         kind = _kind(it) if fusable(it) else None
-        if kind is not None:
-            if group and not reads:
-                close()
-            group.append((call, it, kind))
-            gouts.update(outs_of(it))
-        elif reads:
-            close()
+        if kind is None:
+            for g in read:
+                close(g)
             out.append((call, it))
-        else:
-            out.append((call, it))
-    close()
+            continue
+        if not read:
+            groups.append([[], set()])
+            read = groups[-1:]
+        # it joins the chain it reads; two chains it both reads become one (neither reads
+        # the other, and what ran between them read neither)
+        g = read[0]
+        for other in read[1:]:
+            g[0].extend(other[0])
+            g[1].update(other[1])
+            groups.remove(other)
+        g[0].append((call, it, kind))
+        g[1].update(outs_of(it))
+    for g in list(groups):
+        close(g)
     return out
 
 

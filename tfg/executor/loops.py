@@ -50,10 +50,11 @@ from tfg.executor import loop_graph as G
 from tfg.executor import plan as P
 from tfg.executor.calls import slot_call
 from tfg.executor.loop_calls import (INDEX, LoopNodeError, binary_call, forward, guarded,
-                                     merge_call, switch_call, unary_call)
+                                     merge_call, select_call, switch_call, unary_call)
 from tfg.executor.loop_fusion import fuse_chains
 from tfg.executor.devices import to_host
-from tfg.kernels.math_ops import SCALAR_OPS, array_kernel, scalar_kernel
+from tfg.kernels.math_ops import (SCALAR_OPS, array_kernel, scalar_kernel, select,
+                                  select_v2)
 from tfg.schemas.ops import get_op, has_op
 from tfg.kernels.resources import Ref
 
@@ -377,6 +378,10 @@ def _deref(item, src, port):
     return not item.keeps_ref and P.may_carry_ref(src, port)
 
 
+# the kernels select_call may stand in for when their inputs have one shape of rank >= 1
+# (Select's condition may be a vector or a scalar, SelectV2's broadcasts: those run the kernel)
+_SELECTS = (select, select_v2)
+
 _IDENTITY_OPS = frozenset({"Identity", "StopGradient", "PreventGradient", "Snapshot"})
 
 
@@ -407,6 +412,8 @@ def _call(it, ins, outs, sources):
             return binary_call(call, array_fn, scalar_fn, ins, outs[0])
         if len(ins) == 1 and array_fn is not None:
             return unary_call(call, array_fn, ins[0], outs[0])
+        if getattr(it.fn, "__wrapped__", it.fn) in _SELECTS and it.ctx.xp is np:
+            return select_call(call, ins, outs[0])
         return call
     if it.kind in (P.NOOP, P.TRIGGER):
         return None
