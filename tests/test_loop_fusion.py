@@ -230,3 +230,27 @@ def test_identical_nodes_of_a_body_run_once(monkeypatch):
     np.testing.assert_array_equal(fused[1], y)
     ops = [it.op for c, it in _body(sess, first=True) for it in getattr(c, "members", [it])]
     assert ops.count("Tile") == 1 and ops.count("SelectV2") == 3  # (the Tile: invariant)
+
+
+def test_list_get_item_goes_straight_to_the_kernel_only_for_a_set_item():
+    """loop_calls.list_get_call: a set item is the kernel's (the stored array itself); an
+    unset one, or an index the fast test does not take, is the prepared call's."""
+    from tfg.executor.loop_calls import list_get_call
+    from tfg.kernels.list_ops import TensorList, tensor_list_get_item
+    from tfg.schemas.dtypes import DType
+
+    class Ctx:
+        attrs = {"element_dtype": DType.FLOAT}
+        cache = {}
+    item = np.float32([1, 2])
+    lst = TensorList(DType.FLOAT, (2,), [item, None])
+    prepared = []
+    call = list_get_call(lambda vals, step: prepared.append(vals[1]), tensor_list_get_item,
+                         Ctx(), (0, 1, 2), 3)
+    vals = [lst, np.int32(0), np.int32(-1), None]
+    call(vals, None)
+    assert vals[3] is item and not prepared
+    for index in (np.int32(1), np.int32(2), np.int32(-1), 0):  # unset, out of range, a Python int
+        vals[1] = index
+        call(vals, None)
+    assert prepared == [1, 2, -1, 0]

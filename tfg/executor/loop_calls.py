@@ -17,6 +17,7 @@ import numpy as np
 
 from tfg.executor.control import NOVAL
 from tfg.executor.devices import to_host
+from tfg.kernels.list_ops import TensorList
 from tfg.kernels.resources import Ref
 from tfg.kernels.select import where
 
@@ -138,6 +139,26 @@ def select_call(call, ins, out):
         else:
             call(vals, step)
     return call3
+
+
+_INDEX_TYPES = (np.int32, np.int64)
+
+
+def list_get_call(call, fn, ctx, ins, out):
+    """TensorListGetItem of an item that was set: the kernel unguarded (it returns the stored
+    array, nothing is allocated: no memory verdict to ask); an unset item (zeros of the
+    element shape), another index type or a bad index: the prepared call. An LSTM reads its
+    input step so every iteration."""
+    h, i, e = ins
+
+    def get_item(vals, step):
+        lst, idx = vals[h], vals[i]
+        if (type(lst) is TensorList and type(idx) in _INDEX_TYPES
+                and 0 <= idx < len(lst.items) and lst.items[idx] is not None):
+            vals[out] = fn(ctx, lst, idx, vals[e])
+        else:
+            call(vals, step)
+    return get_item
 
 
 def guarded(call, guard, outs, live=None):
