@@ -16,14 +16,15 @@ from tfg.executor import Session
 B, F, H = 4, 3, 5
 
 
-def _lstm_loop(dtype=tb.float32, bias_shape=(4 * H,)):
+def _lstm_loop(dtype=tb.float32, bias="bias_add"):
     """A Keras-style LSTM cell in a v1 while loop: MatMuls, BiasAdd, Split, three Sigmoids,
     two Tanhs, the c and h updates; `acc` sums h over the iterations (an Exit)."""
     rng = np.random.default_rng(0)
     npd = np.float32 if dtype == tb.float32 else np.float64
     w = rng.standard_normal((F, 4 * H)).astype(npd)
     u = rng.standard_normal((H, 4 * H)).astype(npd)
-    bias = rng.standard_normal(bias_shape).astype(npd)
+    bias = rng.standard_normal((1, 4 * H) if bias == "row" else (4 * H,)).astype(npd)
+    kind = bias
     with tb.Graph() as b:
         n = tb.placeholder(tb.int32, [], name="n")
         x = tb.placeholder(dtype, [None, None], name="x")
@@ -32,9 +33,9 @@ def _lstm_loop(dtype=tb.float32, bias_shape=(4 * H,)):
         def body(i, h, c, acc):
             z = tb.add(tb.matmul(x, tb.constant(w), name="mm_x"),
                        tb.matmul(h, tb.constant(u), name="mm_h"), name="z")
-            if bias_shape == (4 * H,):
+            if kind == "bias_add":
                 z = tb.bias_add(z, tb.constant(bias), name="zb")
-            else:  # a row broadcast to every row: not a step of a chain
+            else:  # AddV2 of a vector (a step takes it) or a row (it does not) to every row
                 z = tb.add(z, tb.constant(bias), name="zb")
             gi, gf, gg, go = tb.split(z, 4, axis=1, name="gates")
             c2 = tb.add(tb.multiply(tb.sigmoid(gf), c), tb.multiply(tb.sigmoid(gi),
@@ -117,10 +118,12 @@ def test_a_fused_lstm_cell_equals_the_unfused_loop_bit_for_bit(n, dtype, monkeyp
     assert {"MatMul", "BiasAdd", "Split", "Sigmoid", "Tanh"} <= {m.op for m in chains[0]}
 
 
-@pytest.mark.parametrize("case", ["sigmoid below its floor", "broadcast add"])
+@pytest.mark.parametrize("case", ["sigmoid below its floor", "row", "vector"])
 def test_operands_the_steps_do_not_take_run_the_kernels(case, monkeypatch):
-    if case == "broadcast add":
-        graph, weights = _lstm_loop(bias_shape=(1, 4 * H))
+    """A row added to a matrix and large negative gate inputs fall back to the kernels; a
+    vector along the last axis is a step's broadcast: the same values either way."""
+    if case != "sigmoid below its floor":
+        graph, weights = _lstm_loop(bias=case)
         feeds = _feeds(5)
     else:  # gate inputs down to about -500: exp(-x) would overflow float32
         graph, weights = _lstm_loop()

@@ -41,14 +41,17 @@ def unary(fn, a, o, reuse):
 
 def binary(fn, a, b, o, reuse):
     """An elementwise ufunc of two operands of one float dtype: the same shape, or one of them
-    a scalar (a broadcast could make the output larger than both, a case for the guard)."""
+    a scalar or a vector along the other's last axis (a GRU's recurrent bias). Other
+    broadcasts could make the output larger than both inputs, a case for the memory guard."""
     def step2(vals):
         x, y = vals[a], vals[b]
         shape = x.shape
         if shape != y.shape:
-            if x.ndim == 0:
+            if not y.ndim or (y.ndim == 1 and x.ndim and y.shape[0] == shape[-1]):
+                pass
+            elif not x.ndim or (x.ndim == 1 and x.shape[0] == y.shape[-1]):
                 shape = y.shape
-            elif y.ndim:
+            else:
                 raise Fallback
         if reuse:
             buf = vals[o]

@@ -19,7 +19,9 @@ from tfg.executor.control import NOVAL
 from tfg.executor.devices import to_host
 from tfg.kernels.list_ops import TensorList
 from tfg.kernels.resources import Ref
-from tfg.kernels.select import where
+from tfg.kernels.select import MIN_SIZE as _WHERE_MIN, where
+
+np_where = np.where
 
 INDEX = tuple(np.int32(i) for i in range(8))  # Merge's value_index outputs
 
@@ -135,7 +137,8 @@ def select_call(call, ins, out):
         if (type(m) is ndarray and type(x) is ndarray and type(y) is ndarray
                 and m.shape == x.shape == y.shape and m.ndim and m.dtype == np.bool_
                 and x.dtype is y.dtype):
-            vals[out] = where(m, x, y)
+            # (what `where` itself does below its size for bit masks, without its checks)
+            vals[out] = np_where(m, x, y) if x.size < _WHERE_MIN else where(m, x, y)
         else:
             call(vals, step)
     return call3

@@ -29,7 +29,9 @@ from tfg.executor.loop_calls import LoopNodeError
 from tfg.kernels import array_ops, nn_ops
 from tfg.kernels.math_ops import array_kernel
 
-_FLOAT_TYPES = ("e->e", "f->f", "d->d", "ee->e", "ff->f", "dd->d")
+# A chain whose operands the steps did not take this many times in a row (integers, a
+# broadcast, a GPU array) runs its nodes' calls from then on, without trying the steps first.
+_GIVE_UP = 64
 
 
 def _kind(it):
@@ -176,10 +178,11 @@ def _chain_call(steps, floats, calls):
     Fallback the members' own calls (their errors name their node)."""
     ndarray, generic = np.ndarray, np.generic
     first, rest = floats[0], floats[1:]
+    misses = [0]  # fallbacks in a row: after _GIVE_UP the steps are no longer tried
 
     def fused(vals, step):
         v = vals[first]
-        if type(v) is ndarray or isinstance(v, generic):
+        if misses[0] < _GIVE_UP and (type(v) is ndarray or isinstance(v, generic)):
             dt = v.dtype
             ok = dt.kind == "f"
             for s in rest:
@@ -191,9 +194,11 @@ def _chain_call(steps, floats, calls):
                 try:
                     for f in steps:
                         f(vals)
+                    misses[0] = 0
                     return
                 except S.Fallback:
                     pass
+            misses[0] += 1
         for call, it in calls:
             try:
                 call(vals, step)
