@@ -23,8 +23,8 @@ def _lstm_loop(dtype=tb.float32, bias="bias_add"):
     npd = np.float32 if dtype == tb.float32 else np.float64
     w = rng.standard_normal((F, 4 * H)).astype(npd)
     u = rng.standard_normal((H, 4 * H)).astype(npd)
-    bias = rng.standard_normal((1, 4 * H) if bias == "row" else (4 * H,)).astype(npd)
     kind = bias
+    bias = rng.standard_normal((1, 4 * H) if kind == "row" else (4 * H,)).astype(npd)
     with tb.Graph() as b:
         n = tb.placeholder(tb.int32, [], name="n")
         x = tb.placeholder(dtype, [None, None], name="x")
