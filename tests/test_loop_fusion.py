@@ -257,3 +257,26 @@ def test_list_get_item_goes_straight_to_the_kernel_only_for_a_set_item():
         vals[1] = index
         call(vals, None)
     assert prepared == [1, 2, -1, 0]
+
+
+@pytest.mark.parametrize("fuse", [True, False])
+def test_a_matmul_in_a_loop_keeps_the_memory_limit(fuse, monkeypatch):
+    """A MatMul that runs without the guard's layers (fused, or loop_calls.matmul_call) still
+    refuses an output over max_memory, exactly where the guard would: 16x16 float32 is 1 KiB."""
+    with tb.Graph() as b:
+        n = tb.placeholder(tb.int32, [], name="n")
+        col = tb.placeholder(tb.float32, [None, 1], name="col")
+
+        def body(i, acc):
+            outer = tb.matmul(col, col, transpose_b=True, name="outer")  # (k, k)
+            return i + 1, tb.add(acc, tb.reduce_sum(tb.tanh(outer)), name="acc2")
+
+        _, acc = tb.while_loop(lambda i, a: i < n, body, [tb.constant(0), tb.constant(0.0)],
+                               name="loop")
+        tb.identity(acc, name="acc")
+    monkeypatch.setenv("TFG_LOOP_FUSE", "1" if fuse else "0")
+    col = np.linspace(-1, 1, 16, dtype=np.float32).reshape(16, 1)
+    ok = Session(b.graph, max_memory=1024).run("acc", {"n": 3, "col": col})
+    np.testing.assert_allclose(ok, 3 * np.tanh(col @ col.T).sum(), rtol=1e-5)
+    with pytest.raises(TfgRuntimeError, match=r"node 'loop/outer' \(MatMul\).*memory limit"):
+        Session(b.graph, max_memory=1023).run("acc", {"n": 3, "col": col})

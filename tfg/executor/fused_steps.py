@@ -81,18 +81,24 @@ def bias_add(a, b, o, reuse, nchw):
     return step_bias
 
 
-def matmul(a, b, o, reuse):
-    """MatMul without transposes, when its output is no larger than an input (else the
-    memory guard must see it: the prepared call runs)."""
+def matmul(a, b, o, reuse, ta, tb, limit):
+    """MatMul of two float matrices (`ta`, `tb`: its transpose attrs, as the kernel applies
+    them), when its output is within the memory guard's `limit` (None: no guard): the
+    guard's verdict, without its shape function."""
     mm = np.matmul
 
     def step_mm(vals):
         x, y = vals[a], vals[b]
-        if (type(x) is not ndarray or type(y) is not ndarray or x.ndim != 2 or y.ndim != 2
-                or x.shape[1] != y.shape[0]):
+        if type(x) is not ndarray or type(y) is not ndarray or x.ndim != 2 or y.ndim != 2:
             raise Fallback
+        if ta:
+            x = x.T
+        if tb:
+            y = y.T
+        if x.shape[1] != y.shape[0]:
+            raise Fallback  # the kernel's error to word
         shape = (x.shape[0], y.shape[1])
-        if shape[0] * shape[1] > max(x.size, y.size):
+        if limit is not None and shape[0] * shape[1] * x.itemsize > limit:
             raise Fallback
         if reuse:
             buf = vals[o]

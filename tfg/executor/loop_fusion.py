@@ -49,8 +49,9 @@ def _kind(it):
             return "ufunc", plain
         return None
     attrs = it.ctx.attrs
-    if fn is nn_ops.matmul and not attrs.get("transpose_a") and not attrs.get("transpose_b"):
-        return "matmul", None
+    if fn is nn_ops.matmul:
+        return "matmul", (bool(attrs.get("transpose_a")), bool(attrs.get("transpose_b")),
+                          getattr(it.fn, "limit", None))
     if fn is nn_ops.bias_add:
         return "bias", None
     if fn is array_ops.split:
@@ -166,7 +167,7 @@ def _fused(group, ins_of, outs_of, readers, outside, new_slot):
             nchw = it.ctx.attrs.get("data_format", b"NHWC") in (b"NCHW", "NCHW")
             steps.append(S.bias_add(ins[0], ins[1], o, reuse, nchw))
         else:
-            steps.append(S.matmul(ins[0], ins[1], o, reuse))
+            steps.append(S.matmul(ins[0], ins[1], o, reuse, *fn))
     calls = tuple((c, it) for c, it, _ in group)
     call = _chain_call(tuple(steps), tuple(dict.fromkeys(floats)), calls)
     call.members = tuple(it for _, it in calls)
