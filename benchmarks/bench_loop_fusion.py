@@ -4,6 +4,8 @@ tfg/executor/loop_fusion.py), in one process, A B A B, on the cases bench_loops.
 
     python3 benchmarks/bench_loops.py --save /tmp/loops_cases --cases lstm,gru,bilstm
     python3 benchmarks/bench_loop_fusion.py /tmp/loops_cases [--cases lstm] [--rounds 15]
+    python3 benchmarks/bench_loop_fusion.py /tmp/tfgrnnXXXX --cases rnn   # bench_rnn.py's
+        # folder (it keeps rnn.pb and rnn_io.npz in a temporary folder): with `tfg grad`
 
 Two Sessions per case on the same GraphDef, one compiled with TFG_LOOP_FUSE=0 (the loops as
 before: one prepared call per node), one with the default; each round times a step of each,
@@ -25,10 +27,22 @@ sys.path.insert(0, os.path.dirname(HERE))
 from bench_loops import load_case  # noqa: E402
 
 
+def load_rnn(folder, blas_threads):
+    """bench_rnn.py's forward GraphDef, differentiated by tfg.grad, and its feed."""
+    import tfg
+    from tfg.executor import Session
+
+    ref = dict(np.load(os.path.join(folder, "rnn_io.npz")))
+    g = tfg.grad(tfg.load(os.path.join(folder, "rnn.pb")), "loss", "W,U")
+    return (Session(g, blas_threads=blas_threads), {"x:0": ref["x"]},
+            ["loss:0", "grad/W:0", "grad/U:0"], None, None)
+
+
 def session(folder, name, fuse, blas_threads):
     os.environ["TFG_LOOP_FUSE"] = "1" if fuse else "0"
     try:
-        sess, feeds, fetches, _, _ = load_case(folder, name, blas_threads)
+        sess, feeds, fetches, _, _ = (load_rnn(folder, blas_threads) if name == "rnn"
+                                      else load_case(folder, name, blas_threads))
         out = sess.run(fetches, feeds)  # compiles the loops under this setting
     finally:
         os.environ.pop("TFG_LOOP_FUSE", None)
