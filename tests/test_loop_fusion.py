@@ -280,3 +280,27 @@ def test_a_matmul_in_a_loop_keeps_the_memory_limit(fuse, monkeypatch):
     np.testing.assert_allclose(ok, 3 * np.tanh(col @ col.T).sum(), rtol=1e-5)
     with pytest.raises(TfgRuntimeError, match=r"node 'loop/outer' \(MatMul\).*memory limit"):
         Session(b.graph, max_memory=1023).run("acc", {"n": 3, "col": col})
+
+
+@pytest.mark.parametrize("limit,ok", [(None, True), (1000, True), (200, True), (100, False)])
+def test_a_strided_slice_in_a_loop_keeps_the_memory_limit(limit, ok):
+    """loop_calls.slice_call skips the guard only when the input is within the limit (the
+    slice is never larger); above it the guard decides, on the slice's own size (128 B)."""
+    with tb.Graph() as b:
+        n = tb.placeholder(tb.int32, [], name="n")
+        x = tb.placeholder(tb.float32, [64], name="x")  # 256 B, fed: not checked
+
+        def body(i, acc):
+            part = tb.strided_slice(x, [0], [32], [1], name="sl")
+            return i + 1, tb.add(acc, tb.reduce_sum(part), name="acc2")
+
+        _, acc = tb.while_loop(lambda i, a: i < n, body, [tb.constant(0), tb.constant(0.0)],
+                               name="loop")
+        tb.identity(acc, name="acc")
+    feeds = {"n": 3, "x": np.arange(64, dtype=np.float32)}
+    sess = Session(b.graph, max_memory=limit)
+    if ok:
+        assert float(sess.run("acc", feeds)) == 3 * float(np.arange(32).sum())
+    else:
+        with pytest.raises(TfgRuntimeError, match=r"node 'loop/sl' \(StridedSlice\).*limit"):
+            sess.run("acc", feeds)

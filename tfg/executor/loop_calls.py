@@ -165,6 +165,22 @@ def matmul_call(call, fn, ctx, ins, out, limit):
     return mm
 
 
+def slice_call(call, fn, ctx, ins, out, limit):
+    """StridedSlice of a numpy array: its output is never larger than its input, so when the
+    input is within the memory guard's `limit` (None: no guard) so is the output (the guard's
+    verdict, without its key over four inputs: a GRU slices its gates three times a step);
+    anything else: the prepared call."""
+    ndarray = np.ndarray
+
+    def sliced(vals, step):
+        x = vals[ins[0]]
+        if type(x) is ndarray and (limit is None or x.nbytes <= limit):
+            vals[out] = fn(ctx, *[vals[i] for i in ins])
+        else:
+            call(vals, step)
+    return sliced
+
+
 _INDEX_TYPES = (np.int32, np.int64)
 
 

@@ -51,12 +51,13 @@ from tfg.executor import plan as P
 from tfg.executor.calls import slot_call
 from tfg.executor.loop_calls import (INDEX, LoopNodeError, binary_call, forward, guarded,
                                      list_get_call, matmul_call, merge_call, select_call,
-                                     switch_call, unary_call)
+                                     slice_call, switch_call, unary_call)
 from tfg.executor.loop_fusion import fuse_chains
 from tfg.executor.devices import to_host
 from tfg.kernels.math_ops import (SCALAR_OPS, array_kernel, scalar_kernel, select,
                                   select_v2)
 from tfg.schemas.ops import get_op, has_op
+from tfg.kernels.indexing_ops import strided_slice
 from tfg.kernels.list_ops import tensor_list_get_item
 from tfg.kernels.nn_ops import matmul as nn_matmul
 from tfg.kernels.resources import Ref
@@ -422,6 +423,8 @@ def _call(it, ins, outs, sources):
             return list_get_call(call, fn, it.ctx, ins, outs[0])
         if fn is nn_matmul and it.ctx.xp is np:
             return matmul_call(call, fn, it.ctx, ins, outs[0], getattr(it.fn, "limit", None))
+        if fn is strided_slice and it.ctx.xp is np:
+            return slice_call(call, fn, it.ctx, ins, outs[0], getattr(it.fn, "limit", None))
         return call
     if it.kind in (P.NOOP, P.TRIGGER):
         return None
