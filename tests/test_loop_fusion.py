@@ -236,9 +236,9 @@ def test_identical_nodes_of_a_body_run_once(monkeypatch):
 
 
 def test_list_get_item_goes_straight_to_the_kernel_only_for_a_set_item():
-    """loop_calls.list_get_call: a set item is the kernel's (the stored array itself); an
+    """direct_calls.list_get_call: a set item is the kernel's (the stored array itself); an
     unset one, or an index the fast test does not take, is the prepared call's."""
-    from tfg.executor.loop_calls import list_get_call
+    from tfg.executor.direct_calls import list_get_call
     from tfg.kernels.list_ops import TensorList, tensor_list_get_item
     from tfg.schemas.dtypes import DType
 
@@ -261,7 +261,7 @@ def test_list_get_item_goes_straight_to_the_kernel_only_for_a_set_item():
 
 @pytest.mark.parametrize("fuse", [True, False])
 def test_a_matmul_in_a_loop_keeps_the_memory_limit(fuse, monkeypatch):
-    """A MatMul that runs without the guard's layers (fused, or loop_calls.matmul_call) still
+    """A MatMul that runs without the guard's layers (fused, or direct_calls.matmul_call) still
     refuses an output over max_memory, exactly where the guard would: 16x16 float32 is 1 KiB."""
     with tb.Graph() as b:
         n = tb.placeholder(tb.int32, [], name="n")
@@ -284,7 +284,7 @@ def test_a_matmul_in_a_loop_keeps_the_memory_limit(fuse, monkeypatch):
 
 @pytest.mark.parametrize("limit,ok", [(None, True), (1000, True), (200, True), (100, False)])
 def test_a_strided_slice_in_a_loop_keeps_the_memory_limit(limit, ok):
-    """loop_calls.slice_call skips the guard only when the input is within the limit (the
+    """direct_calls.slice_call skips the guard only when the input is within the limit (the
     slice is never larger); above it the guard decides, on the slice's own size (128 B)."""
     with tb.Graph() as b:
         n = tb.placeholder(tb.int32, [], name="n")

@@ -49,9 +49,9 @@ import numpy as np
 from tfg.executor import loop_graph as G
 from tfg.executor import plan as P
 from tfg.executor.calls import slot_call
+from tfg.executor.direct_calls import list_get_call, matmul_call, select_call, slice_call
 from tfg.executor.loop_calls import (INDEX, LoopNodeError, binary_call, forward, guarded,
-                                     list_get_call, matmul_call, merge_call, select_call,
-                                     slice_call, switch_call, unary_call)
+                                     merge_call, switch_call, unary_call)
 from tfg.executor.loop_fusion import fuse_chains
 from tfg.executor.devices import to_host
 from tfg.kernels.math_ops import (SCALAR_OPS, array_kernel, scalar_kernel, select,
