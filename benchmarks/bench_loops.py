@@ -284,7 +284,9 @@ def op_profile(folder, name, steps, blas_threads=1):
                 call(vals, step)
                 durations.setdefault(op, []).append(clock() - t)
             return timed_call
-        return [(wrap(call, it.op), it) for call, it in calls]
+        # a fused chain (tfg/executor/loop_fusion.py) is one call for its nodes
+        return [(wrap(call, f"fused[{len(call.members)}]" if hasattr(call, "members")
+                      else it.op), it) for call, it in calls]
 
     for prep in sess.backend._cache.values():
         for plan in prep.plans:

@@ -94,11 +94,12 @@ class ContentionMeter:
     ends: only time inside steps counts, so a process that alternates with tfg (TensorFlow in
     the A B A B benchmarks, a data loader) is not mistaken for one competing with it. Step
     time accumulates until `window` seconds, then the estimate is renewed. A step is sampled
-    (two reads of /proc/stat, ~30 µs) when the previous one took >= 2 ms or 50 ms have passed
-    since the last sample: tiny steps pay nearly nothing. `read_busy`, `read_own` and `clock`
+    (two reads of /proc/stat, 30-100 µs each) when the previous one took >= 20 ms or 50 ms
+    have passed since the last sample: short steps pay nearly nothing (sampling every step
+    cost a 4 ms LSTM step 5%). `read_busy`, `read_own` and `clock`
     are injectable for tests (simulated load)."""
 
-    MIN_GAP_S, CHEAP_STEP_S = 0.05, 0.002
+    MIN_GAP_S, CHEAP_STEP_S = 0.05, 0.02
 
     def __init__(self, read_busy=None, read_own=_own_cpu_s, clock=time.monotonic,
                  fallback=_loadavg_others, window=WINDOW_S):

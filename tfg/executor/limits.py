@@ -267,6 +267,7 @@ def _guarded(fn, node, limit, needs_step):
         return fn(ctx, *args)
 
     checked.__wrapped__ = fn
+    checked.limit = limit  # (compiled loops check a MatMul's output size themselves)
     return checked
 
 
@@ -348,6 +349,7 @@ def _broadcast_fast_path(fn, guarded, limit):
         return guarded(ctx, x, y, *rest)
 
     checked.__wrapped__ = fn
+    checked.limit = limit  # (compiled loops check a MatMul's output size themselves)
     return checked
 
 

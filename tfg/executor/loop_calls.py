@@ -22,6 +22,14 @@ from tfg.kernels.resources import Ref
 INDEX = tuple(np.int32(i) for i in range(8))  # Merge's value_index outputs
 
 
+class LoopNodeError(Exception):
+    """A node of a compiled loop failed: `item` and the original `error`."""
+
+    def __init__(self, item, error):
+        super().__init__(str(error))
+        self.item, self.error = item, error
+
+
 def forward(src, outs, deref):
     """Exit, NextIteration, LoopCond, Identity that must read a Ref (the others are aliased
     to their input's slot at compile time: no call at all)."""

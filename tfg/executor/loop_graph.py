@@ -9,8 +9,12 @@ frame is not one a fixed schedule can run exactly.
     >>> side[mul.id], cond[mul.id]        # after the loop Switch's output 1, in no cond
     (1, frozenset())
 """
+import numpy as np
+
 from tfg.executor import plan as P
 from tfg.executor.loop_calls import INDEX
+from tfg.schemas.dtypes import DType
+from tfg.schemas.ops import get_op, has_op
 
 ALWAYS, TRUE, FALSE = 0, 1, 2  # which side of the loop predicate a node depends on
 
@@ -192,3 +196,31 @@ def data_sources(it, sources):
         if port >= 0:
             srcs[idx] = (src, port)
     return srcs
+
+
+_PLAIN_ATTR = (bool, int, float, str, bytes, DType)
+
+
+def cse_key(it, ins, sources):
+    """A key two nodes of one iteration share when they compute the same values: a stateless
+    kernel, the same op, input slots, control inputs and attrs (plain values, and small
+    tensors: a Const's value). None: the node runs on its own."""
+    if (it.kind != P.KERNEL or it.deref is not None or it.needs_step or it.blocking
+            or it.ctx is None or not has_op(it.op) or get_op(it.op).stateful):
+        return None
+    controls = tuple(sorted(src.id for src, port, _ in sources[it.id] if port < 0))
+    if not ins and not controls:
+        return None  # a Const outside any frame's control: not a member
+    key = [it.op, tuple(ins), controls, it.num_outputs, it.ctx.device]
+    for name in sorted(it.ctx.attrs):
+        v = it.ctx.attrs[name]
+        if isinstance(v, list):
+            v = tuple(v)
+        elif isinstance(v, np.ndarray) and v.size <= 64 and v.dtype.kind in "biuf":
+            key.append((name, v.dtype.str, v.shape, v.tobytes()))
+            continue
+        if not (isinstance(v, _PLAIN_ATTR)
+                or (isinstance(v, tuple) and all(isinstance(x, _PLAIN_ATTR) for x in v))):
+            return None
+        key.append((name, v))
+    return tuple(key)

@@ -42,16 +42,24 @@ and traced steps go through the dataflow executor, as do frames that do not qual
 (`compile_loops(plan, why)` says why). Nothing here changes values: the same kernels run on
 the same inputs.
 """
+import os
+
 import numpy as np
 
 from tfg.executor import loop_graph as G
 from tfg.executor import plan as P
 from tfg.executor.calls import slot_call
-from tfg.executor.loop_calls import (INDEX, binary_call, forward, guarded, merge_call,
-                                     switch_call, unary_call)
+from tfg.executor.direct_calls import list_get_call, matmul_call, select_call, slice_call
+from tfg.executor.loop_calls import (INDEX, LoopNodeError, binary_call, forward, guarded,
+                                     merge_call, switch_call, unary_call)
+from tfg.executor.loop_fusion import fuse_chains
 from tfg.executor.devices import to_host
-from tfg.kernels.math_ops import SCALAR_OPS, array_kernel, scalar_kernel
+from tfg.kernels.math_ops import (SCALAR_OPS, array_kernel, scalar_kernel, select,
+                                  select_v2)
 from tfg.schemas.ops import get_op, has_op
+from tfg.kernels.indexing_ops import strided_slice
+from tfg.kernels.list_ops import tensor_list_get_item
+from tfg.kernels.nn_ops import matmul as nn_matmul
 from tfg.kernels.resources import Ref
 
 
@@ -138,6 +146,8 @@ class LoopProgram:
                     return None
             for call, item in self.tail:
                 call(vals, step)
+        except LoopNodeError:
+            raise  # a fused chain's member, named already
         except Exception as e:  # noqa: BLE001 - the executor names the node
             raise LoopNodeError(item, e) from e
         return [(exit_item, vals[slot]) for exit_item, slot in self.exits]
@@ -148,14 +158,6 @@ class LoopProgram:
             vals[idx] = INDEX[next_index]
             if deref and type(vals[out]) is Ref:
                 vals[out] = vals[out].get()
-
-
-class LoopNodeError(Exception):
-    """A node of a compiled loop failed: `item` and the original `error`."""
-
-    def __init__(self, item, error):
-        super().__init__(str(error))
-        self.item, self.error = item, error
 
 
 def compile_loops(plan, why=None):
@@ -229,6 +231,9 @@ def _build(name, frame_enters, items, sources, order, side, cond, loop_merges, l
     aliased = set()
     live = {}  # item id -> slots that hold a dead value when the node was dead
     ins_of = {}
+    optimize = os.environ.get("TFG_LOOP_FUSE", "1") != "0"  # (off: for A/B measurements)
+    computed = {}  # CSE key -> the first node computing it
+    same = {}  # its id -> the nodes whose outputs are its outputs
     for it in order:
         ins = [None] * it.num_inputs
         controls = []
@@ -242,6 +247,19 @@ def _build(name, frame_enters, items, sources, order, side, cond, loop_merges, l
         if it.id not in loop_merges and None in ins:
             raise G.Unsupported(f"{it.name!r} ({it.op}) misses an input")
         ins_of[it.id] = (ins, controls)
+        key = G.cse_key(it, ins, sources) if optimize else None
+        if key is not None and key in computed:
+            # The same op on the same values (a BiLSTM's three Tiles of one mask): its
+            # outputs are the first one's.
+            first = computed[key]
+            same.setdefault(first.id, []).append(it)
+            aliased.add(it.id)
+            for p in range(it.num_outputs):
+                slot[(it.id, p)] = slot[(first.id, p)]
+            live[it.id] = live[first.id]
+            continue
+        if key is not None:
+            computed[key] = it
         if _aliased(it, ins, controls, sources, loop_switches):
             aliased.add(it.id)
             for p in range(it.num_outputs):
@@ -302,7 +320,8 @@ def _build(name, frame_enters, items, sources, order, side, cond, loop_merges, l
         if it.op == "Const" and not it.num_inputs and cond[it.id] == G.EMPTY:
             # The same value every iteration: computed once. A number read only by kernels
             # with a scalar fast path is kept as a numpy scalar for them (`i + 1`, `x * c`).
-            if all(items[d].op in SCALAR_OPS for d, port, _ in it.out_edges if port >= 0):
+            if all(items[d].op in SCALAR_OPS for x in [it] + same.get(it.id, [])
+                   for d, port, _ in x.out_edges if port >= 0):
                 call = _as_scalar(call, outs[0])
             hoisted.append((call, it))
         elif it.id in header_ids:
@@ -312,6 +331,13 @@ def _build(name, frame_enters, items, sources, order, side, cond, loop_merges, l
                 true_pass.append((call, it))
             if side[it.id] != G.TRUE:
                 false_pass.append((call, it))
+    if optimize:
+        outside = ({m[4] for m in merges} | {slot[(e.id, 0)] for e in exits}
+                   | {slot[(pred.id, 0)]})
+        true_pass = fuse_chains(
+            true_pass, ins_of, lambda it: [slot[(it.id, p)] for p in range(it.num_outputs)],
+            outside, lambda it: cond[it.id] == G.EMPTY and it.id not in once,
+            lambda key: new(key))
     # Loop-invariant numbers read only by kernels with a scalar fast path: as numpy scalars.
     scalar_enters = tuple(slot[(e.id, 0)] for e in frame_enters if e.is_constant and all(
         items[d].op in SCALAR_OPS for d, port, _ in e.out_edges if port >= 0))
@@ -356,6 +382,10 @@ def _deref(item, src, port):
     return not item.keeps_ref and P.may_carry_ref(src, port)
 
 
+# the kernels select_call may stand in for when their inputs have one shape of rank >= 1
+# (Select's condition may be a vector or a scalar, SelectV2's broadcasts: those run the kernel)
+_SELECTS = (select, select_v2)
+
 _IDENTITY_OPS = frozenset({"Identity", "StopGradient", "PreventGradient", "Snapshot"})
 
 
@@ -386,6 +416,15 @@ def _call(it, ins, outs, sources):
             return binary_call(call, array_fn, scalar_fn, ins, outs[0])
         if len(ins) == 1 and array_fn is not None:
             return unary_call(call, array_fn, ins[0], outs[0])
+        fn = getattr(it.fn, "__wrapped__", it.fn)
+        if fn in _SELECTS and it.ctx.xp is np:
+            return select_call(call, ins, outs[0])
+        if fn is tensor_list_get_item:
+            return list_get_call(call, fn, it.ctx, ins, outs[0])
+        if fn is nn_matmul and it.ctx.xp is np:
+            return matmul_call(call, fn, it.ctx, ins, outs[0], getattr(it.fn, "limit", None))
+        if fn is strided_slice and it.ctx.xp is np:
+            return slice_call(call, fn, it.ctx, ins, outs[0], getattr(it.fn, "limit", None))
         return call
     if it.kind in (P.NOOP, P.TRIGGER):
         return None

@@ -41,7 +41,8 @@ def merge_shapes(a, b):
 
 
 def compatible(partial, shape):
-    return partial is None or (len(partial) == len(shape) and all(
+    # (equal tuples first: a fully known element shape, every item of an RNN's output list)
+    return partial is None or partial == shape or (len(partial) == len(shape) and all(
         d is None or d == s for d, s in zip(partial, shape)))
 
 

@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 
-_MIN_SIZE = 4096
+MIN_SIZE = 4096  # below it: np.where itself (tfg/executor/loop_calls.py relies on it)
 _SIGNED = {1: np.int8, 2: np.int16, 4: np.int32, 8: np.int64}
 
 
@@ -26,7 +26,7 @@ def where(cond, a, b, xp=np):
     if xp is not np:
         return xp.where(cond, a, b)
     cond, a, b = np.asarray(cond), np.asarray(a), np.asarray(b)
-    if a.size < _MIN_SIZE and b.size < _MIN_SIZE and cond.size < _MIN_SIZE:
+    if a.size < MIN_SIZE and b.size < MIN_SIZE and cond.size < MIN_SIZE:
         return np.where(cond, a, b)  # small operands (a large broadcast is only slower)
     ints = _SIGNED.get(a.dtype.itemsize)
     if (ints is None or a.dtype != b.dtype or a.dtype.kind not in "biuf"
@@ -40,7 +40,7 @@ def where(cond, a, b, xp=np):
         except ValueError:
             return np.where(cond, a, b)  # numpy's own error for shapes that do not broadcast
         size = math.prod(shape)
-    if size < _MIN_SIZE:
+    if size < MIN_SIZE:
         return np.where(cond, a, b)
     ai = np.broadcast_to(a, shape).view(ints)
     bi = np.broadcast_to(b, shape).view(ints)

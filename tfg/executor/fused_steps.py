@@ -1,0 +1,173 @@
+"""The steps of a fused chain in a compiled loop body (tfg/executor/loop_fusion.py): each is
+`step(vals)` over the loop's integer slots and computes one node the way its kernel does on
+float arrays, the same numpy function on the same operands, but writes into the array its
+slot held in the previous iteration where nothing outside the chain can still hold it
+(`reuse`). A step that meets what its kernel would treat otherwise (another shape, a value
+where Sigmoid's one-sided form could overflow, a size the memory guard would have to judge)
+raises Fallback, and the chain runs its nodes' own prepared calls instead.
+
+    >>> steps = [binary(np.add, 3, 4, 7, reuse=True), unary(np.tanh, 7, 8, reuse=False)]
+    >>> for s in steps: s(vals)       # vals[8] = tanh(vals[3] + vals[4]); vals[7] kept
+
+Before: one prepared call per node (type checks, a kernel frame, a fresh array each); after:
+one Python frame and one numpy call per node, and no allocation for the chain's temporaries.
+"""
+import numpy as np
+
+from tfg.kernels.math_ops import sigmoid_into
+
+ndarray = np.ndarray
+
+
+class Fallback(Exception):
+    """The fused steps do not apply to these values: run the nodes' own calls."""
+
+
+def unary(fn, a, o, reuse):
+    """An elementwise ufunc of one float input (Tanh, Exp, ...)."""
+    if not reuse:
+        def fresh1(vals):
+            vals[o] = fn(vals[a])
+        return fresh1
+
+    def step1(vals):
+        x, buf = vals[a], vals[o]
+        if type(buf) is ndarray and buf.shape == x.shape:
+            fn(x, out=buf)
+        else:
+            vals[o] = fn(x)
+    return step1
+
+
+def binary(fn, a, b, o, reuse):
+    """An elementwise ufunc of two operands of one float dtype: the same shape, or one of them
+    a scalar or a vector along the other's last axis (a GRU's recurrent bias). Other
+    broadcasts could make the output larger than both inputs, a case for the memory guard."""
+    def step2(vals):
+        x, y = vals[a], vals[b]
+        shape = x.shape
+        if shape != y.shape:
+            if not y.ndim or (y.ndim == 1 and x.ndim and y.shape[0] == shape[-1]):
+                pass
+            elif not x.ndim or (x.ndim == 1 and x.shape[0] == y.shape[-1]):
+                shape = y.shape
+            else:
+                raise Fallback
+        if reuse:
+            buf = vals[o]
+            if type(buf) is ndarray and buf.shape == shape:
+                fn(x, y, out=buf)
+                return
+        vals[o] = fn(x, y)
+    return step2
+
+
+def bias_add(a, b, o, reuse, nchw):
+    """BiasAdd along the last axis (NHWC, or any format on a matrix)."""
+    add = np.add
+
+    def step_bias(vals):
+        x, bias = vals[a], vals[b]
+        if (type(x) is not ndarray or x.ndim < 2 or (nchw and x.ndim > 2)
+                or type(bias) is not ndarray or bias.ndim != 1
+                or bias.shape[0] != x.shape[-1]):
+            raise Fallback
+        if reuse:
+            buf = vals[o]
+            if type(buf) is ndarray and buf.shape == x.shape:
+                add(x, bias, out=buf)
+                return
+        vals[o] = add(x, bias)
+    return step_bias
+
+
+def matmul(a, b, o, reuse, ta, tb, limit):
+    """MatMul of two float matrices (`ta`, `tb`: its transpose attrs, as the kernel applies
+    them), when its output is within the memory guard's `limit` (None: no guard): the
+    guard's verdict, without its shape function."""
+    mm = np.matmul
+
+    def step_mm(vals):
+        x, y = vals[a], vals[b]
+        if type(x) is not ndarray or type(y) is not ndarray or x.ndim != 2 or y.ndim != 2:
+            raise Fallback
+        if ta:
+            x = x.T
+        if tb:
+            y = y.T
+        if x.shape[1] != y.shape[0]:
+            raise Fallback  # the kernel's error to word
+        shape = (x.shape[0], y.shape[1])
+        if limit is not None and shape[0] * shape[1] * x.itemsize > limit:
+            raise Fallback
+        if reuse:
+            buf = vals[o]
+            if type(buf) is ndarray and buf.shape == shape:
+                mm(x, y, out=buf)
+                return
+        vals[o] = mm(x, y)
+    return step_mm
+
+
+def sigmoid(a, o, reuse):
+    """Sigmoid by tfg.kernels.math_ops.sigmoid_into (its kernel's one-sided form)."""
+    def step_sig(vals):
+        x = vals[a]
+        if type(x) is not ndarray:
+            raise Fallback
+        buf = vals[o] if reuse else None
+        if type(buf) is not ndarray or buf.shape != x.shape:
+            buf = None
+        r = sigmoid_into(x, buf)
+        if r is None:
+            raise Fallback
+        vals[o] = r
+    return step_sig
+
+
+def split(axis, a, outs, n, sig=None):
+    """Split into `n` views along a constant axis (the kernel's basic slicing). `sig`:
+    (hidden slot, reuse, {port: slot}) when Sigmoids of two or more of the pieces are in the
+    chain: one Sigmoid over the whole input, and each piece's Sigmoid a view of it (an LSTM
+    cell's three gates: 5 numpy calls instead of 15)."""
+    cache = {}
+
+    def step_split(vals):
+        x, ax = vals[a], vals[axis]
+        if type(x) is not ndarray:
+            raise Fallback
+        if type(ax) is not int:
+            if getattr(ax, "ndim", 1) != 0 or ax.dtype.kind not in "iu":
+                raise Fallback
+            ax = int(ax)
+        key = (x.shape, ax)
+        index = cache.get(key)
+        if index is None:
+            if len(cache) > 16:
+                cache.clear()
+            index = cache[key] = _split_index(x.shape, ax, n)
+        for o, i in zip(outs, index):
+            vals[o] = x[i]
+        if sig is not None:
+            hidden, reuse, ports = sig
+            buf = vals[hidden] if reuse else None
+            if type(buf) is not ndarray or buf.shape != x.shape:
+                buf = None
+            whole = sigmoid_into(x, buf)
+            if whole is None:
+                raise Fallback
+            vals[hidden] = whole
+            for port, o in ports:
+                vals[o] = whole[index[port]]
+    return step_split
+
+
+def _split_index(shape, axis, n):
+    if not -len(shape) <= axis < len(shape):
+        raise Fallback
+    axis %= len(shape)
+    if shape[axis] % n:
+        raise Fallback  # the kernel's error to word
+    k = shape[axis] // n
+    lead = (slice(None),) * axis
+    return [lead + (slice(i * k, (i + 1) * k),) for i in range(n)]
