@@ -26,6 +26,7 @@ import json
 import os
 import statistics
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -188,8 +189,7 @@ def main():
             k = copies(cases[i])
             quick[i] = tfg_timer(cases[i], k, blas)()[0] / k * weight[i]
         idx = sorted(idx, key=lambda i: -quick[i])[:a.top]
-    path = os.path.join(os.path.dirname(a.out) or ".", ".conv_worker.py")
-    os.makedirs(os.path.dirname(path), exist_ok=True)
+    path = os.path.join(tempfile.mkdtemp(prefix="tfgconv"), "conv_worker.py")
     with open(path, "w") as f:
         f.write(TF_WORKER)
     with open(path + ".json", "w") as f:
