@@ -17,9 +17,7 @@ because einsum's speed is the length of its innermost contiguous loop:
   [N, OH, OW, KH, KW, C] with C inner.
 """
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
-
-from tfg.kernels.conv_geom import padded, row_windows, windows
+from tfg.kernels.conv_geom import padded, row_windows, strided, windows
 
 # Measured on every depthwise layer of the keras.applications models (batch 2, 96x96): the
 # strided layers' W phases pay off below 64 channels (1.5-2.7x at C = 11..32, 0.9x at 72);
@@ -46,9 +44,7 @@ def forward(x, w, g):
 
 def _tiled(w, ow):
     """w[..., C] -> [..., OW*C]: each tap's C weights repeated for the OW output columns."""
-    return np.ascontiguousarray(
-        np.broadcast_to(w[..., None, :], (*w.shape[:-1], ow, w.shape[-1]))).reshape(
-            *w.shape[:-1], ow * w.shape[-1])
+    return np.repeat(w[..., None, :], ow, axis=-2).reshape(*w.shape[:-1], ow * w.shape[-1])
 
 
 def _rows(xpad, w, g):
@@ -70,8 +66,8 @@ def _phases(xpad, w, g):
         xb = np.ascontiguousarray(xpad[:, :, b::s, :])
         wb = w[:, b::s]
         sn, sh, sw, sc = xb.strides
-        view = as_strided(xb, (n, g.oh, g.kh, wb.shape[1], ow * c),
-                          (sn, sh * g.sh, sh * g.dh, sw, sc), writeable=False)
+        view = strided(xb, (n, g.oh, g.kh, wb.shape[1], ow * c),
+                       (sn, sh * g.sh, sh * g.dh, sw, sc))
         part = np.einsum("nhijv,ijv->nhv", view, _tiled(wb, ow), optimize=False)
         out = part if out is None else np.add(out, part, out=out)
     return out.reshape(n, g.oh, ow, c)

@@ -15,9 +15,7 @@ shifting the padded image once per filter tap and accumulating KH*KW GEMMs with 
 was 0.7-1.9x as fast on the keras.applications layers, so not worth a second path.)
 """
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
-
-from tfg.kernels.conv_geom import fill_border, padded
+from tfg.kernels.conv_geom import fill_border, padded, strided
 
 
 def nhwc(x, w, g):
@@ -39,11 +37,11 @@ def patches_nhwc(x, g):
     xpad = padded(x, g)
     sn, sh, sw, sc = xpad.strides
     if g.dw == 1:
-        win = as_strided(xpad, (n, g.oh, g.ow, g.kh, g.kw * c),
-                         (sn, sh * g.sh, sw * g.sw, sh * g.dh, sc), writeable=False)
+        win = strided(xpad, (n, g.oh, g.ow, g.kh, g.kw * c),
+                      (sn, sh * g.sh, sw * g.sw, sh * g.dh, sc))
     else:
-        win = as_strided(xpad, (n, g.oh, g.ow, g.kh, g.kw, c),
-                         (sn, sh * g.sh, sw * g.sw, sh * g.dh, sw * g.dw, sc), writeable=False)
+        win = strided(xpad, (n, g.oh, g.ow, g.kh, g.kw, c),
+                      (sn, sh * g.sh, sw * g.sw, sh * g.dh, sw * g.dw, sc))
     return win.reshape(n * g.oh * g.ow, g.kh * g.kw * c)
 
 
@@ -78,6 +76,6 @@ def _patches_nchw(x, g):
     n, c = x.shape[:2]
     xpad = _padded_nchw(x, g)
     sn, sc, sh, sw = xpad.strides
-    win = as_strided(xpad, (n, c, g.kh, g.kw, g.oh, g.ow),
-                     (sn, sc, sh * g.dh, sw * g.dw, sh * g.sh, sw * g.sw), writeable=False)
+    win = strided(xpad, (n, c, g.kh, g.kw, g.oh, g.ow),
+                  (sn, sc, sh * g.dh, sw * g.dw, sh * g.sh, sw * g.sw))
     return win.reshape(n, c * g.kh * g.kw, g.oh * g.ow)
