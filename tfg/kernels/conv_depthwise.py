@@ -37,7 +37,7 @@ def forward(x, w, g):
     if m == 1 and g.sw == 1 and (g.ow >= ROWS_MIN_OW or (
             g.ow >= ROWS_NARROW_MIN_OW and c <= ROWS_NARROW_MAX_CHANNELS)):
         return _rows(padded(x, g), w[:, :, :, 0], g)
-    if m == 1 and g.dw == 1 and c < PHASE_MAX_CHANNELS:
+    if m == 1 and g.sw > 1 and g.dw == 1 and c < PHASE_MAX_CHANNELS:
         return _phases(padded(x, g), w[:, :, :, 0], g)
     return _windows(padded(x, g), w, g)
 
