@@ -15,7 +15,7 @@ shifting the padded image once per filter tap and accumulating KH*KW GEMMs with 
 was 0.7-1.9x as fast on the keras.applications layers, so not worth a second path.)
 """
 import numpy as np
-from tfg.kernels.conv_geom import fill_border, padded, strided
+from tfg.kernels.conv_geom import padded, padded_nchw, strided
 
 
 def nhwc(x, w, g):
@@ -59,22 +59,11 @@ def nchw(x, w, g):
     return np.matmul(wt, cols).reshape(n, oc, g.oh, g.ow)
 
 
-def _padded_nchw(x, g):
-    if not g.has_pad and x.flags.c_contiguous:
-        return x
-    n, c, h, w = x.shape
-    hp, wp = h + g.pt + g.pb, w + g.pl + g.pr
-    xpad = np.empty((n, c, hp, wp), x.dtype)
-    xpad[:, :, g.pt:g.pt + h, g.pl:g.pl + w] = x
-    fill_border(xpad.reshape(n * c, hp, wp, 1), g.pt, g.pt + h, g.pl, g.pl + w, 0)
-    return xpad
-
-
 def _patches_nchw(x, g):
     """Patches [N, C*KH*KW, OH*OW] of NCHW `x`: rows in the (c, kh, kw) order of the filter
     transposed to [O, C, KH, KW], columns in output order. One copy of a strided view."""
     n, c = x.shape[:2]
-    xpad = _padded_nchw(x, g)
+    xpad = padded_nchw(x, g)
     sn, sc, sh, sw = xpad.strides
     win = strided(xpad, (n, c, g.kh, g.kw, g.oh, g.ow),
                   (sn, sc, sh * g.dh, sw * g.dw, sh * g.sh, sw * g.sw))

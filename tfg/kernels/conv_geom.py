@@ -95,6 +95,18 @@ def padded(x, g, value=0):
     return xpad
 
 
+def padded_nchw(x, g, value=0):
+    """`padded` for an NCHW numpy `x`: [N, C, H + pads, W + pads], C-contiguous."""
+    if not g.has_pad and x.flags.c_contiguous:
+        return x
+    n, c, h, w = x.shape
+    hp, wp = h + g.pt + g.pb, w + g.pl + g.pr
+    xpad = np.empty((n, c, hp, wp), x.dtype)
+    xpad[:, :, g.pt:g.pt + h, g.pl:g.pl + w] = x
+    fill_border(xpad.reshape(n * c, hp, wp, 1), g.pt, g.pt + h, g.pl, g.pl + w, value)
+    return xpad
+
+
 def fill_border(xpad, top, bottom, left, right, value):
     """Set everything of [N, H, W, C] `xpad` outside rows top:bottom, columns left:right.
 

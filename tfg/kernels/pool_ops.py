@@ -14,7 +14,7 @@ the KH*KW taps, each a whole-tensor operation. Everything is written against `ct
 import numpy as np
 
 from tfg.kernels._util import fail, from_nhwc, is_nchw, shape_vector, spatial_attr, to_nhwc
-from tfg.kernels.conv_geom import geometry, padded
+from tfg.kernels.conv_geom import geometry, padded, padded_nchw
 from tfg.kernels.registry import ALL_DEVICES, kernel
 from tfg.kernels.select import where
 
@@ -42,44 +42,58 @@ def _input_sizes(sizes, fmt):
     return (dims[0], dims[2], dims[3], dims[1]) if is_nchw(fmt) else dims
 
 
-def _separable(xp, xpad, g, op):
-    """op-reduce (maximum or add) of every window of padded NHWC `xpad`: rows, then columns.
-    The first call of each stage allocates its result; the others write into it."""
-    if g.kh == g.kw == 1:
-        return xpad[g.tap(0, 0)].copy()
-    rows = slice(None)
-    r = xpad
+def _separable(xpad, g, op, nchw=False):
+    """op-reduce (maximum or add) of every window of padded `xpad` (NHWC, or NCHW when
+    `nchw`): rows, then columns. The first call of each stage allocates its result; the
+    others write into it."""
+    hs, ws = (2, 3) if nchw else (1, 2)
+
+    def take(a, axis, start, stop, step):
+        idx = [slice(None)] * 4
+        idx[axis] = slice(start, stop, step)
+        return a[tuple(idx)]
+
+    hspan, wspan = (g.oh - 1) * g.sh + 1, (g.ow - 1) * g.sw + 1
     if g.kh > 1:
-        span = (g.oh - 1) * g.sh + 1
-        r = op(xpad[:, 0:span:g.sh], xpad[:, 1:1 + span:g.sh])
+        r = op(take(xpad, hs, 0, hspan, g.sh), take(xpad, hs, 1, 1 + hspan, g.sh))
         for i in range(2, g.kh):
-            op(r, xpad[:, i:i + span:g.sh], out=r)
+            op(r, take(xpad, hs, i, i + hspan, g.sh), out=r)
     else:
-        rows = slice(0, (g.oh - 1) * g.sh + 1, g.sh)
-    span = (g.ow - 1) * g.sw + 1
+        r = take(xpad, hs, 0, hspan, g.sh)
     if g.kw == 1:
-        return r[:, rows, 0:span:g.sw].copy()
-    out = op(r[:, rows, 0:span:g.sw], r[:, rows, 1:1 + span:g.sw])
+        return take(r, ws, 0, wspan, g.sw).copy()
+    out = op(take(r, ws, 0, wspan, g.sw), take(r, ws, 1, 1 + wspan, g.sw))
     for j in range(2, g.kw):
-        op(out, r[:, rows, j:j + span:g.sw], out=out)
+        op(out, take(r, ws, j, j + wspan, g.sw), out=out)
     return out
 
 
 def _pad(xp, x, g, value):
+    """NHWC `x` padded with `value` (numpy: one filled allocation, no np.pad)."""
     return padded(x, g, value) if xp is np else g.pad(xp, x, value)
 
 
-def _max_pool(ctx, x, ksize=None, strides=None):
+def _pool(ctx, x, op, value, ksize=None, strides=None):
+    """(pool of `x` in its own layout, geometry): an NCHW input pools in NCHW, no transposes."""
     xp = ctx.xp
     fmt = ctx.attrs.get("data_format", b"NHWC")
-    x = to_nhwc(xp.asarray(x), fmt)
+    nchw = is_nchw(fmt)
+    n, c = (x.shape[0], x.shape[1]) if nchw else (x.shape[0], x.shape[3])
+    g = _pool_geom(ctx, to_nhwc(x, fmt).shape, ksize, strides)
+    if 0 in x.shape or g.oh == 0 or g.ow == 0:
+        return xp.zeros((n, c, g.oh, g.ow) if nchw else (n, g.oh, g.ow, c), x.dtype), g
+    if xp is np and nchw:
+        xpad = padded_nchw(x, g, value)
+    else:
+        xpad = from_nhwc(_pad(xp, to_nhwc(x, fmt), g, value), fmt)
+    return _separable(xpad, g, op, nchw), g
+
+
+def _max_pool(ctx, x, ksize=None, strides=None):
+    x = ctx.xp.asarray(x)
     if x.ndim != 4:
         fail(f"MaxPool needs a 4-D input, got {list(x.shape)}")
-    g = _pool_geom(ctx, x.shape, ksize, strides)
-    if 0 in x.shape or g.oh == 0 or g.ow == 0:
-        return from_nhwc(xp.zeros((x.shape[0], g.oh, g.ow, x.shape[3]), x.dtype), fmt)
-    out = _separable(xp, _pad(xp, x, g, _lowest(x.dtype)), g, xp.maximum)
-    return from_nhwc(out, fmt)
+    return _pool(ctx, x, ctx.xp.maximum, _lowest(x.dtype), ksize, strides)[0]
 
 
 @kernel("MaxPool", device_types=ALL_DEVICES)
@@ -141,16 +155,16 @@ def _window_counts(ctx, g, h, w, dtype):
 def avg_pool(ctx, x):
     xp = ctx.xp
     fmt = ctx.attrs.get("data_format", b"NHWC")
-    x = to_nhwc(xp.asarray(x), fmt)
+    x = xp.asarray(x)
     if x.ndim != 4 or x.dtype.kind != "f":
         fail(f"AvgPool needs a 4-D floating input, got {x.dtype} {list(x.shape)}")
-    g = _pool_geom(ctx, x.shape)
-    if 0 in x.shape or g.oh == 0 or g.ow == 0:
-        return from_nhwc(xp.zeros((x.shape[0], g.oh, g.ow, x.shape[3]), x.dtype), fmt)
-    out = _separable(xp, _pad(xp, x, g, 0), g, xp.add)
-    if g.kh * g.kw > 1:
-        out /= _window_counts(ctx, g, x.shape[1], x.shape[2], x.dtype)
-    return from_nhwc(out, fmt)
+    out, g = _pool(ctx, x, xp.add, 0)
+    if g.kh * g.kw > 1 and out.size:
+        nchw = is_nchw(fmt)
+        h, w = (x.shape[2], x.shape[3]) if nchw else (x.shape[1], x.shape[2])
+        counts = _window_counts(ctx, g, h, w, x.dtype)
+        out /= counts.reshape(1, 1, g.oh, g.ow) if nchw else counts
+    return out
 
 
 @kernel("AvgPoolGrad", device_types=ALL_DEVICES, host_inputs=(0,))
