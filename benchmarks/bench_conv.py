@@ -15,8 +15,9 @@ size, so one timing is a few ms; Grappler and graph CSE off, so the K pools stay
 tf.compat.v1.Session running a group of the K ops (2 intra-/inter-op threads, the input fed
 once), in tfg the registered CPU kernel called K times, without an executor. Both measure the
 kernel and what TensorFlow's executor adds per op, not a Session step's fixed cost. The two
-alternate A B A B (TensorFlow in its own process), medians of --reps; `cpu` is the ratio of
-process CPU times (what a loaded machine disturbs least). The default table shows the --top
+alternate A B A B (TensorFlow in its own process, a short sleep between sides), medians of
+--reps (--stat min: the fastest, the uncontended cost on a loaded machine); `cpu` is the
+ratio of process CPU times summed over the reps (what a loaded machine disturbs least). The default table shows the --top
 cases by count-weighted tfg time; the per-model lines sum every case of the model (weighted
 by how many nodes have it) so they say how much of a model step the kernels cost on each
 side. Results: benchmarks/results/conv.json.
@@ -174,6 +175,12 @@ def main():
     ap.add_argument("--blas-threads", default=None,
                     help="tfg's BLAS threads, as Session(blas_threads=...) takes them "
                          "(default: $TFG_BLAS_THREADS, else adaptive)")
+    ap.add_argument("--stat", choices=("median", "min"), default="median",
+                    help="per-op time of the --reps timings: median (default), or min (the "
+                         "uncontended cost, on a machine other processes load)")
+    ap.add_argument("--gap", type=float, default=0.02,
+                    help="seconds of sleep between the two sides' timings: the other side's "
+                         "threads (Eigen's pool, OpenBLAS) spin for a while after a run")
     ap.add_argument("--out", default=os.path.join(HERE, "results", "conv.json"))
     a = ap.parse_args()
     blas = resolve_blas_threads(a.blas_threads, "--blas-threads")
@@ -212,9 +219,12 @@ def main():
             tf_t, tfg_t = [], []
             for _ in range(max(3, a.reps)):
                 tf_t.append(tf_run(i, k))
+                time.sleep(a.gap)
                 tfg_t.append(tfg_run())
-            tw = statistics.median(t[0] for t in tf_t) / k
-            gw = statistics.median(t[0] for t in tfg_t) / k
+                time.sleep(a.gap)
+            stat = statistics.median if a.stat == "median" else min
+            tw = stat([t[0] for t in tf_t]) / k
+            gw = stat([t[0] for t in tfg_t]) / k
             tc = sum(t[1] for t in tf_t)
             gc = sum(t[1] for t in tfg_t)
             row = dict(case=label(c), index=i, copies=k, nodes=weight[i], tf_us=tw * 1e6,
@@ -239,7 +249,8 @@ def main():
             print(f"  model {m:20} TF {tf_m / 1e3:7.2f} ms  tfg {tfg_m / 1e3:7.2f} ms  "
                   f"{tfg_m / tf_m:5.2f}x")
     with open(a.out, "w") as f:
-        json.dump(dict(rows=rows, per_model=per_model, reps=a.reps), f, indent=1)
+        json.dump(dict(rows=rows, per_model=per_model, reps=a.reps, stat=a.stat,
+                       tf_threads=a.tf_threads, blas_threads=a.blas_threads), f, indent=1)
     return 0
 
 
