@@ -249,8 +249,11 @@ def main():
             print(f"  model {m:20} TF {tf_m / 1e3:7.2f} ms  tfg {tfg_m / 1e3:7.2f} ms  "
                   f"{tfg_m / tf_m:5.2f}x")
     with open(a.out, "w") as f:
-        json.dump(dict(rows=rows, per_model=per_model, reps=a.reps, stat=a.stat,
-                       tf_threads=a.tf_threads, blas_threads=a.blas_threads), f, indent=1)
+        # One line per row: the file stays small and diffs line by line.
+        head = dict(per_model=per_model, reps=a.reps, stat=a.stat, tf_threads=a.tf_threads,
+                    blas_threads=a.blas_threads)
+        f.write(json.dumps(head)[:-1] + ',\n "rows": [\n'
+                + ",\n".join(json.dumps(r) for r in rows) + "\n]}\n")
     return 0
 
 
