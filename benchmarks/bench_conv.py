@@ -242,7 +242,7 @@ def main():
           f"{tfg_sum / 1e3:7.2f}ms {tfg_sum / max(tf_sum, 1e-9):6.2f}")
     per_model = {}
     if a.all:
-        for m in sorted({m for r in rows for m in r["models"]}):
+        for m in sorted({m for r in rows for m in r["models"] if not models or m in models}):
             tf_m = sum(r["tf_us"] * r["models"].get(m, 0) for r in rows)
             tfg_m = sum(r["tfg_us"] * r["models"].get(m, 0) for r in rows)
             per_model[m] = dict(tf_ms=tf_m / 1e3, tfg_ms=tfg_m / 1e3, ratio=tfg_m / tf_m)
