@@ -265,10 +265,32 @@ def _paddings(x, paddings):
     return [(int(a), int(b)) for a, b in p.tolist()]
 
 
+def _constant_pad(x, pads, value):
+    """np.pad(x, pads, constant_values=value) as one np.empty, the interior assigned and each
+    padded slab filled: np.pad's Python costs ~30 us a call, and np.zeros' fresh pages cost
+    page faults where np.empty reuses freed memory (keras ZeroPadding2D before each strided
+    convolution: 0.9 ms -> 0.3 ms at 2x48x48x96)."""
+    out = np.empty([d + a + b for d, (a, b) in zip(x.shape, pads)], x.dtype)
+    out[tuple(slice(a, a + d) for d, (a, _) in zip(x.shape, pads))] = x
+    for axis, (a, b) in enumerate(pads):
+        # Slabs of this axis over the whole extent of the earlier axes (already padded) and
+        # the interior of the later ones (their slabs come next): each element set once.
+        head = (slice(None),) * axis
+        tail = tuple(slice(pa, pa + d) for d, (pa, _) in zip(x.shape[axis + 1:],
+                                                            pads[axis + 1:]))
+        if a:
+            out[head + (slice(0, a),) + tail] = value
+        if b:
+            out[head + (slice(out.shape[axis] - b, None),) + tail] = value
+    return out
+
+
 @kernel("Pad", device_types=ALL_DEVICES, host_inputs=(1,))
 def pad(ctx, x, paddings):
     xp = ctx.xp
     x = xp.asarray(x)
+    if xp is np and x.ndim:
+        return _constant_pad(x, _paddings(x, paddings), 0)
     return xp.pad(x, _paddings(x, paddings))
 
 
@@ -276,7 +298,10 @@ def pad(ctx, x, paddings):
 def pad_v2(ctx, x, paddings, constant_values):
     xp = ctx.xp
     x = xp.asarray(x)
-    return xp.pad(x, _paddings(x, paddings), constant_values=xp.asarray(constant_values).item())
+    value = xp.asarray(constant_values).item()
+    if xp is np and x.ndim:
+        return _constant_pad(x, _paddings(x, paddings), value)
+    return xp.pad(x, _paddings(x, paddings), constant_values=value)
 
 
 @kernel("MirrorPad", device_types=ALL_DEVICES, host_inputs=(1,))

@@ -1,0 +1,82 @@
+"""Depthwise convolution on the CPU (numpy): DepthwiseConv2dNative's forward pass.
+
+    forward(x[N,H,W,C], w[KH,KW,C,M], g) -> [N, OH, OW, C*M]     (g: conv_geom.Geom)
+
+Each strategy is one numpy einsum (its plain, unoptimized loop: it reads each input once and
+sums the KH*KW taps in place, no per-tap temporaries); they differ in the views they hand it,
+because einsum's speed is the length of its innermost contiguous loop:
+
+- W stride 1, M == 1, outputs wide enough (most depthwise layers): `conv_geom.row_windows`,
+  so the inner loop runs over OW*C adjacent values of both the input and a filter tiled OW
+  times, instead of over C values: 1.5-7x faster than windows with C inner.
+- W stride s > 1, dilation 1, M == 1, few channels: the input is split into its W phases
+  (columns b, b+s, b+2s, ... for each b < s: one copy of the input in all), after which
+  phase b is a stride-1 convolution with the filter columns b, b+s, ...: s einsums over
+  OW*C runs, summed.
+- otherwise (channel multiplier > 1, strided and dilated, wide strided layers): windows
+  [N, OH, OW, KH, KW, C] with C inner.
+"""
+import numpy as np
+from tfg.kernels.conv_geom import padded, row_windows, strided, windows
+
+# Measured on every depthwise layer of the keras.applications models (batch 2, 96x96): the
+# strided layers' W phases pay off below 64 channels (1.5-2.7x at C = 11..32, 0.9x at 72);
+# tap rows of OW*C values win from OW = 12 at any width (1.05-7x) and at OW = 6 up to
+# ~160 channels, while a tiled filter of KH*KW*OW*C values costs more than it saves on
+# narrower outputs (OW = 3: 0.2-0.8x).
+PHASE_MAX_CHANNELS = 64
+ROWS_MIN_OW = 12
+ROWS_NARROW_MIN_OW, ROWS_NARROW_MAX_CHANNELS = 6, 160
+
+
+def forward(x, w, g):
+    n, _, _, c = x.shape
+    m = w.shape[3]
+    if min(n, c, m, g.oh, g.ow) == 0:
+        return np.zeros((n, g.oh, g.ow, c * m), np.result_type(x, w))
+    if m == 1 and g.sw == 1 and (g.ow >= ROWS_MIN_OW or (
+            g.ow >= ROWS_NARROW_MIN_OW and c <= ROWS_NARROW_MAX_CHANNELS)):
+        return _rows(padded(x, g), w[:, :, :, 0], g)
+    if m == 1 and g.sw > 1 and g.dw == 1 and c < PHASE_MAX_CHANNELS:
+        return _phases(padded(x, g), w[:, :, :, 0], g)
+    return _windows(padded(x, g), w, g)
+
+
+def _tiled(w, ow):
+    """w[..., C] -> [..., OW*C]: each tap's C weights repeated for the OW output columns."""
+    return np.repeat(w[..., None, :], ow, axis=-2).reshape(*w.shape[:-1], ow * w.shape[-1])
+
+
+def _rows(xpad, w, g):
+    n, c = xpad.shape[0], xpad.shape[3]
+    out = np.einsum("nhijv,ijv->nhv", row_windows(xpad, g), _tiled(w, g.ow), optimize=False)
+    return out.reshape(n, g.oh, g.ow, c)
+
+
+def _phases(xpad, w, g):
+    """Stride s > 1 along W, dilation 1 along W: phase b holds padded columns b, b+s, ...
+    (one contiguous copy), and filter columns b, b+s, ... read it at offsets 0, 1, ..., so
+    each phase is a stride-1 row convolution; the phases' sums add up to the output.
+    (Not one einsum over zero-padded phase filters: a zero weight times an inf input would
+    put a NaN where TensorFlow has an inf.)"""
+    n, c = xpad.shape[0], xpad.shape[3]
+    s, ow = g.sw, g.ow
+    out = None
+    for b in range(min(s, g.kw)):
+        xb = np.ascontiguousarray(xpad[:, :, b::s, :])
+        wb = w[:, b::s]
+        sn, sh, sw, sc = xb.strides
+        view = strided(xb, (n, g.oh, g.kh, wb.shape[1], ow * c),
+                       (sn, sh * g.sh, sh * g.dh, sw, sc))
+        part = np.einsum("nhijv,ijv->nhv", view, _tiled(wb, ow), optimize=False)
+        out = part if out is None else np.add(out, part, out=out)
+    return out.reshape(n, g.oh, ow, c)
+
+
+def _windows(xpad, w, g):
+    n, c, m = xpad.shape[0], xpad.shape[3], w.shape[3]
+    win = windows(xpad, g)
+    if m == 1:
+        return np.einsum("nhwijc,ijc->nhwc", win, w[:, :, :, 0], optimize=False)
+    out = np.einsum("nhwijc,ijcm->nhwcm", win, w, optimize=False)
+    return out.reshape(n, g.oh, g.ow, c * m)

@@ -1,0 +1,70 @@
+"""Dense Conv2D on the CPU (numpy) as one GEMM per call, in either layout, without transposing
+the input or the output.
+
+    nhwc(x[N,H,W,C], w[KH,KW,C,O], g) -> [N, OH, OW, O]   patches [N*OH*OW, KH*KW*C] @ w
+    nchw(x[N,C,H,W], w[KH,KW,C,O], g) -> [N, O, OH, OW]   per image: w^T [O, C*KH*KW] @ patches
+
+1x1 convolutions need no patch matrix: with stride 1 and no padding the input itself is the
+GEMM operand (NHWC: [N*H*W, C]; NCHW: [N, C, H*W], BLAS reads w^T as a transposed view), and
+a strided 1x1 copies only the sampled pixels (1/(sh*sw) of the input). Otherwise the patch
+matrix is copied once from a strided view of the padded input (conv_geom): in NHWC its rows
+are output pixels and, with a W dilation of 1, each filter row's KW*C values are one run of
+memory, so the copy moves whole runs; in NCHW its rows are (c, kh, kw) and its columns output
+pixels, so the product is already NCHW and needs no transpose back. (Measured against
+shifting the padded image once per filter tap and accumulating KH*KW GEMMs with K = C: that
+was 0.7-1.9x as fast on the keras.applications layers, so not worth a second path.)
+"""
+import numpy as np
+from tfg.kernels.conv_geom import padded, padded_nchw, strided
+
+
+def nhwc(x, w, g):
+    n, h, wd, c = x.shape
+    kh, kw, _, oc = w.shape
+    if kh == kw == 1 and not g.has_pad:
+        if g.sh != 1 or g.sw != 1 or g.oh != h or g.ow != wd:
+            x = x[:, :(g.oh - 1) * g.sh + 1:g.sh, :(g.ow - 1) * g.sw + 1:g.sw, :]
+        y = x.reshape(-1, c) @ w.reshape(c, oc)  # reshape copies only a strided/NCHW view
+    else:
+        y = patches_nhwc(x, g) @ w.reshape(-1, oc)
+    return y.reshape(n, g.oh, g.ow, oc)
+
+
+def patches_nhwc(x, g):
+    """Patch matrix [N*OH*OW, KH*KW*C] of NHWC `x` (any strides: an NCHW input's transpose is
+    fine), rows in output order and columns in the filter's (kh, kw, c) order: one copy."""
+    n, c = x.shape[0], x.shape[3]
+    xpad = padded(x, g)
+    sn, sh, sw, sc = xpad.strides
+    if g.dw == 1:
+        win = strided(xpad, (n, g.oh, g.ow, g.kh, g.kw * c),
+                      (sn, sh * g.sh, sw * g.sw, sh * g.dh, sc))
+    else:
+        win = strided(xpad, (n, g.oh, g.ow, g.kh, g.kw, c),
+                      (sn, sh * g.sh, sw * g.sw, sh * g.dh, sw * g.dw, sc))
+    return win.reshape(n * g.oh * g.ow, g.kh * g.kw * c)
+
+
+def nchw(x, w, g):
+    n, c, h, wd = x.shape
+    kh, kw, _, oc = w.shape
+    if kh == kw == 1 and not g.has_pad:
+        if g.sh != 1 or g.sw != 1 or g.oh != h or g.ow != wd:
+            x = x[:, :, :(g.oh - 1) * g.sh + 1:g.sh, :(g.ow - 1) * g.sw + 1:g.sw]
+        cols = x.reshape(n, c, g.oh * g.ow)
+        wt = w.reshape(c, oc).T
+    else:
+        cols = _patches_nchw(x, g)
+        wt = w.transpose(3, 2, 0, 1).reshape(oc, c * kh * kw)
+    return np.matmul(wt, cols).reshape(n, oc, g.oh, g.ow)
+
+
+def _patches_nchw(x, g):
+    """Patches [N, C*KH*KW, OH*OW] of NCHW `x`: rows in the (c, kh, kw) order of the filter
+    transposed to [O, C, KH, KW], columns in output order. One copy of a strided view."""
+    n, c = x.shape[:2]
+    xpad = padded_nchw(x, g)
+    sn, sc, sh, sw = xpad.strides
+    win = strided(xpad, (n, c, g.kh, g.kw, g.oh, g.ow),
+                  (sn, sc, sh * g.dh, sw * g.dw, sh * g.sh, sw * g.sw))
+    return win.reshape(n, c * g.kh * g.kw, g.oh * g.ow)
