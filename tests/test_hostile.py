@@ -1,8 +1,8 @@
 """Hostile inputs end cleanly (issue 21): text nesting, splat folding, inlining bombs.
 
 Each file comes from tools/gen_hostile.py, made in a temporary folder; each command ends in
-one line on stderr with exit 2 (or succeeds without expanding anything) within 10 s and under
-1 GB of resident memory.
+one line on stderr with exit 2 (or succeeds without expanding anything) within 10 s of CPU
+and under 1 GB of resident memory.
 """
 import os
 
