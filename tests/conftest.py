@@ -7,6 +7,9 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
 # The shared conformance cases sit beside a developer's checkout; a user's clone has none.
+# Tests reach them only through CONFORMANCE, conformance_cases() and the conformance_dir
+# fixture (or tools/fuzz.py's seeds, tests/gpu_suite.py): .ci/run reruns the files naming these
+# in a clone without ../shared, where they must skip or pass.
 CONFORMANCE = pathlib.Path(os.environ.get("TFG_CONFORMANCE", ROOT.parent / "shared" / "conformance"))
 
 

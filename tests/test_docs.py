@@ -175,3 +175,16 @@ def test_extract_blocks_conventions():
     assert [(b[1], b[3]) for b in blocks] == [("sh", "no-test"), ("python", ("file", "a.py")),
                                              ("console", None)]
     assert console_commands(blocks[2][2]) == "tfg info \\\n  g.pb\nls\n"
+
+
+def test_ci_runs_the_readme_test_command():
+    """.ci/run calls the README's test command (plus -x and a timeout), so the command a reader
+    copies is the one CI proves."""
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("## Tests"):]
+    block = next(code for _, lang, code, _ in extract_blocks(section) if lang in SHELL_LANGS)
+    readme_cmd = block.strip().split("&&")[-1].strip()
+    assert readme_cmd.startswith("python3 -m pytest"), readme_cmd
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert any(line.startswith(readme_cmd + " ") or line == readme_cmd for line in ci), \
+        f"{readme_cmd!r} not in .ci/run"

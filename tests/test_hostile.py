@@ -1,8 +1,8 @@
 """Hostile inputs end cleanly (issue 21): text nesting, splat folding, inlining bombs.
 
 Each file comes from tools/gen_hostile.py, made in a temporary folder; each command ends in
-one line on stderr with exit 2 (or succeeds without expanding anything) within 10 s and under
-1 GB of resident memory.
+one line on stderr with exit 2 (or succeeds without expanding anything) within 10 s of CPU
+and under 1 GB of resident memory.
 """
 import os
 
@@ -112,6 +112,42 @@ def test_inlining_bomb_is_refused_before_copying(made):
     path = made("inline_bomb")
     assert_refused(run_bounded(["run", path, "--target", "root"]),
                    says="would add 64.2 GiB to the graph")
+
+
+@pytest.mark.parametrize("cmd", [["place", "--devices", "cpu:2"],
+                                 ["partition", "--devices", "cpu:2"], ["optimize"],
+                                 ["run", "--target", "root"]], ids=lambda c: c[0])
+def test_inlining_bomb_under_the_byte_cap_is_refused_by_its_amplification(made, tmp_path, cmd):
+    """12 levels and a 64 KiB leaf: 268 MiB once inlined, under the 512 MiB cap, from a 66 KB
+    file. place and partition wrote all of it (a 270 MB graph, 1.4 GB RSS, ~5 s CPU each: most
+    of the CI fuzz round's time); now refused before copying, by the expansion ratio."""
+    path = gen_hostile.inline_bomb(str(tmp_path), levels=12, leaf_bytes=1 << 16)
+    args = [cmd[0], path, *cmd[1:]] + ([] if cmd[0] == "run" else ["-o", tmp_path / "o.pb"])
+    assert_refused(run_bounded(args), says="times the function library's")
+    assert not (tmp_path / "o.pb").exists()
+
+
+def test_a_function_called_a_few_times_still_inlines():
+    """The amplification rule leaves a shared function called per layer alone: 8 calls of a
+    body holding a 9 MB constant (72 MB inlined, past the floor, 8 times the library)."""
+    import numpy as np
+
+    from tfg.graphdef.canonical import canonicalize
+    from tfg.graphdef.graph import Graph
+    from tfg.schemas.proto import graph_pb2
+
+    gd = graph_pb2.GraphDef()
+    f = gd.library.function.add()
+    f.signature.name = "layer"
+    c = f.node_def.add(name="w", op="Const")
+    c.attr["dtype"].type = 1
+    c.attr["value"].tensor.dtype = 1
+    c.attr["value"].tensor.tensor_shape.dim.add().size = 9 << 18
+    c.attr["value"].tensor.tensor_content = np.zeros(9 << 18, np.float32).tobytes()
+    for k in range(8):
+        gd.node.add(name=f"call{k}", op="layer")
+    g = canonicalize(Graph.from_proto(gd))
+    assert sum(n.op == "Const" for n in g) == 8
 
 
 # --- SavedModel bundles -----------------------------------------------------------------------

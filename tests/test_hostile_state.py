@@ -1,7 +1,7 @@
 """Saved state is checked, never trusted (issue 21): checkpoints record the graph that made
 them, forged ones are refused before decoding, writes never clobber or leak files.
 
-Hostile files come from tools/gen_hostile.py; each refusal is one line, exit 2, within 10 s
+Hostile files come from tools/gen_hostile.py; each refusal is one line, exit 2, within 10 s of CPU
 and under 1 GB of RSS.
 """
 import os

@@ -60,6 +60,12 @@ MAX_NODES = 1_000_000
 # ways, passes any node cap. A node costs its NodeDef's bytes plus what tfg holds per node.
 MAX_INLINED_BYTES = 512 << 20
 NODE_OVERHEAD_BYTES = 1024
+# ... and by amplification: past a floor, a call may not add more than this many times the
+# library's own bytes. A 12-level bomb with a 64 KiB leaf (a 70 KB file) adds 266 MB, under the
+# byte cap, but 3000 times its library: place and partition wrote a 270 MB graph (1.4 GB RSS).
+# Real libraries are inlined a few times each (a shared layer function called per layer).
+MAX_AMPLIFICATION = 256
+AMPLIFICATION_FLOOR_BYTES = 64 << 20
 
 
 @dataclass
@@ -128,8 +134,12 @@ def check_expansion(calls, lib, limit=MAX_INLINED_BYTES):
 
         Before: root calls f0; f_k calls f_(k+1) twice; f16 holds a 1 MB attr (a 1 MB file)
         After:  FunctionInliningError: inlining node 'root' would add 64 GiB ...
+        Before: the same with 12 levels and a 64 KiB leaf (a 66 KB file)
+        After:  FunctionInliningError: ... would add 268.2 MiB to the graph, 3075 times the
+                function library's 89.3 KiB (at most 256 times past 64.0 MiB) ...
     """
     memo = {}
+    own = sum(nd.ByteSize() + NODE_OVERHEAD_BYTES for f in lib.values() for nd in f.node_def)
 
     def expanded(fname, depth):
         if fname in memo:
@@ -150,6 +160,12 @@ def check_expansion(calls, lib, limit=MAX_INLINED_BYTES):
             raise FunctionInliningError(
                 f"inlining node {call.name!r} would add {_human(size)} to the graph (at most "
                 f"{_human(limit)}); the function library expands too much")
+        if size > AMPLIFICATION_FLOOR_BYTES and size > MAX_AMPLIFICATION * own:
+            raise FunctionInliningError(
+                f"inlining node {call.name!r} would add {_human(size)} to the graph, "
+                f"{size // max(own, 1)} times the function library's {_human(own)} (at most "
+                f"{MAX_AMPLIFICATION} times past {_human(AMPLIFICATION_FLOOR_BYTES)}); the "
+                "function library expands too much")
 
 
 def _callees(node, lib):
