@@ -5,30 +5,50 @@ Each is `call(vals, step)` over the loop's integer slots, like tfg/executor/call
     >>> call = matmul_call(prepared, nn_ops.matmul, ctx, ins=(3, 4), out=5, limit=1 << 30)
     >>> call(vals, None)       # vals[5] = vals[3] @ vals[4], its size checked against limit
 
-Before: every MatMul, SelectV2, TensorListGetItem and StridedSlice of a loop body paid the
-guard's cache key over its inputs (2-4 us of a 3-15 us call) and a kernel frame or two; after:
-a few type and size tests, then the kernel (or numpy) itself. Values are the kernels' own.
+Before: every MatMul, SelectV2, TensorListGetItem, TensorListSetItem and StridedSlice of a
+loop body paid the guard's cache key over its inputs (2-4 us of a 3-15 us call) and a kernel
+frame or two; after: a few type and size tests, then the kernel (or numpy) itself. Values are
+the kernels' own.
 """
 import numpy as np
 
-from tfg.kernels.list_ops import TensorList
+from tfg.kernels.list_ops import TensorList, compatible
 from tfg.kernels.select import MIN_SIZE as _WHERE_MIN, where
 
 np_where = np.where
 
 
-def select_call(call, ins, out):
+def mask_fits(m, shape):
+    """Whether the bool mask `m` broadcasts to `shape` without growing it (a BiLSTM's [8, 1]
+    time-step mask against its [8, 32] states): np.where then gives an array of `shape`."""
+    n = m.ndim
+    if n > len(shape):
+        return False
+    ms = m.shape
+    if ms == shape:
+        return True
+    off = len(shape) - n
+    for k in range(n):
+        d = ms[k]
+        if d != 1 and d != shape[off + k]:
+            return False
+    return True
+
+
+def select_call(call, ins, out, broadcast=False):
     """SelectV2/Select of a bool condition and two arrays of one shape and dtype: the
     kernel's `where` straight (the output is the inputs' size: no memory verdict to ask);
-    anything else: the prepared kernel call. A BiLSTM's mask selects, 6 an iteration."""
+    anything else: the prepared kernel call. `broadcast` (SelectV2): the condition may also
+    broadcast to the arrays' shape (mask_fits). A BiLSTM's mask selects, 6 an iteration."""
     c, a, b = ins
     ndarray = np.ndarray
 
     def call3(vals, step):
         m, x, y = vals[c], vals[a], vals[b]
         if (type(m) is ndarray and type(x) is ndarray and type(y) is ndarray
-                and m.shape == x.shape == y.shape and m.ndim and m.dtype == np.bool_
-                and x.dtype is y.dtype):
+                and x.shape == y.shape and m.ndim and m.dtype == np.bool_
+                and x.dtype is y.dtype
+                and (m.shape == x.shape or (broadcast and mask_fits(m, x.shape)))):
             # (what `where` itself does below its size for bit masks, without its checks)
             vals[out] = np_where(m, x, y) if x.size < _WHERE_MIN else where(m, x, y)
         else:
@@ -76,6 +96,17 @@ def slice_call(call, fn, ctx, ins, out, limit):
 _INDEX_TYPES = (np.int32, np.int64)
 
 
+def _index(idx):
+    """A list index as the kernels read it (tfg.kernels.list_ops._int): an int32/int64 scalar
+    or 0-d array (a Const index: Keras writes its last output at 0); None for anything else."""
+    t = type(idx)
+    if t is np.int32 or t is np.int64:
+        return idx
+    if t is np.ndarray and idx.ndim == 0 and idx.dtype.type in _INDEX_TYPES:
+        return idx[()]
+    return None
+
+
 def list_get_call(call, fn, ctx, ins, out):
     """TensorListGetItem of an item that was set: the kernel unguarded (it returns the stored
     array, nothing is allocated: no memory verdict to ask); an unset item (zeros of the
@@ -84,10 +115,39 @@ def list_get_call(call, fn, ctx, ins, out):
     h, i, e = ins
 
     def get_item(vals, step):
-        lst, idx = vals[h], vals[i]
-        if (type(lst) is TensorList and type(idx) in _INDEX_TYPES
+        lst, idx = vals[h], _index(vals[i])
+        if (type(lst) is TensorList and idx is not None
                 and 0 <= idx < len(lst.items) and lst.items[idx] is not None):
             vals[out] = fn(ctx, lst, idx, vals[e])
         else:
             call(vals, step)
     return get_item
+
+
+def list_set_call(call, fn, ctx, ins, out):
+    """TensorListSetItem of an array of the list's numpy dtype and element shape at an index
+    within the list: the new list made here as the kernel makes it (a copy of the Python list
+    of items, the array stored as it is; the op's output is a variant, whose size the memory
+    guard never judges); anything else: the prepared call, whose kernel words the error. An
+    RNN writes its output step so every iteration."""
+    h, i, v = ins
+    ndarray = np.ndarray
+    want = [None, None]  # (array dtype, list element dtype) the kernel last accepted
+
+    def set_item(vals, step):
+        lst, idx, item = vals[h], _index(vals[i]), vals[v]
+        if (type(lst) is TensorList and idx is not None and type(item) is ndarray
+                and item.dtype is want[0] and lst.element_dtype is want[1]
+                and 0 <= idx < len(lst.items)):
+            shape = lst.element_shape
+            if shape == item.shape or compatible(shape, item.shape):
+                items = list(lst.items)
+                items[idx] = item
+                vals[out] = lst.with_items(items)
+                return
+        call(vals, step)
+        new = vals[out]
+        if type(new) is TensorList and type(item) is ndarray:
+            # what the kernel accepted: this list dtype with this array dtype
+            want[0], want[1] = item.dtype, new.element_dtype
+    return set_item

@@ -14,7 +14,10 @@ one Python frame and one numpy call per node, and no allocation for the chain's 
 """
 import numpy as np
 
+from tfg.executor.direct_calls import mask_fits
+from tfg.kernels.indexing_ops import strided_slice_index
 from tfg.kernels.math_ops import sigmoid_into
+from tfg.kernels.select import MIN_SIZE as _WHERE_MIN, where
 
 ndarray = np.ndarray
 
@@ -107,6 +110,67 @@ def matmul(a, b, o, reuse, ta, tb, limit):
                 return
         vals[o] = mm(x, y)
     return step_mm
+
+
+def fused_matmul(a, b, bias, o, reuse, ta, tb, limit):
+    """_FusedMatMul with fused_ops [BiasAdd] (Grappler's remap of MatMul then BiasAdd, a GRU's
+    input projection): the MatMul step, then the bias added in the product's memory, as
+    the kernel does it (tfg/kernels/fused.py: np.add(y, bias, out=y) on its fresh product)."""
+    mm = matmul(a, b, o, reuse, ta, tb, limit)
+    add = np.add
+
+    def step_fmm(vals):
+        v = vals[bias]
+        if type(v) is not ndarray or v.ndim != 1:
+            raise Fallback
+        mm(vals)
+        y = vals[o]
+        if v.shape[0] != y.shape[1]:
+            raise Fallback  # the kernel's error to word
+        add(y, v, out=y)
+    return step_fmm
+
+
+def strided(a, spec, o, attrs, limit):
+    """StridedSlice by begin, end and strides of Consts (`spec`: their slots): basic slicing,
+    a view of the input, as the kernel returns it (its index per input shape kept), when the
+    input is within the memory guard's `limit` (so is the slice). A GRU's three gate slices."""
+    cache = {}
+
+    def step_slice(vals):
+        x = vals[a]
+        if type(x) is not ndarray or (limit is not None and x.nbytes > limit):
+            raise Fallback
+        index = cache.get(x.shape)
+        if index is None:
+            begin, end, strides = (vals[s] for s in spec)
+            try:
+                index = strided_slice_index(x.shape, begin, end, strides, attrs)
+            except Exception:  # noqa: BLE001 - the kernel's error to word
+                raise Fallback from None
+            if len(cache) > 16:
+                cache.clear()
+            cache[x.shape] = index
+        vals[o] = x[index]
+    return step_slice
+
+
+def select(c, a, b, o, broadcast):
+    """Select/SelectV2 of a bool mask and two arrays of one shape: np.where, or the kernel's
+    `where` from its size on (the same bits); `broadcast` (SelectV2): the mask may broadcast
+    to their shape (a BiLSTM's [8, 1] step mask). A fresh array, as the kernel's."""
+    bool_ = np.bool_
+    np_where = np.where
+
+    def step_select(vals):
+        m, x, y = vals[c], vals[a], vals[b]
+        if (type(m) is not ndarray or type(x) is not ndarray or type(y) is not ndarray
+                or x.shape != y.shape or not m.ndim or m.dtype != bool_):
+            raise Fallback
+        if m.shape != x.shape and not (broadcast and mask_fits(m, x.shape)):
+            raise Fallback
+        vals[o] = np_where(m, x, y) if x.size < _WHERE_MIN else where(m, x, y)
+    return step_select
 
 
 def sigmoid(a, o, reuse):

@@ -21,13 +21,16 @@ chains whose values it reads (each becomes one call at that point) and runs befo
 (it does not depend on them, and they are pure). Only nodes live whenever the body runs
 (no cond inside the body around them) and not loop-invariant are fused.
 """
+import heapq
+
 import numpy as np
 
 from tfg.executor import fused_steps as S
 from tfg.executor import plan as P
 from tfg.executor.loop_calls import LoopNodeError
-from tfg.kernels import array_ops, nn_ops
+from tfg.kernels import array_ops, fused, indexing_ops, math_ops, nn_ops
 from tfg.kernels.math_ops import array_kernel
+from tfg.kernels.registry import find_kernel
 
 # A chain whose operands the steps did not take this many times in a row (integers, a
 # broadcast, a GPU array) runs its nodes' calls from then on, without trying the steps first.
@@ -56,15 +59,32 @@ def _kind(it):
         return "bias", None
     if fn is array_ops.split:
         return "split", None
+    if fn is fused.fused_matmul and _bias_only(attrs) and it.num_inputs == 3:
+        return "fmatmul", (bool(attrs.get("transpose_a")), bool(attrs.get("transpose_b")),
+                           getattr(it.fn, "limit", None))
+    if fn is indexing_ops.strided_slice and it.num_inputs == 4:
+        return "slice", (attrs, getattr(it.fn, "limit", None))
+    if fn is math_ops.select_v2 or fn is math_ops.select:
+        return "select", fn is math_ops.select_v2
     return None
 
 
-def fuse_chains(body, ins_of, outs_of, outside, fusable, new_slot):
+def _bias_only(attrs):
+    """Whether a _FusedMatMul's fused ops are [BiasAdd] alone, over the registered MatMul
+    kernel (what its kernel multiplies with)."""
+    ops = [o.decode() if isinstance(o, bytes) else o for o in attrs.get("fused_ops", [])]
+    kd = find_kernel("MatMul")
+    return (ops == ["BiasAdd"] and int(attrs.get("num_args", 1)) == 1 and kd is not None
+            and kd.fn is nn_ops.matmul)
+
+
+def fuse_chains(body, ins_of, outs_of, outside, fusable, new_slot, constants=frozenset()):
     """`body` [(call, item)] with each chain of two or more nodes replaced by one fused call.
     ins_of: item id -> (input slots, control slots) of every node of the frame; outs_of(item)
     -> its output slots; outside: the slots read otherwise (the loop's NextIteration values,
     the Exits, the predicate); fusable(item): whether its conditions allow it (live with the
-    body, not invariant); new_slot(key) -> a fresh slot."""
+    body, not invariant); new_slot(key) -> a fresh slot; constants: the slots of the frame's
+    Consts (a StridedSlice of Const bounds is a step)."""
     readers = {}
     for iid, (ins, controls) in ins_of.items():
         for s in ins:
@@ -72,6 +92,13 @@ def fuse_chains(body, ins_of, outs_of, outside, fusable, new_slot):
                 readers.setdefault(s, set()).add(iid)
         for s in controls:
             readers.setdefault(s, set()).add(iid)
+    kinds = {}
+    for _, it in body:
+        kind = _kind(it) if fusable(it) else None
+        if kind is not None and kind[0] == "slice" and not all(
+                s in constants for s in ins_of[it.id][0][1:]):
+            kind = None
+        kinds[it.id] = kind
     out = []
     groups = []  # open chains: [members [(call, item, kind)], their output slots]
 
@@ -83,11 +110,11 @@ def fuse_chains(body, ins_of, outs_of, outside, fusable, new_slot):
         else:
             out.extend((c, it) for c, it, _ in members)
 
-    for call, it in body:
+    for call, it in _fusable_first(body, ins_of, outs_of, kinds):
         ins, controls = ins_of[it.id]
         read = [g for g in groups if any(s in g[1] for s in ins)
                 or any(s in g[1] for s in controls)]
-        kind = _kind(it) if fusable(it) else None
+        kind = kinds[it.id]
         if kind is None:
             for g in read:
                 close(g)
@@ -110,13 +137,51 @@ def fuse_chains(body, ins_of, outs_of, outside, fusable, new_slot):
     return out
 
 
+def _fusable_first(body, ins_of, outs_of, kinds):
+    """The body in a dependency order that runs each fusable node as early as its inputs
+    allow, and the others in their own order (among themselves: stateful ones keep theirs):
+    a node that reads a chain's value and feeds none (a BiLSTM's TensorListSetItem between
+    its mask Selects) no longer splits the chain in two."""
+    producer = {}
+    for k, (_, it) in enumerate(body):
+        for s in outs_of(it):
+            producer[s] = k
+    waits = [0] * len(body)
+    after = [[] for _ in body]
+    last = None  # the previous node that is not fusable
+    for k, (_, it) in enumerate(body):
+        ins, controls = ins_of[it.id]
+        deps = {producer[s] for s in list(ins) + list(controls) if s in producer}
+        if kinds[it.id] is None:
+            if last is not None:
+                deps.add(last)
+            last = k
+        deps.discard(k)
+        waits[k] = len(deps)
+        for d in deps:
+            after[d].append(k)
+    ready = [(kinds[it.id] is None, k) for k, (_, it) in enumerate(body) if not waits[k]]
+    heapq.heapify(ready)
+    order = []
+    while ready:
+        _, k = heapq.heappop(ready)
+        order.append(body[k])
+        for j in after[k]:
+            waits[j] -= 1
+            if not waits[j]:
+                heapq.heappush(ready, (kinds[body[j][1].id] is None, j))
+    if len(order) != len(body):  # (a cycle: not an iteration's order; keep the given one)
+        return body
+    return order
+
+
 def _fused(group, ins_of, outs_of, readers, outside, new_slot):
     """(call, item) of one chain: the last member's item names it."""
     members = {it.id for _, it, _ in group}
     produced = set()
     for _, it, _ in group:
         produced.update(outs_of(it))
-    views = {}  # slot -> slots of the views of its array (Split's pieces)
+    views = {}  # slot -> slots of the views of its array (Split's pieces, slices)
 
     def escapes(s):
         return (s in outside or not readers.get(s, set()) <= members
@@ -131,8 +196,10 @@ def _fused(group, ins_of, outs_of, readers, outside, new_slot):
     for _, it, (kind, _) in group:
         if kind == "split":
             outs = outs_of(it)
-            views[ins_of[it.id][0][1]] = outs
+            views.setdefault(ins_of[it.id][0][1], []).extend(outs)
             pieces.update((s, (it, p)) for p, s in enumerate(outs))
+        elif kind == "slice":
+            views.setdefault(ins_of[it.id][0][0], []).extend(outs_of(it))
     whole = {}  # Split id -> [(port, Sigmoid item)]
     for src, sigs in sig_of_split.items():
         if src in pieces:
@@ -144,7 +211,10 @@ def _fused(group, ins_of, outs_of, readers, outside, new_slot):
     for _, it, (kind, fn) in group:
         ins = ins_of[it.id][0]
         outs = outs_of(it)
-        floats.extend(s for s in (ins[1:] if kind == "split" else ins) if s not in produced)
+        # (the operands of one float dtype: not a Split's axis, a slice's bounds, a mask)
+        operands = (ins[1:] if kind in ("split", "select") else ins[:1] if kind == "slice"
+                    else ins)
+        floats.extend(s for s in operands if s not in produced)
         if it.id in by_whole:
             continue  # a view of the whole Sigmoid, written by its Split's step
         if kind == "split":
@@ -166,6 +236,12 @@ def _fused(group, ins_of, outs_of, readers, outside, new_slot):
         elif kind == "bias":
             nchw = it.ctx.attrs.get("data_format", b"NHWC") in (b"NCHW", "NCHW")
             steps.append(S.bias_add(ins[0], ins[1], o, reuse, nchw))
+        elif kind == "fmatmul":
+            steps.append(S.fused_matmul(ins[0], ins[1], ins[2], o, reuse, *fn))
+        elif kind == "slice":
+            steps.append(S.strided(ins[0], tuple(ins[1:]), o, *fn))
+        elif kind == "select":
+            steps.append(S.select(ins[0], ins[1], ins[2], o, fn))
         else:
             steps.append(S.matmul(ins[0], ins[1], o, reuse, *fn))
     calls = tuple((c, it) for c, it, _ in group)

@@ -49,7 +49,8 @@ import numpy as np
 from tfg.executor import loop_graph as G
 from tfg.executor import plan as P
 from tfg.executor.calls import slot_call
-from tfg.executor.direct_calls import list_get_call, matmul_call, select_call, slice_call
+from tfg.executor.direct_calls import (list_get_call, list_set_call, matmul_call, select_call,
+                                       slice_call)
 from tfg.executor.loop_calls import (INDEX, LoopNodeError, binary_call, forward, guarded,
                                      merge_call, switch_call, unary_call)
 from tfg.executor.loop_fusion import fuse_chains
@@ -58,7 +59,7 @@ from tfg.kernels.math_ops import (SCALAR_OPS, array_kernel, scalar_kernel, selec
                                   select_v2)
 from tfg.schemas.ops import get_op, has_op
 from tfg.kernels.indexing_ops import strided_slice
-from tfg.kernels.list_ops import tensor_list_get_item
+from tfg.kernels.list_ops import tensor_list_get_item, tensor_list_set_item
 from tfg.kernels.nn_ops import matmul as nn_matmul
 from tfg.kernels.resources import Ref
 
@@ -337,7 +338,7 @@ def _build(name, frame_enters, items, sources, order, side, cond, loop_merges, l
         true_pass = fuse_chains(
             true_pass, ins_of, lambda it: [slot[(it.id, p)] for p in range(it.num_outputs)],
             outside, lambda it: cond[it.id] == G.EMPTY and it.id not in once,
-            lambda key: new(key))
+            lambda key: new(key), {slot[(it.id, 0)] for _, it in hoisted})
     # Loop-invariant numbers read only by kernels with a scalar fast path: as numpy scalars.
     scalar_enters = tuple(slot[(e.id, 0)] for e in frame_enters if e.is_constant and all(
         items[d].op in SCALAR_OPS for d, port, _ in e.out_edges if port >= 0))
@@ -418,9 +419,11 @@ def _call(it, ins, outs, sources):
             return unary_call(call, array_fn, ins[0], outs[0])
         fn = getattr(it.fn, "__wrapped__", it.fn)
         if fn in _SELECTS and it.ctx.xp is np:
-            return select_call(call, ins, outs[0])
+            return select_call(call, ins, outs[0], broadcast=fn is select_v2)
         if fn is tensor_list_get_item:
             return list_get_call(call, fn, it.ctx, ins, outs[0])
+        if fn is tensor_list_set_item:
+            return list_set_call(call, fn, it.ctx, ins, outs[0])
         if fn is nn_matmul and it.ctx.xp is np:
             return matmul_call(call, fn, it.ctx, ins, outs[0], getattr(it.fn, "limit", None))
         if fn is strided_slice and it.ctx.xp is np:
