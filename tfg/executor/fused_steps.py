@@ -189,12 +189,16 @@ def sigmoid(a, o, reuse):
     return step_sig
 
 
-def split(axis, a, outs, n, sig=None):
+def split(axis, a, outs, n, sig=None, blocks=None):
     """Split into `n` views along a constant axis (the kernel's basic slicing). `sig`:
     (hidden slot, reuse, {port: slot}) when Sigmoids of two or more of the pieces are in the
     chain: one Sigmoid over the whole input, and each piece's Sigmoid a view of it (an LSTM
-    cell's three gates: 5 numpy calls instead of 15)."""
+    cell's three gates: 5 numpy calls instead of 15). `blocks`: (slot, reuse) of a buffer
+    for the pieces of a C-contiguous matrix split along its columns: one copy makes each
+    piece a contiguous block (the same values), so that the ufuncs after it take numpy's
+    contiguous loops instead of its strided iterator (an LSTM cell: 38 -> 30 us at 8x64)."""
     cache = {}
+    copyto, empty = np.copyto, np.empty
 
     def step_split(vals):
         x, ax = vals[a], vals[axis]
@@ -210,14 +214,26 @@ def split(axis, a, outs, n, sig=None):
             if len(cache) > 16:
                 cache.clear()
             index = cache[key] = _split_index(x.shape, ax, n)
+        if blocks is not None and x.ndim == 2 and len(index[0]) == 2 and x.flags.c_contiguous:
+            rows, cols = x.shape
+            k = cols // n
+            slot, reuse = blocks
+            src = vals[slot] if reuse else None
+            if type(src) is not ndarray or src.shape != (n, rows, k) or src.dtype is not x.dtype:
+                src = empty((n, rows, k), x.dtype)
+            copyto(src, x.reshape(rows, n, k).transpose(1, 0, 2))
+            vals[slot] = src
+            index = range(n)
+        else:
+            src = x
         for o, i in zip(outs, index):
-            vals[o] = x[i]
+            vals[o] = src[i]
         if sig is not None:
             hidden, reuse, ports = sig
             buf = vals[hidden] if reuse else None
-            if type(buf) is not ndarray or buf.shape != x.shape:
+            if type(buf) is not ndarray or buf.shape != src.shape:
                 buf = None
-            whole = sigmoid_into(x, buf)
+            whole = sigmoid_into(src, buf)
             if whole is None:
                 raise Fallback
             vals[hidden] = whole

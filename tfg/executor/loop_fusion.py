@@ -224,7 +224,8 @@ def _fused(group, ins_of, outs_of, readers, outside, new_slot):
                 hidden = new_slot((it.id, "sigmoid"))
                 reuse = not any(escapes(o) for _, o in ports)
                 sig = (hidden, reuse, tuple(ports))
-            steps.append(S.split(ins[0], ins[1], tuple(outs), len(outs), sig))
+            blocks = (new_slot((it.id, "blocks")), not any(escapes(o) for o in outs))
+            steps.append(S.split(ins[0], ins[1], tuple(outs), len(outs), sig, blocks))
             continue
         o = outs[0]
         reuse = not escapes(o)
