@@ -113,14 +113,20 @@ def list_get_call(call, fn, ctx, ins, out):
     element shape), another index type or a bad index: the prepared call. An LSTM reads its
     input step so every iteration."""
     h, i, e = ins
+    want = [None]  # the list element dtype the kernel last accepted
 
     def get_item(vals, step):
         lst, idx = vals[h], _index(vals[i])
-        if (type(lst) is TensorList and idx is not None
-                and 0 <= idx < len(lst.items) and lst.items[idx] is not None):
-            vals[out] = fn(ctx, lst, idx, vals[e])
-        else:
-            call(vals, step)
+        if type(lst) is TensorList and idx is not None and 0 <= idx < len(lst.items):
+            item = lst.items[idx]
+            if item is not None:
+                if lst.element_dtype is want[0]:
+                    vals[out] = item  # what the kernel returns, without its checks
+                    return
+                vals[out] = fn(ctx, lst, idx, vals[e])
+                want[0] = lst.element_dtype
+                return
+        call(vals, step)
     return get_item
 
 
@@ -151,3 +157,22 @@ def list_set_call(call, fn, ctx, ins, out):
             # what the kernel accepted: this list dtype with this array dtype
             want[0], want[1] = item.dtype, new.element_dtype
     return set_item
+
+
+def scalar_call(call, pair, ins, out):
+    """A binary kernel with a scalar fast path (tfg.kernels.math_ops.scalar_pair_kernel) on
+    two numpy scalars of one type: `pair` straight; anything else (arrays, 0-d arrays, an
+    overflow): `call`, the loop's elementwise call (tfg/executor/loop_calls.py binary_call).
+    A loop's counters and predicate, five an iteration of a Keras RNN: 4.9k -> 2.8k
+    instructions each."""
+    a, b = ins
+
+    def scalar2(vals, step):
+        x, y = vals[a], vals[b]
+        if type(x) is type(y):
+            r = pair(x, y)
+            if r is not None:
+                vals[out] = r
+                return
+        call(vals, step)
+    return scalar2

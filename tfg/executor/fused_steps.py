@@ -11,6 +11,8 @@ raises Fallback, and the chain runs its nodes' own prepared calls instead.
 
 Before: one prepared call per node (type checks, a kernel frame, a fresh array each); after:
 one Python frame and one numpy call per node, and no allocation for the chain's temporaries.
+A ufunc's output buffer is passed positionally: numpy parses no keyword (about 15% of the
+instructions of an add on 8x64).
 """
 import numpy as np
 
@@ -36,7 +38,7 @@ def unary(fn, a, o, reuse):
     def step1(vals):
         x, buf = vals[a], vals[o]
         if type(buf) is ndarray and buf.shape == x.shape:
-            fn(x, out=buf)
+            fn(x, buf)
         else:
             vals[o] = fn(x)
     return step1
@@ -59,7 +61,7 @@ def binary(fn, a, b, o, reuse):
         if reuse:
             buf = vals[o]
             if type(buf) is ndarray and buf.shape == shape:
-                fn(x, y, out=buf)
+                fn(x, y, buf)
                 return
         vals[o] = fn(x, y)
     return step2
@@ -78,7 +80,7 @@ def bias_add(a, b, o, reuse, nchw):
         if reuse:
             buf = vals[o]
             if type(buf) is ndarray and buf.shape == x.shape:
-                add(x, bias, out=buf)
+                add(x, bias, buf)
                 return
         vals[o] = add(x, bias)
     return step_bias
@@ -106,7 +108,7 @@ def matmul(a, b, o, reuse, ta, tb, limit):
         if reuse:
             buf = vals[o]
             if type(buf) is ndarray and buf.shape == shape:
-                mm(x, y, out=buf)
+                mm(x, y, buf)
                 return
         vals[o] = mm(x, y)
     return step_mm
@@ -127,7 +129,7 @@ def fused_matmul(a, b, bias, o, reuse, ta, tb, limit):
         y = vals[o]
         if v.shape[0] != y.shape[1]:
             raise Fallback  # the kernel's error to word
-        add(y, v, out=y)
+        add(y, v, y)
     return step_fmm
 
 

@@ -49,14 +49,14 @@ import numpy as np
 from tfg.executor import loop_graph as G
 from tfg.executor import plan as P
 from tfg.executor.calls import slot_call
-from tfg.executor.direct_calls import (list_get_call, list_set_call, matmul_call, select_call,
-                                       slice_call)
+from tfg.executor.direct_calls import (list_get_call, list_set_call, matmul_call, scalar_call,
+                                       select_call, slice_call)
 from tfg.executor.loop_calls import (INDEX, LoopNodeError, binary_call, forward, guarded,
                                      merge_call, switch_call, unary_call)
 from tfg.executor.loop_fusion import fuse_chains
 from tfg.executor.devices import to_host
-from tfg.kernels.math_ops import (SCALAR_OPS, array_kernel, scalar_kernel, select,
-                                  select_v2)
+from tfg.kernels.math_ops import (SCALAR_OPS, array_kernel, scalar_kernel, scalar_pair_kernel,
+                                  select, select_v2)
 from tfg.schemas.ops import get_op, has_op
 from tfg.kernels.indexing_ops import strided_slice
 from tfg.kernels.list_ops import tensor_list_get_item, tensor_list_set_item
@@ -414,7 +414,10 @@ def _call(it, ins, outs, sources):
         array_fn = array_kernel(it.op, getattr(it.fn, "__wrapped__", it.fn))
         scalar_fn = scalar_kernel(it.op) if it.op in SCALAR_OPS else None
         if len(ins) == 2 and (array_fn is not None or scalar_fn is not None):
-            return binary_call(call, array_fn, scalar_fn, ins, outs[0])
+            call = binary_call(call, array_fn, scalar_fn, ins, outs[0])
+            if scalar_fn is not None:
+                call = scalar_call(call, scalar_pair_kernel(it.op), ins, outs[0])
+            return call
         if len(ins) == 1 and array_fn is not None:
             return unary_call(call, array_fn, ins[0], outs[0])
         fn = getattr(it.fn, "__wrapped__", it.fn)

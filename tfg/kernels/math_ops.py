@@ -126,6 +126,14 @@ def quiet_float_kernel(op, fn):
     return entry[1] if entry is not None and entry[0] is fn else None
 
 
+def scalar_pair_kernel(op):
+    """`f(x, y)` for op in SCALAR_OPS on two numpy scalars of ONE type (the caller tests
+    `type(x) is type(y)`): the kernel's result, or None where the kernel itself must run
+    (another type, a 0-d array, an integer overflow). scalar_kernel without its 0-d array
+    layer: a loop counter's `i + 1`, `i < n` in a compiled loop (tfg/executor/direct_calls.py)."""
+    return _scalar_op(_SCALAR_UFUNC[op])
+
+
 def scalar_kernel(op):
     """`f(x, y)` for op in SCALAR_OPS: its result on two numpy scalars of one type, None
     where the kernel itself must run (what a compiled loop calls first, skipping the
@@ -306,10 +314,7 @@ _SIGMOID_FLOOR = {np.dtype(np.float16): -10.0, np.dtype(np.float32): -80.0,
                   np.dtype(np.float64): -700.0}
 
 
-# each floor as a 0-d array of its dtype (the same comparison as with the Python float: the
-# floors are exact in every dtype), for np.greater below
-_FLOOR = {dt: np.array(f, dt) for dt, f in _SIGMOID_FLOOR.items()}
-_greater, _count_nonzero = np.greater, np.count_nonzero
+_min = np.minimum.reduce
 # 1 as a 0-d array of each float dtype: numpy resolves it faster than the Python int
 # (2.8 -> 1.3 us an add on 8x64 here), same value, same result
 _ONE = {dt: np.ones((), dt) for dt in _SIGMOID_FLOOR}
@@ -321,10 +326,8 @@ def sigmoid_into(x, out=None):
     overflow, NaN, empty, another dtype): then the two-sided form of the Sigmoid kernel is
     needed. What the kernel computes on such arrays, bit for bit (a compiled loop's fused
     chains call it with a buffer they reuse, tfg/executor/fused_steps.py)."""
-    floor = _FLOOR.get(x.dtype)
-    # every element above the floor (NaN fails the test): a comparison and a count, about
-    # half the cost of a min reduction on an LSTM's 8x256 gates
-    if floor is None or not x.size or _count_nonzero(_greater(x, floor)) != x.size:
+    floor = _SIGMOID_FLOOR.get(x.dtype)
+    if floor is None or not x.size or not _min(x, axis=None) > floor:  # (NaN fails the test)
         return None
     # 1 / (1 + exp(-x)) in one buffer: 5 numpy calls instead of 10 (an LSTM cell's three
     # gates every step: 12 -> 6 us each at 8x64).
