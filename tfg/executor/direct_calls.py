@@ -166,9 +166,17 @@ def scalar_call(call, pair, ins, out):
     A loop's counters and predicate, five an iteration of a Keras RNN: 4.9k -> 2.8k
     instructions each."""
     a, b = ins
+    ndarray = np.ndarray
 
     def scalar2(vals, step):
         x, y = vals[a], vals[b]
+        if type(x) is not type(y):
+            # a 0-d array counts as its scalar, as in scalar_kernel (a loop's bound carried
+            # through the loop unchanged)
+            if type(x) is ndarray and not x.ndim:
+                x = x[()]
+            elif type(y) is ndarray and not y.ndim:
+                y = y[()]
         if type(x) is type(y):
             r = pair(x, y)
             if r is not None:

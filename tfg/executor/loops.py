@@ -249,6 +249,10 @@ def _build(name, frame_enters, items, sources, order, side, cond, loop_merges, l
             raise G.Unsupported(f"{it.name!r} ({it.op}) misses an input")
         ins_of[it.id] = (ins, controls)
         key = G.cse_key(it, ins, sources) if optimize else None
+        if key is not None and it.op == "Const":
+            # a Const kept as a numpy scalar (below) is not the same value as one kept as an
+            # array: a Keras loop's `i + 1` and its Split's axis, both int32 1
+            key += (_scalar_only(it, items),)
         if key is not None and key in computed:
             # The same op on the same values (a BiLSTM's three Tiles of one mask): its
             # outputs are the first one's.
@@ -321,8 +325,7 @@ def _build(name, frame_enters, items, sources, order, side, cond, loop_merges, l
         if it.op == "Const" and not it.num_inputs and cond[it.id] == G.EMPTY:
             # The same value every iteration: computed once. A number read only by kernels
             # with a scalar fast path is kept as a numpy scalar for them (`i + 1`, `x * c`).
-            if all(items[d].op in SCALAR_OPS for x in [it] + same.get(it.id, [])
-                   for d, port, _ in x.out_edges if port >= 0):
+            if all(_scalar_only(x, items) for x in [it] + same.get(it.id, [])):
                 call = _as_scalar(call, outs[0])
             hoisted.append((call, it))
         elif it.id in header_ids:
@@ -367,6 +370,11 @@ def _invariant(it, sources, invariant, cond, aliased):
     elif it.id not in aliased:
         return False
     return all(src.id in invariant for src, port, _ in sources[it.id] if port >= 0)
+
+
+def _scalar_only(it, items):
+    """Whether every node reading `it` has a scalar fast path (tfg.kernels.math_ops)."""
+    return all(items[d].op in SCALAR_OPS for d, port, _ in it.out_edges if port >= 0)
 
 
 def _as_scalar(call, out):
