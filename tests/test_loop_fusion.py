@@ -304,3 +304,194 @@ def test_a_strided_slice_in_a_loop_keeps_the_memory_limit(limit, ok):
     else:
         with pytest.raises(TfgRuntimeError, match=r"node 'loop/sl' \(StridedSlice\).*limit"):
             sess.run("acc", feeds)
+
+
+def _gru_loop(mask_shape=(B, 1)):
+    """A Keras-style GRU cell with a time-step mask in a v1 while loop: the input projection
+    MatMul + BiasAdd (a _FusedMatMul after the Session's remap), a Split of it, the recurrent
+    gates sliced by StridedSlices of Const bounds, and SelectV2 of a mask of `mask_shape` that
+    keeps the previous state; `acc` sums h (an Exit)."""
+    rng = np.random.default_rng(1)
+    w = rng.standard_normal((F, 3 * H)).astype(np.float32)
+    u = rng.standard_normal((H, 3 * H)).astype(np.float32)
+    bias = rng.standard_normal(3 * H).astype(np.float32)
+    rbias = rng.standard_normal(3 * H).astype(np.float32)
+    with tb.Graph() as b:
+        n = tb.placeholder(tb.int32, [], name="n")
+        x = tb.placeholder(tb.float32, [None, F], name="x")
+        h0 = tb.placeholder(tb.float32, [None, H], name="h0")
+        mask = tb.placeholder(tb.bool_, list(mask_shape), name="mask")
+
+        def body(i, x, h, c, acc):
+            xw = tb.bias_add(tb.matmul(x, tb.constant(w), name="mm_x"), tb.constant(bias),
+                             name="xw")
+            xz, xr, xh = tb.split(xw, 3, axis=1, name="gates")
+            hu = tb.add(tb.matmul(h, tb.constant(u), name="mm_h"), tb.constant(rbias),
+                        name="hu")
+            hz, hr, hh = (tb.strided_slice(hu, [0, k * H], [0, (k + 1) * H], [1, 1],
+                                           begin_mask=1, end_mask=1, name=f"sl{k}")
+                          for k in range(3))
+            z = tb.sigmoid(tb.add(xz, hz))
+            r = tb.sigmoid(tb.add(xr, hr))
+            g = tb.tanh(tb.add(xh, tb.multiply(r, hh)))
+            h2 = tb.add(tb.multiply(z, h), tb.multiply(tb.subtract(np.float32(1), z), g))
+            h3 = tb.select(mask, h2, h, name="keep")
+            # (x changes every step, as a sequence's input does: its projection is no
+            # loop invariant)
+            return (i + 1, tb.multiply(x, np.float32(0.75), name="x2"), h3,
+                    tb.select(mask, g, c, name="keep_c"), tb.add(acc, h3, name="acc2"))
+
+        _, _, h, c, acc = tb.while_loop(
+            lambda i, x, h, c, acc: i < n, body,
+            [tb.constant(0), x, h0, tb.zeros_like(h0), tb.zeros_like(h0)], name="loop")
+        tb.identity(h, name="h")
+        tb.identity(c, name="c")
+        tb.identity(acc, name="acc")
+    return b.graph, (w, u, bias, rbias)
+
+
+def _gru_reference(feeds, weights, n):
+    w, u, bias, rbias = weights
+    x, h, m = feeds["x"], feeds["h0"], feeds["mask"]
+    c, acc = np.zeros_like(h), np.zeros_like(h)
+    sig = lambda v: 1 / (1 + np.exp(-v))  # noqa: E731
+    for _ in range(n):
+        xz, xr, xh = np.split(x @ w + bias, 3, axis=1)
+        hz, hr, hh = np.split(h @ u + rbias, 3, axis=1)
+        z, r = sig(xz + hz), sig(xr + hr)
+        g = np.tanh(xh + r * hh)
+        h, c = np.where(m, z * h + (1 - z) * g, h), np.where(m, g, c)
+        acc = acc + h
+        x = x * np.float32(0.75)
+    return [h, c, acc]
+
+
+@pytest.mark.parametrize("mask_shape", [(B, 1), (B, H), (1, H)])
+@pytest.mark.parametrize("n", [0, 1, 5])
+def test_a_masked_gru_cell_is_one_chain_equal_to_the_unfused_loop(mask_shape, n, monkeypatch):
+    """_FusedMatMul, StridedSlice of Const bounds and SelectV2 of a broadcast mask are steps:
+    the whole cell is one call, bit for bit the unfused loop's values."""
+    graph, weights = _gru_loop(mask_shape)
+    rng = np.random.default_rng(n)
+    feeds = dict(_feeds(n), mask=rng.random(mask_shape) < 0.5)
+    fused, unfused, sess = _run_both(graph, feeds, monkeypatch)
+    for a, b in zip(fused, unfused):
+        np.testing.assert_array_equal(a, b)
+    for a, r in zip(fused, _gru_reference(feeds, weights, n)):
+        np.testing.assert_allclose(a, r, rtol=2e-5, atol=2e-6)
+    chains = [c.members for c, _ in _body(sess) if hasattr(c, "members")]
+    assert len(chains) == 1
+    assert {"_FusedMatMul", "StridedSlice", "SelectV2", "Split"} <= {m.op for m in chains[0]}
+
+
+def test_a_split_piece_that_outlives_the_iteration_is_not_a_reused_block(monkeypatch):
+    """A Split along the columns copies its pieces into contiguous blocks; a piece that is a
+    loop variable and an Exit (and read after the loop) keeps its values: the blocks of an
+    iteration are fresh when a piece escapes."""
+    with tb.Graph() as b:
+        n = tb.placeholder(tb.int32, [], name="n")
+        x0 = tb.placeholder(tb.float32, [B, 2 * H], name="x0")
+
+        def body(i, x, keep):
+            z = tb.tanh(tb.multiply(x, tb.constant(np.float32(1.5))), name="z")
+            p, q = tb.split(z, 2, axis=1, name="halves")
+            return i + 1, tb.concat([tb.sigmoid(q), tb.exp(p)], 1, name="x2"), p
+
+        _, x, keep = tb.while_loop(lambda i, x, k: i < n, body,
+                                   [tb.constant(0), x0, tb.zeros([B, H])], name="loop")
+        tb.identity(x, name="h")
+        tb.identity(keep, name="c")
+        tb.identity(tb.reduce_sum(keep), name="acc")
+    rng = np.random.default_rng(3)
+    feeds = {"n": 6, "x0": rng.standard_normal((B, 2 * H)).astype(np.float32)}
+    fused, unfused, sess = _run_both(b.graph, feeds, monkeypatch)
+    for a, c in zip(fused, unfused):
+        np.testing.assert_array_equal(a, c)
+    x = feeds["x0"].astype(np.float64)
+    for _ in range(6):
+        p, q = np.split(np.tanh(1.5 * x), 2, axis=1)
+        x, keep = np.concatenate([1 / (1 + np.exp(-q)), np.exp(p)], 1), p
+    np.testing.assert_allclose(fused[1], keep, rtol=1e-5)
+    assert any(hasattr(c, "members") for c, _ in _body(sess))
+
+
+def test_direct_list_set_item_and_scalar_calls_defer_to_the_kernels_off_their_path():
+    """direct_calls.list_set_call makes the kernel's new list for an in-range index and an
+    array of the dtype the kernel accepted; anything else (a Python int index, an index
+    out of range, another dtype) is the prepared call's. scalar_call: numpy scalars of one
+    type (a 0-d array counting as its scalar) straight, the rest to the elementwise call."""
+    from tfg.executor.direct_calls import list_set_call, scalar_call
+    from tfg.kernels.list_ops import TensorList, tensor_list_set_item
+    from tfg.kernels.math_ops import scalar_pair_kernel
+    from tfg.schemas.dtypes import DType
+
+    class Ctx:
+        attrs = {"element_dtype": DType.FLOAT}
+        cache = {}
+    ctx = Ctx()
+    lst = TensorList(DType.FLOAT, (2,), [None, None])
+    prepared = []
+
+    def kernel_call(vals, step):
+        prepared.append(vals[1])
+        vals[3] = tensor_list_set_item(ctx, vals[0], vals[1], vals[2])
+    call = list_set_call(kernel_call, tensor_list_set_item, ctx, (0, 1, 2), 3)
+    item = np.float32([1, 2])
+    vals = [lst, np.int32(0), item, None]
+    call(vals, None)  # the first: the kernel's, which accepts float32 into a float list
+    call(vals, None)
+    vals[1] = np.array(1, np.int32)  # a 0-d index (a Const)
+    call(vals, None)
+    assert prepared == [0] and vals[3].items == [None, item] and lst.items == [None, None]
+    vals[1] = 1  # a Python int: the kernel's to read
+    call(vals, None)
+    assert prepared == [0, 1] and vals[3].items == [None, item]
+    for index, value, words in ((np.int32(2), item, "element 2 in a list with 2"),
+                                (np.int32(0), np.float64([1, 2]), "Invalid data types")):
+        vals[1], vals[2] = index, value
+        with pytest.raises(TfgRuntimeError, match=words):
+            call(vals, None)
+    assert len(prepared) == 4
+
+    fallback = []
+    less = scalar_call(lambda vals, step: fallback.append(1), scalar_pair_kernel("Less"),
+                       (0, 1), 2)
+    for x, y, want in ((np.int32(3), np.int32(4), True), (np.int32(5), np.array(4, np.int32),
+                                                          False)):
+        vals = [x, y, None]
+        less(vals, None)
+        assert vals[2] == want and type(vals[2]) is np.bool_
+    less([np.int32(3), np.int64(4), None], None)  # two types: the kernel decides
+    less([np.float32([1]), np.float32([2]), None], None)
+    assert fallback == [1, 1]
+
+
+@pytest.mark.parametrize("model", ["keras_lstm", "keras_gru"])
+def test_keras_savedmodel_loops_fused_equal_unfused(model, monkeypatch):
+    """The Keras LSTM and GRU SavedModels (tools/gen_keras_rnn_fixtures.py; their values
+    against TensorFlow's are tests/test_keras_rnn.py's): the compiled loops with fused chains
+    give the unfused loops' values bit for bit, their whole cell one chain."""
+    from conftest import FIXTURES
+    from tfg.executor.restore import restore_variables
+    from tfg.graphdef import io, savedmodel
+
+    saved = FIXTURES / "savedmodel"
+    feeds = dict(np.load(saved / "keras_rnn_feeds.npz"))
+    out = {}
+    for fuse in (True, False):
+        monkeypatch.setenv("TFG_LOOP_FUSE", "1" if fuse else "0")
+        g = io.load(str(saved / model))
+        sess = Session(g)
+        restore_variables(sess, g, savedmodel.read_variables(g.saved_model.path))
+        bound, tensors, _ = savedmodel.bind_signature(g, "serving_default", feeds,
+                                                      ["output_0"])
+        out[fuse] = [sess.run(tensors, feeds=bound)[0] for _ in range(2)]
+        if fuse:
+            progs = [prog for prepared in sess.backend._cache.values()
+                     for plan in prepared.plans for prog in (plan.loops or {}).values()]
+            assert progs
+            for prog in progs:  # each loop's cell: one chain
+                chains = [c for c, _ in prog.body_rest if hasattr(c, "members")]
+                assert len(chains) == 1 and len(chains[0].members) >= 12
+    for a, b in zip(out[True], out[False]):
+        np.testing.assert_array_equal(a, b)
