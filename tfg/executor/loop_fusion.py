@@ -1,7 +1,9 @@
 """Fused chains in compiled loop bodies (tfg/executor/loops.py): a run of connected nodes of an
-iteration that are float elementwise ufuncs, Sigmoid, BiasAdd, Split or MatMul becomes one
-call that runs them as steps (tfg/executor/fused_steps.py) and reuses, from one iteration to
-the next, the arrays of the values nothing outside the chain reads.
+iteration that are float elementwise ufuncs, Sigmoid, BiasAdd, Split, MatMul, _FusedMatMul
+(MatMul + BiasAdd), StridedSlice of Const bounds or Select/SelectV2 becomes one call that
+runs them as steps (tfg/executor/fused_steps.py) and reuses, from one iteration to the next,
+the arrays of the values nothing outside the chain reads. A Keras LSTM, GRU or masked BiLSTM
+cell is one call an iteration.
 
     Before (a Keras LSTM cell, 12 calls an iteration; 15 numpy calls for the 3 Sigmoids):
       Add(MatMul, MatMul_1) -> BiasAdd -> Split -> Sigmoid x3, Tanh -> Mul, Mul -> AddV2
@@ -15,7 +17,9 @@ calls on such operands. Where the operands are not what the steps take (another 
 broadcast, an integer, a GPU array, a Sigmoid input below its overflow floor), the call runs
 the nodes' prepared calls in order instead, so errors and odd cases are the kernels' own.
 
-Chains grow along the body's order: a fusable node joins the open chain whose values it reads
+Chains grow along the body's order, in which each fusable node comes as early as its inputs
+allow and the others keep their own order (so a TensorListSetItem of the new h does not cut
+a BiLSTM cell from its mask Selects): a fusable node joins the open chain whose values it reads
 (two chains it reads become one), else it starts one; a node that is not fusable closes the
 chains whose values it reads (each becomes one call at that point) and runs before the others
 (it does not depend on them, and they are pure). Only nodes live whenever the body runs
