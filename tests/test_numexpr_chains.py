@@ -166,6 +166,7 @@ def test_off_switch(monkeypatch, spy):
 def test_without_numexpr_the_numpy_path_runs(monkeypatch):
     monkeypatch.setitem(sys.modules, "numexpr", None)  # `import numexpr` raises ImportError
     monkeypatch.setattr(NE, "_module", [])
+    monkeypatch.setattr(NE, "_found", [])
     assert not NE.wanted()
     g = _graph(F, (4,), BENCH * 5)
     x = RNG.standard_normal(4).astype(np.float32)

@@ -37,6 +37,7 @@ itself when first imported, here: at the first compile).
 """
 import importlib.util
 import os
+import threading
 import time
 
 import numpy as np
@@ -74,6 +75,7 @@ _PLAIN_ONLY = {
 _KIND = {np.dtype(np.float32): float, np.dtype(np.float64): np.double}  # numexpr's kinds
 
 _module = []  # [numexpr module or None] once imported
+_found = []  # [whether numexpr is installed] once looked for (every chain asks)
 _cache = {}  # (text, kinds) -> compiled program
 _TRAPS = frozenset(("raise", "call", "log"))
 
@@ -86,17 +88,19 @@ def wanted():
         return False
     if _module:
         return _module[0] is not None
-    try:
-        return importlib.util.find_spec("numexpr") is not None
-    except (ImportError, ValueError):
-        return False
+    if not _found:
+        try:
+            _found.append(importlib.util.find_spec("numexpr") is not None)
+        except (ImportError, ValueError):
+            _found.append(False)
+    return _found[0]
 
 
 def _numexpr():
     if not _module:
         try:
             import numexpr  # lazy: optional dependency, and ~20 ms to import
-        except ImportError:
+        except Exception:  # noqa: BLE001 - not installed, or built for another numpy
             numexpr = None
         _module.append(numexpr)
     return _module[0]
@@ -193,13 +197,18 @@ class Accelerator:
         self.runs = 0
         self.pending = [p for p in parts if type(p) is _Segment]
         self.live = False  # some segment compiled
+        self.compiling = threading.Lock()  # steps of one Session may run in several threads
 
     def __call__(self, args):
         if self.pending:
             self.runs += 1
             if self.runs < _TIER_UP:
                 return None
-            self._compile_some()
+            if self.compiling.acquire(blocking=False):
+                try:
+                    self._compile_some()
+                finally:
+                    self.compiling.release()
         if not self.live or not _TRAPS.isdisjoint(np.geterr().values()):
             return None
         try:
@@ -228,7 +237,7 @@ class Accelerator:
             return
         start = time.perf_counter()
         while self.pending:
-            seg = self.pending.pop(0)
+            seg = self.pending.pop(0)  # (under the lock)
             try:
                 ok = seg.compile(ne, self.dtype)
             except Exception:  # noqa: BLE001 - numexpr refused it: it stays numpy steps
