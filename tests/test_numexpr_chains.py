@@ -21,7 +21,11 @@ RUNS = NE._TIER_UP + 3  # enough runs for a chain to tier up and run compiled
 
 @pytest.fixture
 def spy(monkeypatch):
-    """The accelerators made, and per accelerator call whether numexpr computed the value."""
+    """The accelerators made, and per accelerator call whether numexpr computed the value.
+    A run's credit is made large and the budget unbounded, so chains tier up at their
+    _TIER_UP-th run (test_tier_up_waits_until_it_pays puts the estimates back)."""
+    monkeypatch.setattr(NE, "_STEP_S", 1.0)
+    monkeypatch.setattr(NE, "_BUDGET_S", 60.0)
     made, used = [], []
     make, call = NE.accelerator, NE.Accelerator.__call__
 
@@ -201,6 +205,34 @@ def test_segments_compile_once_and_respect_the_budget(monkeypatch, spy):
     _values(monkeypatch, g, "n159", {"x": x}, "1", runs=NE._TIER_UP + 8)
     (acc,), used = spy
     segments = [p for p in acc.parts if isinstance(p, NE._Segment)]
-    assert len(segments) == 4 and all(s.fn is not None for s in segments)
+    assert [len(p.ops) for p in segments] == [48, 48, 48, 15]
+    assert all(s.fn is not None for s in segments)
     assert len(compiled) == len(set(compiled)) == 2  # the full text and the shorter tail
-    assert used[NE._TIER_UP - 1]  # the first compiled segment is used at once
+    assert used.index(True) == NE._TIER_UP - 1  # the first compiled segment is used at once
+
+
+def test_tier_up_waits_until_it_pays(monkeypatch, spy):
+    pytest.importorskip("numexpr")
+    monkeypatch.setattr(NE, "_OP_COMPILE_S", 1e-4)  # the module's estimates
+    monkeypatch.setattr(NE, "_STEP_S", 5e-7)
+    monkeypatch.setattr(NE, "_cache", {})
+    x = RNG.standard_normal(4).astype(np.float32)
+    # 19 ops earn 9.5 us a run against a compile estimated at 1.9 ms: not in 12 runs
+    g = _graph(F, (4,), BENCH * 5)
+    out, _ = _values(monkeypatch, g, "n19", {"x": x}, "1", runs=12)
+    assert len(spy[0]) == 1 and not any(spy[1])
+    _assert_same(out[-1], _plain(monkeypatch, g, "n19", {"x": x}))
+    # the same segment compiled (in the cache): no cost left to earn, used from _TIER_UP on
+    monkeypatch.setattr(NE, "_STEP_S", 1.0)
+    _values(monkeypatch, g, "n19", {"x": x}, "1", runs=NE._TIER_UP + 1)
+    monkeypatch.setattr(NE, "_STEP_S", 5e-7)
+    monkeypatch.setattr(NE, "_OP_COMPILE_S", 1.0)
+    del spy[1][:]
+    _values(monkeypatch, g, "n19", {"x": x}, "1", runs=NE._TIER_UP + 1)
+    assert spy[1] == [False] * (NE._TIER_UP - 1) + [True]
+    # a long chain earns its compile in a few runs: 499 ops, 250 us a run, 4.8 ms a segment
+    monkeypatch.setattr(NE, "_OP_COMPILE_S", 1e-4)
+    del spy[1][:]
+    g = _graph(F, (4,), ["Sin", "Cos", "Neg", "Tanh", "Abs"] * 100)
+    _values(monkeypatch, g, "n499", {"x": x}, "1", runs=40)
+    assert not any(spy[1][:NE._TIER_UP + 15]) and spy[1][-1]

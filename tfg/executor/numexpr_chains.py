@@ -23,12 +23,16 @@ error state asks to trap one (np.errstate(over="raise"), np.seterrcall) the nump
 instead; numpy's RuntimeWarnings (an overflow in exp) are not printed on this path, as in
 TensorFlow. TFG_NUMEXPR=0 turns the backend off.
 
-Cost: compiling is lazy and bounded. A chain is compiled on its _TIER_UP-th run with one
-signature (one-shot runs pay nothing), each run compiling for at most _BUDGET_S (at least one
-segment; the rest wait for later runs, which meanwhile run them as numpy steps). numexpr's
-compile time grows faster than linearly with the expression (48 ops: about 4 ms), hence the
-segments; compiled segments are shared through a cache keyed by their text, so a periodic
-chain compiles once. The expression text is built only from this module's templates and
+Cost: compiling is lazy and bounded, as a JIT's tier-up (the ski-rental rule). Nothing
+compiles before a chain's _TIER_UP-th run with one signature, so one-shot runs pay nothing.
+Then a segment compiles only when the time its chain has spent on numpy steps not yet
+compiled (estimated at _STEP_S an op and run) covers its compile time (estimated at
+_OP_COMPILE_S an op; numexpr's grows faster than linearly with the expression, hence the
+segments): compiling never costs more than the numpy time it replaces, and the total is at
+most twice what the best choice in hindsight would pay. A run compiles for at most _BUDGET_S;
+segments not compiled yet run as numpy steps. Compiled segments are shared through a cache
+keyed by their text and cost nothing more, so a periodic chain (the benchmark's) compiles one
+segment and is done at its _TIER_UP-th run. The expression text is built only from this module's templates and
 generated names (v, s0, s1, ...): nothing from a graph file reaches numexpr's parser.
 
 Threads: numexpr runs arrays below 2 x 1024 elements on the calling thread, so its thread
@@ -48,8 +52,10 @@ _MAX_SIZE = 32  # elements: above, numpy's SIMD loops beat numexpr's scalar ones
 _SEGMENT = 48  # ops per numexpr program (compile time grows faster than linearly)
 _SIDES = 16  # side operands per program (numexpr registers and NpyIter operands are few)
 _MIN_OPS = 4  # shorter segments stay numpy steps
-_TIER_UP = 3  # compile on this run with one signature
-_BUDGET_S = 0.01  # compile time per run, beyond the first segment
+_TIER_UP = 3  # compile from this run with one signature on
+_BUDGET_S = 0.01  # compile time per run (the segment that passes it finishes)
+_STEP_S = 5e-7  # a numpy step on a tiny array (0.4-0.9 us measured): what an op earns a run
+_OP_COMPILE_S = 1e-4  # numexpr's compile time per op in a segment (48 ops: about 4-5 ms)
 _CACHE_MAX = 512
 
 UNARY, LEFT, RIGHT = 0, 1, 2  # as chains.py: f(v), f(v, side), f(side, v)
@@ -196,12 +202,14 @@ class Accelerator:
         self.parts = tuple(parts)  # a segment's `fn` is set once compiled
         self.runs = 0
         self.pending = [p for p in parts if type(p) is _Segment]
+        self.credit = 0.0  # numpy time of the pending segments' ops, less compile time spent
         self.live = False  # some segment compiled
         self.compiling = threading.Lock()  # steps of one Session may run in several threads
 
     def __call__(self, args):
         if self.pending:
             self.runs += 1
+            self.credit += _STEP_S * sum(len(p.ops) for p in self.pending)
             if self.runs < _TIER_UP:
                 return None
             if self.compiling.acquire(blocking=False):
@@ -235,13 +243,16 @@ class Accelerator:
         if ne is None:
             self.pending = []
             return
-        start = time.perf_counter()
-        while self.pending:
-            seg = self.pending.pop(0)  # (under the lock)
+        start = now = time.perf_counter()
+        while self.pending and now - start <= _BUDGET_S:
+            seg = self.pending[0]
+            if (seg.text, seg.kinds) not in _cache and self.credit < _OP_COMPILE_S * len(seg.ops):
+                break
+            self.pending.pop(0)  # (under the lock)
             try:
                 ok = seg.compile(ne, self.dtype)
             except Exception:  # noqa: BLE001 - numexpr refused it: it stays numpy steps
                 ok = False
             self.live = self.live or ok
-            if time.perf_counter() - start > _BUDGET_S:
-                break
+            t, now = now, time.perf_counter()
+            self.credit -= now - t
