@@ -4,7 +4,7 @@
     before (chains.py, after the chain's signature is learned), a 5,000-op chain on float32[4]:
         buf = sin(x); negative(buf, buf); absolute(buf, buf); tanh(buf, buf); ...
         one numpy call per op (0.4-0.9 us each: the call, not the 4 elements, is the cost)
-    after (from the chain's 3rd run with that signature on):
+    after (from the chain's 3rd run with one signature on):
         v = sin(x); v = seg0(v); v = seg1(v); ...          seg: tanh(abs(-(sin(...(v)))))
         one numexpr call per segment of up to 48 ops (about 2.6 us for 48 ops)
 
@@ -25,12 +25,12 @@ TensorFlow. TFG_NUMEXPR=0 turns the backend off.
 
 Cost: compiling is lazy and bounded, as a JIT's tier-up (the ski-rental rule). Nothing
 compiles before a chain's _TIER_UP-th run with one signature, so one-shot runs pay nothing.
-Then a segment compiles only when the time its chain has spent on numpy steps not yet
-compiled (estimated at _STEP_S an op and run) covers its compile time (estimated at
-_OP_COMPILE_S an op; numexpr's grows faster than linearly with the expression, hence the
-segments): compiling never costs more than the numpy time it replaces, and the total is at
-most twice what the best choice in hindsight would pay. A run compiles for at most _BUDGET_S;
-segments not compiled yet run as numpy steps. Compiled segments are shared through a cache
+Then a segment compiles only when what the chain's runs so far would have cost on numpy
+(estimated at _STEP_S an op and run) covers what has been spent compiling plus the segment's
+compile time (estimated at _OP_COMPILE_S an op; numexpr's grows faster than linearly with the
+expression, hence the segments). So compiling never costs more than the numpy runs did, and a
+chain's runs and compiles together take at most about twice its all-numpy time. A run compiles
+for at most _BUDGET_S; segments not compiled yet run as numpy steps. Compiled segments are shared through a cache
 keyed by their text and cost nothing more, so a periodic chain (the benchmark's) compiles one
 segment and is done at its _TIER_UP-th run. The expression text is built only from this module's templates and
 generated names (v, s0, s1, ...): nothing from a graph file reaches numexpr's parser.
@@ -52,7 +52,7 @@ _MAX_SIZE = 32  # elements: above, numpy's SIMD loops beat numexpr's scalar ones
 _SEGMENT = 48  # ops per numexpr program (compile time grows faster than linearly)
 _SIDES = 16  # side operands per program (numexpr registers and NpyIter operands are few)
 _MIN_OPS = 4  # shorter segments stay numpy steps
-_TIER_UP = 3  # compile from this run with one signature on
+_TIER_UP = 3  # compile from a chain's 3rd run with one signature on (the 1st learns it)
 _BUDGET_S = 0.01  # compile time per run (the segment that passes it finishes)
 _STEP_S = 5e-7  # a numpy step on a tiny array (0.4-0.9 us measured): what an op earns a run
 _OP_COMPILE_S = 1e-4  # numexpr's compile time per op in a segment (48 ops: about 4-5 ms)
@@ -200,16 +200,18 @@ class Accelerator:
     def __init__(self, f0, n0, parts, dtype):
         self.f0, self.n0, self.dtype = f0, n0, dtype
         self.parts = tuple(parts)  # a segment's `fn` is set once compiled
-        self.runs = 0
+        self.runs = 1  # the run that learned the signature
         self.pending = [p for p in parts if type(p) is _Segment]
-        self.credit = 0.0  # numpy time of the pending segments' ops, less compile time spent
+        self.credit = 0.0  # the runs' numpy time (estimated), less the compile time spent
+        self.per_run = _STEP_S * (1 + sum(len(p) if type(p) is tuple else len(p.ops)
+                                          for p in parts))
         self.live = False  # some segment compiled
         self.compiling = threading.Lock()  # steps of one Session may run in several threads
 
     def __call__(self, args):
         if self.pending:
             self.runs += 1
-            self.credit += _STEP_S * sum(len(p.ops) for p in self.pending)
+            self.credit += self.per_run
             if self.runs < _TIER_UP:
                 return None
             if self.compiling.acquire(blocking=False):
