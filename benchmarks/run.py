@@ -138,6 +138,10 @@ def graph_rows(names, tf_python, reps, warmup, blas_threads=None, settings=None)
                    "adaptive_choices": dict(contention.choices)}
             row["tf_peak_rss_growth_b"] = peak_rss_growth(worker.pid, lambda: tf_time(name))
             row["tfg_peak_rss_growth_b"] = peak_rss_growth(os.getpid(), tfg_step)
+            err = bench_run.max_rel_err(os.path.join(tmp, name + "_expected.npz"),
+                              sess.run(meta["fetches"], feeds, targets=meta["targets"]))
+            if err is not None:
+                row["max_rel_err_vs_tf"] = err
             tracemalloc.start()
             tfg_step()
             row["tfg_tracemalloc_peak_b"] = tracemalloc.get_traced_memory()[1]
@@ -229,6 +233,8 @@ def fmt(row):
         extra = f"cpu {row['cpu_ratio']:.2f}x"
     if "tfg_us_per_iter" in row:
         extra += f", {row['tf_us_per_iter']:.2f} / {row['tfg_us_per_iter']:.2f} µs/iter"
+    if "max_rel_err_vs_tf" in row:
+        extra += f" err {row['max_rel_err_vs_tf']:.1e}"
     if row.get("tfg_tracemalloc_peak_b"):
         extra += f" tfg tracemalloc peak {row['tfg_tracemalloc_peak_b'] / 2**20:.1f}MiB"
     if row.get("loadavg_before_after"):
