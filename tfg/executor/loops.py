@@ -46,12 +46,13 @@ import os
 
 import numpy as np
 
+from tfg.executor import loop_conds as LC
 from tfg.executor import loop_graph as G
 from tfg.executor import plan as P
 from tfg.executor.calls import slot_call
 from tfg.executor.direct_calls import list_get_call, matmul_call, select_call, slice_call
 from tfg.executor.loop_calls import (INDEX, LoopNodeError, binary_call, forward, guarded,
-                                     merge_call, switch_call, unary_call)
+                                     merge_call, stack_call, switch_call, unary_call)
 from tfg.executor.loop_fusion import fuse_chains
 from tfg.executor.devices import to_host
 from tfg.kernels.math_ops import (SCALAR_OPS, array_kernel, scalar_kernel, select,
@@ -232,6 +233,13 @@ def _build(name, frame_enters, items, sources, order, side, cond, loop_merges, l
     live = {}  # item id -> slots that hold a dead value when the node was dead
     ins_of = {}
     optimize = os.environ.get("TFG_LOOP_FUSE", "1") != "0"  # (off: for A/B measurements)
+    # Conds of known conditions as blocks, without dead values (loop_conds.py): their
+    # Switches forward the data in its slot.
+    static = (optimize and os.environ.get("TFG_LOOP_BLOCKS", "1") != "0"
+              and LC.static_conds(order, cond))
+    switch_alias = {it.id for it in order if static and it.kind == P.SWITCH
+                    and it.id not in loop_switches
+                    and not _deref(it, *G.data_sources(it, sources)[0])}
     computed = {}  # CSE key -> the first node computing it
     same = {}  # its id -> the nodes whose outputs are its outputs
     for it in order:
@@ -248,6 +256,8 @@ def _build(name, frame_enters, items, sources, order, side, cond, loop_merges, l
             raise G.Unsupported(f"{it.name!r} ({it.op}) misses an input")
         ins_of[it.id] = (ins, controls)
         key = G.cse_key(it, ins, sources) if optimize else None
+        if key is not None and cond[it.id] != G.EMPTY:
+            key += (cond[it.id],)  # (two branches may read one slot: loop_conds.py)
         if key is not None and key in computed:
             # The same op on the same values (a BiLSTM's three Tiles of one mask): its
             # outputs are the first one's.
@@ -260,6 +270,11 @@ def _build(name, frame_enters, items, sources, order, side, cond, loop_merges, l
             continue
         if key is not None:
             computed[key] = it
+        if it.id in switch_alias:
+            aliased.add(it.id)
+            slot[(it.id, 0)] = slot[(it.id, 1)] = ins[0]
+            live[it.id] = tuple(ins)
+            continue
         if _aliased(it, ins, controls, sources, loop_switches):
             aliased.add(it.id)
             for p in range(it.num_outputs):
@@ -306,7 +321,11 @@ def _build(name, frame_enters, items, sources, order, side, cond, loop_merges, l
         ins, controls = ins_of[it.id]
         outs = [slot[(it.id, p)] for p in range(it.num_outputs)]
         call = _call(it, ins, outs, sources)
-        if cond[it.id] != G.EMPTY and it.kind not in (P.SWITCH, P.MERGE):
+        if static and it.kind == P.MERGE:
+            call = _static_merge(it, ins, outs, sources, cond, loop_switches, slot)
+        elif static:
+            pass  # it runs in its condition's block, where its inputs are live
+        elif cond[it.id] != G.EMPTY and it.kind not in (P.SWITCH, P.MERGE):
             # the inputs that may be dead: after a cond's Switch, or inside a cond
             guard = tuple(dict.fromkeys(
                 [s for s, (src, port) in zip(ins, G.data_sources(it, sources))
@@ -348,7 +367,39 @@ def _build(name, frame_enters, items, sources, order, side, cond, loop_merges, l
     # slots (nothing else writes them): the lists without them.
     program.header_rest = [(c, it) for c, it in header if it.id not in once]
     program.body_rest = [(c, it) for c, it in true_pass if it.id not in once]
+    if static:
+        _as_blocks(program, order, cond, sources, loop_switches, slot, aliased)
     return program
+
+
+def _as_blocks(program, order, cond, sources, loop_switches, slot, aliased):
+    """The program's lists with each cond branch's calls as blocks (loop_conds.py)."""
+    position = {it.id: i for i, it in enumerate(order)}
+    path_of = {it.id: LC.path(cond[it.id], position) for it in order if cond[it.id]}
+    pred_slot, head_of = {}, {}
+    for it in order:
+        if it.kind == P.SWITCH and it.id not in loop_switches:
+            key = LC.switch_key(it, sources)
+            pred_slot[key] = slot[key]
+            head_of.setdefault(key, it)
+    if not pred_slot:
+        return  # no cond in the body
+    stateful = {it.id for it in order if it.kind == P.KERNEL
+                and (not has_op(it.op) or get_op(it.op).stateful)}
+    for attr in ("header", "body", "tail", "header_rest", "body_rest"):
+        calls = LC.grouped(getattr(program, attr), path_of, sources, aliased, stateful)
+        setattr(program, attr, LC.blocks(calls, path_of, pred_slot, head_of))
+
+
+def _static_merge(it, ins, outs, sources, cond, loop_switches, slot):
+    """A cond's Merge in a frame of static conditions: the branch its predicate took."""
+    srcs = G.data_sources(it, sources)
+    conds = [LC.edge_cond(src, port, sources, cond, loop_switches) for src, port in srcs]
+    pick = None
+    if len(set(conds)) > 1:  # two inputs, one literal apart (loop_graph._merge_cond)
+        ((key, branch0),) = conds[0] - conds[1]
+        pick = (slot[key], branch0)
+    return LC.static_merge(ins, outs, pick, any(_deref(it, s, p) for s, p in srcs))
 
 
 def _invariant(it, sources, invariant, cond, aliased):
@@ -425,7 +476,7 @@ def _call(it, ins, outs, sources):
             return matmul_call(call, fn, it.ctx, ins, outs[0], getattr(it.fn, "limit", None))
         if fn is strided_slice and it.ctx.xp is np:
             return slice_call(call, fn, it.ctx, ins, outs[0], getattr(it.fn, "limit", None))
-        return call
+        return stack_call(it, fn, call, ins, outs) or call
     if it.kind in (P.NOOP, P.TRIGGER):
         return None
     srcs = G.data_sources(it, sources)

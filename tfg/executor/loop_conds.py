@@ -1,0 +1,204 @@
+"""Conds inside a compiled loop body (tfg/executor/loops.py) as blocks: where every node's
+condition is known statically (loop_graph.sides: the cond branches it is after), a node runs
+exactly when the predicates of its branches have their branch's value, so the body needs no
+dead values at all. A cond's Switch then forwards its data (its outputs share the data's
+slot), its Merge picks the input of the branch its predicate took, and the nodes of a branch
+run as one block behind one test of the predicate.
+
+    Before (a cond `even ? acc * x : acc + tanh(acc)` in the body, 11 calls an iteration):
+      Switch, Switch, Switch, guarded Tanh, guarded AddV2, guarded Mul, Merge, ...
+    After (4 calls):
+      block(pred, false: [Tanh, AddV2]), block(pred, true: [Mul]), Merge by pred
+
+    >>> blocked = blocks(calls, path_of, pred_slot, head_of)  # [(call, item)], to run in order
+
+Why this is exact: a node's condition is the union of its inputs' (a Switch's output adds
+its (predicate, branch)), a Merge of both branches of one cond drops that literal, and a
+node is live iff all its inputs are; so by induction a node is live iff each (predicate,
+branch) of its condition holds, and every predicate of a condition is itself live when the
+literals before it in the path hold (its own condition is part of the Switch's). Nothing
+reads a dead node's slot then: its readers are dead too, or a Merge that reads the other
+branch. A frame with a node of unknown condition (a Merge of inputs not of one cond) keeps
+the dead values and guards (loop_calls.guarded): `static_conds` says which applies.
+"""
+import numpy as np
+
+from tfg.executor import loop_graph as G
+from tfg.executor import plan as P
+from tfg.executor.devices import to_host
+from tfg.executor.loop_calls import INDEX, LoopNodeError
+from tfg.kernels.resources import Ref
+
+
+def static_conds(order, cond):
+    """Whether every node of the frame has a condition known statically (none is None)."""
+    return all(cond[it.id] is not None for it in order)
+
+
+def edge_cond(src, port, sources, cond, loop_switches):
+    """The condition of the value on (src, port): the node's, plus the branch of a cond's
+    Switch output."""
+    c = cond.get(src.id, G.EMPTY)
+    if src.kind == P.SWITCH and src.id not in loop_switches and port >= 0:
+        return c | {(switch_key(src, sources), port)}
+    return c
+
+
+def switch_key(switch, sources):
+    """A cond Switch's predicate, as (source item id, port): the key of its literals."""
+    return next((s.id, p) for s, p, i in sources[switch.id] if i == 1 and p >= 0)
+
+
+def path(c, position):
+    """A condition as an ordered path of literals: each predicate after the literals its
+    own value depends on (the position of its source in the iteration's order)."""
+    return tuple(sorted(c, key=lambda lit: (position.get(lit[0][0], -1), lit[0], lit[1])))
+
+
+def _truth(p):
+    if type(p) is Ref:
+        p = p.get()
+    if not isinstance(p, (np.ndarray, np.generic, bool)):
+        p = to_host(p)  # a predicate computed on a GPU
+    return bool(p)
+
+
+def static_merge(ins, outs, pick, deref):
+    """A cond's Merge: `pick` None when its inputs are live together (the first one is
+    forwarded), else (predicate slot, the branch of input 0): the input of the branch
+    taken. Two inputs in that case."""
+    out, idx = outs
+    if pick is None:
+        s0 = ins[0]
+
+        def first(vals, step):
+            v = vals[s0]
+            vals[out] = v.get() if deref and type(v) is Ref else v
+            vals[idx] = INDEX[0]
+        return first
+    pslot, branch0 = pick
+    s0, s1 = ins
+    i0, i1 = INDEX[0], INDEX[1]
+    bool_ = np.bool_
+
+    def by_pred(vals, step):
+        p = vals[pslot]
+        if type(p) is not bool_:
+            p = _truth(p)
+        if bool(p) == branch0:
+            v, vals[idx] = vals[s0], i0
+        else:
+            v, vals[idx] = vals[s1], i1
+        vals[out] = v.get() if deref and type(v) is Ref else v
+    return by_pred
+
+
+def block_call(pslot, branch, calls):
+    """The calls of one branch: run when the predicate in `pslot` is `branch` (1: true)."""
+    calls = tuple(calls)
+    bool_ = np.bool_
+    want = bool(branch)
+
+    def block(vals, step):
+        p = vals[pslot]
+        if type(p) is not bool_:
+            p = _truth(p)
+        if bool(p) is not want:
+            return
+        item = None
+        try:
+            for call, item in calls:
+                call(vals, step)
+        except LoopNodeError:
+            raise  # a nested block's node, named already
+        except Exception as e:  # noqa: BLE001 - the executor names the node
+            raise LoopNodeError(item, e) from e
+    block.calls = calls
+    return block
+
+
+def grouped(calls, path_of, sources, aliased, stateful):
+    """`calls` reordered so that the calls of one branch run together where dependencies
+    allow (fewer, longer blocks): the next call is the first ready one in the current
+    branch, else the first ready one. Stateful kernels keep their order among themselves.
+    `aliased`: ids of the nodes without a call, whose readers read their inputs."""
+    n = len(calls)
+    if n > 2000:
+        return calls
+    index = {}
+    for i, (call, it) in enumerate(calls):
+        for m in getattr(call, "members", (it,)):
+            index[m.id] = i
+    memo = {}
+
+    def deps(iid):
+        if iid in memo:
+            return memo[iid]
+        memo[iid] = got = set()
+        for src, _, _ in sources[iid]:
+            if src.id in index:
+                got.add(index[src.id])
+            elif src.id in aliased:
+                got |= deps(src.id)
+        return got
+
+    succ = [[] for _ in calls]
+    indeg = [0] * n
+    last_stateful = None
+    for i, (call, it) in enumerate(calls):
+        need = set()
+        for m in getattr(call, "members", (it,)):
+            need |= deps(m.id)
+        if it.id in stateful:
+            if last_stateful is not None:
+                need.add(last_stateful)
+            last_stateful = i
+        need.discard(i)
+        for j in need:
+            succ[j].append(i)
+        indeg[i] = len(need)
+    paths = [path_of.get(it.id, ()) for _, it in calls]
+    ready = [i for i in range(n) if indeg[i] == 0]
+    out, current = [], ()
+    while ready:
+        k = len(current)
+        pick = next((i for i in ready if paths[i][:k] == current), None)
+        if pick is None:
+            pick = min(ready)
+        ready.remove(pick)
+        out.append(calls[pick])
+        current = paths[pick]
+        for j in succ[pick]:
+            indeg[j] -= 1
+            if indeg[j] == 0:
+                ready.append(j)
+        ready.sort()
+    return out if len(out) == n else calls
+
+
+def blocks(calls, path_of, pred_slot, head_of):
+    """[(call, item)] in order, with the runs of calls under one literal as one block each
+    (nested by path). `path_of`: item id -> path (absent: no condition); `pred_slot`: key ->
+    slot of the predicate; `head_of`: key -> a Switch of it (the block's item, which errors
+    of the predicate name)."""
+    top, open_ = [], []  # open_: [(literal, its calls)], outermost first
+
+    def close():
+        lit, body = open_.pop()
+        key, branch = lit
+        (open_[-1][1] if open_ else top).append(
+            (block_call(pred_slot[key], branch, body), head_of[key]))
+
+    for call, it in calls:
+        p = path_of.get(it.id, ())
+        n = 0
+        while n < len(open_) and n < len(p) and open_[n][0] == p[n]:
+            n += 1
+        while len(open_) > n:
+            close()
+        for lit in p[n:]:
+            open_.append((lit, []))
+        (open_[-1][1] if open_ else top).append((call, it))
+    while open_:
+        close()
+    return top
