@@ -464,7 +464,7 @@ def _call(it, ins, outs, sources):
         array_fn = array_kernel(it.op, getattr(it.fn, "__wrapped__", it.fn))
         scalar_fn = scalar_kernel(it.op) if it.op in SCALAR_OPS else None
         if len(ins) == 2 and (array_fn is not None or scalar_fn is not None):
-            return binary_call(call, array_fn, scalar_fn, ins, outs[0])
+            return binary_call(call, array_fn, scalar_fn, ins, outs[0], it.op)
         if len(ins) == 1 and array_fn is not None:
             return unary_call(call, array_fn, ins[0], outs[0])
         fn = getattr(it.fn, "__wrapped__", it.fn)
