@@ -195,3 +195,35 @@ def test_scalar_calls_equal_the_kernels_and_wrap_silently(op):
 def test_a_loop_node_error_keeps_the_item():
     err = LoopNodeError("item", ValueError("boom"))
     assert err.item == "item" and str(err) == "boom"
+
+
+def test_gather_calls_equal_the_kernel_and_fall_back_to_it():
+    from tfg.executor.loop_calls import gather_call
+    from tfg.kernels.indexing_ops import gather_v2
+
+    class Ctx:
+        xp, attrs, cache = np, {}, {}
+    fallbacks = []
+
+    def kernel(vals, step):
+        fallbacks.append(1)
+        vals[3] = gather_v2(Ctx, vals[0], vals[1], vals[2])
+    params = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    call = gather_call(kernel, (0, 1, 2), 3, None, 0)
+    cases = [(np.int32(1), np.int32(0)), (np.array(2, np.int64), np.array(1, np.int32)),
+             (np.int64(3), np.int32(-1)), (np.int32(0), np.array(2))]
+    for idx, axis in cases:
+        vals = [params, idx, axis, None]
+        call(vals, None)
+        want = gather_v2(Ctx, params, idx, axis)
+        assert vals[3].dtype == want.dtype and vals[3].flags.owndata
+        np.testing.assert_array_equal(vals[3], want)
+    assert not fallbacks
+    with pytest.raises(Exception, match=r"indices\[\] = 5 is not in \[0, 3\)"):
+        call([params, np.int32(5), np.int32(1), None], None)
+    vals = [params, np.int32([0, 1]), np.int32(0), None]  # a vector of indices: the kernel
+    call(vals, None)
+    np.testing.assert_array_equal(vals[3], params[[0, 1]])
+    small = gather_call(kernel, (0, 1, 2), 3, 16, 0)  # a 48-byte slice over the limit
+    small([params, np.int32(0), np.int32(0), None], None)
+    assert len(fallbacks) == 3

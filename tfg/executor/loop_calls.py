@@ -19,6 +19,7 @@ import numpy as np
 
 from tfg.executor.control import NOVAL
 from tfg.executor.devices import to_host
+from tfg.kernels.indexing_ops import gather_v2
 from tfg.kernels.resources import Ref
 from tfg.kernels.stack_ops import Stack, stack_pop_v2, stack_push_v2
 from tfg.kernels.stack_swap import Swapped, swap_in
@@ -213,6 +214,42 @@ def guarded(call, guard, outs, live=None):
         if live is not None:
             vals[live] = True
     return calln
+
+
+def kernel_call(it, fn, call, ins, outs):
+    """A direct call for the kernels below (stack push and pop, a gather of one index), or
+    None for other kernels."""
+    if fn is gather_v2 and len(ins) == 3 and it.ctx.xp is np:
+        return gather_call(call, ins, outs[0], getattr(it.fn, "limit", None),
+                           it.ctx.attrs.get("batch_dims", 0))
+    return stack_call(it, fn, call, ins, outs)
+
+
+def gather_call(call, ins, out, limit, batch_dims):
+    """GatherV2 of one integer index (an RNN's `x[t]`): the kernel's own copied slice
+    (tfg.kernels.indexing_ops._gather), with the memory guard's verdict (the slice's size
+    against `limit`) tested here; anything else: the prepared kernel call."""
+    p_slot, i_slot, a_slot = ins
+    ndarray = np.ndarray
+    ints = _INTS
+    if batch_dims != 0:
+        return call
+
+    def gather(vals, step):
+        params, idx, axis = vals[p_slot], vals[i_slot], vals[a_slot]
+        if type(params) is ndarray and (type(idx) in ints or (
+                type(idx) is ndarray and idx.ndim == 0 and idx.dtype.kind in "iu")):
+            if type(axis) in ints or (type(axis) is ndarray and axis.ndim == 0
+                                      and axis.dtype.kind in "iu"):
+                a, n, i = int(axis), params.ndim, int(idx)
+                if a < 0:
+                    a += n
+                if 0 <= a < n and 0 <= i < params.shape[a] and (
+                        limit is None or params.nbytes // params.shape[a] <= limit):
+                    vals[out] = params[(slice(None),) * a + (i,)].copy()
+                    return
+        call(vals, step)
+    return gather
 
 
 def stack_call(it, fn, call, ins, outs):

@@ -52,7 +52,7 @@ from tfg.executor import plan as P
 from tfg.executor.calls import slot_call
 from tfg.executor.direct_calls import list_get_call, matmul_call, select_call, slice_call
 from tfg.executor.loop_calls import (INDEX, LoopNodeError, binary_call, forward, guarded,
-                                     merge_call, stack_call, switch_call, unary_call)
+                                     kernel_call, merge_call, switch_call, unary_call)
 from tfg.executor.loop_fusion import fuse_chains
 from tfg.executor.devices import to_host
 from tfg.kernels.math_ops import (SCALAR_OPS, array_kernel, scalar_kernel, select,
@@ -476,7 +476,7 @@ def _call(it, ins, outs, sources):
             return matmul_call(call, fn, it.ctx, ins, outs[0], getattr(it.fn, "limit", None))
         if fn is strided_slice and it.ctx.xp is np:
             return slice_call(call, fn, it.ctx, ins, outs[0], getattr(it.fn, "limit", None))
-        return stack_call(it, fn, call, ins, outs) or call
+        return kernel_call(it, fn, call, ins, outs) or call
     if it.kind in (P.NOOP, P.TRIGGER):
         return None
     srcs = G.data_sources(it, sources)
