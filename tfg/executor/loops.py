@@ -42,6 +42,7 @@ and traced steps go through the dataflow executor, as do frames that do not qual
 (`compile_loops(plan, why)` says why). Nothing here changes values: the same kernels run on
 the same inputs.
 """
+import operator
 import os
 
 import numpy as np
@@ -108,6 +109,7 @@ class LoopProgram:
         header, body, pred_slot = self.header, self.body, self.pred_slot
         outs, nexts = self._outs, self._nexts
         single = len(outs) == 1
+        next_values = operator.itemgetter(*nexts) if len(nexts) > 1 else None
         item = None
         try:
             for call, item in self.hoisted:
@@ -133,8 +135,7 @@ class LoopProgram:
                 elif not outs:
                     pass
                 else:
-                    new = [vals[s] for s in nexts]
-                    for s, v in zip(outs, new):
+                    for s, v in zip(outs, next_values(vals)):
                         vals[s] = v
                 if first:
                     first = False
