@@ -17,10 +17,12 @@ import operator
 
 import numpy as np
 
+from tfg.executor.calls import single
 from tfg.executor.control import NOVAL
 from tfg.executor.devices import to_host
 from tfg.kernels.indexing_ops import gather_v2
 from tfg.kernels.resources import Ref
+from tfg.schemas.ops import get_op, has_op
 from tfg.kernels.stack_ops import Stack, stack_pop_v2, stack_push_v2
 from tfg.kernels.stack_swap import Swapped, swap_in
 
@@ -222,7 +224,40 @@ def kernel_call(it, fn, call, ins, outs):
     if fn is gather_v2 and len(ins) == 3 and it.ctx.xp is np:
         return gather_call(call, ins, outs[0], getattr(it.fn, "limit", None),
                            it.ctx.attrs.get("batch_dims", 0))
+    if (len(ins) in (1, 2) and len(outs) == 1 and it.ctx.xp is np and has_op(it.op)
+            and get_op(it.op).has("elementwise")):
+        return elementwise_call(call, fn, it.ctx, ins, outs[0], getattr(it.fn, "limit", None))
     return stack_call(it, fn, call, ins, outs)
+
+
+def elementwise_call(call, fn, ctx, ins, out, limit):
+    """An elementwise kernel (TanhGrad, AddN, ...) on arrays of one shape: the kernel itself,
+    without the memory guard when no output can exceed its limit (as many elements as an
+    input, at most 16 bytes each); else the prepared kernel call."""
+    ndarray = np.ndarray
+    cap = None if limit is None else limit // 16
+    if len(ins) == 1:
+        (a,) = ins
+
+        def ew1(vals, step):
+            x = vals[a]
+            if type(x) is ndarray and (cap is None or x.size <= cap):
+                r = fn(ctx, x)
+                vals[out] = single(r) if type(r) is tuple or type(r) is list else r
+            else:
+                call(vals, step)
+        return ew1
+    a, b = ins
+
+    def ew2(vals, step):
+        x, y = vals[a], vals[b]
+        if (type(x) is ndarray and type(y) is ndarray and x.shape == y.shape
+                and (cap is None or x.size <= cap)):
+            r = fn(ctx, x, y)
+            vals[out] = single(r) if type(r) is tuple or type(r) is list else r
+        else:
+            call(vals, step)
+    return ew2
 
 
 def gather_call(call, ins, out, limit, batch_dims):

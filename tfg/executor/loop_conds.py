@@ -119,8 +119,9 @@ def block_call(pslot, branch, calls):
 
 def grouped(calls, path_of, sources, aliased, stateful):
     """`calls` reordered so that the calls of one branch run together where dependencies
-    allow (fewer, longer blocks): the next call is the first ready one in the current
-    branch, else the first ready one. Stateful kernels keep their order among themselves.
+    allow (fewer, longer blocks): the next call is the first ready one of the current
+    branch itself, else of a branch inside it, else the first ready one of the branch that
+    shares the most with it. Stateful kernels keep their order among themselves.
     `aliased`: ids of the nodes without a call, whose readers read their inputs."""
     n = len(calls)
     if n > 2000:
@@ -160,11 +161,20 @@ def grouped(calls, path_of, sources, aliased, stateful):
     paths = [path_of.get(it.id, ()) for _, it in calls]
     ready = [i for i in range(n) if indeg[i] == 0]
     out, current = [], ()
+
+    def rank(i):
+        p = paths[i]
+        if p == current:
+            return 0, 0, i
+        if p[:len(current)] == current:
+            return 1, 0, i
+        common = 0
+        while common < min(len(p), len(current)) and p[common] == current[common]:
+            common += 1
+        return 2, -common, i
+
     while ready:
-        k = len(current)
-        pick = next((i for i in ready if paths[i][:k] == current), None)
-        if pick is None:
-            pick = min(ready)
+        pick = min(ready, key=rank)
         ready.remove(pick)
         out.append(calls[pick])
         current = paths[pick]
@@ -172,7 +182,6 @@ def grouped(calls, path_of, sources, aliased, stateful):
             indeg[j] -= 1
             if indeg[j] == 0:
                 ready.append(j)
-        ready.sort()
     return out if len(out) == n else calls
 
 
