@@ -123,8 +123,16 @@ def test_stack_calls_push_and_pop_in_order_and_word_the_kernels_errors():
     from tfg.kernels.stack_ops import stack_pop_v2, stack_push_v2
 
     fallbacks = []
-    push = stack_call(_It, stack_push_v2, lambda v, s: fallbacks.append("push"), (0, 1), (2,))
-    pop = stack_call(_It, stack_pop_v2, lambda v, s: fallbacks.append("pop"), (0,), (2,))
+
+    def push_kernel(vals, step):  # the prepared call: it words what the direct call leaves
+        fallbacks.append("push")
+        vals[2] = stack_push_v2(_Ctx, vals[0], vals[1])
+
+    def pop_kernel(vals, step):
+        fallbacks.append("pop")
+        vals[2] = stack_pop_v2(_Ctx, vals[0])
+    push = stack_call(_It, stack_push_v2, push_kernel, (0, 1), (2,))
+    pop = stack_call(_It, stack_pop_v2, pop_kernel, (0,), (2,))
     stack = Stack("s")
     vals = [stack, np.float32(1), None]
     push(vals, None)
@@ -134,21 +142,25 @@ def test_stack_calls_push_and_pop_in_order_and_word_the_kernels_errors():
     pop(vals, None)
     assert vals[2] == 2
     pop(vals, None)
-    assert vals[2] == 1
+    assert vals[2] == 1 and not fallbacks
     with pytest.raises(Exception, match=r"Stack\[s\] is empty\."):
         pop(vals, None)
     stack.close()
     with pytest.raises(Exception, match=r"Stack\[s\] has already been closed\."):
         push(vals, None)
+    with pytest.raises(Exception, match=r"Stack\[s\] has already been closed\."):
+        pop(vals, None)
     bounded = Stack("b", max_size=1)
     vals[0] = bounded
     push(vals, None)
     with pytest.raises(Exception, match=r"overflowed its max_size \(1\)"):
         push(vals, None)
-    vals[0] = "not a stack"  # the prepared kernel call words that one
-    push(vals, None)
-    pop(vals, None)
-    assert fallbacks == ["push", "pop"]
+    vals[0] = "not a stack"
+    with pytest.raises(Exception, match=r"expected a stack handle, got str"):
+        push(vals, None)
+    with pytest.raises(Exception, match=r"expected a stack handle, got str"):
+        pop(vals, None)
+    assert fallbacks == ["pop", "push", "pop", "push", "push", "push", "pop"]
     assert stack_call(_It, abs, None, (0,), (1,)) is None
 
 
@@ -166,6 +178,7 @@ def test_scalar_calls_equal_the_kernels_and_wrap_silently(op):
     pairs = ([(np.True_, np.False_), (np.True_, np.True_)] if logic else
              [(np.int32(imax), np.int32(1)), (np.int32(-imax - 1), np.int32(1)),
               (np.int32(-7), np.int32(3)), (np.int32(7), np.int32(-1)),
+              (np.int32(imax), np.int32(-1)), (np.int32(-imax), np.int32(-2)),
               (np.uint8(250), np.uint8(9)), (np.int64(1 << 40), np.int64(1 << 30)),
               (np.float32(1.5), np.float32(-2)), (np.float32(np.nan), np.float32(np.nan)),
               (np.float16(3), np.float16(0.5)), (np.float64(np.inf), np.float64(1)),

@@ -21,10 +21,11 @@ from tfg.executor.calls import single
 from tfg.executor.control import NOVAL
 from tfg.executor.devices import to_host
 from tfg.kernels.indexing_ops import gather_v2
+from tfg.kernels.math_ops import add_n
 from tfg.kernels.resources import Ref
-from tfg.schemas.ops import get_op, has_op
 from tfg.kernels.stack_ops import Stack, stack_pop_v2, stack_push_v2
 from tfg.kernels.stack_swap import Swapped, swap_in
+from tfg.schemas.ops import get_op, has_op
 
 INDEX = tuple(np.int32(i) for i in range(8))  # Merge's value_index outputs
 
@@ -147,6 +148,8 @@ def binary_call(call, array_fn, scalar_fn, ins, out, op=None):
     a, b = ins
     ndarray = np.ndarray
     direct_types, direct, checked_types, checked = _SCALAR_FAST.get(op, ((), None, (), None))
+    if checked is _int_add or checked is _int_sub:
+        return _arith_call(call, array_fn, scalar_fn, a, b, out, checked is _int_sub)
 
     def call2(vals, step):
         x, y = vals[a], vals[b]
@@ -170,6 +173,42 @@ def binary_call(call, array_fn, scalar_fn, ins, out, op=None):
         else:
             vals[out] = r
     return call2
+
+
+def _arith_call(call, array_fn, scalar_fn, a, b, out, sub):
+    """binary_call of AddV2/Add (sub False) or Sub, with the integer range test inline: a
+    loop counter's `i + 1` every iteration."""
+    ndarray = np.ndarray
+    floats, ints = _FLOATS, _INTS
+    fop = operator.sub if sub else operator.add
+
+    def arith(vals, step):
+        x, y = vals[a], vals[b]
+        tx = type(x)
+        if tx is type(y):
+            bounds = ints.get(tx)
+            if bounds is not None:
+                lo, hi = bounds
+                if sub:
+                    if (x <= hi + y) if y <= 0 else (x >= lo + y):
+                        vals[out] = x - y
+                        return
+                elif (x <= hi - y) if y >= 0 else (x >= lo - y):
+                    vals[out] = x + y
+                    return
+            elif tx in floats:
+                vals[out] = fop(x, y)
+                return
+            elif (tx is ndarray and x.shape == y.shape and x.ndim and x.dtype is y.dtype
+                    and x.dtype.kind in _NUMERIC and array_fn is not None):
+                vals[out] = array_fn(x, y)
+                return
+        r = scalar_fn(x, y) if scalar_fn is not None else None
+        if r is None:
+            call(vals, step)
+        else:
+            vals[out] = r
+    return arith
 
 
 def unary_call(call, array_fn, src, out):
@@ -224,10 +263,28 @@ def kernel_call(it, fn, call, ins, outs):
     if fn is gather_v2 and len(ins) == 3 and it.ctx.xp is np:
         return gather_call(call, ins, outs[0], getattr(it.fn, "limit", None),
                            it.ctx.attrs.get("batch_dims", 0))
+    if fn is add_n and len(ins) == 2 and it.ctx.xp is np:
+        return add2_call(call, ins, outs[0])
     if (len(ins) in (1, 2) and len(outs) == 1 and it.ctx.xp is np and has_op(it.op)
             and get_op(it.op).has("elementwise")):
         return elementwise_call(call, fn, it.ctx, ins, outs[0], getattr(it.fn, "limit", None))
     return stack_call(it, fn, call, ins, outs)
+
+
+def add2_call(call, ins, out):
+    """AddN of two arrays of one shape (rank >= 1): numpy's add, as the kernel computes it
+    (the output is an input's size: no memory verdict to ask); else the kernel call."""
+    a, b = ins
+    ndarray = np.ndarray
+    add = np.add
+
+    def addn2(vals, step):
+        x, y = vals[a], vals[b]
+        if type(x) is ndarray and type(y) is ndarray and x.shape == y.shape and x.ndim:
+            vals[out] = add(x, y)
+        else:
+            call(vals, step)
+    return addn2
 
 
 def elementwise_call(call, fn, ctx, ins, out, limit):
@@ -287,6 +344,9 @@ def gather_call(call, ins, out, limit, batch_dims):
     return gather
 
 
+_NONE = object()  # nothing popped
+
+
 def stack_call(it, fn, call, ins, outs):
     """StackPushV2 / StackPopV2 on a Stack (the prepared kernel call otherwise), without the
     memory guard (a push returns its input, a pop a value that exists already) and the
@@ -298,12 +358,14 @@ def stack_call(it, fn, call, ins, outs):
 
         def push(vals, step):
             s = vals[handle]
-            if type(s) is Stack:
+            if type(s) is Stack and s.max_size < 0:
                 v = vals[elem]
-                s.push(v)
-                vals[out] = v
-            else:
-                call(vals, step)
+                with s.lock:  # (Stack.push, inline)
+                    if not s.closed:
+                        s.items.append(v)
+                        vals[out] = v
+                        return
+            call(vals, step)  # closed, bounded or no stack: the kernel pushes or words it
         return push
     if fn is stack_pop_v2 and len(ins) == 1:
         (handle,), (out,) = ins, outs
@@ -311,12 +373,14 @@ def stack_call(it, fn, call, ins, outs):
         def pop(vals, step):
             s = vals[handle]
             if type(s) is Stack:
-                v = s.pop()
                 items = s.items
-                if type(v) is Swapped or (items and type(items[-1]) is Swapped):
-                    v = swap_in(s, v)  # a value a GPU loop pushed with swap_memory
-                vals[out] = v
-            else:
-                call(vals, step)
+                with s.lock:  # (Stack.pop, inline)
+                    v = items.pop() if items and not s.closed else _NONE
+                if v is not _NONE:
+                    if type(v) is Swapped or (items and type(items[-1]) is Swapped):
+                        v = swap_in(s, v)  # a value a GPU loop pushed with swap_memory
+                    vals[out] = v
+                    return
+            call(vals, step)  # empty, closed or no stack: the kernel words it
         return pop
     return None
