@@ -7,8 +7,8 @@ run as one block behind one test of the predicate.
 
     Before (a cond `even ? acc * x : acc + tanh(acc)` in the body, 11 calls an iteration):
       Switch, Switch, Switch, guarded Tanh, guarded AddV2, guarded Mul, Merge, ...
-    After (4 calls):
-      block(pred, false: [Tanh, AddV2]), block(pred, true: [Mul]), Merge by pred
+    After (2 calls):
+      block(pred, true: [Mul], false: [Tanh, AddV2]), Merge by pred
 
     >>> blocked = blocks(calls, path_of, pred_slot, head_of)  # [(call, item)], to run in order
 
@@ -93,28 +93,41 @@ def static_merge(ins, outs, pick, deref):
     return by_pred
 
 
-def block_call(pslot, branch, calls):
-    """The calls of one branch: run when the predicate in `pslot` is `branch` (1: true)."""
-    calls = tuple(calls)
+def block_call(pslot, on_true, on_false):
+    """The calls of a cond's branches: `on_true` when the predicate in `pslot` is true,
+    else `on_false` (either may be empty)."""
+    on_true, on_false = tuple(on_true), tuple(on_false)
     bool_ = np.bool_
-    want = bool(branch)
 
     def block(vals, step):
         p = vals[pslot]
         if type(p) is not bool_:
             p = _truth(p)
-        if bool(p) is not want:
-            return
         item = None
         try:
-            for call, item in calls:
+            for call, item in (on_true if p else on_false):
                 call(vals, step)
         except LoopNodeError:
             raise  # a nested block's node, named already
         except Exception as e:  # noqa: BLE001 - the executor names the node
             raise LoopNodeError(item, e) from e
-    block.calls = calls
+    block.calls = on_true + on_false
+    block.pslot, block.on_true, block.on_false = pslot, on_true, on_false
     return block
+
+
+def _paired(calls):
+    """Adjacent blocks of one predicate's two branches as one block (one test of it)."""
+    out = []
+    for call, it in calls:
+        if out and hasattr(call, "pslot") and getattr(out[-1][0], "pslot", None) == call.pslot:
+            # (adjacent: running both in one is running them one after the other)
+            prev = out[-1][0]
+            out[-1] = (block_call(call.pslot, prev.on_true + call.on_true,
+                                  prev.on_false + call.on_false), out[-1][1])
+            continue
+        out.append((call, it))
+    return out
 
 
 def grouped(calls, path_of, sources, aliased, stateful):
@@ -195,8 +208,10 @@ def blocks(calls, path_of, pred_slot, head_of):
     def close():
         lit, body = open_.pop()
         key, branch = lit
-        (open_[-1][1] if open_ else top).append(
-            (block_call(pred_slot[key], branch, body), head_of[key]))
+        body = _paired(body)
+        call = (block_call(pred_slot[key], body, ()) if branch
+                else block_call(pred_slot[key], (), body))
+        (open_[-1][1] if open_ else top).append((call, head_of[key]))
 
     for call, it in calls:
         p = path_of.get(it.id, ())
@@ -210,4 +225,4 @@ def blocks(calls, path_of, pred_slot, head_of):
         (open_[-1][1] if open_ else top).append((call, it))
     while open_:
         close()
-    return top
+    return _paired(top)

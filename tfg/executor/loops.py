@@ -385,8 +385,10 @@ def _as_blocks(program, order, cond, sources, loop_switches, slot, aliased):
             head_of.setdefault(key, it)
     if not pred_slot:
         return  # no cond in the body
+    # (and kernels reading a Ref or the step: their order against the stateful ones)
     stateful = {it.id for it in order if it.kind == P.KERNEL
-                and (not has_op(it.op) or get_op(it.op).stateful)}
+                and (not has_op(it.op) or get_op(it.op).stateful or it.deref is not None
+                     or it.needs_step)}
     for attr in ("header", "body", "tail", "header_rest", "body_rest"):
         calls = LC.grouped(getattr(program, attr), path_of, sources, aliased, stateful)
         setattr(program, attr, LC.blocks(calls, path_of, pred_slot, head_of))
