@@ -11,7 +11,8 @@ import tfg
 from tfg import builder as tb
 from tfg.errors import TfgRuntimeError
 from tfg.executor import Session
-from tfg.executor.loop_calls import LoopNodeError, binary_call, stack_call
+from tfg.executor.loop_calls import LoopNodeError, binary_call
+from tfg.executor.loop_kernels import stack_call
 from tfg.kernels.math_ops import SCALAR_OPS, scalar_kernel
 from tfg.kernels.stack_ops import Stack
 
@@ -211,7 +212,7 @@ def test_a_loop_node_error_keeps_the_item():
 
 
 def test_gather_calls_equal_the_kernel_and_fall_back_to_it():
-    from tfg.executor.loop_calls import gather_call
+    from tfg.executor.loop_kernels import gather_call
     from tfg.kernels.indexing_ops import gather_v2
 
     class Ctx:

@@ -28,7 +28,10 @@ as in every loop `tf.while_loop`, TensorFlow's While lowering or tfg's builder w
   an iteration. Each gets a condition (which cond branches it is after); a cond's Merge of
   both branches is as live as its Switch. A node of a non-empty condition runs guarded: dead
   (NOVAL in its slots, tfg/executor/loop_calls.py) when an input or a control input is, as
-  the dataflow executor decides. Gradient loops of conds (stacks of predicates) qualify;
+  the dataflow executor decides. Gradient loops of conds (stacks of predicates) qualify.
+  Where every node's condition is known at compile time (the usual case), the conds run as
+  blocks instead, without dead values: Switches forward their data, each branch is one
+  call behind one test of its predicate, a Merge picks the branch taken (loop_conds.py);
 - no Enter depends on an Exit of the same frame instance (the loop could not start before it
   ends), nor on a _Recv (another device's dependencies are not visible here).
 Then an iteration runs what the predicate needs, reads it, and runs in dependency order the
@@ -53,7 +56,8 @@ from tfg.executor import plan as P
 from tfg.executor.calls import slot_call
 from tfg.executor.direct_calls import list_get_call, matmul_call, select_call, slice_call
 from tfg.executor.loop_calls import (INDEX, LoopNodeError, binary_call, forward, guarded,
-                                     kernel_call, merge_call, switch_call, unary_call)
+                                     merge_call, switch_call, unary_call)
+from tfg.executor.loop_kernels import kernel_call
 from tfg.executor.loop_fusion import fuse_chains
 from tfg.executor.devices import to_host
 from tfg.kernels.math_ops import (SCALAR_OPS, array_kernel, scalar_kernel, select,
