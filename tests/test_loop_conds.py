@@ -58,6 +58,17 @@ BODIES = {
 @pytest.mark.parametrize("case", sorted(BODIES))
 @pytest.mark.parametrize("n", [0, 1, 7])
 def test_conds_as_blocks_equal_the_dataflow_executor(case, n):
+    _check_body(case, n, blocks=True)
+
+
+@pytest.mark.parametrize("case", sorted(BODIES))
+def test_conds_guarded_node_by_node_equal_the_dataflow_executor(case, monkeypatch):
+    # the form a frame with a node of unknown condition keeps (and TFG_LOOP_BLOCKS=0)
+    monkeypatch.setenv("TFG_LOOP_BLOCKS", "0")
+    _check_body(case, 7, blocks=False)
+
+
+def _check_body(case, n, blocks):
     g = _loop(BODIES[case])
     x = np.float32([1.5, -0.5, 0.25, 2.0])
     for p in (True, False):
@@ -67,11 +78,13 @@ def test_conds_as_blocks_equal_the_dataflow_executor(case, n):
         np.testing.assert_array_equal(got, want, err_msg=f"{case} n={n} p={p}")
         assert got.dtype == want.dtype
         (prog,) = _programs(compiled).values()
-        # the branches run as blocks: no guarded call, no call per Switch
         calls = [c for c, _ in prog.body]
-        assert any(hasattr(c, "calls") for c in calls), case
-        assert not any("guarded" in c.__qualname__ or "switch_call" in c.__qualname__
-                       for c in calls), case
+        per_node = any("guarded" in c.__qualname__ or "switch_call" in c.__qualname__
+                       for c in calls)
+        if blocks:  # the branches run as blocks: no guarded call, no call per Switch
+            assert any(hasattr(c, "calls") for c in calls) and not per_node, case
+        else:
+            assert per_node and not any(hasattr(c, "calls") for c in calls), case
 
 
 FRAMES = Path(__file__).parent / "fixtures" / "frames"
