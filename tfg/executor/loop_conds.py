@@ -10,7 +10,8 @@ run as one block behind one test of the predicate.
     After (2 calls):
       block(pred, true: [Mul], false: [Tanh, AddV2]), Merge by pred
 
-    >>> blocked = blocks(calls, path_of, pred_slot, head_of)  # [(call, item)], to run in order
+    >>> as_blocks(program, order, cond, sources, loop_switches, slot, aliased)
+    >>> program.body            # [(call, item)]: a block's item is its cond's first Switch
 
 Why this is exact: a node's condition is the union of its inputs' (a Switch's output adds
 its (predicate, branch)), a Merge of both branches of one cond drops that literal, and a
@@ -28,6 +29,7 @@ from tfg.executor import plan as P
 from tfg.executor.devices import to_host
 from tfg.executor.loop_calls import INDEX, LoopNodeError
 from tfg.kernels.resources import Ref
+from tfg.schemas.ops import get_op, has_op
 
 
 def static_conds(order, cond):
@@ -226,3 +228,37 @@ def blocks(calls, path_of, pred_slot, head_of):
     while open_:
         close()
     return _paired(top)
+
+
+def cond_merge_call(it, ins, outs, sources, cond, loop_switches, slot, deref):
+    """The call of a cond's Merge `it` in a frame of static conditions: the branch its
+    predicate took (static_merge)."""
+    conds = [edge_cond(src, port, sources, cond, loop_switches)
+             for src, port in G.data_sources(it, sources)]
+    pick = None
+    if len(set(conds)) > 1:  # two inputs, one literal apart (loop_graph._merge_cond)
+        ((key, branch0),) = conds[0] - conds[1]
+        pick = (slot[key], branch0)
+    return static_merge(ins, outs, pick, deref)
+
+
+def as_blocks(program, order, cond, sources, loop_switches, slot, aliased):
+    """A LoopProgram's lists with each cond's calls as blocks, in place (nothing to do for a
+    body without a cond). `slot`: (item id, port) -> slot; `aliased`: ids without a call."""
+    position = {it.id: i for i, it in enumerate(order)}
+    path_of = {it.id: path(cond[it.id], position) for it in order if cond[it.id]}
+    pred_slot, head_of = {}, {}
+    for it in order:
+        if it.kind == P.SWITCH and it.id not in loop_switches:
+            key = switch_key(it, sources)
+            pred_slot[key] = slot[key]
+            head_of.setdefault(key, it)
+    if not pred_slot:
+        return
+    # (and kernels reading a Ref or the step: their order against the stateful ones)
+    stateful = {it.id for it in order if it.kind == P.KERNEL
+                and (not has_op(it.op) or get_op(it.op).stateful or it.deref is not None
+                     or it.needs_step)}
+    for attr in ("header", "body", "tail", "header_rest", "body_rest"):
+        calls = grouped(getattr(program, attr), path_of, sources, aliased, stateful)
+        setattr(program, attr, blocks(calls, path_of, pred_slot, head_of))

@@ -327,7 +327,8 @@ def _build(name, frame_enters, items, sources, order, side, cond, loop_merges, l
         outs = [slot[(it.id, p)] for p in range(it.num_outputs)]
         call = _call(it, ins, outs, sources)
         if static and it.kind == P.MERGE:
-            call = _static_merge(it, ins, outs, sources, cond, loop_switches, slot)
+            call = LC.cond_merge_call(it, ins, outs, sources, cond, loop_switches, slot, any(
+                _deref(it, src, port) for src, port in G.data_sources(it, sources)))
         elif static:
             pass  # it runs in its condition's block, where its inputs are live
         elif cond[it.id] != G.EMPTY and it.kind not in (P.SWITCH, P.MERGE):
@@ -373,40 +374,8 @@ def _build(name, frame_enters, items, sources, order, side, cond, loop_merges, l
     program.header_rest = [(c, it) for c, it in header if it.id not in once]
     program.body_rest = [(c, it) for c, it in true_pass if it.id not in once]
     if static:
-        _as_blocks(program, order, cond, sources, loop_switches, slot, aliased)
+        LC.as_blocks(program, order, cond, sources, loop_switches, slot, aliased)
     return program
-
-
-def _as_blocks(program, order, cond, sources, loop_switches, slot, aliased):
-    """The program's lists with each cond branch's calls as blocks (loop_conds.py)."""
-    position = {it.id: i for i, it in enumerate(order)}
-    path_of = {it.id: LC.path(cond[it.id], position) for it in order if cond[it.id]}
-    pred_slot, head_of = {}, {}
-    for it in order:
-        if it.kind == P.SWITCH and it.id not in loop_switches:
-            key = LC.switch_key(it, sources)
-            pred_slot[key] = slot[key]
-            head_of.setdefault(key, it)
-    if not pred_slot:
-        return  # no cond in the body
-    # (and kernels reading a Ref or the step: their order against the stateful ones)
-    stateful = {it.id for it in order if it.kind == P.KERNEL
-                and (not has_op(it.op) or get_op(it.op).stateful or it.deref is not None
-                     or it.needs_step)}
-    for attr in ("header", "body", "tail", "header_rest", "body_rest"):
-        calls = LC.grouped(getattr(program, attr), path_of, sources, aliased, stateful)
-        setattr(program, attr, LC.blocks(calls, path_of, pred_slot, head_of))
-
-
-def _static_merge(it, ins, outs, sources, cond, loop_switches, slot):
-    """A cond's Merge in a frame of static conditions: the branch its predicate took."""
-    srcs = G.data_sources(it, sources)
-    conds = [LC.edge_cond(src, port, sources, cond, loop_switches) for src, port in srcs]
-    pick = None
-    if len(set(conds)) > 1:  # two inputs, one literal apart (loop_graph._merge_cond)
-        ((key, branch0),) = conds[0] - conds[1]
-        pick = (slot[key], branch0)
-    return LC.static_merge(ins, outs, pick, any(_deref(it, s, p) for s, p in srcs))
 
 
 def _invariant(it, sources, invariant, cond, aliased):
