@@ -50,6 +50,9 @@ BODIES = {
     "same_pred": lambda i, a, x, p: (lambda e: tb.cond(
         e, lambda: tb.cond(e, lambda: a * x, lambda: a + 1.0) * 2.0,
         lambda: a - 1.0))(_even(i)),
+    # the same op twice in a branch (computed once) and a branch without a node of its own
+    "repeated": lambda i, a, x, p: tb.cond(
+        _even(i), lambda: tb.tanh(a) * x + tb.tanh(a), lambda: tb.identity(a)) + x,
     # the predicate a loop invariant (an Enter)
     "invariant_pred": lambda i, a, x, p: tb.cond(p, lambda: a * x, lambda: a + x),
 }

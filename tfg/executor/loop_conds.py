@@ -132,12 +132,13 @@ def _paired(calls):
     return out
 
 
-def grouped(calls, path_of, sources, aliased, stateful):
+def grouped(calls, path_of, sources, aliased, stateful, same=None):
     """`calls` reordered so that the calls of one branch run together where dependencies
     allow (fewer, longer blocks): the next call is the first ready one of the current
     branch itself, else of a branch inside it, else the first ready one of the branch that
     shares the most with it. Stateful kernels keep their order among themselves.
-    `aliased`: ids of the nodes without a call, whose readers read their inputs."""
+    `aliased`: ids of the nodes without a call, whose readers read their inputs; `same`:
+    {id: the nodes whose outputs are its outputs} (common subexpressions, read in its slots)."""
     n = len(calls)
     if n > 2000:
         return calls
@@ -145,6 +146,10 @@ def grouped(calls, path_of, sources, aliased, stateful):
     for i, (call, it) in enumerate(calls):
         for m in getattr(call, "members", (it,)):
             index[m.id] = i
+    for first, dups in (same or {}).items():
+        if first in index:
+            for d in dups:
+                index[d.id] = index[first]
     memo = {}
 
     def deps(iid):
@@ -242,9 +247,9 @@ def cond_merge_call(it, ins, outs, sources, cond, loop_switches, slot, deref):
     return static_merge(ins, outs, pick, deref)
 
 
-def as_blocks(program, order, cond, sources, loop_switches, slot, aliased):
+def as_blocks(program, order, cond, sources, loop_switches, slot, aliased, same):
     """A LoopProgram's lists with each cond's calls as blocks, in place (nothing to do for a
-    body without a cond). `slot`: (item id, port) -> slot; `aliased`: ids without a call."""
+    body without a cond). `slot`: (item id, port) -> slot; `aliased`, `same`: see grouped."""
     position = {it.id: i for i, it in enumerate(order)}
     path_of = {it.id: path(cond[it.id], position) for it in order if cond[it.id]}
     pred_slot, head_of = {}, {}
@@ -260,5 +265,5 @@ def as_blocks(program, order, cond, sources, loop_switches, slot, aliased):
                 and (not has_op(it.op) or get_op(it.op).stateful or it.deref is not None
                      or it.needs_step)}
     for attr in ("header", "body", "tail", "header_rest", "body_rest"):
-        calls = grouped(getattr(program, attr), path_of, sources, aliased, stateful)
+        calls = grouped(getattr(program, attr), path_of, sources, aliased, stateful, same)
         setattr(program, attr, blocks(calls, path_of, pred_slot, head_of))

@@ -374,7 +374,7 @@ def _build(name, frame_enters, items, sources, order, side, cond, loop_merges, l
     program.header_rest = [(c, it) for c, it in header if it.id not in once]
     program.body_rest = [(c, it) for c, it in true_pass if it.id not in once]
     if static:
-        LC.as_blocks(program, order, cond, sources, loop_switches, slot, aliased)
+        LC.as_blocks(program, order, cond, sources, loop_switches, slot, aliased, same)
     return program
 
 
