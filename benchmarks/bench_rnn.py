@@ -2,6 +2,8 @@
 """An RNN over a 50-step v1 while loop with its gradient: tfg against TensorFlow.
 
     python3 benchmarks/bench_rnn.py --tf-python /tmp/tfenv/bin/python [--reps 7] [--steps 50]
+    python3 benchmarks/bench_rnn.py --tf-python ... --save DIR    # keep the GraphDef and data
+    python3 benchmarks/bench_rnn.py --profile DIR [--op-profile]  # tfg alone, no TensorFlow
 
 TensorFlow (in a subprocess: it must never share a process with tfg) builds the forward loop
 with v1 control flow (Enter/Merge/Switch/NextIteration/Exit, tf.disable_control_flow_v2):
@@ -9,8 +11,10 @@ h_t = tanh(h_{t-1} W + x_t U), loss = sum(h_T), and writes the forward GraphDef 
 adds tf.gradients(loss, [W, U]) in its own graph and times loss + both gradients per step.
 tfg loads the forward GraphDef, differentiates it with tfg.grad (which must build the loop's
 backward frame itself) and runs the same fetches with tfg.Session. Steps alternate A B A B
-(TensorFlow, tfg); the median of --reps each is reported. The gradients are also compared, so a
-fast wrong answer cannot pass. `run(...)` is what benchmarks/run.py calls; the script writes
+(TensorFlow, tfg); the median of --reps each is reported, of wall time and of process CPU time
+(all threads: steadier on a loaded machine). The gradients are also compared, so a fast wrong
+answer cannot pass. `--profile DIR` runs cProfile on tfg's steps of a case kept by `--save`;
+with `--op-profile`, the time per op inside the compiled loops instead. `run(...)` is what benchmarks/run.py calls; the script writes
 benchmarks/results/rnn.json.
 """
 import argparse
@@ -25,6 +29,7 @@ import time
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
 
 TF_WORKER = r'''
@@ -62,21 +67,35 @@ print("ready", flush=True)
 for line in sys.stdin:
     if not line.strip():
         break
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     sess.run(fetch, {x: xs})
-    print(time.perf_counter() - t, flush=True)
+    print(time.perf_counter() - t, time.process_time() - c, flush=True)
 '''
 
 
-def run(tf_python, reps=7, warmup=2, steps=50, batch=32, hidden=128, blas_threads=None):
+FETCHES = ["loss:0", "grad/W:0", "grad/U:0"]
+
+
+def load_case(folder, blas_threads=None):
+    """(Session, feeds, reference values, seconds `tfg grad` took, graph) of a kept case."""
+    import tfg
+    from tfg.executor import Session
+
+    ref = dict(np.load(os.path.join(folder, "rnn_io.npz")))
+    t0 = time.perf_counter()
+    g = tfg.grad(tfg.load(os.path.join(folder, "rnn.pb")), "loss", "W,U")
+    grad_build_s = time.perf_counter() - t0
+    return Session(g, blas_threads=blas_threads), {"x:0": ref["x"]}, ref, grad_build_s, g
+
+
+def run(tf_python, reps=7, warmup=2, steps=50, batch=32, hidden=128, blas_threads=None,
+        save=None):
     """Time the RNN row; returns a dict (graph, nodes, tf/tfg medians, ratio, max_abs_err).
 
     Before: nothing.  After: {"graph": "rnn50+grad", "tf_median_s": ..., "ratio": ...}.
     """
-    import tfg
-    from tfg.executor import Session
-
-    tmp = tempfile.mkdtemp(prefix="tfgrnn")
+    tmp = save or tempfile.mkdtemp(prefix="tfgrnn")
+    os.makedirs(tmp, exist_ok=True)
     path = os.path.join(tmp, "w.py")
     with open(path, "w") as f:
         f.write(TF_WORKER)
@@ -88,13 +107,8 @@ def run(tf_python, reps=7, warmup=2, steps=50, batch=32, hidden=128, blas_thread
         raise SystemExit("the TensorFlow RNN worker failed to start")
     try:
         meta = json.load(open(os.path.join(tmp, "rnn.json")))
-        ref = dict(np.load(os.path.join(tmp, "rnn_io.npz")))
-        t0 = time.perf_counter()
-        g = tfg.grad(tfg.load(os.path.join(tmp, "rnn.pb")), "loss", "W,U")
-        grad_build_s = time.perf_counter() - t0
-        sess = Session(g, blas_threads=blas_threads)
-        fetches = ["loss:0", "grad/W:0", "grad/U:0"]
-        feeds = {"x:0": ref["x"]}
+        sess, feeds, ref, grad_build_s, g = load_case(tmp, blas_threads)
+        fetches = FETCHES
         out = sess.run(fetches, feeds)
         err = max(float(np.max(np.abs(np.asarray(o) - ref[k]) / (1 + np.abs(ref[k]))))
                   for o, k in zip(out, ["loss", "dW", "dU"]))
@@ -102,12 +116,12 @@ def run(tf_python, reps=7, warmup=2, steps=50, batch=32, hidden=128, blas_thread
         def tf_time():
             worker.stdin.write("go\n")
             worker.stdin.flush()
-            return float(worker.stdout.readline())
+            return tuple(float(v) for v in worker.stdout.readline().split())
 
         def tfg_time():
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.process_time()
             sess.run(fetches, feeds)
-            return time.perf_counter() - t
+            return time.perf_counter() - t, time.process_time() - c
 
         for _ in range(warmup):
             tf_time(), tfg_time()
@@ -118,12 +132,90 @@ def run(tf_python, reps=7, warmup=2, steps=50, batch=32, hidden=128, blas_thread
     finally:
         worker.stdin.close()
         worker.wait(timeout=30)
+    med = lambda ts, k: statistics.median(t[k] for t in ts)  # noqa: E731
     row = {"graph": f"rnn{steps}+grad", "nodes": meta["nodes"], "nodes_after_grad": len(g),
-           "tf_median_s": statistics.median(tf_t), "tfg_median_s": statistics.median(tfg_t),
+           "tf_median_s": med(tf_t, 0), "tfg_median_s": med(tfg_t, 0),
+           "tf_cpu_median_s": med(tf_t, 1), "tfg_cpu_median_s": med(tfg_t, 1),
            "tfg_grad_build_s": grad_build_s, "max_rel_err_vs_tf": err,
            "tfg_blas_threads": sess.blas_threads}
     row["ratio"] = row["tfg_median_s"] / row["tf_median_s"]
+    row["cpu_ratio"] = row["tfg_cpu_median_s"] / row["tf_cpu_median_s"]
     return row
+
+
+def profile(folder, steps=20, top=25, blas_threads=None):
+    """cProfile of tfg alone on a case kept by --save."""
+    import cProfile
+    import pstats
+
+    sess, feeds, _, _, _ = load_case(folder, blas_threads)
+    sess.run(FETCHES, feeds)
+    prof = cProfile.Profile()
+    prof.enable()
+    for _ in range(steps):
+        sess.run(FETCHES, feeds)
+    prof.disable()
+    pstats.Stats(prof).sort_stats("tottime").print_stats(top)
+
+
+def op_profile(folder, steps=20, blas_threads=1):
+    """Per op inside the compiled loops of a kept case: the median duration of one call
+    (perf_counter around each prepared call) times the calls per step, against the step's
+    thread CPU time and the thread CPU time spent inside the loops (bench_loops.py's table)."""
+    from tfg.executor.loops import LoopProgram
+
+    sess, feeds, _, _, _ = load_case(folder, blas_threads)
+    sess.run(FETCHES, feeds)
+    cpu, inside = [], [0]
+    run_loop = LoopProgram.run
+
+    def timed_run(self, *args):
+        t = time.thread_time_ns()
+        try:
+            return run_loop(self, *args)
+        finally:
+            inside[0] += time.thread_time_ns() - t
+
+    LoopProgram.run = timed_run
+    try:
+        loops = []
+        for _ in range(steps):
+            inside[0] = 0
+            t = time.thread_time_ns()
+            sess.run(FETCHES, feeds)
+            cpu.append(time.thread_time_ns() - t)
+            loops.append(inside[0])
+    finally:
+        LoopProgram.run = run_loop
+    durations = {}
+    clock = time.perf_counter_ns
+
+    def timed(calls):
+        def wrap(call, op):
+            def timed_call(vals, step):
+                t = clock()
+                call(vals, step)
+                durations.setdefault(op, []).append(clock() - t)
+            return timed_call
+        return [(wrap(call, f"fused[{len(call.members)}]" if hasattr(call, "members")
+                      else it.op), it) for call, it in calls]
+
+    for prep in sess.backend._cache.values():
+        for plan in prep.plans:
+            for prog in (plan.loops or {}).values():
+                for attr in ("hoisted", "header", "body", "tail", "header_rest", "body_rest"):
+                    setattr(prog, attr, timed(getattr(prog, attr)))
+    for _ in range(steps):
+        sess.run(FETCHES, feeds)
+    step = statistics.median(cpu) / 1e3
+    per = {op: (statistics.median(ts), len(ts) // steps) for op, ts in durations.items()}
+    total = sum(m * n for m, n in per.values()) / 1e3
+    print(f"rnn: step CPU {step:.0f} us, inside the compiled loops "
+          f"{statistics.median(loops) / 1e3:.0f} us (medians of {steps}); "
+          f"sum of the loops' calls {total:.0f} us")
+    for op, (m, n) in sorted(per.items(), key=lambda kv: -kv[1][0] * kv[1][1]):
+        print(f"  {op:20} {m * n / 1e3:7.0f} us/step {n:4d} calls {m / 1e3:6.1f} us/call "
+              f"{100 * m * n / 1e3 / step:5.1f}%")
 
 
 def main():
@@ -134,9 +226,22 @@ def main():
     ap.add_argument("--blas-threads", type=int, default=None,
                     help="BLAS threads for tfg's steps (default: the Session's; 0: leave alone)")
     ap.add_argument("--out", default=os.path.join(HERE, "results", "rnn.json"))
+    ap.add_argument("--save", default=None, metavar="DIR",
+                    help="keep the GraphDef and data in this folder (for --profile)")
+    ap.add_argument("--profile", default=None, metavar="DIR",
+                    help="no TensorFlow: cProfile tfg's steps on the case kept in DIR")
+    ap.add_argument("--op-profile", action="store_true",
+                    help="with --profile: time per op inside the compiled loops instead")
     a = ap.parse_args()
+    if a.profile:
+        if a.op_profile:
+            op_profile(a.profile, max(a.reps, 20),
+                       1 if a.blas_threads is None else a.blas_threads)
+        else:
+            profile(a.profile, max(a.reps, 20), blas_threads=a.blas_threads)
+        return
     load_before = os.getloadavg()[0]
-    row = run(a.tf_python, a.reps, steps=a.steps, blas_threads=a.blas_threads)
+    row = run(a.tf_python, a.reps, steps=a.steps, blas_threads=a.blas_threads, save=a.save)
     row["loadavg_before_after"] = [load_before, os.getloadavg()[0]]
     text = json.dumps(row, indent=1)
     print(text)

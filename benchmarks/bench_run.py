@@ -107,6 +107,8 @@ for name, build in [("chain", chain), ("mlp", mlp), ("cnn", cnn)]:
     run = [[g2.get_tensor_by_name(t) for t in fetches],
            [g2.get_operation_by_name(t) for t in targets]]
     sessions[name] = (sess, run, fd)
+    if not targets and not init:  # stateless: TensorFlow's outputs are the reference values
+        np.savez(os.path.join(out_dir, name + "_expected.npz"), *sess.run(run[0], fd))
 print("ready", flush=True)
 for line in sys.stdin:
     name = line.strip()
@@ -117,6 +119,17 @@ for line in sys.stdin:
     sess.run(run, fd)
     print(time.perf_counter() - t, time.process_time() - c, flush=True)
 '''
+
+
+def max_rel_err(path, got):
+    """max |tfg - TF| / (1 + |TF|) over the fetches, against the reference values TensorFlow's
+    worker saved at `path` (stateless graphs only); None without them."""
+    if not os.path.exists(path):
+        return None
+    with np.load(path) as f:
+        want = [f[f"arr_{i}"] for i in range(len(f.files))]
+    return max(float(np.max(np.abs(np.asarray(g, np.float64) - w) / (1 + np.abs(w))))
+               for g, w in zip(got, want))
 
 
 def find_tf_python(arg):
@@ -192,6 +205,10 @@ def main():
                    "tfg_cpu_median_s": statistics.median(tfg_cpu)}
             row["ratio"] = row["tfg_median_s"] / row["tf_median_s"]
             row["cpu_ratio"] = row["tfg_cpu_median_s"] / row["tf_cpu_median_s"]
+            err = max_rel_err(os.path.join(tmp, name + "_expected.npz"),
+                              sess.run(meta["fetches"], feeds, targets=meta["targets"]))
+            if err is not None:
+                row["max_rel_err_vs_tf"] = err
             if name == "chain":
                 row["tfg_us_per_node"] = row["tfg_median_s"] / meta["nodes"] * 1e6
                 row["tf_us_per_node"] = row["tf_median_s"] / meta["nodes"] * 1e6
@@ -200,11 +217,12 @@ def main():
         worker.stdin.close()
         worker.wait(timeout=30)
     print(f"{'graph':8} {'nodes':>6} {'TF median':>12} {'tfg median':>12} {'ratio':>7} "
-          f"{'cpu ratio':>9} {'µs/node':>8}")
+          f"{'cpu ratio':>9} {'µs/node':>8} {'err vs TF':>9}")
     for r in rows:
         per = f"{r['tfg_us_per_node']:8.2f}" if "tfg_us_per_node" in r else f"{'':8}"
         print(f"{r['graph']:8} {r['nodes']:6d} {r['tf_median_s'] * 1e3:10.2f}ms "
-              f"{r['tfg_median_s'] * 1e3:10.2f}ms {r['ratio']:7.2f} {r['cpu_ratio']:9.2f} {per}")
+              f"{r['tfg_median_s'] * 1e3:10.2f}ms {r['ratio']:7.2f} {r['cpu_ratio']:9.2f} {per}"
+              f" {r['max_rel_err_vs_tf'] if 'max_rel_err_vs_tf' in r else '-':>9.2}")
     os.makedirs(os.path.dirname(a.out), exist_ok=True)
     with open(a.out, "w") as f:
         json.dump({"cpu_count": os.cpu_count(), "executor": "dataflow" if a.dataflow else "auto",

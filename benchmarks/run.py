@@ -11,7 +11,8 @@ a TF1 while loop with a cond and its gradient, a bare 10,000-iteration loop), op
 grad (`tfg grad` on 10,000 nodes), io (binary load/save of 100,000 nodes), gpu (only with
 CuPy). TensorFlow runs only in subprocesses (never in the same process as tfg); the graph rows
 reuse benchmarks/bench_run.py's TensorFlow worker, bench_rnn.py, bench_grad.py, bench_io.py and
-bench_optimize.py. TF-vs-tfg timings alternate A B A B and report the median of --reps (>= 5).
+bench_optimize.py. TF-vs-tfg timings alternate A B A B and report the median of --reps (>= 5; the
+rnn and loop rows, steps of a few ms, at least --loop-reps = 15).
 Peak memory is the growth of peak RSS over one steady-state step (Linux: the peak is reset
 through /proc/<pid>/clear_refs), the same measure for both sides; tfg's tracemalloc peak is
 reported too. --quick shrinks the large graphs (10x fewer nodes) for a smoke run.
@@ -137,6 +138,10 @@ def graph_rows(names, tf_python, reps, warmup, blas_threads=None, settings=None)
                    "adaptive_choices": dict(contention.choices)}
             row["tf_peak_rss_growth_b"] = peak_rss_growth(worker.pid, lambda: tf_time(name))
             row["tfg_peak_rss_growth_b"] = peak_rss_growth(os.getpid(), tfg_step)
+            err = bench_run.max_rel_err(os.path.join(tmp, name + "_expected.npz"),
+                              sess.run(meta["fetches"], feeds, targets=meta["targets"]))
+            if err is not None:
+                row["max_rel_err_vs_tf"] = err
             tracemalloc.start()
             tfg_step()
             row["tfg_tracemalloc_peak_b"] = tracemalloc.get_traced_memory()[1]
@@ -228,6 +233,8 @@ def fmt(row):
         extra = f"cpu {row['cpu_ratio']:.2f}x"
     if "tfg_us_per_iter" in row:
         extra += f", {row['tf_us_per_iter']:.2f} / {row['tfg_us_per_iter']:.2f} µs/iter"
+    if "max_rel_err_vs_tf" in row:
+        extra += f" err {row['max_rel_err_vs_tf']:.1e}"
     if row.get("tfg_tracemalloc_peak_b"):
         extra += f" tfg tracemalloc peak {row['tfg_tracemalloc_peak_b'] / 2**20:.1f}MiB"
     if row.get("loadavg_before_after"):
@@ -248,6 +255,9 @@ def main():
     ap.add_argument("--rows", default=",".join(ALL_ROWS), help="comma-separated subset")
     ap.add_argument("--quick", action="store_true", help="10x smaller large graphs")
     ap.add_argument("--reps", type=int, default=7)
+    ap.add_argument("--loop-reps", type=int, default=15,
+                    help="A B rounds of the rnn and loop rows (steps of 2-10 ms: a median of "
+                         "7 moved by 1.3x between runs minutes apart)")
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--out", default=os.path.join(HERE, "results", "suite.json"))
     ap.add_argument("--blas-threads", type=int, default=None,
@@ -290,7 +300,7 @@ def suite(a):
             if "rnn" in want:  # first: BLAS's threads left spinning by the rows below disturb it
                 import bench_rnn
                 load_before = loadavg()
-                row = bench_rnn.run(tf_python, a.reps, blas_threads=a.blas_threads)
+                row = bench_rnn.run(tf_python, max(a.reps, a.loop_reps), blas_threads=a.blas_threads)
                 row["meets_target"] = meets("rnn", row["ratio"])
                 row["loadavg_before_after"] = [load_before, loadavg()]
                 rnn.append(row)
@@ -306,7 +316,7 @@ def suite(a):
         print("TensorFlow is not importable (pass --tf-python): skipping the loop rows")
     elif "loops" in want:  # benchmarks/bench_loops.py's rows
         load_before = loadavg()
-        for row in bench_loops.run(tf_python, a.reps, blas_threads=a.blas_threads):
+        for row in bench_loops.run(tf_python, max(a.reps, a.loop_reps), blas_threads=a.blas_threads):
             row["loadavg_before_after"] = [load_before, loadavg()]
             rows.append(row)
     if "optimize" in want:
@@ -325,7 +335,7 @@ def suite(a):
     os.makedirs(os.path.dirname(a.out), exist_ok=True)
     with open(a.out, "w") as f:
         json.dump({"cpu_count": os.cpu_count(), "python": platform.python_version(),
-                   "quick": a.quick, "load": a.load, "load_kind": a.load_kind, "reps": max(5, a.reps), "targets": TARGETS,
+                   "quick": a.quick, "load": a.load, "load_kind": a.load_kind, "reps": max(5, a.reps), "loop_reps": max(a.reps, a.loop_reps), "targets": TARGETS,
                    "wall_s": round(time.perf_counter() - started, 1), "rows": rows},
                   f, indent=1)
     print(f"suite took {time.perf_counter() - started:.0f} s; wrote {a.out}")

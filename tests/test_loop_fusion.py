@@ -415,14 +415,12 @@ def test_a_split_piece_that_outlives_the_iteration_is_not_a_reused_block(monkeyp
     assert any(hasattr(c, "members") for c, _ in _body(sess))
 
 
-def test_direct_list_set_item_and_scalar_calls_defer_to_the_kernels_off_their_path():
+def test_direct_list_set_item_defers_to_the_kernel_off_its_path():
     """direct_calls.list_set_call makes the kernel's new list for an in-range index and an
     array of the dtype the kernel accepted; anything else (a Python int index, an index
-    out of range, another dtype) is the prepared call's. scalar_call: numpy scalars of one
-    type (a 0-d array counting as its scalar) straight, the rest to the elementwise call."""
-    from tfg.executor.direct_calls import list_set_call, scalar_call
+    out of range, another dtype) is the prepared call's."""
+    from tfg.executor.direct_calls import list_set_call
     from tfg.kernels.list_ops import TensorList, tensor_list_set_item
-    from tfg.kernels.math_ops import scalar_pair_kernel
     from tfg.schemas.dtypes import DType
 
     class Ctx:
@@ -453,17 +451,6 @@ def test_direct_list_set_item_and_scalar_calls_defer_to_the_kernels_off_their_pa
             call(vals, None)
     assert len(prepared) == 4
 
-    fallback = []
-    less = scalar_call(lambda vals, step: fallback.append(1), scalar_pair_kernel("Less"),
-                       (0, 1), 2)
-    for x, y, want in ((np.int32(3), np.int32(4), True), (np.int32(5), np.array(4, np.int32),
-                                                          False)):
-        vals = [x, y, None]
-        less(vals, None)
-        assert vals[2] == want and type(vals[2]) is np.bool_
-    less([np.int32(3), np.int64(4), None], None)  # two types: the kernel decides
-    less([np.float32([1]), np.float32([2]), None], None)
-    assert fallback == [1, 1]
 
 
 @pytest.mark.parametrize("model", ["keras_lstm", "keras_gru"])

@@ -128,6 +128,8 @@ _OP_TABLES = {
     # Kernel registrations: the ops one kernel function serves, or op -> numpy function.
     "tfg/kernels/basic.py:identity": "kernel registration (ops sharing one kernel)",
     "tfg/kernels/math_ops.py:_SCALAR_UFUNC": "op -> Python operator of the scalar fast path",
+    "tfg/executor/loop_calls.py:_SCALAR_FAST": "op -> Python operator of a compiled loop's "
+                                               "scalar call (math_ops._SCALAR_UFUNC's rule)",
     "tfg/executor/loops.py:_IDENTITY_OPS": "the single-output forwarders a compiled loop may "
                                            "alias (not CheckNumerics/EnsureShape: they check)",
     "tfg/kernels/batchnorm.py:fused_batch_norm": "kernel registration",

@@ -16,9 +16,15 @@ input's dtype and shape, later calls with that signature apply the same ufuncs i
 a ufunc's loop is chosen by its inputs' dtypes, so writing into `out` of the same dtype
 computes the same elements. Otherwise (a dtype change, a broadcast, a numpy scalar) the chain
 keeps running member by member.
+
+With numexpr installed (the `perf` extra; TFG_NUMEXPR=0 turns it off), a long chain on tiny
+float arrays that keeps its signature is run from its third run on as numexpr programs
+(numexpr_chains.py): its values are then within float rounding of the kernels', not bit for
+bit.
 """
 import numpy as np
 
+from tfg.executor import numexpr_chains
 from tfg.executor.calls import single
 from tfg.executor.executor import node_error
 from tfg.kernels import clamp, nn_ops
@@ -38,6 +44,10 @@ def _relu6_into(x, out=None):
     return clamp.relu6(x, out=out)
 
 
+# `base`: the function a wrapper computes (what numexpr_chains.py translates)
+_relu_into.base, _relu6_into.base = clamp.relu, clamp.relu6
+
+
 def _quiet(ufunc):
     """`ufunc` as RealDiv's and Log's kernels call it on floats: division by zero and invalid
     values neither warn nor raise."""
@@ -50,6 +60,7 @@ def _quiet(ufunc):
             with np.errstate(divide="ignore", invalid="ignore"):
                 return ufunc(x, y, out=out)
     f.__name__ = f"quiet_{ufunc.__name__}"
+    f.base = ufunc
     return f
 
 
@@ -147,6 +158,8 @@ def fused_kernel(chain, writable):
             arg += 1
     unary = [(f, k) for f, _, _, k in steps] if all(s[1] == UNARY for s in steps) else None
     state = [None]  # (x's argument index, its dtype, its shape, the other inputs' checks)
+    accel = [None]  # the signature's numexpr_chains.Accelerator, if any
+    use_numexpr = numexpr_chains.wanted()
 
     def slow(args):
         """Member by member, as unfused; learns the signature when the chain can run in
@@ -167,6 +180,8 @@ def fused_kernel(chain, writable):
             ok = all(getattr(a, "dtype", v.dtype).kind in "fc" for a in (v,) + tuple(args))
         if ok:
             state[0] = _signature(args, n0, v, writable)
+            accel[0] = (numexpr_chains.accelerator(f0, n0, steps, args, v)
+                        if use_numexpr and state[0] is not None else None)
         return v
 
     def run(ctx, *args):
@@ -178,6 +193,10 @@ def fused_kernel(chain, writable):
         if (type(x) is not _ndarray or x.dtype is not dtype or x.shape != shape
                 or (others and not _match(args, others))):
             return slow(args)
+        if accel[0] is not None:
+            v = accel[0](args)
+            if v is not None:
+                return v
         k = 0
         try:
             if writable[xi] and x.flags.writeable:

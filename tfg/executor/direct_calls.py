@@ -158,29 +158,3 @@ def list_set_call(call, fn, ctx, ins, out):
             want[0], want[1] = item.dtype, new.element_dtype
     return set_item
 
-
-def scalar_call(call, pair, ins, out):
-    """A binary kernel with a scalar fast path (tfg.kernels.math_ops.scalar_pair_kernel) on
-    two numpy scalars of one type: `pair` straight; anything else (arrays, 0-d arrays, an
-    overflow): `call`, the loop's elementwise call (tfg/executor/loop_calls.py binary_call).
-    A loop's counters and predicate, five an iteration of a Keras RNN: 4.9k -> 2.8k
-    instructions each."""
-    a, b = ins
-    ndarray = np.ndarray
-
-    def scalar2(vals, step):
-        x, y = vals[a], vals[b]
-        if type(x) is not type(y):
-            # a 0-d array counts as its scalar, as in scalar_kernel (a loop's bound carried
-            # through the loop unchanged)
-            if type(x) is ndarray and not x.ndim:
-                x = x[()]
-            elif type(y) is ndarray and not y.ndim:
-                y = y[()]
-        if type(x) is type(y):
-            r = pair(x, y)
-            if r is not None:
-                vals[out] = r
-                return
-        call(vals, step)
-    return scalar2

@@ -9,6 +9,7 @@ Pending counts, dead counts and input slots live per iteration (dicts filled laz
 plan's initial counts), so iteration n+1 can start while n still runs, up to the frame's
 `parallel_iterations`.
 """
+import functools
 import struct
 
 _M = 0xC6A4A7935BD1E995
@@ -37,6 +38,7 @@ def tf_hash64_combine(a, b):
     return a ^ ((b + 0x9E3779B97F4A7800 + ((a << 10) & _MASK) + (a >> 4)) & _MASK)
 
 
+@functools.lru_cache(maxsize=4096)  # (a step creates its frames again: the same ids)
 def tf_frame_id(parent_id, parent_iter, frame_name):
     """The id TensorFlow's executor gives a child frame, which rendezvous keys of Send/Recv
     inside loops carry (`...;frame_id:iter`): a loop split between tfg and TensorFlow workers

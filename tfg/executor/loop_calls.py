@@ -13,6 +13,8 @@ Before, a loop whose body held a cond ran every node through the dataflow execut
 keep TensorFlow's dead-value rules (a node with a dead input is dead and does not run; a
 Merge forwards its first live input) inside the compiled schedule.
 """
+import operator
+
 import numpy as np
 
 from tfg.executor.control import NOVAL
@@ -85,26 +87,122 @@ def merge_call(ins, outs, deref):
 _NUMERIC = frozenset("iuf")
 
 
-def binary_call(call, array_fn, scalar_fn, ins, out):
+_FLOATS = frozenset({np.float16, np.float32, np.float64})
+INT_BOUNDS = {t: (t(np.iinfo(t).min), t(np.iinfo(t).max))  # numpy integer type -> range
+         for t in (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
+                   np.uint64)}
+_NUMBERS = _FLOATS | frozenset(INT_BOUNDS)
+
+
+def _int_add(x, y):
+    lo, hi = INT_BOUNDS[type(x)]
+    if y >= 0:  # hi - y and lo - y cannot overflow themselves
+        return x + y if x <= hi - y else None
+    return x + y if x >= lo - y else None
+
+
+def _int_sub(x, y):
+    lo, hi = INT_BOUNDS[type(x)]
+    if y <= 0:
+        return x - y if x <= hi + y else None
+    return x - y if x >= lo + y else None
+
+
+def _int_mod(x, y):
+    return x % y if y > 0 or y < -1 else None  # 0 and -1: the kernel's cases
+
+
+# op -> (types its C operator takes straight, the operator, types of a checked Python
+# function, the function): the results of tfg.kernels.math_ops.scalar_kernel (which the
+# tests compare with the ufuncs), in one Python frame or none. An integer sum that might
+# overflow and Mul of integers go to scalar_kernel, then the ufunc.
+_SCALAR_FAST = {
+    "AddV2": (_FLOATS, operator.add, frozenset(INT_BOUNDS), _int_add),
+    "Add": (_FLOATS, operator.add, frozenset(INT_BOUNDS), _int_add),
+    "Sub": (_FLOATS, operator.sub, frozenset(INT_BOUNDS), _int_sub),
+    "Mul": (_FLOATS, operator.mul, (), None),
+    "Less": (_NUMBERS, operator.lt, (), None),
+    "LessEqual": (_NUMBERS, operator.le, (), None),
+    "Greater": (_NUMBERS, operator.gt, (), None),
+    "GreaterEqual": (_NUMBERS, operator.ge, (), None),
+    "Equal": (_NUMBERS | {np.bool_}, operator.eq, (), None),
+    "NotEqual": (_NUMBERS | {np.bool_}, operator.ne, (), None),
+    "LogicalAnd": (frozenset({np.bool_}), operator.and_, (), None),
+    "LogicalOr": (frozenset({np.bool_}), operator.or_, (), None),
+    "FloorMod": ((), None, frozenset(INT_BOUNDS), _int_mod),
+}
+
+
+def binary_call(call, array_fn, scalar_fn, ins, out, op=None):
     """An elementwise binary kernel: two arrays of one shape and numeric dtype go straight
     to its numpy function (`array_fn`: no broadcast, so no error to word and no size to
-    check), two numpy scalars to `scalar_fn` (tfg.kernels.math_ops.scalar_kernel), the rest to
-    the prepared kernel call. Before: five Python frames per call; after: one or two."""
+    check), two numpy scalars of one type to Python's operator (`op`'s entry in
+    _SCALAR_FAST) or to `scalar_fn` (tfg.kernels.math_ops.scalar_kernel), the rest to the
+    prepared kernel call. Before: five Python frames per call; after: one or two."""
     a, b = ins
     ndarray = np.ndarray
+    direct_types, direct, checked_types, checked = _SCALAR_FAST.get(op, ((), None, (), None))
+    if checked is _int_add or checked is _int_sub:
+        return _arith_call(call, array_fn, scalar_fn, a, b, out, checked is _int_sub)
 
     def call2(vals, step):
         x, y = vals[a], vals[b]
-        if (type(x) is ndarray and type(y) is ndarray and x.shape == y.shape and x.ndim
-                and x.dtype is y.dtype and x.dtype.kind in _NUMERIC and array_fn is not None):
-            vals[out] = array_fn(x, y)
-            return
+        tx = type(x)
+        if tx is type(y):
+            if tx in direct_types:
+                vals[out] = direct(x, y)
+                return
+            if tx in checked_types:
+                r = checked(x, y)
+                if r is not None:
+                    vals[out] = r
+                    return
+            elif (tx is ndarray and x.shape == y.shape and x.ndim and x.dtype is y.dtype
+                    and x.dtype.kind in _NUMERIC and array_fn is not None):
+                vals[out] = array_fn(x, y)
+                return
         r = scalar_fn(x, y) if scalar_fn is not None else None
         if r is None:
             call(vals, step)
         else:
             vals[out] = r
     return call2
+
+
+def _arith_call(call, array_fn, scalar_fn, a, b, out, sub):
+    """binary_call of AddV2/Add (sub False) or Sub, with the integer range test inline: a
+    loop counter's `i + 1` every iteration."""
+    ndarray = np.ndarray
+    floats, ints = _FLOATS, INT_BOUNDS
+    fop = operator.sub if sub else operator.add
+
+    def arith(vals, step):
+        x, y = vals[a], vals[b]
+        tx = type(x)
+        if tx is type(y):
+            bounds = ints.get(tx)
+            if bounds is not None:
+                lo, hi = bounds
+                if sub:
+                    if (x <= hi + y) if y <= 0 else (x >= lo + y):
+                        vals[out] = x - y
+                        return
+                elif (x <= hi - y) if y >= 0 else (x >= lo - y):
+                    vals[out] = x + y
+                    return
+            elif tx in floats:
+                vals[out] = fop(x, y)
+                return
+            elif (tx is ndarray and x.shape == y.shape and x.ndim and x.dtype is y.dtype
+                    and x.dtype.kind in _NUMERIC and array_fn is not None):
+                vals[out] = array_fn(x, y)
+                return
+        r = scalar_fn(x, y) if scalar_fn is not None else None
+        if r is None:
+            call(vals, step)
+        else:
+            vals[out] = r
+    return arith
 
 
 def unary_call(call, array_fn, src, out):

@@ -28,7 +28,10 @@ as in every loop `tf.while_loop`, TensorFlow's While lowering or tfg's builder w
   an iteration. Each gets a condition (which cond branches it is after); a cond's Merge of
   both branches is as live as its Switch. A node of a non-empty condition runs guarded: dead
   (NOVAL in its slots, tfg/executor/loop_calls.py) when an input or a control input is, as
-  the dataflow executor decides. Gradient loops of conds (stacks of predicates) qualify;
+  the dataflow executor decides. Gradient loops of conds (stacks of predicates) qualify.
+  Where every node's condition is known at compile time (the usual case), the conds run as
+  blocks instead, without dead values: Switches forward their data, each branch is one
+  call behind one test of its predicate, a Merge picks the branch taken (loop_conds.py);
 - no Enter depends on an Exit of the same frame instance (the loop could not start before it
   ends), nor on a _Recv (another device's dependencies are not visible here).
 Then an iteration runs what the predicate needs, reads it, and runs in dependency order the
@@ -42,20 +45,23 @@ and traced steps go through the dataflow executor, as do frames that do not qual
 (`compile_loops(plan, why)` says why). Nothing here changes values: the same kernels run on
 the same inputs.
 """
+import operator
 import os
 
 import numpy as np
 
+from tfg.executor import loop_conds as LC
 from tfg.executor import loop_graph as G
 from tfg.executor import plan as P
 from tfg.executor.calls import slot_call
-from tfg.executor.direct_calls import (list_get_call, list_set_call, matmul_call, scalar_call,
+from tfg.executor.direct_calls import (list_get_call, list_set_call, matmul_call,
                                        select_call, slice_call)
 from tfg.executor.loop_calls import (INDEX, LoopNodeError, binary_call, forward, guarded,
                                      merge_call, switch_call, unary_call)
+from tfg.executor.loop_kernels import kernel_call
 from tfg.executor.loop_fusion import fuse_chains
 from tfg.executor.devices import to_host
-from tfg.kernels.math_ops import (SCALAR_OPS, array_kernel, scalar_kernel, scalar_pair_kernel,
+from tfg.kernels.math_ops import (SCALAR_OPS, array_kernel, scalar_kernel,
                                   select, select_v2)
 from tfg.schemas.ops import get_op, has_op
 from tfg.kernels.indexing_ops import strided_slice
@@ -108,6 +114,7 @@ class LoopProgram:
         header, body, pred_slot = self.header, self.body, self.pred_slot
         outs, nexts = self._outs, self._nexts
         single = len(outs) == 1
+        next_values = operator.itemgetter(*nexts) if len(nexts) > 1 else None
         item = None
         try:
             for call, item in self.hoisted:
@@ -133,8 +140,7 @@ class LoopProgram:
                 elif not outs:
                     pass
                 else:
-                    new = [vals[s] for s in nexts]
-                    for s, v in zip(outs, new):
+                    for s, v in zip(outs, next_values(vals)):
                         vals[s] = v
                 if first:
                     first = False
@@ -233,6 +239,13 @@ def _build(name, frame_enters, items, sources, order, side, cond, loop_merges, l
     live = {}  # item id -> slots that hold a dead value when the node was dead
     ins_of = {}
     optimize = os.environ.get("TFG_LOOP_FUSE", "1") != "0"  # (off: for A/B measurements)
+    # Conds of known conditions as blocks, without dead values (loop_conds.py): their
+    # Switches forward the data in its slot.
+    static = (optimize and os.environ.get("TFG_LOOP_BLOCKS", "1") != "0"
+              and LC.static_conds(order, cond))
+    switch_alias = {it.id for it in order if static and it.kind == P.SWITCH
+                    and it.id not in loop_switches
+                    and not _deref(it, *G.data_sources(it, sources)[0])}
     computed = {}  # CSE key -> the first node computing it
     same = {}  # its id -> the nodes whose outputs are its outputs
     for it in order:
@@ -249,6 +262,8 @@ def _build(name, frame_enters, items, sources, order, side, cond, loop_merges, l
             raise G.Unsupported(f"{it.name!r} ({it.op}) misses an input")
         ins_of[it.id] = (ins, controls)
         key = G.cse_key(it, ins, sources) if optimize else None
+        if key is not None and cond[it.id] != G.EMPTY:
+            key += (cond[it.id],)  # (two branches may read one slot: loop_conds.py)
         if key is not None and it.op == "Const":
             # a Const kept as a numpy scalar (below) is not the same value as one kept as an
             # array: a Keras loop's `i + 1` and its Split's axis, both int32 1
@@ -265,6 +280,11 @@ def _build(name, frame_enters, items, sources, order, side, cond, loop_merges, l
             continue
         if key is not None:
             computed[key] = it
+        if it.id in switch_alias:
+            aliased.add(it.id)
+            slot[(it.id, 0)] = slot[(it.id, 1)] = ins[0]
+            live[it.id] = tuple(ins)
+            continue
         if _aliased(it, ins, controls, sources, loop_switches):
             aliased.add(it.id)
             for p in range(it.num_outputs):
@@ -311,7 +331,12 @@ def _build(name, frame_enters, items, sources, order, side, cond, loop_merges, l
         ins, controls = ins_of[it.id]
         outs = [slot[(it.id, p)] for p in range(it.num_outputs)]
         call = _call(it, ins, outs, sources)
-        if cond[it.id] != G.EMPTY and it.kind not in (P.SWITCH, P.MERGE):
+        if static and it.kind == P.MERGE:
+            call = LC.cond_merge_call(it, ins, outs, sources, cond, loop_switches, slot, any(
+                _deref(it, src, port) for src, port in G.data_sources(it, sources)))
+        elif static:
+            pass  # it runs in its condition's block, where its inputs are live
+        elif cond[it.id] != G.EMPTY and it.kind not in (P.SWITCH, P.MERGE):
             # the inputs that may be dead: after a cond's Switch, or inside a cond
             guard = tuple(dict.fromkeys(
                 [s for s, (src, port) in zip(ins, G.data_sources(it, sources))
@@ -352,6 +377,8 @@ def _build(name, frame_enters, items, sources, order, side, cond, loop_merges, l
     # slots (nothing else writes them): the lists without them.
     program.header_rest = [(c, it) for c, it in header if it.id not in once]
     program.body_rest = [(c, it) for c, it in true_pass if it.id not in once]
+    if static:
+        LC.as_blocks(program, order, cond, sources, loop_switches, slot, aliased, same)
     return program
 
 
@@ -422,10 +449,8 @@ def _call(it, ins, outs, sources):
         array_fn = array_kernel(it.op, getattr(it.fn, "__wrapped__", it.fn))
         scalar_fn = scalar_kernel(it.op) if it.op in SCALAR_OPS else None
         if len(ins) == 2 and (array_fn is not None or scalar_fn is not None):
-            call = binary_call(call, array_fn, scalar_fn, ins, outs[0])
-            if scalar_fn is not None:
-                call = scalar_call(call, scalar_pair_kernel(it.op), ins, outs[0])
-            return call
+            # (binary_call's own scalar path: Python's operator on numpy scalars)
+            return binary_call(call, array_fn, scalar_fn, ins, outs[0], it.op)
         if len(ins) == 1 and array_fn is not None:
             return unary_call(call, array_fn, ins[0], outs[0])
         fn = getattr(it.fn, "__wrapped__", it.fn)
@@ -439,7 +464,7 @@ def _call(it, ins, outs, sources):
             return matmul_call(call, fn, it.ctx, ins, outs[0], getattr(it.fn, "limit", None))
         if fn is strided_slice and it.ctx.xp is np:
             return slice_call(call, fn, it.ctx, ins, outs[0], getattr(it.fn, "limit", None))
-        return call
+        return kernel_call(it, fn, call, ins, outs) or call
     if it.kind in (P.NOOP, P.TRIGGER):
         return None
     srcs = G.data_sources(it, sources)

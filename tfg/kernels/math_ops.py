@@ -126,14 +126,6 @@ def quiet_float_kernel(op, fn):
     return entry[1] if entry is not None and entry[0] is fn else None
 
 
-def scalar_pair_kernel(op):
-    """`f(x, y)` for op in SCALAR_OPS on two numpy scalars of ONE type (the caller tests
-    `type(x) is type(y)`): the kernel's result, or None where the kernel itself must run
-    (another type, a 0-d array, an integer overflow). scalar_kernel without its 0-d array
-    layer: a loop counter's `i + 1`, `i < n` in a compiled loop (tfg/executor/direct_calls.py)."""
-    return _scalar_op(_SCALAR_UFUNC[op])
-
-
 def scalar_kernel(op):
     """`f(x, y)` for op in SCALAR_OPS: its result on two numpy scalars of one type, None
     where the kernel itself must run (what a compiled loop calls first, skipping the

@@ -28,16 +28,19 @@ class Stack:
         self.closed = False
         self.lock = threading.Lock()
 
+    # (push and pop test inline: a gradient loop calls them once per iteration and value)
     def push(self, value):
         with self.lock:
-            self._check_open()
+            if self.closed:
+                self._check_open()
             if 0 <= self.max_size <= len(self.items):
                 fail(f"Stack[{self.name}] overflowed its max_size ({self.max_size})")
             self.items.append(value)
 
     def pop(self):
         with self.lock:
-            self._check_open()
+            if self.closed:
+                self._check_open()
             if not self.items:
                 fail(f"Stack[{self.name}] is empty.")
             return self.items.pop()
