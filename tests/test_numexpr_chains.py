@@ -69,14 +69,17 @@ def _close(a, b, dtype):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_values_within_rounding_of_the_kernels(monkeypatch, spy, dtype):
     pytest.importorskip("numexpr")
-    c = (RNG.standard_normal(6) + 3).astype(dtype)
+    # its own seeded generator: the shared RNG's state depends on which tests ran before in
+    # this process (pytest-xdist), and some draws send Log or Sqrt below zero
+    rng = np.random.default_rng(20)
+    c = (rng.standard_normal(6) + 3).astype(dtype)
     ops = (BENCH * 2 + [("Mul", "c", "L"), "Floor", ("AddV2", "c", "R"), "Ceil",
                         ("Sub", "c", "L"), "Exp", ("Sub", "c", "R"), "Tanh",
                         ("RealDiv", "c", "L"), "Cos", ("AddV2", "c", "R"), "Sqrt", "Log1p",
                         "Square", "Neg", "Expm1", "Sinh", "Atan", ("Atan2", "c", "R"), "Log",
                         ("Mul", "c", "R"), "Tan", "Cosh", "Sin"])
     g = _graph(DType.FLOAT if dtype == np.float32 else DType.DOUBLE, (6,), ops, {"c": c})
-    x = RNG.standard_normal(6).astype(dtype)
+    x = rng.standard_normal(6).astype(dtype)
     fetch = f"n{len(ops) - 1}"
     out, sess = _values(monkeypatch, g, fetch, {"x": x}, "1")
     want = _plain(monkeypatch, g, fetch, {"x": x})
