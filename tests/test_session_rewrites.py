@@ -222,3 +222,19 @@ def test_swish_fused_for_tfg_only(bias):
     assert_same(b.g, out, ["swish"], _feeds(b), rtol=1e-4, atol=1e-5)
     plain = optimize(b.g, passes=["remap"], keep=["swish"], verify=True)
     assert plain["swish"].op == "Mul"
+
+
+def test_duplicate_branches_merged():
+    """NASNet's cells apply the same Relu and pooling to one tensor in several branches: the
+    Session runs each once (CSE last in SESSION_PASSES), with the values of the graph as given."""
+    b = G().ph("x", [2, 6, 6, 3])
+    pool = {"ksize": [1, 3, 3, 1], "strides": [1, 1, 1, 1], "padding": b"SAME"}
+    b.op("r1", "Relu", "x").op("r2", "Relu", "x")
+    b.op("p1", "AvgPool", "r1", **pool).op("p2", "AvgPool", "r2", **pool)
+    b.op("s", "AddV2", "p1", "p2").op("n", "Neg", "r2").op("out", "AddV2", "s", "n")
+    feeds = _feeds(b)
+    sess = Session(b.g)
+    got = sess.run("out", feeds)
+    ops = collections.Counter(n.op for n in sess.rewrites[0].graph)
+    assert ops["Relu"] == 1 and ops["AvgPool"] == 1, ops
+    np.testing.assert_array_equal(got, Session(b.g, graph_rewrites=False).run("out", feeds))
