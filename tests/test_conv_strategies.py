@@ -48,6 +48,28 @@ def test_conv2d_gemm_paths_match_the_definition(case, fmt):
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("rows", [1, 2, 3, 4])
+def test_skinny_matmul_rows_as_gemvs(rows, monkeypatch):
+    """conv_gemm.matmul: 2-3 rows against a large right matrix go one GEMV per row (a 1x1
+    convolution at 1x1 pixels, a classifier at batch 2); the same values as one GEMM, for
+    Conv2D, MatMul (transposed operands too) and float64."""
+    from tfg.kernels import conv_gemm
+    calls = []
+    real = np.matmul
+    monkeypatch.setattr(conv_gemm.np, "matmul", lambda *a, **k: calls.append(1) or real(*a, **k))
+    x = rng.standard_normal((rows, 1, 1, 256)).astype(np.float32)
+    w = rng.standard_normal((1, 1, 256, 200)).astype(np.float32)
+    got = run("Conv2D", x, w, **_attrs((1, 1), (1, 1), "VALID", None, b"NHWC"))
+    want = (x.reshape(rows, 256).astype(np.float64) @ w.reshape(256, 200)).reshape(got.shape)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    assert len(calls) == (rows if rows in conv_gemm.SKINNY_ROWS else 0)
+    a = rng.standard_normal((300, rows))
+    b = rng.standard_normal((200, 300))
+    got = run("MatMul", a, b, transpose_a=True, transpose_b=True)
+    assert got.dtype == np.float64
+    np.testing.assert_allclose(got, a.T @ b.T, rtol=1e-10, atol=1e-10)
+
+
 def test_conv2d_nchw_output_is_contiguous_nchw():
     x = nchw(rng.standard_normal((2, 6, 6, 4)).astype(np.float32))
     for k in (1, 3):
