@@ -238,3 +238,40 @@ def test_duplicate_branches_merged():
     ops = collections.Counter(n.op for n in sess.rewrites[0].graph)
     assert ops["Relu"] == 1 and ops["AvgPool"] == 1, ops
     np.testing.assert_array_equal(got, Session(b.g, graph_rewrites=False).run("out", feeds))
+
+
+@pytest.mark.parametrize("op,explicit", [("DepthwiseConv2dNative", False), ("Conv2D", False),
+                                         ("Conv2D", True)])
+def test_zero_padding_folds_into_the_convolution(op, explicit):
+    """Keras's ZeroPadding2D + a strided VALID convolution: one convolution with EXPLICIT
+    padding in tfg's Session, the values of the graph as given; a Pad of the channels or with
+    a second reader stays."""
+    b = G().ph("x", [2, 7, 8, 3]).const("w", RNG.standard_normal((3, 3, 3, 2)))
+    b.const("p", np.array([[0, 0], [0, 1], [1, 2], [0, 0]], np.int32))
+    b.op("pad", "Pad", "x", "p", Tpaddings=DType.INT32)
+    attrs = {"strides": [1, 2, 2, 1], "padding": b"VALID"}
+    if explicit:
+        attrs = {"strides": [1, 2, 2, 1], "padding": b"EXPLICIT",
+                 "explicit_paddings": [0, 0, 1, 0, 0, 1, 0, 0]}
+    b.op("conv", op, "pad", "w", **attrs).op("out", "Relu", "conv")
+    feeds = _feeds(b)
+    sess = Session(b.g)
+    got = sess.run("out", feeds)
+    ops = collections.Counter(n.op for n in sess.rewrites[0].graph)
+    assert ops["Pad"] == 0, ops
+    fused = [n for n in sess.rewrites[0].graph if n.op.endswith(op)][0]
+    assert fused.get_attr("explicit_paddings") == ([0, 0, 1, 1, 1, 3, 0, 0] if explicit else
+                                                   [0, 0, 0, 1, 1, 2, 0, 0])
+    np.testing.assert_allclose(got, Session(b.g, graph_rewrites=False).run("out", feeds),
+                               rtol=1e-6, atol=1e-6)
+    b.op("other", "Neg", "pad")  # a second reader: the Pad stays
+    sess = Session(b.g)
+    sess.run(["out", "other"], feeds)
+    assert collections.Counter(n.op for n in sess.rewrites[0].graph)["Pad"] == 1
+    b2 = G().ph("x", [2, 7, 8, 3]).const("w", RNG.standard_normal((3, 3, 4, 2)))
+    b2.const("p", np.array([[0, 0], [0, 1], [1, 2], [0, 1]], np.int32))  # channels padded
+    b2.op("pad", "Pad", "x", "p", Tpaddings=DType.INT32)
+    b2.op("conv", "Conv2D", "pad", "w", strides=[1, 2, 2, 1], padding=b"VALID")
+    sess = Session(b2.g)
+    sess.run("conv", _feeds(b2))
+    assert collections.Counter(n.op for n in sess.rewrites[0].graph)["Pad"] == 1

@@ -7,6 +7,9 @@
     Conv2D + FusedBatchNorm (is_training=False) (+ act) -> _FusedConv2D(x, W, scale, offset,
                                                           mean, variance), num_args=4
     FusedBatchNorm + Relu (GPU, as in TensorFlow)       -> _FusedBatchNormEx
+    Pad(x, [[0,0],[t,b],[l,r],[0,0]]) + a VALID or EXPLICIT convolution (tfg's Session only)
+                                                        -> the convolution with
+                                                           padding=EXPLICIT on x
 
     before: c = Conv2D(x, W); b = BiasAdd(c, bias); r = Relu(b)
     after:  r = _FusedConv2D(x, W, bias, fused_ops=[BiasAdd, Relu], num_args=1)
@@ -226,6 +229,46 @@ def bn_relu(ctx, node, bn):
     return True
 
 
+_PADDED = ("Conv2D", "DepthwiseConv2dNative", "_FusedConv2D", "_FusedDepthwiseConv2dNative")
+
+
+def pad_into_conv(ctx, node):
+    """conv(Pad(x, zeros around H and W), VALID|EXPLICIT) -> conv(x, EXPLICIT, the pads
+    added): Keras's ZeroPadding2D before a strided convolution (MobileNets, NASNet), one
+    call and one copy of the input less; the kernel pads it in the copy it makes anyway.
+    Only for tfg's Session (opts.extra["tfg_kernels"]), NHWC, a Pad read by this node only."""
+    if not ctx.opts.extra.get("tfg_kernels", False) or not node.data_inputs:
+        return False
+    ref = node.data_inputs[0]
+    pad = ctx.graph.get(ref.node)
+    if pad is None or pad.op != "Pad" or ref.port != 0 or ctx.preserved(pad.name):
+        return False
+    if pad.control_inputs or node.control_inputs or pad.device != node.device:
+        return False
+    if len(ctx.consumers(pad.name, include_control=True)) != 1:
+        return False
+    if pad.get_attr("T", None) != node.get_attr("T", None):
+        return False
+    if node.get_attr("data_format", b"NHWC") != b"NHWC":
+        return False
+    padding = node.get_attr("padding", b"")
+    if padding not in (b"VALID", b"EXPLICIT"):
+        return False
+    p = ctx.const_value(pad.data_inputs[1])
+    if p is None or p.dtype.kind not in "iu" or p.shape != (4, 2) or (p < 0).any():
+        return False
+    if p[0].any() or p[3].any():
+        return False  # batch or channel padding: not a convolution's
+    old = list(node.get_attr("explicit_paddings", [])) if padding == b"EXPLICIT" else []
+    old = old if len(old) == 8 else [0] * 8
+    attrs = {k: node.get_attr(k) for k in node.attr if not k.startswith("_")}
+    attrs["padding"] = b"EXPLICIT"
+    attrs["explicit_paddings"] = [int(a) + int(b) for a, b in zip(old, p.reshape(-1))]
+    ctx.morph(node, node.op, [_s(pad.data_inputs[0])] + list(node.inputs[1:]), attrs)
+    ctx.remove_if_dead(pad.name)
+    return True
+
+
 def rules():
     v = Pat.var
     base = Pat(tuple(_FUSED), name="base", one_consumer=True)
@@ -238,6 +281,7 @@ def rules():
         (Pat("Mul", [Pat(tuple(_FUSED) + tuple(_FUSED.values()), name="fused"),
                      Pat("Sigmoid", name="sig")], commutative=True), swish),
         (Pat("Relu", [Pat(_BN, name="bn", one_consumer=True)]), bn_relu),
+        (Pat(_PADDED), pad_into_conv),
     ]
 
 
