@@ -203,3 +203,22 @@ def test_constant_pad_matches_numpy(shape, pads, value):
     x = rng.standard_normal(shape).astype(np.float32)
     np.testing.assert_array_equal(_constant_pad(x, pads, value),
                                   np.pad(x, pads, constant_values=value))
+
+
+@pytest.mark.parametrize("keep", [True, False])
+def test_mean_fast_path_matches_numpy(keep):
+    """A squeeze-excite block's spatial Mean (and other float means): one node asked for
+    several axis values and ranks keeps each apart (the parsed axes are cached per node)."""
+    from tfg.graphdef.graph import Graph
+    from tfg.kernels.context import KernelContext
+    from tfg.kernels.registry import get_kernel
+    ctx = KernelContext(Graph().add_node("m", "Mean"), {"keep_dims": keep})
+    fn = get_kernel("Mean").fn
+    for shape, axes in [((2, 6, 6, 24), [1, 2]), ((2, 6, 6, 24), [-1]), ((3, 4), [0, 1]),
+                        ((5,), [0]), ((2, 3), []), ((2, 6, 6, 24), [1, 2])]:
+        for dtype in (np.float32, np.float64):
+            x = rng.standard_normal(shape).astype(dtype)
+            got = np.asarray(fn(ctx, x, np.array(axes, np.int32)))
+            want = np.mean(x, axis=tuple(axes), keepdims=keep, dtype=dtype) if axes else x
+            assert got.dtype == dtype and got.shape == np.shape(want)
+            np.testing.assert_allclose(got, want, rtol=1e-6)
