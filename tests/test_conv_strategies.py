@@ -130,6 +130,29 @@ def test_depthwise_strategies_match_the_definition(case, fmt):
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("case", [DEPTHWISE[0], DEPTHWISE[5]], ids=["rows", "phases"])
+def test_depthwise_tiled_filter_kept_only_for_a_read_only_filter(case):
+    """A Const's filter (read-only, the same array every step) is tiled once per node; a
+    writable filter (a variable's value, changed in place between steps) never is."""
+    xs, ks, strides, dilations, padding, m, _ = case
+    g = Geom(_attrs(strides, dilations, padding, None, b"NHWC"), xs[1], xs[2], *ks)
+    x = rng.standard_normal(xs).astype(np.float32)
+    cache = {}
+    for writable in (False, True):
+        w = rng.standard_normal((*ks, xs[3], m)).astype(np.float32)
+        w.flags.writeable = writable
+        first = conv_depthwise.forward(x, w, g, cache)
+        np.testing.assert_array_equal(conv_depthwise.forward(x, w, g, cache), first)
+        want = reference(x.astype(np.float64), w.astype(np.float64), strides, dilations,
+                         padding, ((0, 0), (0, 0)), depthwise=True)
+        np.testing.assert_allclose(first, want, rtol=1e-4, atol=1e-4)
+        if writable:
+            w *= 2  # in place, as an assign would
+            np.testing.assert_allclose(conv_depthwise.forward(x, w, g, cache), 2 * first,
+                                       rtol=1e-5, atol=1e-5)
+    assert cache and all(not v[0].flags.writeable for v in cache.values())
+
+
 def test_depthwise_phases_keep_an_inf_an_inf():
     """No zero weight ever multiplies an input: inf * w stays inf (not NaN) in every phase."""
     x = np.ones((1, 9, 9, 2), np.float32)

@@ -124,7 +124,7 @@ def depthwise_conv2d(ctx, x, w):
         fail(f"input depth {c} must equal the filter's in_channels {wc}")
     g = geometry(ctx, h, wd, kh, kw)
     if xp is np and x.dtype == w.dtype:
-        return from_nhwc(conv_depthwise.forward(x, w, g), fmt)
+        return from_nhwc(conv_depthwise.forward(x, w, g, ctx.cache), fmt)
     xpad = g.pad(xp, x)
     out = xp.zeros((n, g.oh, g.ow, c, m), dtype=x.dtype)
     for i in range(kh):
