@@ -275,3 +275,35 @@ def test_zero_padding_folds_into_the_convolution(op, explicit):
     sess = Session(b2.g)
     sess.run("conv", _feeds(b2))
     assert collections.Counter(n.op for n in sess.rewrites[0].graph)["Pad"] == 1
+
+
+@pytest.mark.parametrize("base,bias", [("Conv2D", False), ("Conv2D", True),
+                                       ("DepthwiseConv2dNative", False)])
+def test_hard_swish_fused_for_tfg_only(base, bias):
+    """MobileNetV3's x * relu6(x + 3) / 6 after a convolution (the division already a Mul by
+    1/6, as constant folding leaves it): one fused node in tfg's Session, the same values
+    bit for bit; another constant than 3 is left alone."""
+    for three, fused in ((3.0, True), (2.0, False)):
+        b = G().ph("x", [2, 5, 5, 3]).const("w", RNG.standard_normal((3, 3, 3, 2)))
+        b.op("conv", base, "x", "w", **CONV)
+        top = "conv"
+        if bias:
+            b.const("b", RNG.standard_normal(6 if base != "Conv2D" else 2))
+            b.op("biased", "BiasAdd", "conv", "b")
+            top = "biased"
+        b.const("three", np.float32(three)).const("sixth", np.float32(1) / np.float32(6))
+        b.op("add", "AddV2", top, "three").op("r6", "Relu6", "add")
+        b.op("scaled", "Mul", "sixth", "r6").op("hswish", "Mul", "scaled", top)
+        feeds = _feeds(b)
+        sess = Session(b.g)
+        got = sess.run("hswish", feeds)
+        out = {n.name: n for n in sess.rewrites[0].graph}
+        if fused:
+            assert out["hswish"].get_attr("fused_ops") == [b"BiasAdd", b"_TfgHardSwish"]
+            assert not {"add", "r6", "scaled", "conv"} & set(out)
+        else:
+            assert out["hswish"].op == "Mul"
+        np.testing.assert_array_equal(
+            got, Session(b.g, graph_rewrites=False).run("hswish", feeds))
+        plain = optimize(b.g, passes=["remap"], keep=["hswish"], verify=True)
+        assert plain["hswish"].op == "Mul"  # TensorFlow has no such kernel: not for optimize

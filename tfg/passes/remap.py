@@ -209,6 +209,49 @@ def swish(ctx, node, fused, sig):
     return True
 
 
+def _scalar(ctx, ref, value):
+    """Whether `ref` is a constant holding `value` (exactly, in its own dtype) alone."""
+    v = ctx.const_value(ref)
+    return v is not None and v.size == 1 and v.dtype.kind == "f" and \
+        v.reshape(-1)[0] == v.dtype.type(value)
+
+
+def hard_swish(ctx, node, fused, add, relu6, scale):
+    """Mul(f, Mul(Relu6(AddV2(f, 3)), 1/6)) with f = _Fused*(fused_ops=[BiasAdd]) or a bare
+    base op -> one fused node with the activation _TfgHardSwish: MobileNetV3's hard swish
+    (Keras's x * relu6(x + 3) / 6, the division made a Mul by constant folding), the same
+    roundings in the same order (fused.py). tfg's Session only (opts.extra["tfg_kernels"])."""
+    if not ctx.opts.extra.get("tfg_kernels", False):
+        return False
+    three = [r for r in add.data_inputs if r.node != fused.name]
+    sixth = [r for r in scale.data_inputs if r.node != relu6.name]
+    if len(three) != 1 or len(sixth) != 1 or not _scalar(ctx, three[0], 3.0) or \
+            not _scalar(ctx, sixth[0], 1 / 6):
+        return False
+    if any(r.port != 0 for r in add.data_inputs if r.node == fused.name):
+        return False
+    for n in (fused, add, relu6, scale):
+        if ctx.preserved(n.name) or n.control_inputs or ctx.control_consumers(n.name):
+            return False
+    readers = {n.name for n, _ in ctx.consumers(fused.name, include_control=True)}
+    if readers != {node.name, add.name} or not _compatible(ctx, node, add, relu6, scale, fused):
+        return False
+    base = fused
+    if fused.op in _FUSED:  # a bare base op: a zero bias first, as for swish
+        if not bare_activation(ctx, add, base):
+            return False
+        fused = add  # now _Fused*(x, W, zeros, fused_ops=[BiasAdd, AddV2])
+    elif [o.decode() for o in fused.get_attr("fused_ops", [])] != ["BiasAdd"]:
+        return False
+    attrs = {k: fused.get_attr(k) for k in fused.attr if not k.startswith("_")}
+    attrs["fused_ops"] = [b"BiasAdd", b"_TfgHardSwish"]
+    attrs.pop("leakyrelu_alpha", None)
+    ctx.morph(node, fused.op, list(fused.inputs), attrs)
+    for name in (scale.name, relu6.name, add.name, base.name):
+        ctx.remove_if_dead(name)
+    return True
+
+
 def bn_relu(ctx, node, bn):
     """FusedBatchNorm + Relu -> _FusedBatchNormEx (only where TensorFlow has the kernel: GPU)."""
     if not _on_gpu(ctx, bn) or not _compatible(ctx, node, bn):
@@ -282,6 +325,12 @@ def rules():
                      Pat("Sigmoid", name="sig")], commutative=True), swish),
         (Pat("Relu", [Pat(_BN, name="bn", one_consumer=True)]), bn_relu),
         (Pat(_PADDED), pad_into_conv),
+        (Pat("Mul", [Pat(tuple(_FUSED) + tuple(_FUSED.values()), name="fused"),
+                     Pat("Mul", [Pat("Relu6", [Pat(("AddV2", "Add"), name="add",
+                                                   one_consumer=True)],
+                                     name="relu6", one_consumer=True), v()],
+                         name="scale", commutative=True, one_consumer=True)],
+             commutative=True), hard_swish),
     ]
 
 
