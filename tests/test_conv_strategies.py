@@ -48,6 +48,28 @@ def test_conv2d_gemm_paths_match_the_definition(case, fmt):
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("rows", [1, 2, 3, 4])
+def test_skinny_matmul_rows_as_gemvs(rows, monkeypatch):
+    """conv_gemm.matmul: 2-3 rows against a large right matrix go one GEMV per row (a 1x1
+    convolution at 1x1 pixels, a classifier at batch 2); the same values as one GEMM, for
+    Conv2D, MatMul (transposed operands too) and float64."""
+    from tfg.kernels import conv_gemm
+    calls = []
+    real = np.matmul
+    monkeypatch.setattr(conv_gemm.np, "matmul", lambda *a, **k: calls.append(1) or real(*a, **k))
+    x = rng.standard_normal((rows, 1, 1, 256)).astype(np.float32)
+    w = rng.standard_normal((1, 1, 256, 200)).astype(np.float32)
+    got = run("Conv2D", x, w, **_attrs((1, 1), (1, 1), "VALID", None, b"NHWC"))
+    want = (x.reshape(rows, 256).astype(np.float64) @ w.reshape(256, 200)).reshape(got.shape)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    assert len(calls) == (rows if rows in conv_gemm.SKINNY_ROWS else 0)
+    a = rng.standard_normal((300, rows))
+    b = rng.standard_normal((200, 300))
+    got = run("MatMul", a, b, transpose_a=True, transpose_b=True)
+    assert got.dtype == np.float64
+    np.testing.assert_allclose(got, a.T @ b.T, rtol=1e-10, atol=1e-10)
+
+
 def test_conv2d_nchw_output_is_contiguous_nchw():
     x = nchw(rng.standard_normal((2, 6, 6, 4)).astype(np.float32))
     for k in (1, 3):
@@ -106,6 +128,29 @@ def test_depthwise_strategies_match_the_definition(case, fmt):
     got = conv("DepthwiseConv2dNative", x, w, strides, dilations, padding, explicit, fmt)
     assert got.dtype == np.float32 and got.shape == want.shape
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("case", [DEPTHWISE[0], DEPTHWISE[5]], ids=["rows", "phases"])
+def test_depthwise_tiled_filter_kept_only_for_a_read_only_filter(case):
+    """A Const's filter (read-only, the same array every step) is tiled once per node; a
+    writable filter (a variable's value, changed in place between steps) never is."""
+    xs, ks, strides, dilations, padding, m, _ = case
+    g = Geom(_attrs(strides, dilations, padding, None, b"NHWC"), xs[1], xs[2], *ks)
+    x = rng.standard_normal(xs).astype(np.float32)
+    cache = {}
+    for writable in (False, True):
+        w = rng.standard_normal((*ks, xs[3], m)).astype(np.float32)
+        w.flags.writeable = writable
+        first = conv_depthwise.forward(x, w, g, cache)
+        np.testing.assert_array_equal(conv_depthwise.forward(x, w, g, cache), first)
+        want = reference(x.astype(np.float64), w.astype(np.float64), strides, dilations,
+                         padding, ((0, 0), (0, 0)), depthwise=True)
+        np.testing.assert_allclose(first, want, rtol=1e-4, atol=1e-4)
+        if writable:
+            w *= 2  # in place, as an assign would
+            np.testing.assert_allclose(conv_depthwise.forward(x, w, g, cache), 2 * first,
+                                       rtol=1e-5, atol=1e-5)
+    assert cache and all(not v[0].flags.writeable for v in cache.values())
 
 
 def test_depthwise_phases_keep_an_inf_an_inf():
@@ -181,3 +226,22 @@ def test_constant_pad_matches_numpy(shape, pads, value):
     x = rng.standard_normal(shape).astype(np.float32)
     np.testing.assert_array_equal(_constant_pad(x, pads, value),
                                   np.pad(x, pads, constant_values=value))
+
+
+@pytest.mark.parametrize("keep", [True, False])
+def test_mean_fast_path_matches_numpy(keep):
+    """A squeeze-excite block's spatial Mean (and other float means): one node asked for
+    several axis values and ranks keeps each apart (the parsed axes are cached per node)."""
+    from tfg.graphdef.graph import Graph
+    from tfg.kernels.context import KernelContext
+    from tfg.kernels.registry import get_kernel
+    ctx = KernelContext(Graph().add_node("m", "Mean"), {"keep_dims": keep})
+    fn = get_kernel("Mean").fn
+    for shape, axes in [((2, 6, 6, 24), [1, 2]), ((2, 6, 6, 24), [-1]), ((3, 4), [0, 1]),
+                        ((5,), [0]), ((2, 3), []), ((2, 6, 6, 24), [1, 2])]:
+        for dtype in (np.float32, np.float64):
+            x = rng.standard_normal(shape).astype(dtype)
+            got = np.asarray(fn(ctx, x, np.array(axes, np.int32)))
+            want = np.mean(x, axis=tuple(axes), keepdims=keep, dtype=dtype) if axes else x
+            assert got.dtype == dtype and got.shape == np.shape(want)
+            np.testing.assert_allclose(got, want, rtol=1e-6)

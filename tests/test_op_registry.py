@@ -161,6 +161,8 @@ _OP_TABLES = {
                                          "than the fused ops' signatures)",
     "tfg/passes/remap.py:_ACTS": "remapper: activations it fuses",
     "tfg/passes/remap.py:_BN": "remapper: batch norms it folds",
+    "tfg/passes/remap.py:_PADDED": "remapper: convolutions a zero Pad folds into (explicit "
+                                   "paddings)",
 }
 
 

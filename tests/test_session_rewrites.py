@@ -222,3 +222,88 @@ def test_swish_fused_for_tfg_only(bias):
     assert_same(b.g, out, ["swish"], _feeds(b), rtol=1e-4, atol=1e-5)
     plain = optimize(b.g, passes=["remap"], keep=["swish"], verify=True)
     assert plain["swish"].op == "Mul"
+
+
+def test_duplicate_branches_merged():
+    """NASNet's cells apply the same Relu and pooling to one tensor in several branches: the
+    Session runs each once (CSE last in SESSION_PASSES), with the values of the graph as given."""
+    b = G().ph("x", [2, 6, 6, 3])
+    pool = {"ksize": [1, 3, 3, 1], "strides": [1, 1, 1, 1], "padding": b"SAME"}
+    b.op("r1", "Relu", "x").op("r2", "Relu", "x")
+    b.op("p1", "AvgPool", "r1", **pool).op("p2", "AvgPool", "r2", **pool)
+    b.op("s", "AddV2", "p1", "p2").op("n", "Neg", "r2").op("out", "AddV2", "s", "n")
+    feeds = _feeds(b)
+    sess = Session(b.g)
+    got = sess.run("out", feeds)
+    ops = collections.Counter(n.op for n in sess.rewrites[0].graph)
+    assert ops["Relu"] == 1 and ops["AvgPool"] == 1, ops
+    np.testing.assert_array_equal(got, Session(b.g, graph_rewrites=False).run("out", feeds))
+
+
+@pytest.mark.parametrize("op,explicit", [("DepthwiseConv2dNative", False), ("Conv2D", False),
+                                         ("Conv2D", True)])
+def test_zero_padding_folds_into_the_convolution(op, explicit):
+    """Keras's ZeroPadding2D + a strided VALID convolution: one convolution with EXPLICIT
+    padding in tfg's Session, the values of the graph as given; a Pad of the channels or with
+    a second reader stays."""
+    b = G().ph("x", [2, 7, 8, 3]).const("w", RNG.standard_normal((3, 3, 3, 2)))
+    b.const("p", np.array([[0, 0], [0, 1], [1, 2], [0, 0]], np.int32))
+    b.op("pad", "Pad", "x", "p", Tpaddings=DType.INT32)
+    attrs = {"strides": [1, 2, 2, 1], "padding": b"VALID"}
+    if explicit:
+        attrs = {"strides": [1, 2, 2, 1], "padding": b"EXPLICIT",
+                 "explicit_paddings": [0, 0, 1, 0, 0, 1, 0, 0]}
+    b.op("conv", op, "pad", "w", **attrs).op("out", "Relu", "conv")
+    feeds = _feeds(b)
+    sess = Session(b.g)
+    got = sess.run("out", feeds)
+    ops = collections.Counter(n.op for n in sess.rewrites[0].graph)
+    assert ops["Pad"] == 0, ops
+    fused = [n for n in sess.rewrites[0].graph if n.op.endswith(op)][0]
+    assert fused.get_attr("explicit_paddings") == ([0, 0, 1, 1, 1, 3, 0, 0] if explicit else
+                                                   [0, 0, 0, 1, 1, 2, 0, 0])
+    np.testing.assert_allclose(got, Session(b.g, graph_rewrites=False).run("out", feeds),
+                               rtol=1e-6, atol=1e-6)
+    b.op("other", "Neg", "pad")  # a second reader: the Pad stays
+    sess = Session(b.g)
+    sess.run(["out", "other"], feeds)
+    assert collections.Counter(n.op for n in sess.rewrites[0].graph)["Pad"] == 1
+    b2 = G().ph("x", [2, 7, 8, 3]).const("w", RNG.standard_normal((3, 3, 4, 2)))
+    b2.const("p", np.array([[0, 0], [0, 1], [1, 2], [0, 1]], np.int32))  # channels padded
+    b2.op("pad", "Pad", "x", "p", Tpaddings=DType.INT32)
+    b2.op("conv", "Conv2D", "pad", "w", strides=[1, 2, 2, 1], padding=b"VALID")
+    sess = Session(b2.g)
+    sess.run("conv", _feeds(b2))
+    assert collections.Counter(n.op for n in sess.rewrites[0].graph)["Pad"] == 1
+
+
+@pytest.mark.parametrize("base,bias", [("Conv2D", False), ("Conv2D", True),
+                                       ("DepthwiseConv2dNative", False)])
+def test_hard_swish_fused_for_tfg_only(base, bias):
+    """MobileNetV3's x * relu6(x + 3) / 6 after a convolution (the division already a Mul by
+    1/6, as constant folding leaves it): one fused node in tfg's Session, the same values
+    bit for bit; another constant than 3 is left alone."""
+    for three, fused in ((3.0, True), (2.0, False)):
+        b = G().ph("x", [2, 5, 5, 3]).const("w", RNG.standard_normal((3, 3, 3, 2)))
+        b.op("conv", base, "x", "w", **CONV)
+        top = "conv"
+        if bias:
+            b.const("b", RNG.standard_normal(6 if base != "Conv2D" else 2))
+            b.op("biased", "BiasAdd", "conv", "b")
+            top = "biased"
+        b.const("three", np.float32(three)).const("sixth", np.float32(1) / np.float32(6))
+        b.op("add", "AddV2", top, "three").op("r6", "Relu6", "add")
+        b.op("scaled", "Mul", "sixth", "r6").op("hswish", "Mul", "scaled", top)
+        feeds = _feeds(b)
+        sess = Session(b.g)
+        got = sess.run("hswish", feeds)
+        out = {n.name: n for n in sess.rewrites[0].graph}
+        if fused:
+            assert out["hswish"].get_attr("fused_ops") == [b"BiasAdd", b"_TfgHardSwish"]
+            assert not {"add", "r6", "scaled", "conv"} & set(out)
+        else:
+            assert out["hswish"].op == "Mul"
+        np.testing.assert_array_equal(
+            got, Session(b.g, graph_rewrites=False).run("hswish", feeds))
+        plain = optimize(b.g, passes=["remap"], keep=["hswish"], verify=True)
+        assert plain["hswish"].op == "Mul"  # TensorFlow has no such kernel: not for optimize

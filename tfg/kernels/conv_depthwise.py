@@ -29,31 +29,47 @@ ROWS_MIN_OW = 12
 ROWS_NARROW_MIN_OW, ROWS_NARROW_MAX_CHANNELS = 6, 160
 
 
-def forward(x, w, g):
+def forward(x, w, g, cache=None):
+    """`cache`: the node's dict (ctx.cache), where a read-only filter's tiled copies are kept
+    from step to step (a Const's value is the same read-only array every step)."""
     n, _, _, c = x.shape
     m = w.shape[3]
     if min(n, c, m, g.oh, g.ow) == 0:
         return np.zeros((n, g.oh, g.ow, c * m), np.result_type(x, w))
     if m == 1 and g.sw == 1 and (g.ow >= ROWS_MIN_OW or (
             g.ow >= ROWS_NARROW_MIN_OW and c <= ROWS_NARROW_MAX_CHANNELS)):
-        return _rows(padded(x, g), w[:, :, :, 0], g)
+        return _rows(padded(x, g), w, g, cache)
     if m == 1 and g.sw > 1 and g.dw == 1 and c < PHASE_MAX_CHANNELS:
-        return _phases(padded(x, g), w[:, :, :, 0], g)
+        return _phases(padded(x, g), w, g, cache)
     return _windows(padded(x, g), w, g)
 
 
-def _tiled(w, ow):
-    """w[..., C] -> [..., OW*C]: each tap's C weights repeated for the OW output columns."""
-    return np.repeat(w[..., None, :], ow, axis=-2).reshape(*w.shape[:-1], ow * w.shape[-1])
+def _tiled(w, ow, cache=None, phase=None):
+    """w[KH, KW, C, 1] (the columns of `phase` = (start, step) only) -> [KH, KW', OW*C]:
+    each tap's C weights repeated for the OW output columns. Kept in `cache` for a
+    read-only `w` (the cache holds `w` itself, so the identity test cannot be fooled by a
+    freed array's address reused)."""
+    key = ("tiled", ow, phase)
+    if cache is not None and not w.flags.writeable:
+        hit = cache.get(key)
+        if hit is not None and hit[0] is w:
+            return hit[1]
+    v = w[:, :, :, 0] if phase is None else w[:, phase[0]::phase[1], :, 0]
+    tiled = np.repeat(v[..., None, :], ow, axis=-2).reshape(*v.shape[:-1], ow * v.shape[-1])
+    if cache is not None and not w.flags.writeable:
+        tiled.flags.writeable = False
+        cache[key] = (w, tiled)
+    return tiled
 
 
-def _rows(xpad, w, g):
+def _rows(xpad, w, g, cache=None):
     n, c = xpad.shape[0], xpad.shape[3]
-    out = np.einsum("nhijv,ijv->nhv", row_windows(xpad, g), _tiled(w, g.ow), optimize=False)
+    out = np.einsum("nhijv,ijv->nhv", row_windows(xpad, g), _tiled(w, g.ow, cache),
+                    optimize=False)
     return out.reshape(n, g.oh, g.ow, c)
 
 
-def _phases(xpad, w, g):
+def _phases(xpad, w, g, cache=None):
     """Stride s > 1 along W, dilation 1 along W: phase b holds padded columns b, b+s, ...
     (one contiguous copy), and filter columns b, b+s, ... read it at offsets 0, 1, ..., so
     each phase is a stride-1 row convolution; the phases' sums add up to the output.
@@ -64,11 +80,11 @@ def _phases(xpad, w, g):
     out = None
     for b in range(min(s, g.kw)):
         xb = np.ascontiguousarray(xpad[:, :, b::s, :])
-        wb = w[:, b::s]
+        wb = _tiled(w, ow, cache, (b, s))
         sn, sh, sw, sc = xb.strides
         view = strided(xb, (n, g.oh, g.kh, wb.shape[1], ow * c),
                        (sn, sh * g.sh, sh * g.dh, sw, sc))
-        part = np.einsum("nhijv,ijv->nhv", view, _tiled(wb, ow), optimize=False)
+        part = np.einsum("nhijv,ijv->nhv", view, wb, optimize=False)
         out = part if out is None else np.add(out, part, out=out)
     return out.reshape(n, g.oh, ow, c)
 

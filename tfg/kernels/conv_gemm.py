@@ -13,9 +13,47 @@ memory, so the copy moves whole runs; in NCHW its rows are (c, kh, kw) and its c
 pixels, so the product is already NCHW and needs no transpose back. (Measured against
 shifting the padded image once per filter tap and accumulating KH*KW GEMMs with K = C: that
 was 0.7-1.9x as fast on the keras.applications layers, so not worth a second path.)
+
+`matmul(a, b)` is the product all of them (and MatMul's kernel) use: OpenBLAS's GEMM is slow
+for a left matrix of 2 or 3 rows (a classifier or a squeeze-excite layer at batch 2: the
+pixels are the rows), so those rows go to one GEMV each instead.
 """
 import numpy as np
 from tfg.kernels.conv_geom import padded, padded_nchw, strided
+
+# Measured (OpenBLAS 0.3.31, one thread, float32, M x K @ K x N): with M = 2 or 3 and K*N of
+# 32K or more, one GEMV per row took 0.25-0.8x the GEMM's time (2 x 1024 @ 1024 x 1000:
+# 312 -> 144 us; 2 x 576 @ 576 x 1024: 192 -> 84 us); below ~16K elements, or from 4
+# rows, the GEMM was as fast or faster. One row is a GEMV in numpy already.
+SKINNY_ROWS = (2, 3)
+SKINNY_MIN_ELEMENTS = 32768
+
+
+def matmul(a, b):
+    """a @ b for 2-D numpy arrays; a fresh array (see the module docstring for the GEMVs)."""
+    m, (k, n) = a.shape[0], b.shape
+    if (m in SKINNY_ROWS and k * n >= SKINNY_MIN_ELEMENTS and a.dtype == b.dtype
+            and a.dtype.kind == "f" and a.dtype.itemsize >= 4):
+        out = np.empty((m, n), a.dtype)
+        for r in range(m):
+            np.matmul(a[r], b, out=out[r])
+        return out
+    return a @ b
+
+
+def prepared(x_shape, w_shape, g, nchw_layout=False):
+    """`run(x, w)` for inputs of these shapes: what `nhwc`/`nchw` do, with the choice of
+    path and the GEMM's dimensions made once (Conv2D keeps it per node and signature)."""
+    if nchw_layout:
+        return lambda x, w: nchw(x, w, g)
+    n, h, wd, c = x_shape
+    kh, kw, _, oc = w_shape
+    if kh == kw == 1 and not g.has_pad and g.sh == g.sw == 1 and g.oh == h and g.ow == wd:
+        rows, out = n * h * wd, (n, h, wd, oc)
+        if rows in SKINNY_ROWS:
+            return lambda x, w: matmul(x.reshape(rows, c), w.reshape(c, oc)).reshape(out)
+        return lambda x, w: (x.reshape(rows, c) @ w.reshape(c, oc)).reshape(out)
+    return lambda x, w: nhwc(x, w, g)
 
 
 def nhwc(x, w, g):
@@ -24,9 +62,9 @@ def nhwc(x, w, g):
     if kh == kw == 1 and not g.has_pad:
         if g.sh != 1 or g.sw != 1 or g.oh != h or g.ow != wd:
             x = x[:, :(g.oh - 1) * g.sh + 1:g.sh, :(g.ow - 1) * g.sw + 1:g.sw, :]
-        y = x.reshape(-1, c) @ w.reshape(c, oc)  # reshape copies only a strided/NCHW view
+        y = matmul(x.reshape(-1, c), w.reshape(c, oc))  # reshape copies only a strided view
     else:
-        y = patches_nhwc(x, g) @ w.reshape(-1, oc)
+        y = matmul(patches_nhwc(x, g), w.reshape(-1, oc))
     return y.reshape(n, g.oh, g.ow, oc)
 
 

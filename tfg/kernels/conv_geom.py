@@ -81,6 +81,12 @@ def geometry(ctx, h, w, kh, kw, strides=None, dilations=None):
     return g
 
 
+# Below this input size the padded copy is filled whole first: np.zeros of a small array is a
+# memset of heap memory (no fresh pages), and two numpy calls cost less than the five of
+# the border writes (12x12x44 at batch 2: 14 -> 8 us; 3x3x176: 12.5 -> 5 us).
+SMALL_PAD_BYTES = 96 * 1024
+
+
 def padded(x, g, value=0):
     """NHWC numpy `x` padded with `value` per `g`, C-contiguous: one allocation (filled, then
     the interior assigned, which also makes an NCHW view contiguous in the same pass) instead
@@ -89,7 +95,12 @@ def padded(x, g, value=0):
     if not g.has_pad and x.flags.c_contiguous:
         return x
     n, h, w, c = x.shape
-    xpad = np.empty(g.padded_shape(n, h, w, c), x.dtype)
+    shape = g.padded_shape(n, h, w, c)
+    if x.nbytes < SMALL_PAD_BYTES:  # filled whole, then the interior: two calls, not five
+        xpad = np.zeros(shape, x.dtype) if value == 0 else np.full(shape, value, x.dtype)
+        xpad[:, g.pt:g.pt + h, g.pl:g.pl + w, :] = x
+        return xpad
+    xpad = np.empty(shape, x.dtype)
     xpad[:, g.pt:g.pt + h, g.pl:g.pl + w, :] = x
     fill_border(xpad, g.pt, g.pt + h, g.pl, g.pl + w, value)
     return xpad

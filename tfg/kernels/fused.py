@@ -46,6 +46,19 @@ _ACTIVATIONS = {
 _ACTIVATIONS["_MklSwish"] = lambda xp, x, a: _swish(xp, x)
 
 
+def _hard_swish(xp, x, out=None):
+    """x * (relu6(x + 3) * (1/6)), each step rounded as the graph Keras writes (AddV2, Relu6,
+    Mul by the reciprocal constant folding makes of /6, Mul) rounds it; into `out` if given."""
+    t = x + x.dtype.type(3)
+    t = clamp.relu6(t, out=t) if xp is np else xp.clip(t, 0, 6)
+    t *= x.dtype.type(1 / 6)
+    return xp.multiply(x, t, out=out) if out is not None else x * t
+
+
+# MobileNetV3's hard swish (tfg's own name, for tfg's Session only: no TensorFlow kernel).
+_ACTIVATIONS["_TfgHardSwish"] = lambda xp, x, a: _hard_swish(xp, x)
+
+
 def _base(ctx, op, *inputs):
     """Run the registered kernel of `op` with this node's attrs (looked up once per node).
 
@@ -96,6 +109,7 @@ _INPLACE_ACTIVATIONS = {
     "Relu6": lambda y, a: clamp.relu6(y, out=y),
     "Identity": lambda y, a: y,
 }
+_INPLACE_ACTIVATIONS["_TfgHardSwish"] = lambda y, a: _hard_swish(np, y, out=y)
 
 
 def _steps(ctx, ndim):

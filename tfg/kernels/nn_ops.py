@@ -9,6 +9,7 @@ ops, softmax, the cross-entropy losses, L2Loss.
 import numpy as np
 
 from tfg.kernels import aligned, clamp
+from tfg.kernels.conv_gemm import matmul as _np_matmul
 from tfg.kernels._util import errstate, fail, is_nchw, np_dtype, require_float
 from tfg.kernels.registry import ALL_DEVICES, kernel
 from tfg.kernels.select import where
@@ -34,6 +35,8 @@ def matmul(ctx, a, b):
     b = b.T if ctx.attrs.get("transpose_b", False) else b
     if a.shape[1] != b.shape[0]:
         fail(f"Matrix size-incompatible: In[0]: {list(a.shape)}, In[1]: {list(b.shape)}")
+    if xp is np:
+        return _np_matmul(a, b)  # 2-3 rows: GEMVs (conv_gemm.matmul)
     return xp.matmul(a, b)
 
 

@@ -7,6 +7,9 @@
     Conv2D + FusedBatchNorm (is_training=False) (+ act) -> _FusedConv2D(x, W, scale, offset,
                                                           mean, variance), num_args=4
     FusedBatchNorm + Relu (GPU, as in TensorFlow)       -> _FusedBatchNormEx
+    Pad(x, [[0,0],[t,b],[l,r],[0,0]]) + a VALID or EXPLICIT convolution (tfg's Session only)
+                                                        -> the convolution with
+                                                           padding=EXPLICIT on x
 
     before: c = Conv2D(x, W); b = BiasAdd(c, bias); r = Relu(b)
     after:  r = _FusedConv2D(x, W, bias, fused_ops=[BiasAdd, Relu], num_args=1)
@@ -206,6 +209,49 @@ def swish(ctx, node, fused, sig):
     return True
 
 
+def _scalar(ctx, ref, value):
+    """Whether `ref` is a constant holding `value` (exactly, in its own dtype) alone."""
+    v = ctx.const_value(ref)
+    return v is not None and v.size == 1 and v.dtype.kind == "f" and \
+        v.reshape(-1)[0] == v.dtype.type(value)
+
+
+def hard_swish(ctx, node, fused, add, relu6, scale):
+    """Mul(f, Mul(Relu6(AddV2(f, 3)), 1/6)) with f = _Fused*(fused_ops=[BiasAdd]) or a bare
+    base op -> one fused node with the activation _TfgHardSwish: MobileNetV3's hard swish
+    (Keras's x * relu6(x + 3) / 6, the division made a Mul by constant folding), the same
+    roundings in the same order (fused.py). tfg's Session only (opts.extra["tfg_kernels"])."""
+    if not ctx.opts.extra.get("tfg_kernels", False):
+        return False
+    three = [r for r in add.data_inputs if r.node != fused.name]
+    sixth = [r for r in scale.data_inputs if r.node != relu6.name]
+    if len(three) != 1 or len(sixth) != 1 or not _scalar(ctx, three[0], 3.0) or \
+            not _scalar(ctx, sixth[0], 1 / 6):
+        return False
+    if any(r.port != 0 for r in add.data_inputs if r.node == fused.name):
+        return False
+    for n in (fused, add, relu6, scale):
+        if ctx.preserved(n.name) or n.control_inputs or ctx.control_consumers(n.name):
+            return False
+    readers = {n.name for n, _ in ctx.consumers(fused.name, include_control=True)}
+    if readers != {node.name, add.name} or not _compatible(ctx, node, add, relu6, scale, fused):
+        return False
+    base = fused
+    if fused.op in _FUSED:  # a bare base op: a zero bias first, as for swish
+        if not bare_activation(ctx, add, base):
+            return False
+        fused = add  # now _Fused*(x, W, zeros, fused_ops=[BiasAdd, AddV2])
+    elif [o.decode() for o in fused.get_attr("fused_ops", [])] != ["BiasAdd"]:
+        return False
+    attrs = {k: fused.get_attr(k) for k in fused.attr if not k.startswith("_")}
+    attrs["fused_ops"] = [b"BiasAdd", b"_TfgHardSwish"]
+    attrs.pop("leakyrelu_alpha", None)
+    ctx.morph(node, fused.op, list(fused.inputs), attrs)
+    for name in (scale.name, relu6.name, add.name, base.name):
+        ctx.remove_if_dead(name)
+    return True
+
+
 def bn_relu(ctx, node, bn):
     """FusedBatchNorm + Relu -> _FusedBatchNormEx (only where TensorFlow has the kernel: GPU)."""
     if not _on_gpu(ctx, bn) or not _compatible(ctx, node, bn):
@@ -226,6 +272,46 @@ def bn_relu(ctx, node, bn):
     return True
 
 
+_PADDED = ("Conv2D", "DepthwiseConv2dNative", "_FusedConv2D", "_FusedDepthwiseConv2dNative")
+
+
+def pad_into_conv(ctx, node):
+    """conv(Pad(x, zeros around H and W), VALID|EXPLICIT) -> conv(x, EXPLICIT, the pads
+    added): Keras's ZeroPadding2D before a strided convolution (MobileNets, NASNet), one
+    call and one copy of the input less; the kernel pads it in the copy it makes anyway.
+    Only for tfg's Session (opts.extra["tfg_kernels"]), NHWC, a Pad read by this node only."""
+    if not ctx.opts.extra.get("tfg_kernels", False) or not node.data_inputs:
+        return False
+    ref = node.data_inputs[0]
+    pad = ctx.graph.get(ref.node)
+    if pad is None or pad.op != "Pad" or ref.port != 0 or ctx.preserved(pad.name):
+        return False
+    if pad.control_inputs or node.control_inputs or pad.device != node.device:
+        return False
+    if len(ctx.consumers(pad.name, include_control=True)) != 1:
+        return False
+    if pad.get_attr("T", None) != node.get_attr("T", None):
+        return False
+    if node.get_attr("data_format", b"NHWC") != b"NHWC":
+        return False
+    padding = node.get_attr("padding", b"")
+    if padding not in (b"VALID", b"EXPLICIT"):
+        return False
+    p = ctx.const_value(pad.data_inputs[1])
+    if p is None or p.dtype.kind not in "iu" or p.shape != (4, 2) or (p < 0).any():
+        return False
+    if p[0].any() or p[3].any():
+        return False  # batch or channel padding: not a convolution's
+    old = list(node.get_attr("explicit_paddings", [])) if padding == b"EXPLICIT" else []
+    old = old if len(old) == 8 else [0] * 8
+    attrs = {k: node.get_attr(k) for k in node.attr if not k.startswith("_")}
+    attrs["padding"] = b"EXPLICIT"
+    attrs["explicit_paddings"] = [int(a) + int(b) for a, b in zip(old, p.reshape(-1))]
+    ctx.morph(node, node.op, [_s(pad.data_inputs[0])] + list(node.inputs[1:]), attrs)
+    ctx.remove_if_dead(pad.name)
+    return True
+
+
 def rules():
     v = Pat.var
     base = Pat(tuple(_FUSED), name="base", one_consumer=True)
@@ -238,6 +324,13 @@ def rules():
         (Pat("Mul", [Pat(tuple(_FUSED) + tuple(_FUSED.values()), name="fused"),
                      Pat("Sigmoid", name="sig")], commutative=True), swish),
         (Pat("Relu", [Pat(_BN, name="bn", one_consumer=True)]), bn_relu),
+        (Pat(_PADDED), pad_into_conv),
+        (Pat("Mul", [Pat(tuple(_FUSED) + tuple(_FUSED.values()), name="fused"),
+                     Pat("Mul", [Pat("Relu6", [Pat(("AddV2", "Add"), name="add",
+                                                   one_consumer=True)],
+                                     name="relu6", one_consumer=True), v()],
+                         name="scale", commutative=True, one_consumer=True)],
+             commutative=True), hard_swish),
     ]
 
 

@@ -10,9 +10,12 @@ runs a step, here for one step's subgraph (the nodes its fetches and targets nee
     after:  x=Placeholder; y=_FusedConv2D(x, W', s, fused_ops=[BiasAdd, Relu6])
 
 The pipeline, SESSION_PASSES, is the cheap part of `tfg optimize`'s: constant folding, the
-affine folds into convolutions (tfg/passes/affine.py), the remapper's fusions and the
-dependency optimizer, one round; no CSE or arithmetic stages (those cost the most and
-change little that running needs). Before them, three linear sweeps: control edges from
+affine folds into convolutions (tfg/passes/affine.py), the remapper's fusions, the
+dependency optimizer and, last, CSE, one round; no arithmetic stages (they cost the most and
+change little that running needs). CSE runs on the graph the other passes have shrunk (0.1 s
+on NASNetMobile's 1,163 nodes, against 1-2 s for the rest): Keras's NASNet applies
+Activation('relu') and the same pooling to one tensor in several branches of a cell, 76
+duplicate nodes (Relu, AvgPool, MaxPool) a step ran twice. Before them, three linear sweeps: control edges from
 Const/Identity dropped, Identity(Const) and IdentityN forwarded (loop- and cond-free graphs). What it keeps exactly, as TensorFlow does: fed tensors
 become Placeholders of the same name (their producers are not run), fetched and targeted
 nodes keep their names and outputs, stateful ops (variables, queues, random ops, assigns)
@@ -35,7 +38,7 @@ from tfg.passes.rewrite import FRAME_OPS, PLACEHOLDERS
 from tfg.schemas.ops import control_flow_names
 from tfg.schemas.ops.signature import output_dtypes
 
-SESSION_PASSES = ("constfold", "affine", "remap", "dependency")
+SESSION_PASSES = ("constfold", "affine", "remap", "dependency", "cse")
 MAX_NODES = 20000
 _COMM_OPS = control_flow_names("send", "recv")
 
