@@ -263,6 +263,41 @@ def profile(folder, name, steps, top):
     pstats.Stats(prof).sort_stats("tottime").print_stats(top)
 
 
+def time_loop_calls(sess, run_step, steps):
+    """Wrap every prepared call of `sess`'s compiled loops in a perf_counter timer, run
+    `run_step` `steps` times -> {op: (median ns of one call, calls per step)}; a fused chain
+    (tfg/executor/loop_fusion.py) is one call for its nodes, named fused[N]."""
+    durations = {}
+    clock = time.perf_counter_ns
+
+    def timed(calls):
+        def wrap(call, op):
+            def timed_call(vals, step):
+                t = clock()
+                call(vals, step)
+                durations.setdefault(op, []).append(clock() - t)
+            return timed_call
+        return [(wrap(call, f"fused[{len(call.members)}]" if hasattr(call, "members")
+                      else it.op), it) for call, it in calls]
+
+    for prep in sess.backend._cache.values():
+        for plan in prep.plans:
+            for prog in (plan.loops or {}).values():
+                for attr in ("hoisted", "header", "body", "tail", "header_rest", "body_rest"):
+                    setattr(prog, attr, timed(getattr(prog, attr)))
+    for _ in range(steps):
+        run_step()
+    return {op: (statistics.median(ts), len(ts) // steps) for op, ts in durations.items()}
+
+
+def print_op_table(per, step_us):
+    """One line per op of time_loop_calls' result, the costliest first, as a share of a step
+    of `step_us` microseconds."""
+    for op, (m, n) in sorted(per.items(), key=lambda kv: -kv[1][0] * kv[1][1]):
+        print(f"  {op:20} {m * n / 1e3:7.0f} us/step {n:4d} calls {m / 1e3:6.1f} us/call "
+              f"{100 * m * n / 1e3 / step_us:5.1f}%")
+
+
 def op_profile(folder, name, steps, blas_threads=1):
     """Per op kind inside the compiled loops of a case saved with --save: the median duration
     of one call (perf_counter around each prepared call) times the calls per step, against
@@ -274,34 +309,11 @@ def op_profile(folder, name, steps, blas_threads=1):
         t = time.thread_time_ns()
         sess.run(fetches, feeds)
         cpu.append(time.thread_time_ns() - t)
-    durations = {}
-    clock = time.perf_counter_ns
-
-    def timed(calls):
-        def wrap(call, op):
-            def timed_call(vals, step):
-                t = clock()
-                call(vals, step)
-                durations.setdefault(op, []).append(clock() - t)
-            return timed_call
-        # a fused chain (tfg/executor/loop_fusion.py) is one call for its nodes
-        return [(wrap(call, f"fused[{len(call.members)}]" if hasattr(call, "members")
-                      else it.op), it) for call, it in calls]
-
-    for prep in sess.backend._cache.values():
-        for plan in prep.plans:
-            for prog in (plan.loops or {}).values():
-                for attr in ("hoisted", "header", "body", "tail", "header_rest", "body_rest"):
-                    setattr(prog, attr, timed(getattr(prog, attr)))
-    for _ in range(steps):
-        sess.run(fetches, feeds)
+    per = time_loop_calls(sess, lambda: sess.run(fetches, feeds), steps)
     step = statistics.median(cpu) / 1e3
-    per = {op: (statistics.median(ts), len(ts) // steps) for op, ts in durations.items()}
     total = sum(m * n for m, n in per.values()) / 1e3
     print(f"{name}: step CPU {step:.0f} us (median of {steps}); compiled-loop calls {total:.0f} us")
-    for op, (m, n) in sorted(per.items(), key=lambda kv: -kv[1][0] * kv[1][1]):
-        print(f"  {op:20} {m * n / 1e3:7.0f} us/step {n:4d} calls {m / 1e3:6.1f} us/call "
-              f"{100 * m * n / 1e3 / step:5.1f}%")
+    print_op_table(per, step)
 
 
 def main():

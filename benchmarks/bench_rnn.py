@@ -162,6 +162,7 @@ def op_profile(folder, steps=20, blas_threads=1):
     """Per op inside the compiled loops of a kept case: the median duration of one call
     (perf_counter around each prepared call) times the calls per step, against the step's
     thread CPU time and the thread CPU time spent inside the loops (bench_loops.py's table)."""
+    from bench_loops import print_op_table, time_loop_calls
     from tfg.executor.loops import LoopProgram
 
     sess, feeds, _, _, _ = load_case(folder, blas_threads)
@@ -187,35 +188,13 @@ def op_profile(folder, steps=20, blas_threads=1):
             loops.append(inside[0])
     finally:
         LoopProgram.run = run_loop
-    durations = {}
-    clock = time.perf_counter_ns
-
-    def timed(calls):
-        def wrap(call, op):
-            def timed_call(vals, step):
-                t = clock()
-                call(vals, step)
-                durations.setdefault(op, []).append(clock() - t)
-            return timed_call
-        return [(wrap(call, f"fused[{len(call.members)}]" if hasattr(call, "members")
-                      else it.op), it) for call, it in calls]
-
-    for prep in sess.backend._cache.values():
-        for plan in prep.plans:
-            for prog in (plan.loops or {}).values():
-                for attr in ("hoisted", "header", "body", "tail", "header_rest", "body_rest"):
-                    setattr(prog, attr, timed(getattr(prog, attr)))
-    for _ in range(steps):
-        sess.run(FETCHES, feeds)
+    per = time_loop_calls(sess, lambda: sess.run(FETCHES, feeds), steps)
     step = statistics.median(cpu) / 1e3
-    per = {op: (statistics.median(ts), len(ts) // steps) for op, ts in durations.items()}
     total = sum(m * n for m, n in per.values()) / 1e3
     print(f"rnn: step CPU {step:.0f} us, inside the compiled loops "
           f"{statistics.median(loops) / 1e3:.0f} us (medians of {steps}); "
           f"sum of the loops' calls {total:.0f} us")
-    for op, (m, n) in sorted(per.items(), key=lambda kv: -kv[1][0] * kv[1][1]):
-        print(f"  {op:20} {m * n / 1e3:7.0f} us/step {n:4d} calls {m / 1e3:6.1f} us/call "
-              f"{100 * m * n / 1e3 / step:5.1f}%")
+    print_op_table(per, step)
 
 
 def main():

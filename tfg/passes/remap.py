@@ -194,18 +194,27 @@ def swish(ctx, node, fused, sig):
         return False
     if not _compatible(ctx, node, sig, fused):
         return False
+    return _with_activation(ctx, node, fused, sig, b"_MklSwish", [sig])
+
+
+def _with_activation(ctx, node, fused, reader, activation, absorbed):
+    """The shared end of swish and hard_swish: `node` becomes `fused`'s op with fused_ops
+    [BiasAdd, activation]. A bare base op `fused` first becomes _Fused*(x, W, zeros,
+    fused_ops=[BiasAdd, <reader's op>]) in `reader` (bare_activation); then `absorbed` and the
+    base are removed where nothing else reads them."""
     base = fused
-    if fused.op in _FUSED:  # a bare base op: fuse it into the Sigmoid with a zero bias first
-        if not bare_activation(ctx, sig, base):
+    if fused.op in _FUSED:
+        if not bare_activation(ctx, reader, base):
             return False
-        fused = sig  # now _Fused*(x, W, zeros, fused_ops=[BiasAdd, Sigmoid])
+        fused = reader
     elif [o.decode() for o in fused.get_attr("fused_ops", [])] != ["BiasAdd"]:
         return False
     attrs = {k: fused.get_attr(k) for k in fused.attr if not k.startswith("_")}
-    attrs["fused_ops"] = [b"BiasAdd", b"_MklSwish"]
+    attrs["fused_ops"] = [b"BiasAdd", activation]
+    attrs.pop("leakyrelu_alpha", None)  # LeakyRelu's only
     ctx.morph(node, fused.op, list(fused.inputs), attrs)
-    for name in (sig.name, base.name):
-        ctx.remove_if_dead(name)
+    for n in absorbed + [base]:
+        ctx.remove_if_dead(n.name)
     return True
 
 
@@ -236,20 +245,7 @@ def hard_swish(ctx, node, fused, add, relu6, scale):
     readers = {n.name for n, _ in ctx.consumers(fused.name, include_control=True)}
     if readers != {node.name, add.name} or not _compatible(ctx, node, add, relu6, scale, fused):
         return False
-    base = fused
-    if fused.op in _FUSED:  # a bare base op: a zero bias first, as for swish
-        if not bare_activation(ctx, add, base):
-            return False
-        fused = add  # now _Fused*(x, W, zeros, fused_ops=[BiasAdd, AddV2])
-    elif [o.decode() for o in fused.get_attr("fused_ops", [])] != ["BiasAdd"]:
-        return False
-    attrs = {k: fused.get_attr(k) for k in fused.attr if not k.startswith("_")}
-    attrs["fused_ops"] = [b"BiasAdd", b"_TfgHardSwish"]
-    attrs.pop("leakyrelu_alpha", None)
-    ctx.morph(node, fused.op, list(fused.inputs), attrs)
-    for name in (scale.name, relu6.name, add.name, base.name):
-        ctx.remove_if_dead(name)
-    return True
+    return _with_activation(ctx, node, fused, add, b"_TfgHardSwish", [scale, relu6, add])
 
 
 def bn_relu(ctx, node, bn):
