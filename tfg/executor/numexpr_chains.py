@@ -29,11 +29,12 @@ Then a segment compiles only when what the chain's runs so far would have cost o
 (estimated at _STEP_S an op and run) covers what has been spent compiling plus the segment's
 compile time (estimated at _OP_COMPILE_S an op; numexpr's grows faster than linearly with the
 expression, hence the segments). So compiling never costs more than the numpy runs did, and a
-chain's runs and compiles together take at most about twice its all-numpy time. A run compiles
-for at most _BUDGET_S; segments not compiled yet run as numpy steps. Compiled segments are shared through a cache
-keyed by their text and cost nothing more, so a periodic chain (the benchmark's) compiles one
-segment and is done at its _TIER_UP-th run. The expression text is built only from this module's templates and
-generated names (v, s0, s1, ...): nothing from a graph file reaches numexpr's parser.
+chain's runs and compiles together take at most about twice its all-numpy time. A run
+compiles for at most _BUDGET_S; segments not compiled yet run as numpy steps. Compiled
+segments are shared through a cache keyed by their text and cost nothing more, so a periodic
+chain (the benchmark's) compiles one segment and is done at its _TIER_UP-th run. The
+expression text is built only from this module's templates and generated names (v, s0, s1,
+...): nothing from a graph file reaches numexpr's parser.
 
 Threads: numexpr runs arrays below 2 x 1024 elements on the calling thread, so its thread
 pool never runs for these; tfg sets no numexpr setting (numexpr reads NUMEXPR_NUM_THREADS
