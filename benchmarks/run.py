@@ -284,6 +284,12 @@ def suite(a):
     bad = set(want) - set(ALL_ROWS)
     if bad:
         raise SystemExit(f"unknown rows {sorted(bad)}; choose from {ALL_ROWS}")
+    import bench_keras
+    models = [m.lower() for m in (a.keras_models or "").split(",") if m]
+    bad = set(models) - set(bench_keras.MODELS)
+    if bad:
+        raise SystemExit(f"unknown --keras-models {sorted(bad)}; "
+                         f"choose from {sorted(bench_keras.MODELS)}")
     import bench_run
     tf_python = bench_run.find_tf_python(a.tf_python)
     scale = 10 if a.quick else 1
@@ -308,9 +314,8 @@ def suite(a):
                 rows += graph_rows(graphs, tf_python, a.reps, a.warmup, a.blas_threads,
                                    settings)
             if "keras" in want:
-                models = a.keras_models.split(",") if a.keras_models else None
                 rows += keras_rows(tf_python, a.reps, a.warmup, a.blas_threads, settings,
-                                   models)
+                                   models or None)
             rows += rnn
     if "loops" in want and tf_python is None:
         print("TensorFlow is not importable (pass --tf-python): skipping the loop rows")
