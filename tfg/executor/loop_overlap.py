@@ -177,6 +177,73 @@ def _members(call, it):
     return getattr(call, "members", None) or (it,)
 
 
+class _BodyGraph:
+    """What each call of a body reads and writes, and who reads each slot."""
+
+    def __init__(self, body, ins_of, outs_of, merges, aliased):
+        self.body = body
+        self.reads, self.writes = [], []
+        for call, it in body:
+            ms = _members(call, it)
+            w = set()
+            for m in ms:
+                w.update(outs_of(m))
+            r = set()
+            for m in ms:
+                ins, controls = ins_of[m.id]
+                r.update(s for s in ins if s is not None)
+                r.update(controls)
+            self.reads.append(r - w)
+            self.writes.append(w)
+        self.readers = {}  # slot -> ids of the nodes reading it (any node of the frame)
+        for iid, (ins, controls) in ins_of.items():
+            if iid in aliased:
+                continue
+            for s in list(ins) + list(controls):
+                if s is not None:
+                    self.readers.setdefault(s, set()).add(iid)
+        self.loop_next = {m[4]: m for m in merges}  # NextIteration slot -> its Merge
+        call_of = {}  # member id -> index of its call in body (others: -1)
+        for k, (call, it) in enumerate(body):
+            for m in _members(call, it):
+                call_of[m.id] = k
+        self.call_of = collections.defaultdict(lambda: -1, call_of)
+
+    def closed(self, side, exit_slots, pred_slot):
+        """The largest subset of `side` whose outputs only it, its own Merges and the Exits
+        read, and its Merges {out slot: NextIteration slot}."""
+        readers, loop_next, writes = self.readers, self.loop_next, self.writes
+        side = set(side)
+        while True:
+            members = {m.id for k in side for m in _members(*self.body[k])}
+            produced = set().union(*(writes[k] for k in side)) if side else set()
+            owned = {}
+            for nxt, m in loop_next.items():
+                out, idx, _, _, _, _, deref = m
+                if (nxt in produced and not deref and not readers.get(idx)
+                        and readers.get(out, set()) <= members and out != pred_slot):
+                    owned[out] = nxt
+            bad = set()
+            for k in side:
+                # a value several side calls read (a gradient loop's g) is the main thread's
+                # work: what it feeds then runs in parallel with what else reads it
+                fed = {self.call_of[r] for s in writes[k] for r in readers.get(
+                    loop_next[s][0] if s in loop_next else s, ())} - {k}
+                if len(fed) >= 2:
+                    bad.add(k)
+                for s in writes[k]:
+                    if s == pred_slot:
+                        bad.add(k)
+                    elif s in loop_next:
+                        if loop_next[s][0] not in owned:
+                            bad.add(k)
+                    elif not readers.get(s, set()) <= members and s not in exit_slots:
+                        bad.add(k)
+            if not bad:
+                return side, owned
+            side -= bad
+
+
 def plan_overlap(body, ins_of, outs_of, merges, exit_slots, pred_slot, once, aliased,
                  new_slot):
     """(new body, Overlap) when the body has side work worth a second thread, else (body,
@@ -185,68 +252,23 @@ def plan_overlap(body, ins_of, outs_of, merges, exit_slots, pred_slot, once, ali
     LoopProgram's Merge tuples; exit_slots: the Exits' slots; once: ids of loop-invariant
     nodes; aliased: ids of the nodes that share their input's slot (no call: their readers
     read that slot); new_slot(key) -> a fresh slot."""
-    reads, writes = [], []
-    for call, it in body:
-        ms = _members(call, it)
-        w = set()
-        for m in ms:
-            w.update(outs_of(m))
-        r = set()
-        for m in ms:
-            ins, controls = ins_of[m.id]
-            r.update(s for s in ins if s is not None)
-            r.update(controls)
-        reads.append(r - w)
-        writes.append(w)
-    readers = {}  # slot -> ids of the nodes reading it (any node of the frame)
-    for iid, (ins, controls) in ins_of.items():
-        if iid in aliased:
-            continue
-        for s in list(ins) + list(controls):
-            if s is not None:
-                readers.setdefault(s, set()).add(iid)
-    loop_next = {m[4]: m for m in merges}  # NextIteration slot -> its Merge
-    call_of = {}  # member id -> index of its call in body (others: -1)
-    for k, (call, it) in enumerate(body):
-        for m in _members(call, it):
-            call_of[m.id] = k
-    call_of = collections.defaultdict(lambda: -1, call_of)
+    g = _BodyGraph(body, ins_of, outs_of, merges, aliased)
     side = {k for k, (call, it) in enumerate(body)
             if all(_stateless(m) and m.id not in once for m in _members(call, it))}
+    # (a loop invariant's product runs in the first iteration only: it does not count)
+    blas = [any(has_trait(m.op, "blas") and m.id not in once for m in _members(*c))
+            for c in body]
     while True:
-        members = {m.id for k in side for m in _members(*body[k])}
-        produced = set().union(*(writes[k] for k in side)) if side else set()
-        owned = {}
-        for nxt, m in loop_next.items():
-            out, idx, _, _, _, _, deref = m
-            if (nxt in produced and not deref and not readers.get(idx)
-                    and readers.get(out, set()) <= members and out != pred_slot):
-                owned[out] = nxt
-        bad = set()
-        for k in side:
-            # a value several side calls read (a gradient loop's g) is the main thread's
-            # work: what it feeds then runs in parallel with what else reads it
-            fed = {call_of[r] for s in writes[k] for r in readers.get(
-                loop_next[s][0] if s in loop_next else s, ())} - {k}
-            if len(fed) >= 2:
-                bad.add(k)
-            for s in writes[k]:
-                if s == pred_slot:
-                    bad.add(k)
-                elif s in loop_next:
-                    if loop_next[s][0] not in owned:
-                        bad.add(k)
-                elif not readers.get(s, set()) <= members and s not in exit_slots:
-                    bad.add(k)
-        if not bad:
+        side, owned = g.closed(side, exit_slots, pred_slot)
+        if not any(blas[k] for k in side):
+            return body, None
+        if any(blas[k] for k in range(len(body)) if k not in side):
             break
-        side -= bad
-    if not side:
-        return body, None
-    blas = [any(has_trait(m.op, "blas") for m in _members(*body[k])) for k in range(len(body))]
-    if not any(blas[k] for k in side) or not any(blas[k] for k in range(len(body))
-                                                 if k not in side):
-        return body, None
+        # every product would be the worker's: the first one (and what feeds only it)
+        # stays on the main thread, the others run beside it (two independent recurrences)
+        side.discard(min(k for k in side if blas[k]))
+    reads, writes = g.reads, g.writes
+    produced = set().union(*(writes[k] for k in side))
     external = sorted(set().union(*(reads[k] for k in side)) - produced - set(owned))
     # hand over as soon as the last external input is made
     producer = {s: k for k, w in enumerate(writes) for s in w}
