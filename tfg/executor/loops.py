@@ -52,7 +52,6 @@ import numpy as np
 
 from tfg.executor import loop_conds as LC
 from tfg.executor import loop_graph as G
-from tfg.executor import loop_overlap as LO
 from tfg.executor import plan as P
 from tfg.executor.calls import slot_call
 from tfg.executor.direct_calls import (list_get_call, list_set_call, matmul_call,
@@ -97,7 +96,6 @@ class LoopProgram:
         self._outs = tuple(m[0] for m in moving)
         self._nexts = tuple(m[4] for m in moving)
         self._deref = any(m[6] for m in merges)
-        self.overlap = None  # a loop_overlap.Overlap: side work on a second thread
 
     def run(self, enter_values, step, group):
         """Run the loop from {Enter item id: value}; -> [(Exit item, value)], or None when
@@ -118,13 +116,9 @@ class LoopProgram:
         single = len(outs) == 1
         next_values = operator.itemgetter(*nexts) if len(nexts) > 1 else None
         item = None
-        overlap = self.overlap
-        failed = True
         try:
             for call, item in self.hoisted:
                 call(vals, step)
-            if overlap is not None:
-                overlap.begin(vals)
             first = True
             while True:
                 for call, item in header:
@@ -157,18 +151,12 @@ class LoopProgram:
                     self._after_first(vals)
                 if group.error is not None:
                     return None
-            if overlap is not None:
-                overlap.end(vals)  # (its own error names its node)
-            failed = False
             for call, item in self.tail:
                 call(vals, step)
         except LoopNodeError:
             raise  # a fused chain's member, named already
         except Exception as e:  # noqa: BLE001 - the executor names the node
             raise LoopNodeError(item, e) from e
-        finally:
-            if failed and overlap is not None:
-                overlap.end(vals, failed=True)  # the worker done with this run's arrays
         return [(exit_item, vals[slot]) for exit_item, slot in self.exits]
 
     def _after_first(self, vals):
@@ -379,13 +367,6 @@ def _build(name, frame_enters, items, sources, order, side, cond, loop_merges, l
             true_pass, ins_of, lambda it: [slot[(it.id, p)] for p in range(it.num_outputs)],
             outside, lambda it: cond[it.id] == G.EMPTY and it.id not in once,
             lambda key: new(key), {slot[(it.id, 0)] for _, it in hoisted})
-    overlap = None
-    if optimize and all(cond[it.id] == G.EMPTY for it in order):
-        # side work (a gradient loop's accumulations) on a second thread: loop_overlap.py
-        true_pass, overlap = LO.plan_overlap(
-            true_pass, ins_of, lambda it: [slot[(it.id, p)] for p in range(it.num_outputs)],
-            merges, {slot[(e.id, 0)] for e in exits}, slot[(pred.id, 0)], once, aliased,
-            lambda key: new(key))
     # Loop-invariant numbers read only by kernels with a scalar fast path: as numpy scalars.
     scalar_enters = tuple(slot[(e.id, 0)] for e in frame_enters if e.is_constant and all(
         items[d].op in SCALAR_OPS for d, port, _ in e.out_edges if port >= 0))
@@ -396,7 +377,6 @@ def _build(name, frame_enters, items, sources, order, side, cond, loop_merges, l
     # slots (nothing else writes them): the lists without them.
     program.header_rest = [(c, it) for c, it in header if it.id not in once]
     program.body_rest = [(c, it) for c, it in true_pass if it.id not in once]
-    program.overlap = overlap
     if static:
         LC.as_blocks(program, order, cond, sources, loop_switches, slot, aliased, same)
     return program
