@@ -5,9 +5,16 @@ import pytest
 
 from tfg import builder as tb
 from tfg.executor import Session, blas
+from tfg.executor import blas_floor
 from tfg.executor.blas_floor import FLOOR_MACS, GemmFloor, gemm_macs
 from tfg.graphdef.infer import infer
 from tfg.graphdef.names import parse_tensor
+
+
+@pytest.fixture(autouse=True)
+def quiet(monkeypatch):
+    """A quiet machine: adaptive would give BLAS two threads (the floor's case)."""
+    monkeypatch.setattr(blas_floor, "adaptive_count", lambda: 2)
 
 
 def _mm_graph(rows, k, n, transpose_a=False, loop=False):
@@ -85,6 +92,22 @@ def test_no_blas_op_and_unknown_shapes_keep_adaptive():
     with g:
         tb.tanh(tb.placeholder(tb.float32, [4], name="x"), name="y")
     assert _floor(g.graph).limit(blas.ADAPTIVE, [np.zeros(4, np.float32)]) == blas.ADAPTIVE
+
+
+def test_not_decided_while_adaptive_gives_one_thread(monkeypatch):
+    monkeypatch.delenv("TFG_GEMM_FLOOR", raising=False)
+    f = _floor(_mm_graph(32, 128, 128))
+    x = np.zeros((32, 128), np.float32)
+    monkeypatch.setattr(blas_floor, "adaptive_count", lambda: 1)  # a loaded machine
+    assert f.limit(blas.ADAPTIVE, [x]) == blas.ADAPTIVE and not f.small  # nothing inferred
+    monkeypatch.setattr(blas_floor, "adaptive_count", lambda: 2)  # the load went away
+    assert f.limit(blas.ADAPTIVE, [x]) == 1 and len(f.small) == 1
+
+
+def test_large_graphs_are_not_inferred(monkeypatch):
+    monkeypatch.setattr(blas_floor, "_MAX_NODES", 2)  # (the graph has 3)
+    f = _floor(_mm_graph(32, 128, 128))
+    assert f.limit(blas.ADAPTIVE, [np.zeros((32, 128), np.float32)]) == blas.ADAPTIVE
 
 
 @pytest.mark.parametrize("rows,want", [(32, 1), (2048, blas.ADAPTIVE)])

@@ -6,29 +6,33 @@
 
 Why: on a quiet machine 'adaptive' (tfg/executor/blas.py) gives OpenBLAS both cores, and
 OpenBLAS threads every GEMM above 262,144 multiply-adds (its compiled-in threshold). Between
-that and about 4 million its second thread costs more than it brings: a 32x128 by 128x128
-product (the rnn row's 250 a step) measured 22.7 us on one thread against 33.5 us on two, with
-20 us of Python between calls as in a loop body, and the spinning second thread doubled the
-step's CPU time (a 19.7 ms step that used 38 ms of CPU). From 4M multiply-adds on, two
-threads won (64x256x256: 0.80x the wall time, 128x784x1024: 0.55x; benchmarks/
-bench_gemm_floor.py reproduces the table, docs/performance.md "rnn row, this round").
+that and about 4 million its second thread costs more than it brings. With 20 us of Python
+between calls, as in a loop body (benchmarks/bench_gemm_floor.py): 32x128x128, the rnn row's
+250 products a step, 19.5 us on one thread against 34.5 us on two; 128x128x128 56 against 57;
+64x256x256 (4.2M) 111 against 94, and from there on two threads win (128x784x1024: 0.69x).
+The rnn step itself: 9.4 / 15.1 ms on one thread against 12.9 / 18.8 ms on two (A B, one
+process), and a quiet suite run gave 19.7 ms with 38 ms of CPU on two threads.
 
 The decision is made once per prepared step and feed signature (the feeds' shapes), never per
-call: the shape functions (tfg.graphdef.infer) give every BLAS op's operands; the step runs on
-one BLAS thread when each of them is known and under the floor. An op whose shapes are not
-known, or a BLAS op this module cannot size (Einsum), keeps the adaptive count. An explicit
-count (`blas_threads=2`, `--blas-threads`, $TFG_BLAS_THREADS) is the user's and is kept.
-$TFG_GEMM_FLOOR sets the floor in multiply-adds (0: no floor, for comparisons).
+call, and only when it matters (adaptive would give BLAS two or more threads): the shape
+functions (tfg.graphdef.infer) give every BLAS op's operands; the step runs on one BLAS
+thread when each of them is known and under the floor. An op whose shapes are not known, a
+BLAS op this module cannot size (Einsum), and graphs of over 1,000 nodes (inferring them
+would cost 0.1-0.6 s once) keep the adaptive count, as does an explicit count (`blas_threads=
+2`, `--blas-threads`, $TFG_BLAS_THREADS): the user's. $TFG_GEMM_FLOOR sets the floor in
+multiply-adds (0: no floor, for comparisons).
 """
 import os
 
 from tfg.executor.blas import ADAPTIVE
-from tfg.executor.contention import choices
+from tfg.executor.contention import choices, meter, threads_for, usable_cores
 from tfg.graphdef.infer import infer
 from tfg.schemas.ops import has_trait
 
 FLOOR_MACS = 4 << 20
-_MAX_NODES = 20000  # larger graphs are not inferred again per feed signature
+# Inference runs at about 130 us a node (NASNet's 4,587: 0.63 s). Larger graphs keep the
+# adaptive count: the all-small case is a loop's graph (the rnn row's: 101 nodes, 9 ms).
+_MAX_NODES = 1000
 _MAX_SIGNATURES = 8
 
 
@@ -39,6 +43,11 @@ def floor_macs():
         return max(0, int(text)) if text else FLOOR_MACS
     except ValueError:
         return FLOOR_MACS
+
+
+def adaptive_count():
+    """The count 'adaptive' would choose now (not counted in contention.choices)."""
+    return threads_for(usable_cores(), meter().others())
 
 
 def _dims(info, node, port):
@@ -108,7 +117,12 @@ class GemmFloor:
         key = (floor,) + tuple(getattr(v, "shape", None) for v in feed_values)
         small = self.small.get(key)
         if small is None:
-            small = self._all_small(feed_values, floor)
+            if len(self.graph) > _MAX_NODES:
+                small = False
+            elif adaptive_count() < 2:
+                return limit  # one BLAS thread anyway: decided when it matters, if ever
+            else:
+                small = self._all_small(feed_values, floor)
             if len(self.small) >= _MAX_SIGNATURES:
                 self.small.clear()
             self.small[key] = small
@@ -118,8 +132,6 @@ class GemmFloor:
         return limit
 
     def _all_small(self, feed_values, floor):
-        if len(self.graph) > _MAX_NODES:
-            return False
         shapes = {(r.node, r.port): tuple(getattr(v, "shape", ()))
                   for r, v in zip(self.feed_refs, feed_values) if hasattr(v, "shape")}
         info = infer(self.graph, shapes=shapes)
