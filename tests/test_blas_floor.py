@@ -126,3 +126,11 @@ def test_session_applies_the_floor(monkeypatch, rows, want):
     y = sess.run("y", {"x": x})
     np.testing.assert_allclose(y, x @ np.full((128, 128), 0.01, np.float32), rtol=1e-6)
     assert seen == [want]
+
+
+def test_a_failing_inference_keeps_adaptive(monkeypatch):
+    def boom(*a, **k):
+        raise RuntimeError("no shapes")
+    monkeypatch.setattr(blas_floor, "infer", boom)
+    f = _floor(_mm_graph(32, 128, 128))
+    assert f.limit(blas.ADAPTIVE, [np.zeros((32, 128), np.float32)]) == blas.ADAPTIVE
