@@ -99,6 +99,8 @@ def run(tf_python, reps=7, warmup=2, steps=50, batch=32, hidden=128, blas_thread
     path = os.path.join(tmp, "w.py")
     with open(path, "w") as f:
         f.write(TF_WORKER)
+    from tfg.executor import contention
+
     worker = subprocess.Popen([tf_python, path, tmp, str(steps), str(batch), str(hidden)],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                               stderr=subprocess.DEVNULL, text=True,
@@ -125,6 +127,7 @@ def run(tf_python, reps=7, warmup=2, steps=50, batch=32, hidden=128, blas_thread
 
         for _ in range(warmup):
             tf_time(), tfg_time()
+        contention.choices.clear()
         tf_t, tfg_t = [], []
         for _ in range(max(5, reps)):  # A B A B
             tf_t.append(tf_time())
@@ -137,7 +140,9 @@ def run(tf_python, reps=7, warmup=2, steps=50, batch=32, hidden=128, blas_thread
            "tf_median_s": med(tf_t, 0), "tfg_median_s": med(tfg_t, 0),
            "tf_cpu_median_s": med(tf_t, 1), "tfg_cpu_median_s": med(tfg_t, 1),
            "tfg_grad_build_s": grad_build_s, "max_rel_err_vs_tf": err,
-           "tfg_blas_threads": sess.blas_threads}
+           "tfg_blas_threads": sess.blas_threads,
+           # BLAS threads per step ('1 (gemm floor)': all its GEMMs small, blas_floor.py)
+           "adaptive_choices": {str(k): v for k, v in contention.choices.items()}}
     row["ratio"] = row["tfg_median_s"] / row["tf_median_s"]
     row["cpu_ratio"] = row["tfg_cpu_median_s"] / row["tf_cpu_median_s"]
     return row

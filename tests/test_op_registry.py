@@ -147,6 +147,8 @@ _OP_TABLES = {
     "tfg/render/dot.py:_STYLE": "how render draws each op (colours, shapes)",
     "tfg/passes/cost_model.py:_ELEMENTWISE_WEIGHT": "the cost model's FLOPs per element",
     "tfg/passes/cost_model.py:estimate_work": "the cost model's FLOP formula per op family",
+    "tfg/executor/blas_floor.py:gemm_macs": "the size of one GEMM per BLAS op family, from "
+                                            "its shapes (the BLAS thread floor)",
     # Rewrite rules: the ops a pattern matches and what it rewrites them to (Grappler's).
     "tfg/passes/arith/stages.py:_REDUCTIONS": "reduce-then-squeeze pattern",
     "tfg/passes/arith/stages.py:_INVERSE_ORDER": "logical-not-of-comparison rewrite",

@@ -34,6 +34,7 @@ import os
 import threading
 
 from tfg.executor import blas, checkpoint
+from tfg.executor.blas_floor import GemmFloor
 from tfg.executor import limits
 from tfg.executor import partitions
 from tfg.executor import rewrites
@@ -180,7 +181,7 @@ class LocalSession:
                 prepared = self._cache[request.key] = self._prepare(request)
         feed_values = request.converted_feeds(self._graph())
         group = StepGroup(StepContext(session_resources=self.resources), trace=trace)
-        with blas.blas_limit(self.blas_threads):
+        with blas.blas_limit(prepared.gemm_floor.limit(self.blas_threads, feed_values)):
             values = S.run_prepared(prepared, group, feed_values)
         if trace:
             self.last_trace = StepTrace(list(group.trace), group.peak_bytes,
@@ -202,9 +203,12 @@ class LocalSession:
         needed = S.check_request(graph, request.feed_refs, request.fetch_refs, request.targets)
         if self.graph_rewrites and len(self.devices) == 1:
             graph, needed = rewrites.rewrite(graph, needed, request, self.rewrites)
-        return S.prepare(graph, needed, self.devices, request.feed_refs, request.fetch_refs,
-                         request.targets, self.memory_limit, self._check_elementwise,
-                         self.fast_path)
+        prepared = S.prepare(graph, needed, self.devices, request.feed_refs,
+                             request.fetch_refs, request.targets, self.memory_limit,
+                             self._check_elementwise, self.fast_path)
+        # small GEMMs only: one BLAS thread instead of the adaptive count (blas_floor.py)
+        prepared.gemm_floor = GemmFloor(graph, needed, request.feed_refs)
+        return prepared
 
     def variables(self):
         return self.resources
