@@ -29,19 +29,21 @@ ROWS_MIN_OW = 12
 ROWS_NARROW_MIN_OW, ROWS_NARROW_MAX_CHANNELS = 6, 160
 
 
-def forward(x, w, g, cache=None):
+def forward(x, w, g, cache=None, relu=False):
     """`cache`: the node's dict (ctx.cache), where a read-only filter's tiled copies are kept
-    from step to step (a Const's value is the same read-only array every step)."""
+    from step to step (a Const's value is the same read-only array every step). `relu`: the
+    convolution of max(x, 0) (a Relu fused in by passes/remap.py), applied in the padded
+    copy each strategy makes anyway."""
     n, _, _, c = x.shape
     m = w.shape[3]
     if min(n, c, m, g.oh, g.ow) == 0:
         return np.zeros((n, g.oh, g.ow, c * m), np.result_type(x, w))
     if m == 1 and g.sw == 1 and (g.ow >= ROWS_MIN_OW or (
             g.ow >= ROWS_NARROW_MIN_OW and c <= ROWS_NARROW_MAX_CHANNELS)):
-        return _rows(padded(x, g), w, g, cache)
+        return _rows(padded(x, g, 0, relu), w, g, cache)
     if m == 1 and g.sw > 1 and g.dw == 1 and c < PHASE_MAX_CHANNELS:
-        return _phases(padded(x, g), w, g, cache)
-    return _windows(padded(x, g), w, g)
+        return _phases(padded(x, g, 0, relu), w, g, cache)
+    return _windows(padded(x, g, 0, relu), w, g)
 
 
 def _tiled(w, ow, cache=None, phase=None):

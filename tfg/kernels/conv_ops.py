@@ -20,6 +20,11 @@ from tfg.kernels._util import fail, from_nhwc, is_nchw, shape_vector, to_nhwc
 from tfg.kernels.conv_geom import geometry
 from tfg.kernels.registry import ALL_DEVICES, kernel
 
+# The attr passes/remap.py sets on a depthwise convolution whose input Relu it removed: the
+# kernel convolves max(x, 0). A private attr ("_" prefix: outside the op's signature), set
+# only in graphs tfg's own Session runs.
+RELU_INPUT_ATTR = "_tfg_relu_input"
+
 
 def _im2col(xp, x, g):
     """Patch matrix [N*OH*OW, KH*KW*C] of NHWC `x`, rows in output order and columns in the
@@ -133,8 +138,12 @@ def depthwise_conv2d(ctx, x, w):
     if wc != c:
         fail(f"input depth {c} must equal the filter's in_channels {wc}")
     g = geometry(ctx, h, wd, kh, kw)
+    # A Relu before it fused in (tfg's Session only: passes/remap.py relu_into_depthwise).
+    relu = ctx.attrs.get(RELU_INPUT_ATTR, False)
     if xp is np and x.dtype == w.dtype:
-        return from_nhwc(conv_depthwise.forward(x, w, g, ctx.cache), fmt)
+        return from_nhwc(conv_depthwise.forward(x, w, g, ctx.cache, relu), fmt)
+    if relu:
+        x = xp.maximum(x, x.dtype.type(0))
     xpad = g.pad(xp, x)
     out = xp.zeros((n, g.oh, g.ow, c, m), dtype=x.dtype)
     for i in range(kh):
