@@ -112,7 +112,7 @@ def padded(x, g, value=0, relu=False):
 def _interior(xpad, x, g, relu):
     inner = xpad[:, g.pt:g.pt + x.shape[1], g.pl:g.pl + x.shape[2], :]
     if relu:  # Relu's values exactly (clamp.relu: np.maximum against 0, NaN kept)
-        np.maximum(x, x.dtype.type(0), out=inner)
+        np.maximum(x, clamp.zeros_for(x), out=inner)
     else:
         inner[...] = x
 
