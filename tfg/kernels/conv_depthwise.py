@@ -17,7 +17,6 @@ because einsum's speed is the length of its innermost contiguous loop:
   [N, OH, OW, KH, KW, C] with C inner.
 """
 import numpy as np
-from tfg.kernels import clamp
 from tfg.kernels.conv_geom import padded, row_windows, strided, windows
 
 # Measured on every depthwise layer of the keras.applications models (batch 2, 96x96): the
@@ -30,24 +29,22 @@ ROWS_MIN_OW = 12
 ROWS_NARROW_MIN_OW, ROWS_NARROW_MAX_CHANNELS = 6, 160
 
 
-def forward(x, w, g, cache=None, relu=False):
+def forward(x, w, g, cache=None):
     """`cache`: the node's dict (ctx.cache), where a read-only filter's tiled copies are kept
-    from step to step (a Const's value is the same read-only array every step). `relu`: the
-    convolution of max(x, 0) (a Relu fused in by passes/remap.py), applied in the padded
-    copy each strategy makes anyway."""
+    from step to step (a Const's value is the same read-only array every step)."""
     n, _, _, c = x.shape
     m = w.shape[3]
     if min(n, c, m, g.oh, g.ow) == 0:
         return np.zeros((n, g.oh, g.ow, c * m), np.result_type(x, w))
     if m == 1 and g.sw == 1 and (g.ow >= ROWS_MIN_OW or (
             g.ow >= ROWS_NARROW_MIN_OW and c <= ROWS_NARROW_MAX_CHANNELS)):
-        return _rows(padded(x, g, 0, relu), w, g, cache)
+        return _rows(padded(x, g), w, g, cache)
     if m == 1 and g.sw > 1 and g.dw == 1 and c < PHASE_MAX_CHANNELS:
-        return _phases(padded(x, g, 0, relu), w, g, cache)
-    return _windows(padded(x, g, 0, relu), w, g)
+        return _phases(padded(x, g), w, g, cache)
+    return _windows(padded(x, g), w, g)
 
 
-def prepared(x_shape, w_shape, g, relu=False):
+def prepared(x_shape, w_shape, g):
     """`run(x, w, cache)` for NHWC numpy inputs of these shapes (dtypes equal), the strategy
     and views chosen once: what `forward` decides on every call (NASNet's 160 depthwise calls
     per step are 3x3 to 12x12 images, where that Python was a visible share). Same values as
@@ -58,23 +55,11 @@ def prepared(x_shape, w_shape, g, relu=False):
             g.ow >= ROWS_MIN_OW or (g.ow >= ROWS_NARROW_MIN_OW
                                     and c <= ROWS_NARROW_MAX_CHANNELS)):
         return None
-    pshape = g.padded_shape(n, h, wd, c)
-    inner = (slice(None), slice(g.pt, g.pt + h), slice(g.pl, g.pl + wd), slice(None))
     view_shape = (n, g.oh, g.kh, g.kw, g.ow * c)
     out_shape = (n, g.oh, g.ow, c)
-    pad = g.has_pad
 
     def run(x, w, cache):
-        if pad:
-            xpad = np.zeros(pshape, x.dtype)
-            if relu:
-                np.maximum(x, clamp.zeros_for(x), out=xpad[inner])
-            else:
-                xpad[inner] = x
-        elif relu:
-            xpad = clamp.relu(x)
-        else:
-            xpad = x if x.flags.c_contiguous else np.ascontiguousarray(x)
+        xpad = padded(x, g)
         sn, sh, sw, sc = xpad.strides
         view = strided(xpad, view_shape, (sn, sh * g.sh, sh * g.dh, sw * g.dw, sc))
         out = np.einsum("nhijv,ijv->nhv", view, _tiled(w, g.ow, cache), optimize=False)

@@ -14,7 +14,6 @@ that run as one axis gets long contiguous inner loops instead of C-long ones.
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from tfg.kernels import clamp
 from tfg.kernels._util import conv_out_and_pads, fail, is_nchw, s, spatial_attr
 
 
@@ -88,33 +87,23 @@ def geometry(ctx, h, w, kh, kw, strides=None, dilations=None):
 SMALL_PAD_BYTES = 96 * 1024
 
 
-def padded(x, g, value=0, relu=False):
+def padded(x, g, value=0):
     """NHWC numpy `x` padded with `value` per `g`, C-contiguous: one allocation (filled, then
     the interior assigned, which also makes an NCHW view contiguous in the same pass) instead
     of np.pad plus ascontiguousarray (np.pad alone costs ~30 us of Python per call); `x`
-    itself when it needs neither. `relu`: the interior is max(x, 0) (a Relu fused into the
-    convolution that reads it, passes/remap.py's relu_into_depthwise), written by the same
-    one pass over `x` the copy makes anyway."""
+    itself when it needs neither."""
     if not g.has_pad and x.flags.c_contiguous:
-        return clamp.relu(x) if relu else x
+        return x
     n, h, w, c = x.shape
     shape = g.padded_shape(n, h, w, c)
     if x.nbytes < SMALL_PAD_BYTES:  # filled whole, then the interior: two calls, not five
         xpad = np.zeros(shape, x.dtype) if value == 0 else np.full(shape, value, x.dtype)
-        _interior(xpad, x, g, relu)
+        xpad[:, g.pt:g.pt + h, g.pl:g.pl + w, :] = x
         return xpad
     xpad = np.empty(shape, x.dtype)
-    _interior(xpad, x, g, relu)
+    xpad[:, g.pt:g.pt + h, g.pl:g.pl + w, :] = x
     fill_border(xpad, g.pt, g.pt + h, g.pl, g.pl + w, value)
     return xpad
-
-
-def _interior(xpad, x, g, relu):
-    inner = xpad[:, g.pt:g.pt + x.shape[1], g.pl:g.pl + x.shape[2], :]
-    if relu:  # Relu's values exactly (clamp.relu: np.maximum against 0, NaN kept)
-        np.maximum(x, clamp.zeros_for(x), out=inner)
-    else:
-        inner[...] = x
 
 
 def padded_nchw(x, g, value=0):

@@ -20,11 +20,6 @@ from tfg.kernels._util import fail, from_nhwc, is_nchw, shape_vector, to_nhwc
 from tfg.kernels.conv_geom import geometry
 from tfg.kernels.registry import ALL_DEVICES, kernel
 
-# The attr passes/remap.py sets on a depthwise convolution whose input Relu it removed: the
-# kernel convolves max(x, 0). A private attr ("_" prefix: outside the op's signature), set
-# only in graphs tfg's own Session runs.
-RELU_INPUT_ATTR = "_tfg_relu_input"
-
 
 def _im2col(xp, x, g):
     """Patch matrix [N*OH*OW, KH*KW*C] of NHWC `x`, rows in output order and columns in the
@@ -143,18 +138,14 @@ def depthwise_conv2d(ctx, x, w):
     if wc != c:
         fail(f"input depth {c} must equal the filter's in_channels {wc}")
     g = geometry(ctx, h, wd, kh, kw)
-    # A Relu before it fused in (tfg's Session only: passes/remap.py relu_into_depthwise).
-    relu = ctx.attrs.get(RELU_INPUT_ATTR, False)
     if xp is np and x.dtype == w.dtype:
         if (not is_nchw(fmt) and type(x) is np.ndarray and type(w) is np.ndarray
                 and m == 1):
-            run = conv_depthwise.prepared(x.shape, w.shape, g, relu)
+            run = conv_depthwise.prepared(x.shape, w.shape, g)
             if run is not None:
                 ctx.cache[("dw_run", x.shape, w.shape, x.dtype, w.dtype)] = run
                 return run(x, w, ctx.cache)
-        return from_nhwc(conv_depthwise.forward(x, w, g, ctx.cache, relu), fmt)
-    if relu:
-        x = xp.maximum(x, x.dtype.type(0))
+        return from_nhwc(conv_depthwise.forward(x, w, g, ctx.cache), fmt)
     xpad = g.pad(xp, x)
     out = xp.zeros((n, g.oh, g.ow, c, m), dtype=x.dtype)
     for i in range(kh):

@@ -10,8 +10,6 @@
     Pad(x, [[0,0],[t,b],[l,r],[0,0]]) + a VALID or EXPLICIT convolution (tfg's Session only)
                                                         -> the convolution with
                                                            padding=EXPLICIT on x
-    Relu read only by depthwise convolutions (tfg's Session only)
-                                                        -> each reads x, _tfg_relu_input=True
 
     before: c = Conv2D(x, W); b = BiasAdd(c, bias); r = Relu(b)
     after:  r = _FusedConv2D(x, W, bias, fused_ops=[BiasAdd, Relu], num_args=1)
@@ -310,47 +308,6 @@ def pad_into_conv(ctx, node):
     return True
 
 
-_DEPTHWISE = ("DepthwiseConv2dNative", "_FusedDepthwiseConv2dNative")
-# Set on a depthwise convolution that reads max(x, 0) (read by tfg/kernels/conv_ops.py).
-RELU_INPUT_ATTR = "_tfg_relu_input"
-
-
-def relu_into_depthwise(ctx, node):
-    """depthwise(Relu(x)), for every reader of the Relu -> depthwise(x) with the attr
-    `_tfg_relu_input` (tfg's Session only): NASNet's separable convolutions start with a Relu
-    that one to three depthwise convolutions read (68 Relu calls per step); their kernel
-    copies its input into a padded buffer anyway and applies max(x, 0) in that copy, so the
-    Relu's call and its output tensor go. Same values bit for bit (the same maximum).
-
-        before: r = Relu(x); a = DepthwiseConv2dNative(r, W1); b = DepthwiseConv2dNative(r, W2)
-        after:  a = DepthwiseConv2dNative(x, W1, _tfg_relu_input=True); b = ...(x, W2, ...)
-    """
-    if not ctx.opts.extra.get("tfg_kernels", False) or ctx.preserved(node.name):
-        return False
-    if node.control_inputs or ctx.control_consumers(node.name) or len(node.data_inputs) != 1:
-        return False
-    if node.get_attr("T", None) not in (DType.FLOAT, DType.DOUBLE, DType.HALF):
-        return False
-    readers = ctx.consumers(node.name, include_control=True)
-    if not readers:
-        return False
-    for reader, idx in readers:
-        if (reader.op not in _DEPTHWISE or idx != 0 or reader.control_inputs
-                or reader.device != node.device
-                or reader.get_attr("T", None) != node.get_attr("T", None)
-                or reader.get_attr("data_format", b"NHWC") != b"NHWC"
-                or reader.get_attr(RELU_INPUT_ATTR, False)):
-            return False
-        if reader.input_refs[0].port != 0:
-            return False
-    src = _s(node.data_inputs[0])
-    for reader, _ in readers:
-        reader.set_attr(RELU_INPUT_ATTR, True)
-        ctx.set_inputs(reader, [src] + list(reader.inputs[1:]))
-    ctx.remove(node)
-    return True
-
-
 def rules():
     v = Pat.var
     base = Pat(tuple(_FUSED), name="base", one_consumer=True)
@@ -364,7 +321,6 @@ def rules():
                      Pat("Sigmoid", name="sig")], commutative=True), swish),
         (Pat("Relu", [Pat(_BN, name="bn", one_consumer=True)]), bn_relu),
         (Pat(_PADDED), pad_into_conv),
-        (Pat(("Relu",)), relu_into_depthwise),
         (Pat("Mul", [Pat(tuple(_FUSED) + tuple(_FUSED.values()), name="fused"),
                      Pat("Mul", [Pat("Relu6", [Pat(("AddV2", "Add"), name="add",
                                                    one_consumer=True)],
