@@ -10,7 +10,7 @@ import pytest
 from test_conv_fast_paths import _attrs, reference, run
 from tfg.kernels import conv_depthwise
 from tfg.kernels.array_ops import _constant_pad
-from tfg.kernels.conv_geom import Geom
+from tfg.kernels.conv_geom import Geom, padded
 
 rng = np.random.default_rng(5)
 
@@ -90,6 +90,12 @@ DEPTHWISE = [
     ((2, 9, 9, 70), (3, 3), (2, 2), (1, 1), "SAME", 1, "_windows"),     # strided, wide
     ((2, 9, 8, 4), (3, 3), (2, 2), (1, 1), "SAME", 3, "_windows"),      # channel multiplier
     ((2, 9, 16, 4), (2, 3), (1, 1), (1, 1), "EXPLICIT", 2, "_windows"),
+    ((2, 3, 3, 6), (5, 5), (1, 1), (1, 1), "SAME", 1, "_dense"),        # NASNet's 3x3 cells
+    ((2, 3, 3, 5), (7, 7), (1, 1), (1, 1), "SAME", 1, "_dense"),
+    ((1, 3, 2, 4), (5, 3), (1, 1), (1, 1), "SAME", 1, "_dense"),        # not square
+    ((2, 3, 3, 3), (3, 3), (1, 1), (1, 1), "VALID", 1, "_dense"),       # a 1x1 output
+    ((2, 3, 3, 6), (3, 3), (1, 1), (1, 1), "SAME", 1, "_windows"),      # corners out of reach
+    ((2, 3, 3, 6), (5, 5), (1, 1), (1, 1), "SAME", 2, "_windows"),      # channel multiplier
 ]
 
 
@@ -97,7 +103,8 @@ def _strategy(xs, ks, strides, dilations, padding, explicit, m):
     a = _attrs(strides, dilations, padding, explicit, b"NHWC")
     g = Geom(a, xs[1], xs[2], *ks)
     taken = []
-    originals = {f: getattr(conv_depthwise, f) for f in ("_rows", "_phases", "_windows")}
+    originals = {f: getattr(conv_depthwise, f)
+                 for f in ("_rows", "_phases", "_windows", "_dense")}
 
     def spy(name):
         def f(*args):
@@ -130,7 +137,8 @@ def test_depthwise_strategies_match_the_definition(case, fmt):
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("case", [DEPTHWISE[0], DEPTHWISE[5]], ids=["rows", "phases"])
+@pytest.mark.parametrize("case", [DEPTHWISE[0], DEPTHWISE[5], DEPTHWISE[10]],
+                         ids=["rows", "phases", "dense"])
 def test_depthwise_tiled_filter_kept_only_for_a_read_only_filter(case):
     """A Const's filter (read-only, the same array every step) is tiled once per node; a
     writable filter (a variable's value, changed in place between steps) never is."""
@@ -151,6 +159,21 @@ def test_depthwise_tiled_filter_kept_only_for_a_read_only_filter(case):
             np.testing.assert_allclose(conv_depthwise.forward(x, w, g, cache), 2 * first,
                                        rtol=1e-5, atol=1e-5)
     assert cache and all(not v[0].flags.writeable for v in cache.values())
+
+
+@pytest.mark.parametrize("k", [5, 7])
+def test_depthwise_dense_gives_the_windows_values_bit_for_bit(k):
+    """Tiny images under big filters: the spatial matrix sums each output's taps in the
+    windows' (kh, kw) order, without the padding's zero products: the same float32 values,
+    an inf in the input an inf (no NaN)."""
+    g = Geom(_attrs((1, 1), (1, 1), "SAME", None, b"NHWC"), 3, 3, k, k)
+    x = rng.standard_normal((2, 3, 3, 40)).astype(np.float32)
+    x[1, 2, 0, 7] = np.inf
+    w = rng.standard_normal((k, k, 40, 1)).astype(np.float32)
+    want = conv_depthwise._windows(padded(x, g), w, g)
+    got = conv_depthwise._dense(x, w, g)
+    np.testing.assert_array_equal(got, want)
+    assert np.isinf(got[1, ..., 7]).all() and not np.isnan(got).any()
 
 
 def test_depthwise_phases_keep_an_inf_an_inf():
