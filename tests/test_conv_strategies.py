@@ -83,7 +83,8 @@ DEPTHWISE = [
     ((2, 14, 13, 5), (3, 3), (1, 1), (1, 1), "SAME", 1, "_rows"),       # OW >= 12
     ((2, 7, 6, 9), (5, 3), (2, 1), (1, 1), "SAME", 1, "_rows"),         # OW 6, few channels
     ((2, 14, 14, 3), (3, 2), (1, 1), (2, 3), "VALID", 1, "_rows"),      # dilated rows
-    ((2, 7, 6, 200), (3, 3), (1, 1), (1, 1), "SAME", 1, "_windows"),    # OW 6, wide
+    ((2, 7, 6, 400), (3, 3), (1, 1), (1, 1), "SAME", 1, "_windows"),    # OW 6, wide
+    ((2, 7, 6, 240), (5, 5), (1, 1), (1, 1), "SAME", 1, "_rows"),       # OW 6, 240 channels
     ((2, 4, 3, 7), (3, 3), (1, 1), (1, 1), "SAME", 1, "_windows"),      # OW 3
     ((2, 15, 15, 6), (5, 5), (2, 2), (1, 1), "VALID", 1, "_phases"),    # strided, few channels
     ((2, 12, 13, 4), (3, 4), (1, 3), (2, 1), "SAME", 1, "_phases"),     # 3 W phases, H dilated
@@ -137,7 +138,8 @@ def test_depthwise_strategies_match_the_definition(case, fmt):
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("case", [DEPTHWISE[0], DEPTHWISE[5], DEPTHWISE[10]],
+@pytest.mark.parametrize("case", [next(c for c in DEPTHWISE if c[-1] == s)
+                                  for s in ("_rows", "_phases", "_dense")],
                          ids=["rows", "phases", "dense"])
 def test_depthwise_tiled_filter_kept_only_for_a_read_only_filter(case):
     """A Const's filter (read-only, the same array every step) is tiled once per node; a

@@ -8,7 +8,8 @@ because einsum's speed is the length of its innermost contiguous loop:
 
 - W stride 1, M == 1, outputs wide enough (most depthwise layers): `conv_geom.row_windows`,
   so the inner loop runs over OW*C adjacent values of both the input and a filter tiled OW
-  times, instead of over C values: 1.5-7x faster than windows with C inner.
+  times, instead of over C values: 1.5-7x faster than windows with C inner (at OW = 6
+  up to 320 channels).
 - W stride s > 1, dilation 1, M == 1, few channels: the input is split into its W phases
   (columns b, b+s, b+2s, ... for each b < s: one copy of the input in all), after which
   phase b is a stride-1 convolution with the filter columns b, b+s, ...: s einsums over
@@ -29,10 +30,13 @@ from tfg.kernels.conv_geom import padded, row_windows, strided, windows
 # strided layers' W phases pay off below 64 channels (1.5-2.7x at C = 11..32, 0.9x at 72);
 # tap rows of OW*C values win from OW = 12 at any width (1.05-7x) and at OW = 6 up to
 # ~160 channels, while a tiled filter of KH*KW*OW*C values costs more than it saves on
-# narrower outputs (OW = 3: 0.2-0.8x).
+# narrower outputs (OW = 3: 0.2-0.8x). Measured again at OW = 6, filters hot and cold
+# (evicted between calls): rows/windows 0.79-0.85 hot and 0.93-0.97 cold at 240-288
+# channels (MobileNetV3Small's 6x6x240 and 6x6x288 5x5), 0.86-0.93 hot but 1.0-1.15 cold
+# from 384 (MobileNetV2's 6x6x384 and 6x6x576 3x3, EfficientNet's 6x6x480 5x5): so 320.
 PHASE_MAX_CHANNELS = 64
 ROWS_MIN_OW = 12
-ROWS_NARROW_MIN_OW, ROWS_NARROW_MAX_CHANNELS = 6, 160
+ROWS_NARROW_MIN_OW, ROWS_NARROW_MAX_CHANNELS = 6, 320
 # The spatial matrix `_dense` keeps per node is P*Q*C values (3x3 -> 3x3: 81*C, 3.2x a 5x5
 # filter); measured 2.5-3.5x faster than windows on 3x3 images under 5x5 and 7x7 filters,
 # filters cold or hot (3x3x176 5x5: 60 -> 22 us hot, 202 -> 80 us cold).
