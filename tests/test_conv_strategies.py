@@ -8,9 +8,12 @@ import numpy as np
 import pytest
 
 from test_conv_fast_paths import _attrs, reference, run
-from tfg.kernels import conv_depthwise
+from tfg.graphdef.graph import Graph
+from tfg.kernels import conv_depthwise, conv_gemm
 from tfg.kernels.array_ops import _constant_pad
 from tfg.kernels.conv_geom import Geom, padded
+from tfg.kernels.context import KernelContext
+from tfg.kernels.registry import get_kernel
 
 rng = np.random.default_rng(5)
 
@@ -46,6 +49,26 @@ def test_conv2d_gemm_paths_match_the_definition(case, fmt):
     got = conv("Conv2D", x, w, strides, dilations, padding, explicit, fmt)
     assert got.dtype == np.float32 and got.shape == want.shape
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("channels,thin", [(3, True), (1, True), (8, False)])
+def test_thin_stems_take_the_transposed_patch_matrix(channels, thin, monkeypatch):
+    """A convolution of 1-4 input channels (an image model's stem) copies its patch matrix
+    transposed; the values are the definition's either way, on the node's repeated calls."""
+    taken = []
+    real = conv_gemm.patches_t_nhwc
+    monkeypatch.setattr(conv_gemm, "patches_t_nhwc", lambda *a: taken.append(1) or real(*a))
+    fn, ctx = get_kernel("Conv2D").fn, KernelContext(
+        Graph().add_node("c", "Conv2D"), dict(strides=[1, 2, 2, 1], padding=b"EXPLICIT",
+                                              explicit_paddings=[0, 0, 0, 1, 0, 1, 0, 0],
+                                              dilations=[1, 1, 1, 1], data_format=b"NHWC"))
+    w = rng.standard_normal((3, 3, channels, 5)).astype(np.float32)
+    for _ in range(2):
+        x = rng.standard_normal((2, 11, 10, channels)).astype(np.float32)
+        want = reference(x.astype(np.float64), w.astype(np.float64), (2, 2), (1, 1),
+                         "EXPLICIT", ((0, 1), (0, 1)))
+        np.testing.assert_allclose(fn(ctx, x, w), want, rtol=1e-4, atol=1e-4)
+    assert bool(taken) == thin
 
 
 @pytest.mark.parametrize("rows", [1, 2, 3, 4])
