@@ -8,9 +8,12 @@ import numpy as np
 import pytest
 
 from test_conv_fast_paths import _attrs, reference, run
-from tfg.kernels import conv_depthwise
+from tfg.graphdef.graph import Graph
+from tfg.kernels import conv_depthwise, conv_gemm
 from tfg.kernels.array_ops import _constant_pad
-from tfg.kernels.conv_geom import Geom
+from tfg.kernels.conv_geom import Geom, padded
+from tfg.kernels.context import KernelContext
+from tfg.kernels.registry import get_kernel
 
 rng = np.random.default_rng(5)
 
@@ -48,6 +51,26 @@ def test_conv2d_gemm_paths_match_the_definition(case, fmt):
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("channels,thin", [(3, True), (1, True), (8, False)])
+def test_thin_stems_take_the_transposed_patch_matrix(channels, thin, monkeypatch):
+    """A convolution of 1-4 input channels (an image model's stem) copies its patch matrix
+    transposed; the values are the definition's either way, on the node's repeated calls."""
+    taken = []
+    real = conv_gemm.patches_t_nhwc
+    monkeypatch.setattr(conv_gemm, "patches_t_nhwc", lambda *a: taken.append(1) or real(*a))
+    fn, ctx = get_kernel("Conv2D").fn, KernelContext(
+        Graph().add_node("c", "Conv2D"), dict(strides=[1, 2, 2, 1], padding=b"EXPLICIT",
+                                              explicit_paddings=[0, 0, 0, 1, 0, 1, 0, 0],
+                                              dilations=[1, 1, 1, 1], data_format=b"NHWC"))
+    w = rng.standard_normal((3, 3, channels, 5)).astype(np.float32)
+    for _ in range(2):
+        x = rng.standard_normal((2, 11, 10, channels)).astype(np.float32)
+        want = reference(x.astype(np.float64), w.astype(np.float64), (2, 2), (1, 1),
+                         "EXPLICIT", ((0, 1), (0, 1)))
+        np.testing.assert_allclose(fn(ctx, x, w), want, rtol=1e-4, atol=1e-4)
+    assert bool(taken) == thin
+
+
 @pytest.mark.parametrize("rows", [1, 2, 3, 4])
 def test_skinny_matmul_rows_as_gemvs(rows, monkeypatch):
     """conv_gemm.matmul: 2-3 rows against a large right matrix go one GEMV per row (a 1x1
@@ -83,13 +106,20 @@ DEPTHWISE = [
     ((2, 14, 13, 5), (3, 3), (1, 1), (1, 1), "SAME", 1, "_rows"),       # OW >= 12
     ((2, 7, 6, 9), (5, 3), (2, 1), (1, 1), "SAME", 1, "_rows"),         # OW 6, few channels
     ((2, 14, 14, 3), (3, 2), (1, 1), (2, 3), "VALID", 1, "_rows"),      # dilated rows
-    ((2, 7, 6, 200), (3, 3), (1, 1), (1, 1), "SAME", 1, "_windows"),    # OW 6, wide
+    ((2, 7, 6, 400), (3, 3), (1, 1), (1, 1), "SAME", 1, "_windows"),    # OW 6, wide
+    ((2, 7, 6, 240), (5, 5), (1, 1), (1, 1), "SAME", 1, "_rows"),       # OW 6, 240 channels
     ((2, 4, 3, 7), (3, 3), (1, 1), (1, 1), "SAME", 1, "_windows"),      # OW 3
     ((2, 15, 15, 6), (5, 5), (2, 2), (1, 1), "VALID", 1, "_phases"),    # strided, few channels
     ((2, 12, 13, 4), (3, 4), (1, 3), (2, 1), "SAME", 1, "_phases"),     # 3 W phases, H dilated
     ((2, 9, 9, 70), (3, 3), (2, 2), (1, 1), "SAME", 1, "_windows"),     # strided, wide
     ((2, 9, 8, 4), (3, 3), (2, 2), (1, 1), "SAME", 3, "_windows"),      # channel multiplier
     ((2, 9, 16, 4), (2, 3), (1, 1), (1, 1), "EXPLICIT", 2, "_windows"),
+    ((2, 3, 3, 6), (5, 5), (1, 1), (1, 1), "SAME", 1, "_dense"),        # NASNet's 3x3 cells
+    ((2, 3, 3, 5), (7, 7), (1, 1), (1, 1), "SAME", 1, "_dense"),
+    ((1, 3, 2, 4), (5, 3), (1, 1), (1, 1), "SAME", 1, "_dense"),        # not square
+    ((2, 3, 3, 3), (3, 3), (1, 1), (1, 1), "VALID", 1, "_dense"),       # a 1x1 output
+    ((2, 3, 3, 6), (3, 3), (1, 1), (1, 1), "SAME", 1, "_windows"),      # corners out of reach
+    ((2, 3, 3, 6), (5, 5), (1, 1), (1, 1), "SAME", 2, "_windows"),      # channel multiplier
 ]
 
 
@@ -97,7 +127,8 @@ def _strategy(xs, ks, strides, dilations, padding, explicit, m):
     a = _attrs(strides, dilations, padding, explicit, b"NHWC")
     g = Geom(a, xs[1], xs[2], *ks)
     taken = []
-    originals = {f: getattr(conv_depthwise, f) for f in ("_rows", "_phases", "_windows")}
+    originals = {f: getattr(conv_depthwise, f)
+                 for f in ("_rows", "_phases", "_windows", "_dense")}
 
     def spy(name):
         def f(*args):
@@ -130,7 +161,9 @@ def test_depthwise_strategies_match_the_definition(case, fmt):
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("case", [DEPTHWISE[0], DEPTHWISE[5]], ids=["rows", "phases"])
+@pytest.mark.parametrize("case", [next(c for c in DEPTHWISE if c[-1] == s)
+                                  for s in ("_rows", "_phases", "_dense")],
+                         ids=["rows", "phases", "dense"])
 def test_depthwise_tiled_filter_kept_only_for_a_read_only_filter(case):
     """A Const's filter (read-only, the same array every step) is tiled once per node; a
     writable filter (a variable's value, changed in place between steps) never is."""
@@ -151,6 +184,21 @@ def test_depthwise_tiled_filter_kept_only_for_a_read_only_filter(case):
             np.testing.assert_allclose(conv_depthwise.forward(x, w, g, cache), 2 * first,
                                        rtol=1e-5, atol=1e-5)
     assert cache and all(not v[0].flags.writeable for v in cache.values())
+
+
+@pytest.mark.parametrize("k", [5, 7])
+def test_depthwise_dense_gives_the_windows_values_bit_for_bit(k):
+    """Tiny images under big filters: the spatial matrix sums each output's taps in the
+    windows' (kh, kw) order, without the padding's zero products: the same float32 values,
+    an inf in the input an inf (no NaN)."""
+    g = Geom(_attrs((1, 1), (1, 1), "SAME", None, b"NHWC"), 3, 3, k, k)
+    x = rng.standard_normal((2, 3, 3, 40)).astype(np.float32)
+    x[1, 2, 0, 7] = np.inf
+    w = rng.standard_normal((k, k, 40, 1)).astype(np.float32)
+    want = conv_depthwise._windows(padded(x, g), w, g)
+    got = conv_depthwise._dense(x, w, g)
+    np.testing.assert_array_equal(got, want)
+    assert np.isinf(got[1, ..., 7]).all() and not np.isnan(got).any()
 
 
 def test_depthwise_phases_keep_an_inf_an_inf():

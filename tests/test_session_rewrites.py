@@ -307,3 +307,60 @@ def test_hard_swish_fused_for_tfg_only(base, bias):
             got, Session(b.g, graph_rewrites=False).run("hswish", feeds))
         plain = optimize(b.g, passes=["remap"], keep=["hswish"], verify=True)
         assert plain["hswish"].op == "Mul"  # TensorFlow has no such kernel: not for optimize
+
+
+@pytest.mark.parametrize("shape,pads,begin,end,bmask,emask,strides", [
+    ((2, 47, 47, 3), [[0, 1], [0, 1]], [0, 1, 1, 0], [0, 0, 0, 0], 9, 15, (2, 2)),  # NASNet
+    ((2, 12, 12, 3), [[0, 1], [0, 1]], [0, 1, 1, 0], [0, 0, 0, 0], 9, 15, (2, 2)),  # even
+    ((1, 9, 10, 2), [[2, 1], [1, 3]], [0, 1, 0, 0], [0, -1, 12, 0], 9, 9, (3, 2)),
+    ((1, 8, 7, 2), [[3, 0], [0, 2]], [0, 0, 2, 0], [0, 9, -1, 0], 9, 9, (2, 3)),
+])
+def test_sampled_crop_of_a_zero_pad(shape, pads, begin, end, bmask, emask, strides):
+    """NASNet's adjust blocks: a 1x1 VALID AvgPool of stride s over a crop of a zero Pad ->
+    Pad(StridedSlice(x)) of the sampled pixels in tfg's Session, the values bit for bit (a
+    1x1 average is the pixel), a NaN and an inf carried through; not for `tfg optimize`."""
+    b = G().ph("x", list(shape))
+    b.const("p", np.array([[0, 0], *pads, [0, 0]], np.int32))
+    b.op("pad", "Pad", "x", "p", Tpaddings=DType.INT32)
+    for name, v in (("b", begin), ("e", end), ("s", [1, 1, 1, 1])):
+        b.const(name, np.array(v, np.int32))
+    b.op("crop", "StridedSlice", "pad", "b", "e", "s", Index=DType.INT32, begin_mask=bmask,
+         end_mask=emask, ellipsis_mask=0, new_axis_mask=0, shrink_axis_mask=0)
+    b.op("out", "AvgPool", "crop", ksize=[1, 1, 1, 1], strides=[1, *strides, 1],
+         padding=b"VALID")
+    x = RNG.standard_normal(shape).astype(np.float32)
+    x.reshape(-1)[::7] = np.nan
+    x.reshape(-1)[3::11] = -np.inf
+    sess = Session(b.g)
+    got = sess.run("out", {"x:0": x})
+    ops = collections.Counter(n.op for n in sess.rewrites[0].graph)
+    assert ops["AvgPool"] == 0 and ops["Pad"] == 1 and ops["StridedSlice"] == 1, ops
+    want = Session(b.g, graph_rewrites=False).run("out", {"x:0": x})
+    assert got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+    plain = optimize(b.g, passes=["remap"], keep=["out"], verify=True)
+    assert plain["out"].op == "AvgPool"  # only tfg's Session: optimize leaves the graph alone
+
+
+def test_sampled_crop_left_alone_when_it_does_not_apply():
+    """A 2x2 pool, a cropped channel and a Pad with a second reader keep the graph as is."""
+    def graph(ksize=1, crop_c=False, second=False):
+        b = G().ph("x", [1, 6, 6, 3])
+        b.const("p", np.array([[0, 0], [0, 1], [0, 1], [0, 0]], np.int32))
+        b.op("pad", "Pad", "x", "p", Tpaddings=DType.INT32)
+        b.const("b", np.array([0, 1, 1, 1 if crop_c else 0], np.int32))
+        b.const("e", np.array([0, 0, 0, 0], np.int32)).const("s", np.array([1] * 4, np.int32))
+        b.op("crop", "StridedSlice", "pad", "b", "e", "s", Index=DType.INT32,
+             begin_mask=1 if crop_c else 9, end_mask=15, ellipsis_mask=0, new_axis_mask=0,
+             shrink_axis_mask=0)
+        b.op("out", "AvgPool", "crop", ksize=[1, ksize, ksize, 1], strides=[1, 2, 2, 1],
+             padding=b"VALID")
+        if second:
+            b.op("other", "Neg", "pad")
+        return b
+    for kw in ({"ksize": 2}, {"crop_c": True}, {"second": True}):
+        b = graph(**kw)
+        fetch = ["out", "other"] if kw.get("second") else "out"
+        sess = Session(b.g)
+        sess.run(fetch, _feeds(b))
+        assert collections.Counter(n.op for n in sess.rewrites[0].graph)["AvgPool"] == 1, kw

@@ -9,8 +9,10 @@ GEMM operand (NHWC: [N*H*W, C]; NCHW: [N, C, H*W], BLAS reads w^T as a transpose
 a strided 1x1 copies only the sampled pixels (1/(sh*sw) of the input). Otherwise the patch
 matrix is copied once from a strided view of the padded input (conv_geom): in NHWC its rows
 are output pixels and, with a W dilation of 1, each filter row's KW*C values are one run of
-memory, so the copy moves whole runs; in NCHW its rows are (c, kh, kw) and its columns output
-pixels, so the product is already NCHW and needs no transpose back. (Measured against
+memory, so the copy moves whole runs (with 1-4 channels, as image models' stems have, those
+runs are short: copied transposed instead, `patches_t_nhwc`); in NCHW its rows are (c, kh,
+kw) and its columns output pixels, so the product is already NCHW and needs no transpose
+back. (Measured against
 shifting the padded image once per filter tap and accumulating KH*KW GEMMs with K = C: that
 was 0.7-1.9x as fast on the keras.applications layers, so not worth a second path.)
 
@@ -27,6 +29,12 @@ from tfg.kernels.conv_geom import padded, padded_nchw, strided
 # rows, the GEMM was as fast or faster. One row is a GEMV in numpy already.
 SKINNY_ROWS = (2, 3)
 SKINNY_MIN_ELEMENTS = 32768
+# The 3-channel stems (3x3, stride 2, batch 2, 96x96): the patch matrix's copy runs KW*C = 9
+# values at a time; copied transposed ([KH*KW*C, N*OH*OW], runs along the output columns)
+# and handed to BLAS as a transposed operand, the convolution took 217-245 us instead of
+# 270-303 (MobileNetV2/V3Small, NASNet, InceptionV3 stems), the same values; ResNet50's 7x7
+# stem (K = 147) was slower that way (8.3 against 7.2 ms), so only short patch rows.
+THIN_MAX_CHANNELS, THIN_MAX_K = 4, 36
 
 
 def matmul(a, b):
@@ -53,6 +61,9 @@ def prepared(x_shape, w_shape, g, nchw_layout=False):
         if rows in SKINNY_ROWS:
             return lambda x, w: matmul(x.reshape(rows, c), w.reshape(c, oc)).reshape(out)
         return lambda x, w: (x.reshape(rows, c) @ w.reshape(c, oc)).reshape(out)
+    if c <= THIN_MAX_CHANNELS and kh * kw * c <= THIN_MAX_K and not (kh == kw == 1):
+        out = (n, g.oh, g.ow, oc)
+        return lambda x, w: (patches_t_nhwc(x, g).T @ w.reshape(-1, oc)).reshape(out)
     return lambda x, w: nhwc(x, w, g)
 
 
@@ -81,6 +92,18 @@ def patches_nhwc(x, g):
         win = strided(xpad, (n, g.oh, g.ow, g.kh, g.kw, c),
                       (sn, sh * g.sh, sw * g.sw, sh * g.dh, sw * g.dw, sc))
     return win.reshape(n * g.oh * g.ow, g.kh * g.kw * c)
+
+
+def patches_t_nhwc(x, g):
+    """The patch matrix transposed, [KH*KW*C, N*OH*OW], of NHWC `x`: one copy whose inner
+    loop runs along the output columns (OW values) rather than a filter row (KW*C values):
+    the faster copy when C is 1-4."""
+    n, c = x.shape[0], x.shape[3]
+    xpad = padded(x, g)
+    sn, sh, sw, sc = xpad.strides
+    win = strided(xpad, (g.kh, g.kw, c, n, g.oh, g.ow),
+                  (sh * g.dh, sw * g.dw, sc, sn, sh * g.sh, sw * g.sw))
+    return win.reshape(g.kh * g.kw * c, n * g.oh * g.ow)
 
 
 def nchw(x, w, g):

@@ -13,6 +13,7 @@ the KH*KW taps, each a whole-tensor operation. Everything is written against `ct
 """
 import numpy as np
 
+from tfg.kernels import pool_fast
 from tfg.kernels._util import fail, from_nhwc, is_nchw, shape_vector, spatial_attr, to_nhwc
 from tfg.kernels.conv_geom import geometry, padded, padded_nchw
 from tfg.kernels.registry import ALL_DEVICES, kernel
@@ -101,6 +102,17 @@ def _max_pool(ctx, x, ksize=None, strides=None):
 
 @kernel("MaxPool", device_types=ALL_DEVICES)
 def max_pool(ctx, x):
+    if type(x) is np.ndarray:
+        run = ctx.cache.get(("max_run", x.shape, x.dtype))
+        if run is not None:
+            return run(x)
+        if (ctx.xp is np and x.ndim == 4 and 0 not in x.shape
+                and not is_nchw(ctx.attrs.get("data_format", b"NHWC"))):
+            g = _pool_geom(ctx, x.shape)
+            if g.oh and g.ow:
+                run = ctx.cache[("max_run", x.shape, x.dtype)] = pool_fast.prepared(
+                    g, x.shape, x.dtype, np.maximum, _lowest(x.dtype), None)
+                return run(x)
     return _max_pool(ctx, x)
 
 
@@ -156,18 +168,47 @@ def _window_counts(ctx, g, h, w, dtype):
 
 @kernel("AvgPool", device_types=ALL_DEVICES)
 def avg_pool(ctx, x):
+    if type(x) is np.ndarray:
+        run = ctx.cache.get(("avg_run", x.shape, x.dtype))
+        if run is not None:
+            return run(x)
     xp = ctx.xp
     fmt = ctx.attrs.get("data_format", b"NHWC")
     x = xp.asarray(x)
     if x.ndim != 4 or x.dtype.kind != "f":
         fail(f"AvgPool needs a 4-D floating input, got {x.dtype} {list(x.shape)}")
+    nchw = is_nchw(fmt)
+    if xp is np and not nchw and type(x) is np.ndarray and 0 not in x.shape:
+        g = _pool_geom(ctx, x.shape)
+        if g.oh and g.ow:
+            run = ctx.cache[("avg_run", x.shape, x.dtype)] = pool_fast.prepared(
+                g, x.shape, x.dtype, np.add, 0, _avg_divisor(g, x.shape, x.dtype))
+            return run(x)
     out, g = _pool(ctx, x, xp.add, 0)
     if g.kh * g.kw > 1 and out.size:
-        nchw = is_nchw(fmt)
         h, w = (x.shape[2], x.shape[3]) if nchw else (x.shape[1], x.shape[2])
         counts = _window_counts(ctx, g, h, w, x.dtype)
         out /= counts.reshape(1, 1, g.oh, g.ow) if nchw else counts
     return out
+
+
+def _avg_divisor(g, shape, dtype):
+    """The window counts of an NHWC AvgPool, repeated over the channels ([OH, OW*C],
+    read-only): dividing by it runs one OH*OW*C-long loop per image, where the [1, OH, OW, 1]
+    table broadcast over C ran OH*OW loops of C (a third of a 12x12x44 pool's time). None
+    for 1x1 windows (nothing to divide)."""
+    if g.kh * g.kw == 1:
+        return None
+    n, h, w, c = shape
+
+    def counts(out, stride, pad, k, size):
+        start = np.arange(out) * stride - pad
+        return np.minimum(start + k, size) - np.maximum(start, 0)
+    table = np.outer(counts(g.oh, g.sh, g.pt, g.kh, h), counts(g.ow, g.sw, g.pl, g.kw, w))
+    full = np.repeat(table.astype(dtype).reshape(g.oh, g.ow, 1), c, axis=2)
+    full = full.reshape(1, g.oh, g.ow, c)
+    full.flags.writeable = False
+    return full
 
 
 @kernel("AvgPoolGrad", device_types=ALL_DEVICES, host_inputs=(0,))

@@ -10,6 +10,8 @@
     Pad(x, [[0,0],[t,b],[l,r],[0,0]]) + a VALID or EXPLICIT convolution (tfg's Session only)
                                                         -> the convolution with
                                                            padding=EXPLICIT on x
+    AvgPool 1x1 VALID of a crop of a zero Pad (tfg's Session only)
+                                                        -> Pad(StridedSlice(x)) of the sample
 
     before: c = Conv2D(x, W); b = BiasAdd(c, bias); r = Relu(b)
     after:  r = _FusedConv2D(x, W, bias, fused_ops=[BiasAdd, Relu], num_args=1)
@@ -308,6 +310,94 @@ def pad_into_conv(ctx, node):
     return True
 
 
+def _crop_bounds(b, e, length, begin_bit, end_bit):
+    """A StridedSlice's [b, e) along one dim of `length` (stride 1, TensorFlow's clamping)."""
+    b = 0 if begin_bit else (b + length if b < 0 else b)
+    e = length if end_bit else (e + length if e < 0 else e)
+    return min(max(b, 0), length), min(max(e, 0), length)
+
+
+def sampled_crop(ctx, node):
+    """AvgPool(ksize 1x1, VALID, strides s)(StridedSlice(Pad(x, zeros)), a crop with stride 1)
+    -> Pad(StridedSlice(x, stride s)) (tfg's Session only): NASNet's adjust blocks (Keras's
+    ZeroPadding2D, Cropping2D, then a 1x1 average pool of stride 2) pad and crop the whole
+    tensor, then keep one pixel in four; after, the pixels are sampled first and only the
+    few that fell in the padding are zeros. A 1x1 average is the pixel itself (x / 1): the
+    same values exactly, 3 calls and 2 full-size copies become 2 calls on a quarter.
+
+        before: p = Pad(x[2,47,47,32], [[0,0],[0,1],[0,1],[0,0]]); c = p[:, 1:, 1:, :]
+                y = AvgPool(c, ksize=[1,1,1,1], strides=[1,2,2,1], VALID)      # [2,24,24,32]
+        after:  y = Pad(x[:, 1:46:2, 1:46:2, :], [[0,0],[0,1],[0,1],[0,0]])
+    """
+    if not ctx.opts.extra.get("tfg_kernels", False) or not node.data_inputs:
+        return False
+    if (list(node.get_attr("ksize", [])) != [1, 1, 1, 1] or node.get_attr("padding") != b"VALID"
+            or node.get_attr("data_format", b"NHWC") != b"NHWC"):
+        return False
+    st = list(node.get_attr("strides", []))
+    if len(st) != 4 or st[0] != 1 or st[3] != 1 or min(st) < 1:
+        return False
+    ss = ctx.graph.get(node.data_inputs[0].node)
+    if ss is None or ss.op != "StridedSlice" or node.data_inputs[0].port != 0:
+        return False
+    pad = ctx.graph.get(ss.data_inputs[0].node) if ss.data_inputs else None
+    if pad is None or pad.op != "Pad" or ss.data_inputs[0].port != 0:
+        return False
+    for n in (ss, pad):
+        if not ctx.is_interior(n) or n.device != node.device:
+            return False
+    if node.control_inputs or any(ss.get_attr(m, 0) for m in (
+            "ellipsis_mask", "new_axis_mask", "shrink_axis_mask")):
+        return False
+    x = pad.data_inputs[0]
+    shape = ctx.shape(x)
+    paddings = ctx.const_value(pad.data_inputs[1])
+    begin, end, strides = (ctx.const_value(r) for r in ss.data_inputs[1:4])
+    if shape is None or len(shape) != 4 or any(d is None or d < 0 for d in shape):
+        return False
+    if any(v is None or v.shape != (4,) for v in (begin, end, strides)):
+        return False
+    if (paddings is None or paddings.shape != (4, 2) or (paddings < 0).any()
+            or (strides != 1).any()):
+        return False
+    bm, em = ss.get_attr("begin_mask", 0), ss.get_attr("end_mask", 0)
+    x_begin, x_end, out_pads = [0, 0, 0, 0], list(shape), [[0, 0] for _ in range(4)]
+    for d in range(4):
+        lo, size = int(paddings[d][0]), int(shape[d])
+        length = size + lo + int(paddings[d][1])
+        b, e = _crop_bounds(int(begin[d]), int(end[d]), length, bm >> d & 1, em >> d & 1)
+        if d in (0, 3):
+            if lo or paddings[d][1] or b != 0 or e != length:
+                return False  # batch or channels cropped or padded: not this pattern
+            continue
+        s = int(st[d])
+        out = (e - b - 1) // s + 1 if e > b else 0
+        # output i reads padded b + s*i, i.e. x[b + s*i - lo]: valid for i in [i0, i1)
+        i0 = min(max(-(-(lo - b) // s), 0), out)
+        i1 = min(max(-(-(size + lo - b) // s), i0), out)
+        if i1 == i0:
+            return False  # nothing of x left: not worth a rule
+        x_begin[d] = b - lo + s * i0
+        x_end[d] = x_begin[d] + s * (i1 - i0 - 1) + 1
+        out_pads[d] = [i0, out - i1]
+    t = node.get_attr("T")
+    base = node.name + "/tfg_sampled"
+    consts = [ctx.new_const(ctx.new_name(f"{base}/{what}"), np.array(v, np.int32),
+                            DType.INT32, node.device)
+              for what, v in (("begin", x_begin), ("end", x_end),
+                              ("strides", [1, *st[1:3], 1]))]
+    sampled = ctx.add_node(ctx.new_name(base), "StridedSlice",
+                           [_s(x)] + [c.name for c in consts],
+                           {"T": t, "Index": DType.INT32, "begin_mask": 0, "end_mask": 0,
+                            "ellipsis_mask": 0, "new_axis_mask": 0, "shrink_axis_mask": 0},
+                           node.device)
+    pads = ctx.new_const(ctx.new_name(f"{base}/paddings"), np.array(out_pads, np.int32),
+                         DType.INT32, node.device)
+    ctx.morph(node, "Pad", [sampled.name, pads.name], {"T": t, "Tpaddings": DType.INT32})
+    ctx.remove_if_dead(ss.name)
+    return True
+
+
 def rules():
     v = Pat.var
     base = Pat(tuple(_FUSED), name="base", one_consumer=True)
@@ -321,6 +411,7 @@ def rules():
                      Pat("Sigmoid", name="sig")], commutative=True), swish),
         (Pat("Relu", [Pat(_BN, name="bn", one_consumer=True)]), bn_relu),
         (Pat(_PADDED), pad_into_conv),
+        (Pat(("AvgPool",)), sampled_crop),
         (Pat("Mul", [Pat(tuple(_FUSED) + tuple(_FUSED.values()), name="fused"),
                      Pat("Mul", [Pat("Relu6", [Pat(("AddV2", "Add"), name="add",
                                                    one_consumer=True)],

@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""Two (or more) tfg checkouts A B B A on the same keras.applications graphs: one persistent
+worker process per checkout, asked in turn, process CPU time and wall time per step.
+
+    python3 benchmarks/ab_checkouts.py --keras DIR --models nasnetmobile,mobilenetv3small \
+        --pairs 30 /work/main /work/wt-nasnet
+
+DIR is a folder bench_keras.py wrote (`tfgkeras*` under the temp dir: <model>.pb,
+<model>.json, <model>_x.npy, <model>_y.npy). Each worker runs in its checkout's root, so it
+imports that checkout's tfg, builds `Session(graph, blas_threads=1)` per model, checks its
+output against TensorFlow's (`err`: max |diff| / max |y|) and then times one step per
+request. The checkouts answer in alternating order (A B, then B A) so that a load that
+comes and goes lands on both alike. Prints, per model and checkout: the minimum, first
+quartile and median of process CPU ms per step, the median wall ms, and the median CPU
+and wall relative to the first checkout. On a shared machine, compare the CPU columns.
+"""
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+
+WORKER = r'''
+import json, os, sys, time
+sys.path.insert(0, os.getcwd())
+import numpy as np
+import tfg
+from tfg.executor import Session
+folder, names = sys.argv[1], sys.argv[2].split(",")
+runs = {}
+for name in names:
+    meta = json.load(open(os.path.join(folder, name + ".json")))
+    x = np.load(os.path.join(folder, name + "_x.npy"))
+    y = np.load(os.path.join(folder, name + "_y.npy"))
+    sess = Session(tfg.load(os.path.join(folder, name + ".pb")), blas_threads=1)
+    feeds = {meta["input"]: x}
+    out = sess.run(meta["output"], feeds)
+    err = float(np.max(np.abs(out - y)) / np.max(np.abs(y)))
+    for _ in range(3):
+        sess.run(meta["output"], feeds)
+    runs[name] = (sess, meta["output"], feeds, err)
+print("ready", flush=True)
+for line in sys.stdin:
+    sess, fetch, feeds, err = runs[line.strip()]
+    c, t = time.process_time(), time.perf_counter()
+    sess.run(fetch, feeds)
+    print(time.process_time() - c, time.perf_counter() - t, err, flush=True)
+'''
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("checkouts", nargs="+", help="checkout roots; the first is the baseline")
+    ap.add_argument("--keras", required=True, help="a folder bench_keras.py wrote")
+    ap.add_argument("--models", default="nasnetmobile,mobilenetv3small")
+    ap.add_argument("--pairs", type=int, default=20)
+    a = ap.parse_args()
+    models = a.models.split(",")
+    for m in models:
+        if not os.path.exists(os.path.join(a.keras, m + ".pb")):
+            print(f"ab_checkouts: no {m}.pb in {a.keras} (run bench_keras.py first)",
+                  file=sys.stderr)
+            sys.exit(2)
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
+    workers = {d: subprocess.Popen([sys.executable, "-c", WORKER, a.keras, a.models], cwd=d,
+                                   env=env, text=True, stdin=subprocess.PIPE,
+                                   stdout=subprocess.PIPE)
+               for d in a.checkouts}
+    for d, w in workers.items():
+        if w.stdout.readline().strip() != "ready":
+            print(f"ab_checkouts: the worker in {d} failed to start", file=sys.stderr)
+            sys.exit(2)
+    res = {(d, m): [] for d in a.checkouts for m in models}
+    err = {}
+    for r in range(a.pairs):
+        for m in models:
+            for d in (a.checkouts if r % 2 == 0 else a.checkouts[::-1]):
+                workers[d].stdin.write(m + "\n")
+                workers[d].stdin.flush()
+                cpu, wall, err[(d, m)] = map(float, workers[d].stdout.readline().split())
+                res[(d, m)].append((cpu * 1e3, wall * 1e3))
+    for w in workers.values():
+        w.stdin.close()
+        w.wait()
+    for m in models:
+        base = None
+        for d in a.checkouts:
+            cpu = sorted(c for c, _ in res[(d, m)])
+            med, wall = statistics.median(cpu), statistics.median(t for _, t in res[(d, m)])
+            base = base or (med, wall)
+            print(f"{m:18} {d:24} cpu min {cpu[0]:6.2f} q1 {cpu[len(cpu) // 4]:6.2f} "
+                  f"median {med:6.2f} ms  wall {wall:6.2f} ms  cpu/A {med / base[0]:.3f} "
+                  f"wall/A {wall / base[1]:.3f}  err {err[(d, m)]:.1e}")
+    print(f"load average {os.getloadavg()[0]:.1f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,109 @@
+"""The kernels' per-node prepared paths (a closure kept in the node's ctx.cache per input
+signature, run from the second call on): NHWC MaxPool/AvgPool (tfg/kernels/pool_fast.py) and
+the depthwise row strategy (conv_depthwise.prepared). Each node is called several times with
+fresh inputs, and with a second input shape in between (a cache entry per signature), against
+the brute-force pool and the by-definition convolution; the pools also bit for bit against
+their NCHW general path (the same additions and division)."""
+import numpy as np
+import pytest
+
+from test_conv_fast_paths import reference
+from test_conv_strategies import _pool_reference
+from tfg.graphdef.graph import Graph
+from tfg.kernels.context import KernelContext
+from tfg.kernels.registry import get_kernel
+
+rng = np.random.default_rng(11)
+
+
+def node(op, **attrs):
+    return get_kernel(op).fn, KernelContext(Graph().add_node("n", op), attrs)
+
+
+POOLS = [  # ksize, strides, padding, input shapes (NHWC)
+    ((3, 3), (1, 1), "SAME", [(2, 12, 12, 5), (1, 6, 7, 3)]),    # NASNet's normal-cell pool
+    ((3, 3), (2, 2), "VALID", [(2, 13, 13, 4), (2, 9, 8, 3)]),   # reduction cells
+    ((1, 1), (2, 2), "VALID", [(2, 9, 9, 3)]),                   # the adjust blocks' 1x1
+    ((3, 1), (1, 1), "SAME", [(2, 5, 4, 3)]),                    # one column: rows only
+    ((3, 1), (2, 1), "VALID", [(1, 7, 4, 2)]),
+    ((1, 3), (1, 2), "SAME", [(2, 5, 9, 3)]),                    # one row: columns only
+    ((4, 3), (3, 2), "SAME", [(2, 10, 9, 2)]),
+]
+
+
+@pytest.mark.parametrize("op", ["AvgPool", "MaxPool"])
+@pytest.mark.parametrize("case", POOLS)
+def test_prepared_pools_match_brute_force_and_the_general_path(case, op):
+    k, s, padding, shapes = case
+    fn, ctx = node(op, ksize=[1, *k, 1], strides=[1, *s, 1], padding=padding.encode(),
+                   data_format=b"NHWC")
+    nchw_fn, nchw_ctx = node(op, ksize=[1, 1, *k], strides=[1, 1, *s],
+                             padding=padding.encode(), data_format=b"NCHW")
+    for shape in shapes * 2 + shapes[:1]:
+        x = rng.standard_normal(shape).astype(np.float32)
+        got = fn(ctx, x)
+        want = _pool_reference(x, op, k, s, padding)
+        assert got.dtype == np.float32 and got.shape == want.shape
+        assert not np.shares_memory(got, x)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+        general = nchw_fn(nchw_ctx, x.transpose(0, 3, 1, 2)).transpose(0, 2, 3, 1)
+        np.testing.assert_array_equal(got, general)
+    runs = [key for key in ctx.cache if key[0] in ("avg_run", "max_run")]
+    assert len(runs) == len(shapes)  # one prepared closure per input signature
+
+
+def test_prepared_pools_keep_integers_nan_and_inf():
+    fn, ctx = node("MaxPool", ksize=[1, 3, 3, 1], strides=[1, 1, 1, 1], padding=b"SAME",
+                   data_format=b"NHWC")
+    xi = rng.integers(-100, 100, (1, 5, 5, 2)).astype(np.int32)
+    for _ in range(2):
+        np.testing.assert_array_equal(fn(ctx, xi), _pool_reference(
+            xi, "MaxPool", (3, 3), (1, 1), "SAME").astype(np.int32))
+    afn, actx = node("AvgPool", ksize=[1, 3, 3, 1], strides=[1, 1, 1, 1], padding=b"SAME",
+                     data_format=b"NHWC")
+    x = np.zeros((1, 4, 4, 1), np.float32)
+    x[0, 0, 0, 0], x[0, 3, 3, 0] = np.nan, np.inf
+    for _ in range(2):
+        m, a = fn(ctx, x), afn(actx, x)
+        assert np.isnan(m[0, :2, :2]).all() and np.isnan(a[0, :2, :2]).all()
+        assert m[0, 3, 3, 0] == np.inf and a[0, 3, 3, 0] == np.inf
+        assert a[0, 3, 0, 0] == 0 and m[0, 3, 0, 0] == 0
+
+
+DEPTHWISE = [  # shapes, kernel, strides, padding: all stride 1 along W (the row strategy)
+    ([(2, 12, 12, 6), (1, 13, 12, 6)], (5, 5), (1, 1), "SAME"),
+    ([(2, 6, 6, 8)], (3, 3), (1, 1), "SAME"),
+    ([(2, 14, 13, 3)], (3, 3), (2, 1), "VALID"),
+    ([(1, 12, 12, 2)], (7, 7), (1, 1), "SAME"),
+]
+
+
+@pytest.mark.parametrize("case", DEPTHWISE)
+def test_prepared_depthwise_matches_the_definition(case):
+    shapes, k, s, padding = case
+    fn, ctx = node("DepthwiseConv2dNative", strides=[1, *s, 1], dilations=[1, 1, 1, 1],
+                   padding=padding.encode(), data_format=b"NHWC")
+    for shape in shapes * 2:
+        x = rng.standard_normal(shape).astype(np.float32)
+        w = rng.standard_normal((*k, shape[3], 1)).astype(np.float32)
+        w.flags.writeable = False  # as a Const's value: the tiled filter is cached
+        want = reference(x.astype(np.float64), w.astype(np.float64), s, (1, 1), padding,
+                         depthwise=True)
+        got = fn(ctx, x, w)
+        assert got.dtype == np.float32 and got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    assert sum(key[0] == "dw_run" for key in ctx.cache) == len(shapes)
+
+
+def test_depthwise_a_new_filter_is_not_served_a_stale_tiling():
+    """The prepared run keeps the tiled filter per node; a different filter array (a
+    variable's new value) must be tiled again."""
+    fn, ctx = node("DepthwiseConv2dNative", strides=[1, 1, 1, 1], dilations=[1, 1, 1, 1],
+                   padding=b"SAME", data_format=b"NHWC")
+    x = rng.standard_normal((2, 12, 12, 4)).astype(np.float32)
+    for _ in range(3):
+        w = rng.standard_normal((3, 3, 4, 1)).astype(np.float32)
+        w.flags.writeable = False
+        want = reference(x.astype(np.float64), w.astype(np.float64), (1, 1), (1, 1), "SAME",
+                         depthwise=True)
+        np.testing.assert_allclose(fn(ctx, x, w), want, rtol=1e-4, atol=1e-4)
