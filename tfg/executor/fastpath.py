@@ -28,6 +28,7 @@ from tfg.executor import plan as P
 from tfg.executor.calls import single, slot_call
 from tfg.executor.executor import node_error
 from tfg.executor.outer import outer_view
+from tfg.executor.static_guards import SignatureGuards
 from tfg.executor.program import build_program, chains_enabled, may_be_ref
 from tfg.executor.trace import MemoryMeter
 from tfg.kernels.gpu import fusion
@@ -36,7 +37,7 @@ FAST_KINDS = frozenset({P.KERNEL, P.FEED, P.NOOP})
 
 
 class Schedule:
-    def __init__(self, plain, fast, device_name, outer=False):
+    def __init__(self, plain, fast, device_name, outer=False, guards=None):
         # The plain program: one call per kernel node, for traced steps (every node timed
         # and counted) and devices other than the CPU; `fast`: the same values in fewer
         # calls (program.py), for the other steps.
@@ -50,6 +51,9 @@ class Schedule:
         self.device_name = device_name
         # True: the root frame of a plan with compiled loops (outer.py), for untraced steps
         self.outer = outer
+        # the fast program's memory checks decided once per feed signature
+        # (static_guards.py), or None
+        self.guards = guards
         self._template = None  # the fast program's slots with its constants set
 
     @staticmethod
@@ -64,7 +68,8 @@ class Schedule:
         plain = build_program(plan, order, fast=False,
                               fuse_gpu=(lambda r, ins: _fuse(plan, r, ins)) if gpu else None)
         fast = plain if gpu or not chains_enabled() else build_program(plan, order, fast=True)
-        return Schedule(plain, fast, plan.device.name)
+        guards = None if gpu else SignatureGuards.build(fast, items, order)
+        return Schedule(plain, fast, plan.device.name, guards=guards)
 
     def run(self, step, feed_values, trace=None, memory=None):
         """Run one step; returns the fetched values in fetch order.
@@ -83,12 +88,16 @@ class Schedule:
         if trace is not None or memory is not None:
             self._run_traced(vals, step, trace, memory)
         else:
+            calls = prog.calls if self.guards is None else self.guards.calls(feed_values)
             ctx = None
             try:
-                for call, ctx in prog.calls:  # each a prepared call (tfg/executor/calls.py)
-                    call(vals, step)
+                if calls is None:  # this feed signature's first step (static_guards.py)
+                    self.guards.verify_run(vals, step, feed_values)
+                else:
+                    for call, ctx in calls:  # each a prepared call (calls.py)
+                        call(vals, step)
             except Exception as e:  # noqa: BLE001 - name the node that failed
-                raise node_error(ctx, e) from e
+                raise node_error(ctx, e) from e  # (a NodeError passes as it is)
         return [vals[s] for s in prog.fetch_slots]
 
     def _constants(self):
@@ -148,7 +157,8 @@ def _outer(plan):
     except GraphValidationError:  # loops waiting for each other: the dataflow executor's
         return None
     prog = build_program(view, order, fast=chains_enabled())
-    return Schedule(prog, prog, plan.device.name, outer=True)
+    return Schedule(prog, prog, plan.device.name, outer=True,
+                    guards=SignatureGuards.build(prog, view.items, order))
 
 
 def _fuse(plan, runnable, ins):
