@@ -31,6 +31,7 @@ from tfg.executor import plan as P
 from tfg.executor.executor import node_error
 from tfg.executor.loops import LoopNodeError, compile_loops
 from tfg.graphdef.names import CONTROL
+from tfg.kernels.resources import Ref
 
 LOOP_OP = "_CompiledLoop"
 # The root frame's kinds this rewrite runs without the dataflow executor.
@@ -181,12 +182,21 @@ def _loop_item(nid, name, frame_enters, exits, program):
     item.num_inputs = len(frame_enters)
     item.num_outputs = len(exits)
     item.needs_step = True
-    item.ref_inputs = tuple(range(len(frame_enters)))  # the loop reads its Refs itself
+    item.ref_inputs = tuple(range(len(frame_enters)))  # Refs are read below, not by the call
     item.ctx = _LoopContext(item.name, exits)
     ids = [e.id for e in frame_enters]
     n_out = len(exits)
+    # An Enter whose output is no Ref reads a Ref arriving at it (control.forward), here
+    # when the loop starts, naming the Enter when that fails (an uninitialized variable).
+    reads = [(k, e) for k, e in enumerate(frame_enters) if not e.keeps_ref]
 
     def run_loop(ctx, step, *values):
+        for k, enter in reads:
+            if type(values[k]) is Ref:
+                try:
+                    values = values[:k] + (values[k].get(),) + values[k + 1:]
+                except Exception as e:  # noqa: BLE001 - named as the Enter would be
+                    raise node_error(enter, e) from e
         try:
             got = program.run(dict(zip(ids, values)), step, _NO_GROUP)
         except LoopNodeError as e:
