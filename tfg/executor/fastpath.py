@@ -13,7 +13,13 @@ Two programs of one plan (tfg/executor/program.py): the plain one, a call per ke
 traced steps and GPU partitions; the fast one for the other steps on a CPU: Consts set once,
 Identities sharing their input's slot, elementwise chains fused (chains.py).
 `TFG_FAST_PROGRAM=0` runs the plain one everywhere.
+
+A plan whose control flow is all in compiled loops gets a schedule too: its root frame, each
+loop one call (tfg/executor/outer.py); only for untraced steps (`outer`: traced ones time
+every node of every iteration on the dataflow executor). `TFG_OUTER_SCHEDULE=0` leaves such
+plans to the dataflow executor, for comparisons.
 """
+import os
 import time
 import threading
 
@@ -21,6 +27,8 @@ from tfg.errors import GraphValidationError
 from tfg.executor import plan as P
 from tfg.executor.calls import single, slot_call
 from tfg.executor.executor import node_error
+from tfg.executor.outer import outer_view
+from tfg.executor.static_guards import SignatureGuards
 from tfg.executor.program import build_program, chains_enabled, may_be_ref
 from tfg.executor.trace import MemoryMeter
 from tfg.kernels.gpu import fusion
@@ -29,7 +37,7 @@ FAST_KINDS = frozenset({P.KERNEL, P.FEED, P.NOOP})
 
 
 class Schedule:
-    def __init__(self, plain, fast, device_name):
+    def __init__(self, plain, fast, device_name, outer=False, guards=None):
         # The plain program: one call per kernel node, for traced steps (every node timed
         # and counted) and devices other than the CPU; `fast`: the same values in fewer
         # calls (program.py), for the other steps.
@@ -41,20 +49,27 @@ class Schedule:
         self.calls = plain.calls  # (call, ctx) per kernel node, as the graph is written
         self.traced_calls = None  # built on the first traced step
         self.device_name = device_name
+        # True: the root frame of a plan with compiled loops (outer.py), for untraced steps
+        self.outer = outer
+        # the fast program's memory checks decided once per feed signature
+        # (static_guards.py), or None
+        self.guards = guards
         self._template = None  # the fast program's slots with its constants set
 
     @staticmethod
     def build(plan):
-        """The schedule of `plan`, or None when it has control flow, Recv or Send nodes."""
+        """The schedule of `plan`, or None when it has control flow outside compiled loops,
+        Recv or Send nodes."""
         items = plan.items
         if any(it.kind not in FAST_KINDS for it in items):
-            return None
+            return _outer(plan)
         order = _topo(items)
         gpu = plan.device.device_type == "GPU"
         plain = build_program(plan, order, fast=False,
                               fuse_gpu=(lambda r, ins: _fuse(plan, r, ins)) if gpu else None)
         fast = plain if gpu or not chains_enabled() else build_program(plan, order, fast=True)
-        return Schedule(plain, fast, plan.device.name)
+        guards = None if gpu else SignatureGuards.build(fast, items, order)
+        return Schedule(plain, fast, plan.device.name, guards=guards)
 
     def run(self, step, feed_values, trace=None, memory=None):
         """Run one step; returns the fetched values in fetch order.
@@ -73,12 +88,16 @@ class Schedule:
         if trace is not None or memory is not None:
             self._run_traced(vals, step, trace, memory)
         else:
+            calls = prog.calls if self.guards is None else self.guards.calls(feed_values)
             ctx = None
             try:
-                for call, ctx in prog.calls:  # each a prepared call (tfg/executor/calls.py)
-                    call(vals, step)
+                if calls is None:  # this feed signature's first step (static_guards.py)
+                    self.guards.verify_run(vals, step, feed_values)
+                else:
+                    for call, ctx in calls:  # each a prepared call (calls.py)
+                        call(vals, step)
             except Exception as e:  # noqa: BLE001 - name the node that failed
-                raise node_error(ctx, e) from e
+                raise node_error(ctx, e) from e  # (a NodeError passes as it is)
         return [vals[s] for s in prog.fetch_slots]
 
     def _constants(self):
@@ -123,6 +142,23 @@ class Schedule:
             raise node_error(ctx, e) from e
         if memory is not None:
             memory[0] = max(memory[0], meter.peak)
+
+
+def _outer(plan):
+    """The schedule of the root frame of a plan whose loops are all compiled (outer.py),
+    its loops one call each; None when it does not qualify."""
+    if os.environ.get("TFG_OUTER_SCHEDULE", "1") == "0":
+        return None
+    view = outer_view(plan)
+    if view is None:
+        return None
+    try:
+        order = _topo(view.items)
+    except GraphValidationError:  # loops waiting for each other: the dataflow executor's
+        return None
+    prog = build_program(view, order, fast=chains_enabled())
+    return Schedule(prog, prog, plan.device.name, outer=True,
+                    guards=SignatureGuards.build(prog, view.items, order))
 
 
 def _fuse(plan, runnable, ins):

@@ -26,9 +26,10 @@ from tfg.kernels import basic
 
 class Program:
     __slots__ = ("items", "entries", "out_slots", "calls", "nslots", "feed_slots",
-                 "fetch_slots", "consts")
+                 "fetch_slots", "consts", "sources")
 
-    def __init__(self, items, entries, out_slots, nslots, feed_slots, fetch_slots, consts):
+    def __init__(self, items, entries, out_slots, nslots, feed_slots, fetch_slots, consts,
+                 sources=None):
         self.items = items  # the kernel items that run, in schedule order
         self.entries = entries  # (fn, ctx, in_slots, out, needs_step, deref, free)
         self.out_slots = out_slots  # per entry: the slots of its outputs
@@ -40,6 +41,8 @@ class Program:
         self.feed_slots = feed_slots  # (slot, feed index)
         self.fetch_slots = fetch_slots  # slot per fetch
         self.consts = consts  # (slot, Const item): values set before the calls run
+        # per entry: the (item id, port) each input slot holds (static_guards.py reads it)
+        self.sources = sources
 
 
 def build_program(plan, order, fast, fuse_gpu=None):
@@ -103,9 +106,10 @@ def build_program(plan, order, fast, fuse_gpu=None):
     for slot, pos in last_use.items():
         if slot not in keep:
             frees[pos].append(slot)
-    entries, out_slots = [], []
+    entries, out_slots, sources = [], [], []
     for pos, it in enumerate(runnable):
         srcs = ins[it.id]
+        sources.append(tuple(srcs))
         in_slots = tuple(slot_of[src] for src in srcs)
 
         def writable(src):
@@ -136,7 +140,7 @@ def build_program(plan, order, fast, fuse_gpu=None):
         out_slots.append(outs)
     feed_slots = [(slot_of[(it.id, 0)], it.feed_index) for it in items if it.kind == P.FEED]
     return Program(runnable, entries, out_slots, nslots, feed_slots,
-                   fetch_slots, [(slot_of[(it.id, 0)], it) for it in consts])
+                   fetch_slots, [(slot_of[(it.id, 0)], it) for it in consts], sources)
 
 
 def chains_enabled():

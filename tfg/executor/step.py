@@ -165,6 +165,8 @@ def run_prepared(prepared, group, feed_values, rendezvous=None):
     step = group.step
     plans = prepared.plans
     schedule = prepared.schedules[0] if len(plans) == 1 else None
+    if schedule is not None and schedule.outer and group.trace is not None:
+        schedule = None  # a traced step times each node of each iteration: the dataflow run
     if schedule is not None:
         memory = [0] if group.trace is not None else None
         try:
