@@ -91,7 +91,7 @@ class Schedule:
             calls = prog.calls if self.guards is None else self.guards.calls(feed_values)
             ctx = None
             try:
-                if calls is None:  # this feed signature's first step (static_guards.py)
+                if calls is None:  # this feed signature's second step (static_guards.py)
                     self.guards.verify_run(vals, step, feed_values)
                 else:
                     for call, ctx in calls:  # each a prepared call (calls.py)

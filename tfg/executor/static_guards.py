@@ -1,7 +1,7 @@
 """The memory guard decided once per feed signature where shapes are static.
 
     >>> guards = SignatureGuards.build(program, items, order)   # None: nothing to decide
-    >>> calls = guards.calls(feed_values)    # None: first step of this signature, verify
+    >>> calls = guards.calls(feed_values)    # None: second step of this signature, verify
     >>> guards.verify_run(vals, step, feed_values)   # runs the step, guarded, and checks
 
 Every kernel with a shape function runs behind tfg/executor/limits.py's check, which keys a
@@ -19,7 +19,8 @@ Per signature, once:
    resource, a compiled loop's outputs: unknown, and everything after them.
 2. A guarded call whose every input is known, whose integer and 0-d inputs have known values
    (the verdict cache keys on those), is a candidate.
-3. The first step of the signature runs every call guarded, as before, and compares each
+3. The second step of the signature (the first runs guarded and infers nothing: a one-shot
+   run never pays for the inference) runs every call guarded, as before, and compares each
    candidate's actual inputs with the inferred ones (dtype, shape, value where keyed).
 4. If the step ends without error, later steps of the signature run the matching candidates'
    kernels without the check: their inputs' keys are the ones verified, so the verdict is
@@ -27,7 +28,7 @@ Per signature, once:
    again, with the same message, every time.
 
 Before: NASNetMobile b2, every Conv2D, pool, Concat, Pad checked per call. After: checked in
-the first step of each input shape. `TFG_STATIC_GUARDS=0` keeps the per-call check.
+the second step of each input shape. `TFG_STATIC_GUARDS=0` keeps the per-call check.
 """
 import os
 
@@ -52,6 +53,7 @@ class SignatureGuards:
         self.items = items
         self.order = order
         self._by_sig = {}
+        self._seen = set()  # signatures that ran once, guarded, and are verified next time
 
     @staticmethod
     def build(program, items, order):
@@ -64,11 +66,19 @@ class SignatureGuards:
         return SignatureGuards(program, items, order)
 
     def calls(self, feed_values):
-        """The calls for this step's signature; None when it must be verified first."""
+        """The calls for this step's signature; None when it must be verified first.
+        A signature's first step runs guarded without inferring anything: a one-shot run
+        (`tfg run`) would pay the inference (about 130 us a node) and never gain from it."""
         sig = _signature(feed_values)
         if sig is None:
             return self.program.calls
-        return self._by_sig.get(sig)
+        calls = self._by_sig.get(sig)
+        if calls is None and sig not in self._seen:
+            if len(self._seen) >= _SIGNATURES:
+                self._seen.clear()
+            self._seen.add(sig)
+            return self.program.calls
+        return calls
 
     def verify_run(self, vals, step, feed_values):
         """Run the step with every guard (`vals`: the slots, feeds in place), checking the
