@@ -13,8 +13,9 @@ between calls, as in a loop body (benchmarks/bench_gemm_floor.py): 32x128x128, t
 The rnn step itself: 9.4 / 15.1 ms on one thread against 12.9 / 18.8 ms on two (A B, one
 process), and a quiet suite run gave 19.7 ms with 38 ms of CPU on two threads.
 
-The decision is made once per prepared step and feed signature (the feeds' shapes), never per
-call, and only when it matters (adaptive would give BLAS two or more threads): the shape
+The decision is made once per prepared step and feed signature (the feeds' shapes), on its
+second step (a one-shot run keeps the adaptive count and infers nothing), never per call,
+and only when it matters (adaptive would give BLAS two or more threads): the shape
 functions (tfg.graphdef.infer) give every BLAS op's operands; the step runs on one BLAS
 thread when each of them is known and under the floor. An op whose shapes are not known, a
 BLAS op this module cannot size (Einsum), and graphs of over 1,000 nodes (inferring them
@@ -106,6 +107,7 @@ class GemmFloor:
         self.blas = [graph[n] for n in needed if has_trait(graph[n].op, "blas")]
         self.feed_refs = tuple(feed_refs)
         self.small = {}  # feed shapes -> bool
+        self.seen = set()  # feed shapes whose first step ran: decided on the second
 
     def limit(self, limit, feed_values):
         """The BLAS limit for one step: 1 instead of ADAPTIVE when every GEMM is small."""
@@ -117,6 +119,11 @@ class GemmFloor:
         key = (floor,) + tuple(getattr(v, "shape", None) for v in feed_values)
         small = self.small.get(key)
         if small is None:
+            if key not in self.seen:  # a one-shot run (`tfg run`) never pays the inference
+                if len(self.seen) >= _MAX_SIGNATURES:
+                    self.seen.clear()
+                self.seen.add(key)
+                return limit
             if len(self.graph) > _MAX_NODES:
                 small = False
             elif adaptive_count() < 2:
