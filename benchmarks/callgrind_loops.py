@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""Instructions per step of the loop cases (valgrind's callgrind): a measure of tfg's work
+that does not move with the machine's load, for A/B comparisons of loop changes.
+
+    python3 benchmarks/bench_loops.py --cases lstm,gru,bilstm --save /tmp/cases
+    python3 benchmarks/callgrind_loops.py /tmp/cases --cases lstm,gru,bilstm [--steps 5]
+
+For each case saved by bench_loops.py's --save, runs the Session under callgrind twice (after
+3 warm-up steps: `--steps` more steps and none) and prints the difference per step, and per
+loop iteration for the Keras cells (20 time steps; the BiLSTM's two loops count 40). BLAS at
+one thread. Needs valgrind on PATH; run from the checkout whose tfg is measured.
+"""
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ITERATIONS = {"lstm": 20, "gru": 20, "bilstm": 40}
+
+
+def child(folder, case, steps):
+    sys.path.insert(0, HERE)
+    sys.path.insert(0, os.path.dirname(HERE))
+    from bench_loops import load_case
+    sess, feeds, fetches, _, _ = load_case(folder, case, 1)
+    for _ in range(3 + steps):
+        sess.run(fetches, feeds)
+
+
+def instructions(folder, case, steps):
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
+    p = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
+                        sys.executable, os.path.abspath(__file__), "--child", folder, case,
+                        str(steps)], capture_output=True, text=True, env=env)
+    for line in p.stderr.splitlines():
+        if "Collected" in line:
+            return int(line.split()[-1])
+    raise SystemExit(f"callgrind_loops.py: valgrind failed on {case}: {p.stderr[-300:]}")
+
+
+def main():
+    if len(sys.argv) == 5 and sys.argv[1] == "--child":
+        child(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+        return 0
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("folder", help="cases saved by bench_loops.py --save")
+    ap.add_argument("--cases", default="lstm,gru,bilstm")
+    ap.add_argument("--steps", type=int, default=5)
+    a = ap.parse_args()
+    if shutil.which("valgrind") is None:
+        print("callgrind_loops.py: valgrind is not installed", file=sys.stderr)
+        return 2
+    for case in a.cases.split(","):
+        if not os.path.exists(os.path.join(a.folder, case + ".pb")):
+            print(f"callgrind_loops.py: no case {case!r} in {a.folder}", file=sys.stderr)
+            return 2
+        per_step = (instructions(a.folder, case, a.steps)
+                    - instructions(a.folder, case, 0)) // a.steps
+        iters = ITERATIONS.get(case)
+        extra = f", {per_step // iters:,} per iteration" if iters else ""
+        print(f"{case:10} {per_step:,} instructions per step{extra}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
