@@ -482,3 +482,63 @@ def test_keras_savedmodel_loops_fused_equal_unfused(model, monkeypatch):
                 assert len(chains) == 1 and len(chains[0].members) >= 12
     for a, b in zip(out[True], out[False]):
         np.testing.assert_array_equal(a, b)
+
+
+def _steps(sess):
+    """The step functions' names of the body's one fused chain."""
+    chains = [c for c, _ in _body(sess) if hasattr(c, "members")]
+    assert len(chains) == 1
+    return [f.__name__ for f in chains[0].steps]
+
+
+@pytest.mark.parametrize("scale", [1.0, 200.0])
+def test_a_gru_cells_gates_are_one_sigmoid_bit_for_bit(scale, monkeypatch):
+    """The update and reset gates' Sigmoids (of two Adds of the chain) run as one Sigmoid
+    over a stack of both; inputs below the overflow floor in one gate only (scale 200) fall
+    back to the kernels, each deciding its own form: the unfused values either way."""
+    graph, weights = _gru_loop((B, H))
+    rng = np.random.default_rng(4)
+    feeds = dict(_feeds(6, scale=scale), mask=rng.random((B, H)) < 0.8)
+    fused, unfused, sess = _run_both(graph, feeds, monkeypatch)
+    for a, b in zip(fused, unfused):
+        np.testing.assert_array_equal(a, b)
+    with np.errstate(over="ignore"):
+        ref = _gru_reference(feeds, weights, 6)
+    for a, r in zip(fused, ref):
+        np.testing.assert_allclose(a, r, rtol=2e-5, atol=2e-6)
+    names = _steps(sess)
+    assert names.count("step_stack") == 1 and "step_sig" not in names
+
+
+def test_a_sigmoid_that_feeds_the_others_input_is_not_stacked(monkeypatch):
+    """s2 = sigmoid(sigmoid(a) + b): the second Sigmoid's input needs the first's value, so
+    no stack; a third one beside them (of an Add of the chain) shares one with the first."""
+    with tb.Graph() as b:
+        n = tb.placeholder(tb.int32, [], name="n")
+        x0 = tb.placeholder(tb.float32, [B, H], name="x0")
+
+        def body(i, x, c):
+            s1 = tb.sigmoid(tb.add(x, tb.constant(np.float32(0.5))), name="s1")
+            s2 = tb.sigmoid(tb.add(s1, x), name="s2")
+            s3 = tb.sigmoid(tb.multiply(x, tb.constant(np.float32(-2.0))), name="s3")
+            return i + 1, tb.add(tb.multiply(s2, s3), s1, name="x2"), tb.add(c, s2)
+
+        _, x, c = tb.while_loop(lambda i, x, c: i < n, body,
+                                [tb.constant(0), x0, tb.zeros([B, H])], name="loop")
+        tb.identity(x, name="h")
+        tb.identity(c, name="c")
+        tb.identity(tb.reduce_sum(c), name="acc")
+    rng = np.random.default_rng(5)
+    feeds = {"n": 5, "x0": rng.standard_normal((B, H)).astype(np.float32)}
+    fused, unfused, sess = _run_both(b.graph, feeds, monkeypatch)
+    for a, c in zip(fused, unfused):
+        np.testing.assert_array_equal(a, c)
+    sig = lambda v: 1 / (1 + np.exp(-v))  # noqa: E731
+    x, c = feeds["x0"].astype(np.float64), 0.0
+    for _ in range(5):
+        s1 = sig(x + 0.5)
+        s2 = sig(s1 + x)
+        x, c = s2 * sig(-2 * x) + s1, c + s2
+    np.testing.assert_allclose(fused[0], x, rtol=1e-5)
+    names = _steps(sess)
+    assert names.count("step_stack") == 1 and names.count("step_sig") == 1

@@ -253,3 +253,44 @@ def _split_index(shape, axis, n):
     k = shape[axis] // n
     lead = (slice(None),) * axis
     return [lead + (slice(i * k, (i + 1) * k),) for i in range(n)]
+
+
+def stacked_sigmoid(ins, outs, stack, out, reuse):
+    """Sigmoids of two or more arrays of one shape and dtype that steps of the chain write
+    (`ins`: their slots, each written by a ufunc step that reuses its buffer) as one Sigmoid
+    over a stack of them (a GRU cell's update and reset gates: 5 numpy calls instead of 10,
+    one overflow test instead of two). The stack's rows are placed in the `ins` slots, so
+    the ufunc steps write into them from the next iteration on (no copy); `outs` get views
+    of the stacked Sigmoid (`out`: its slot, its buffer reused when `reuse`). A row that is
+    not the stack's (the first iteration, a fallback, a new shape) is copied in: the same
+    values. Elementwise, so each element is what the Sigmoid kernel gives it, unless an
+    element of another gate is below the overflow floor: then Fallback (each kernel decides
+    its own form)."""
+    n = len(ins)
+    empty, copyto = np.empty, np.copyto
+
+    def step_stack(vals):
+        held = vals[stack]  # (stack array, its row views) from the previous iteration
+        xs = [vals[i] for i in ins]
+        if held is None or any(x is not v for x, v in zip(xs, held[1])):
+            x0 = xs[0]
+            for x in xs:
+                if type(x) is not ndarray or x.shape != x0.shape or x.dtype is not x0.dtype:
+                    raise Fallback
+            whole = empty((n,) + x0.shape, x0.dtype)
+            for k, x in enumerate(xs):
+                copyto(whole[k], x)
+            held = vals[stack] = (whole, tuple(whole[k] for k in range(n)))
+            for i, v in zip(ins, held[1]):
+                vals[i] = v
+        src = held[0]
+        buf = vals[out] if reuse else None
+        if type(buf) is not ndarray or buf.shape != src.shape or buf.dtype is not src.dtype:
+            buf = None
+        r = sigmoid_into(src, buf)
+        if r is None:
+            raise Fallback
+        vals[out] = r
+        for k, o in enumerate(outs):
+            vals[o] = r[k]
+    return step_stack

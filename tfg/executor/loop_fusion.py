@@ -211,6 +211,8 @@ def _fused(group, ins_of, outs_of, readers, outside, new_slot):
             whole.setdefault(split_it.id, []).extend((port, s) for s in sigs)
     whole = {k: v for k, v in whole.items() if len(v) >= 2}
     by_whole = {s.id for v in whole.values() for _, s in v}
+    group, stacked = _stack_sigmoids(group, ins_of, outs_of, by_whole, escapes)
+    stacked_ids = {it.id for it in stacked}
     steps, floats = [], []
     for _, it, (kind, fn) in group:
         ins = ins_of[it.id][0]
@@ -221,6 +223,14 @@ def _fused(group, ins_of, outs_of, readers, outside, new_slot):
         floats.extend(s for s in operands if s not in produced)
         if it.id in by_whole:
             continue  # a view of the whole Sigmoid, written by its Split's step
+        if it.id in stacked_ids:
+            if it is stacked[0]:  # (the others: views of it)
+                sig_outs = tuple(outs_of(s)[0] for s in stacked)
+                steps.append(S.stacked_sigmoid(
+                    tuple(ins_of[s.id][0][0] for s in stacked), sig_outs,
+                    new_slot((it.id, "stack")), new_slot((it.id, "stacked")),
+                    not any(escapes(o) for o in sig_outs)))
+            continue
         if kind == "split":
             sig = None
             if it.id in whole:
@@ -252,7 +262,64 @@ def _fused(group, ins_of, outs_of, readers, outside, new_slot):
     calls = tuple((c, it) for c, it, _ in group)
     call = _chain_call(tuple(steps), tuple(dict.fromkeys(floats)), calls)
     call.members = tuple(it for _, it in calls)
+    call.steps = tuple(steps)
     return call, calls[-1][1]
+
+
+def _stack_sigmoids(group, ins_of, outs_of, by_whole, escapes):
+    """(members reordered, [Sigmoid items]) for one Sigmoid over a stack: the Sigmoids of
+    the chain (not of a Split's pieces) whose inputs ufunc steps of the chain write and
+    nothing outside it reads (a GRU's update and reset gates). Each of them then waits for
+    all those steps (the members in a dependency order that keeps theirs otherwise); a
+    Sigmoid whose input needs another's value is left out; none when fewer than two."""
+    producer = {outs_of(it)[0]: it for _, it, (kind, _) in group if kind == "ufunc"}
+    cands, seen = [], set()
+    for _, it, (kind, _) in group:
+        src = ins_of[it.id][0][0] if kind == "sigmoid" else None
+        if (src is not None and it.id not in by_whole and src in producer
+                and src not in seen and not escapes(src)):
+            cands.append(it)
+            seen.add(src)
+    if len(cands) < 2:
+        return group, []
+    made_by = {}
+    for k, (_, it, _) in enumerate(group):
+        for s in outs_of(it):
+            made_by[s] = k
+    index = {it.id: k for k, (_, it, _) in enumerate(group)}
+    deps = []
+    for k, (_, it, _) in enumerate(group):
+        ins, controls = ins_of[it.id]
+        d = {made_by[s] for s in list(ins) + list(controls) if s in made_by}
+        d.discard(k)
+        deps.append(d)
+
+    def order_with(sigs):
+        """The members in order with each of `sigs` after all their producers; None if
+        that is a cycle. (A few dozen members: a plain scan is enough.)"""
+        firsts = {index[producer[ins_of[s.id][0][0]].id] for s in sigs}
+        wait = list(deps)
+        for s in sigs:
+            wait[index[s.id]] = deps[index[s.id]] | firsts
+        order, done = [], set()
+        while len(order) < len(group):
+            k = next((k for k in range(len(group)) if k not in done and wait[k] <= done),
+                     None)
+            if k is None:
+                return None
+            done.add(k)
+            order.append(k)
+        return order
+    sigs, order = cands[:1], None
+    for s in cands[1:]:
+        o = order_with(sigs + [s])
+        if o is not None:
+            sigs, order = sigs + [s], o
+    if order is None:
+        return group, []
+    at = {k: n for n, k in enumerate(order)}
+    sigs.sort(key=lambda s: at[index[s.id]])
+    return [group[k] for k in order], sigs
 
 
 def _chain_call(steps, floats, calls):
