@@ -1,9 +1,13 @@
 #!/usr/bin/env python3
-"""Two (or more) tfg checkouts A B B A on the same keras.applications graphs: one persistent
-worker process per checkout, asked in turn, process CPU time and wall time per step.
+"""Two (or more) tfg checkouts A B B A on the same keras.applications or loop graphs: one
+persistent worker process per checkout, asked in turn, process CPU time and wall time per step.
 
     python3 benchmarks/ab_checkouts.py --keras DIR --models nasnetmobile,mobilenetv3small \
         --pairs 30 /work/main /work/wt-nasnet
+    python3 benchmarks/ab_checkouts.py --loops DIR --models lstm,gru,bilstm OLD NEW
+
+With --loops, DIR is a folder `bench_loops.py --save DIR` wrote (<case>.pb, <case>.json with
+the fetches, <case>_feeds.npz, <case>_expected.npz).
 
 DIR is a folder bench_keras.py wrote (`tfgkeras*` under the temp dir: <model>.pb,
 <model>.json, <model>_x.npy, <model>_y.npy). Each worker runs in its checkout's root, so it
@@ -26,19 +30,28 @@ sys.path.insert(0, os.getcwd())
 import numpy as np
 import tfg
 from tfg.executor import Session
-folder, names = sys.argv[1], sys.argv[2].split(",")
+folder, names, kind = sys.argv[1], sys.argv[2].split(","), sys.argv[3]
 runs = {}
 for name in names:
     meta = json.load(open(os.path.join(folder, name + ".json")))
-    x = np.load(os.path.join(folder, name + "_x.npy"))
-    y = np.load(os.path.join(folder, name + "_y.npy"))
     sess = Session(tfg.load(os.path.join(folder, name + ".pb")), blas_threads=1)
-    feeds = {meta["input"]: x}
-    out = sess.run(meta["output"], feeds)
-    err = float(np.max(np.abs(out - y)) / np.max(np.abs(y)))
+    if kind == "keras":
+        feeds, fetch = {meta["input"]: np.load(os.path.join(folder, name + "_x.npy"))}, \
+            meta["output"]
+        ys = [np.load(os.path.join(folder, name + "_y.npy"))]
+    else:  # bench_loops.py --save
+        with np.load(os.path.join(folder, name + "_feeds.npz")) as f:
+            feeds = {k: f[k] for k in f.files}
+        with np.load(os.path.join(folder, name + "_expected.npz")) as f:
+            ys = [f[k] for k in sorted(f.files, key=lambda k: int(k.split("_")[1]))]
+        fetch = meta["fetches"]
+    out = sess.run(fetch, feeds)
+    outs = [out] if kind == "keras" else out
+    err = max(float(np.max(np.abs(o - y)) / max(np.max(np.abs(y)), 1e-30))
+              for o, y in zip(outs, ys))
     for _ in range(3):
-        sess.run(meta["output"], feeds)
-    runs[name] = (sess, meta["output"], feeds, err)
+        sess.run(fetch, feeds)
+    runs[name] = (sess, fetch, feeds, err)
 print("ready", flush=True)
 for line in sys.stdin:
     sess, fetch, feeds, err = runs[line.strip()]
@@ -51,18 +64,25 @@ for line in sys.stdin:
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("checkouts", nargs="+", help="checkout roots; the first is the baseline")
-    ap.add_argument("--keras", required=True, help="a folder bench_keras.py wrote")
-    ap.add_argument("--models", default="nasnetmobile,mobilenetv3small")
+    where = ap.add_mutually_exclusive_group(required=True)
+    where.add_argument("--keras", help="a folder bench_keras.py wrote")
+    where.add_argument("--loops", help="a folder `bench_loops.py --save` wrote")
+    ap.add_argument("--models", default=None,
+                    help="models or loop cases (default: nasnetmobile,mobilenetv3small / "
+                         "lstm,gru,bilstm)")
     ap.add_argument("--pairs", type=int, default=20)
     a = ap.parse_args()
+    kind, folder = ("keras", a.keras) if a.keras else ("loops", a.loops)
+    a.models = a.models or ("nasnetmobile,mobilenetv3small" if a.keras else "lstm,gru,bilstm")
     models = a.models.split(",")
     for m in models:
-        if not os.path.exists(os.path.join(a.keras, m + ".pb")):
-            print(f"ab_checkouts: no {m}.pb in {a.keras} (run bench_keras.py first)",
+        if not os.path.exists(os.path.join(folder, m + ".pb")):
+            print(f"ab_checkouts: no {m}.pb in {folder} (run bench_{kind}.py first)",
                   file=sys.stderr)
             sys.exit(2)
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
-    workers = {d: subprocess.Popen([sys.executable, "-c", WORKER, a.keras, a.models], cwd=d,
+    workers = {d: subprocess.Popen([sys.executable, "-c", WORKER, folder, a.models, kind],
+                                   cwd=d,
                                    env=env, text=True, stdin=subprocess.PIPE,
                                    stdout=subprocess.PIPE)
                for d in a.checkouts}
