@@ -91,7 +91,8 @@ def test_stack_loops_and_their_gradient_loops_are_compiled():
         np.testing.assert_allclose(v, expected[name], rtol=1e-6)
 
 
-def test_a_failing_node_inside_a_compiled_loop_is_named():
+def reshape_loop_graph():
+    """A while loop whose body reshapes x to [3] ('loop/bad'): fails for other sizes."""
     with tb.Graph() as b:
         n = tb.placeholder(tb.int32, [], name="n")
         x0 = tb.placeholder(tb.float32, [None], name="x0")
@@ -99,7 +100,11 @@ def test_a_failing_node_inside_a_compiled_loop_is_named():
                              lambda i, x: (i + 1, tb.reshape(x, [3], name="bad")),
                              [tb.constant(0), x0], name="loop")
         tb.identity(x, name="out")
-    sess = Session(b.graph)
+    return b.graph
+
+
+def test_a_failing_node_inside_a_compiled_loop_is_named():
+    sess = Session(reshape_loop_graph())
     np.testing.assert_array_equal(sess.run("out", {"n": 2, "x0": [1.0, 2.0, 3.0]}), [1, 2, 3])
     with pytest.raises(TfgRuntimeError, match=r"node 'loop/bad' \(Reshape\) failed"):
         sess.run("out", {"n": 3, "x0": [1.0, 2.0]})

@@ -16,6 +16,7 @@ from tfg.graphdef import io, savedmodel
 
 from conftest import FIXTURES
 from test_executor import CASES, load_case
+from test_executor_loops import reshape_loop_graph
 
 LOOP_CASES = sorted(p.name for p in CASES.iterdir() if p.is_dir())
 SAVED = FIXTURES / "savedmodel"
@@ -131,14 +132,7 @@ def test_sequential_loops_control_edges_and_stateful_order():
 
 
 def test_a_failing_node_inside_a_loop_is_named():
-    with tb.Graph() as b:
-        n = tb.placeholder(tb.int32, [], name="n")
-        x0 = tb.placeholder(tb.float32, [None], name="x0")
-        _, x = tb.while_loop(lambda i, x: i < n,
-                             lambda i, x: (i + 1, tb.reshape(x, [3], name="bad")),
-                             [tb.constant(0), x0], name="loop")
-        tb.identity(x, name="out")
-    sess = Session(b.graph)
+    sess = Session(reshape_loop_graph())
     np.testing.assert_array_equal(sess.run("out", {"n": 2, "x0": [1.0, 2.0, 3.0]}), [1, 2, 3])
     assert _schedule(sess).outer
     with pytest.raises(TfgRuntimeError, match=r"node 'loop/bad' \(Reshape\) failed"):
