@@ -63,6 +63,9 @@ def cli(ctx, debug):
 
 def main(argv=None):
     """Entry point: runs the click app, mapping tfg errors to one line and an exit code."""
+    # OpenBLAS reads its workers' idle spin when numpy loads: before that, tfg's default
+    # (tfg/executor/blas_spin.py explains it; tests/test_blas_spin.py checks the two agree).
+    os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "16")
     argv, debug = _hoist_debug(list(sys.argv[1:] if argv is None else argv))
     debug = debug or bool(os.environ.get("TFG_DEBUG"))
     try:

@@ -30,6 +30,7 @@ import threading
 import numpy  # noqa: F401 - loads its BLAS, so that it shows in the process's maps
 
 from tfg.errors import TfgInputError
+from tfg.executor.blas_spin import shorten_idle_spin
 from tfg.executor.contention import adaptive_threads, meter
 
 ADAPTIVE = "adaptive"
@@ -187,6 +188,7 @@ class blas_limit:
         with _lock:
             self.token = object()
             if not _active:
+                shorten_idle_spin(_openblas_paths)  # once: see blas_spin.py
                 _saved = backend.get()
                 meter().start()  # contention is measured while steps run
             _active[self.token] = limit
