@@ -34,12 +34,16 @@ SCRIPT = textwrap.dedent("""
     assert np.array_equal(a @ a, want)
     t = time.process_time()
     time.sleep(0.2)
-    print(time.process_time() - t, backend.get())
+    asleep = time.process_time() - t
+    import ctypes
+    lib = ctypes.CDLL(blas._openblas_paths()[0])
+    print(asleep, backend.get(), lib.openblas_thread_timeout())
 """)
 
 
 def _spin_cpu(mode, timeout=None):
-    """(CPU seconds used while asleep after a 2-thread GEMM, BLAS threads then)."""
+    """(CPU seconds used while asleep after a 2-thread GEMM, BLAS threads then, the spin
+    exponent the library holds: 0 when it kept its built-in one)."""
     env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_THREAD_TIMEOUT"}
     env["PYTHONPATH"] = ROOT
     if timeout is not None:
@@ -47,29 +51,31 @@ def _spin_cpu(mode, timeout=None):
     out = subprocess.run([sys.executable, "-c", SCRIPT, mode], env=env, capture_output=True,
                          text=True, timeout=120)
     assert out.returncode == 0, out.stderr
-    cpu, threads = out.stdout.split()
-    return float(cpu), int(threads)
+    cpu, threads, spin = out.stdout.split()
+    return float(cpu), int(threads), int(spin)
 
 
 @pytest.fixture
 def spinning_openblas():
-    """Skip unless this process's BLAS spins after a call by default (OpenBLAS, 2+ cores)."""
+    """Skip unless this process's BLAS is an OpenBLAS with worker threads that keeps its
+    built-in spin when left alone (0.1 s of a core after each call, unless the machine's
+    load starves the worker)."""
     if (os.cpu_count() or 1) < 2 or not _openblas_paths():
         pytest.skip("no OpenBLAS with worker threads here")
-    cpu, _ = _spin_cpu("plain")
-    if cpu < 0.05:
-        pytest.skip(f"this BLAS does not spin after a call ({cpu:.3f} s CPU asleep)")
+    _, _, spin = _spin_cpu("plain")
+    assert spin == 0  # nothing changes it without a tfg step
 
 
 def test_a_step_makes_the_workers_sleep_soon_after_a_call(spinning_openblas):
-    cpu, threads = _spin_cpu("step")
+    cpu, threads, spin = _spin_cpu("step")
     assert cpu < 0.03, f"{cpu:.3f} s of CPU while asleep: the workers still spin"
+    assert spin == blas_spin.SPIN_LOG2_CYCLES
     assert threads == 2  # the restart kept the thread count
 
 
 def test_the_users_timeout_is_left_alone(spinning_openblas):
-    cpu, _ = _spin_cpu("step", timeout=28)  # OpenBLAS's own default, set by the user
-    assert cpu > 0.05
+    _, _, spin = _spin_cpu("step", timeout=28)  # OpenBLAS's own default, set by the user
+    assert spin == 28
 
 
 def test_nothing_happens_while_another_thread_runs(monkeypatch):
