@@ -26,6 +26,7 @@ CASES = [  # x shape, filter shape, strides, H dilation, padding, chunk bytes
     ((3, 10, 9, 6), (2, 3, 6, 3), (2, 1), 2, "VALID", 3000),   # H-dilated, uneven bands
     ((1, 7, 7, 2), (5, 5, 2, 3), (1, 1), 1, "SAME", 100),      # one row a chunk (MIN_ROWS)
 ]
+THIN = [False, True]  # patches [m, K] per chunk, or [K, m] (conv_gemm's 1-4 channel stems)
 
 
 @pytest.fixture(autouse=True)
@@ -42,14 +43,15 @@ def _geom(xs, ws, strides, dh, padding):
                  "dilations": [1, dh, 1, 1]}, xs[1], xs[2], ws[0], ws[1])
 
 
+@pytest.mark.parametrize("thin", THIN)
 @pytest.mark.parametrize("workers", [1, 2])
 @pytest.mark.parametrize("case", CASES)
-def test_chunked_conv_matches_the_definition_and_the_one_gemm_path(case, workers,
+def test_chunked_conv_matches_the_definition_and_the_one_gemm_path(case, workers, thin,
                                                                    monkeypatch):
     xs, ws, strides, dh, padding, chunk = case
     monkeypatch.setattr(conv_chunks, "CHUNK_BYTES", chunk)
     g = _geom(xs, ws, strides, dh, padding)
-    run = conv_chunks.prepared(xs, ws, g, np.float32)
+    run = conv_chunks.prepared(xs, ws, g, np.float32, thin)
     assert isinstance(run, conv_chunks.ChunkedConv) and len(run.spans) > 1
     covered = np.zeros((xs[0], g.oh), int)  # each output row of each image exactly once
     for i, imgs, r0, rows in run.spans:
@@ -70,6 +72,29 @@ def test_chunked_conv_matches_the_definition_and_the_one_gemm_path(case, workers
     np.testing.assert_allclose(fused, np.clip(want + b, 0, 6), rtol=1e-4, atol=1e-4)
     # two threads: BLAS at one thread around each call, then the step's count again
     assert sets == ([1, 2] * 3 if workers == 2 else [])
+
+
+@pytest.mark.parametrize("read_only", [True, False])
+def test_bias_of_few_channels_added_from_a_tiled_copy(read_only, monkeypatch):
+    """Few channels: the bias repeated to TILE_BYTES (rows of several pixels) plus the
+    remainder rows broadcast; the same sums as a broadcast add, bit for bit. A read-only
+    bias's tile is kept; a writable one's is made again (it may have changed)."""
+    monkeypatch.setattr(conv_chunks, "CHUNK_BYTES", 3000)
+    monkeypatch.setattr(conv_chunks, "TILE_BYTES", 256)  # 16 rows of 4 channels a tile
+    xs, ws = (3, 7, 5, 2), (3, 3, 2, 4)
+    g = _geom(xs, ws, (1, 1), 1, "SAME")
+    run = conv_chunks.prepared(xs, ws, g, np.float32)
+    x = rng.standard_normal(xs).astype(np.float32)
+    w = rng.standard_normal(ws).astype(np.float32)
+    b = rng.standard_normal(4).astype(np.float32)
+    b.flags.writeable = not read_only
+    plain = run(x, w)
+    got = run(x, w, b)
+    np.testing.assert_array_equal(got, plain + b)
+    assert run.tiled[0] is b and run.tiled[1].size == 64
+    if not read_only:
+        b += 1
+        np.testing.assert_array_equal(run(x, w, b), plain + b)
 
 
 def test_chunked_conv_float64_and_other_dtypes_left_to_one_gemm():
@@ -94,11 +119,11 @@ def test_a_failing_chunk_raises_on_the_caller_and_restores_blas():
             raise ValueError("chunk 3")
 
     with pytest.raises(ValueError, match="chunk 3"):
-        conv_threads.run_chunks(chunk, list(range(8)), (4, 4), np.float32)
+        conv_threads.run_chunks(chunk, list(range(8)), 16, np.float32)
     assert sets == [1, 2]
     conv_threads.configure(1)
     conv_threads.run_chunks(lambda span, buf: seen.add(threading.get_ident()), [0, 1],
-                            (4, 4), np.float32)  # serial: the caller only
+                            16, np.float32)  # serial: the caller only
     assert threading.get_ident() in seen
 
 

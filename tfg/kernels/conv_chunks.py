@@ -34,27 +34,32 @@ CHUNK_BYTES = 1 << 20
 MIN_ROWS = 128
 # Convolutions whose whole patch matrix is under this stay one GEMM (no gain, more calls).
 MIN_PATCH_BYTES = 1 << 20
+# Outputs of up to TILE_MAX_ROW bytes a pixel (32 float32 channels) get their bias added from
+# a copy repeated to TILE_BYTES (64 channels: 20 against 21 us a chunk, no gain).
+TILE_BYTES, TILE_MAX_ROW = 16 << 10, 128
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
-def prepared(x_shape, w_shape, g, dtype):
+def prepared(x_shape, w_shape, g, dtype, thin=False):
     """`run(x, w, bias=None, act=None)` for NHWC inputs of these shapes, or None when the
-    convolution is 1x1 (no patch matrix), has a W dilation, or its patches are small."""
+    convolution is 1x1 (no patch matrix), has a W dilation, or its patches are small.
+    `thin`: copy each chunk's patches transposed (conv_gemm's rule for 1-4 channel stems)."""
     n, h, wd, c = x_shape
     kh, kw, _, oc = w_shape
     k = kh * kw * c
     itemsize = np.dtype(dtype).itemsize
     rows_per_image = g.oh * g.ow
-    if np.dtype(dtype) not in _FLOATS or kh == kw == 1 or g.dw != 1 or n * rows_per_image * k * itemsize < MIN_PATCH_BYTES:
+    if (np.dtype(dtype) not in _FLOATS or kh == kw == 1 or g.dw != 1
+            or n * rows_per_image * k * itemsize < MIN_PATCH_BYTES):
         return None
     want_rows = max(MIN_ROWS, CHUNK_BYTES // (k * itemsize))
     spans = _spans(n, g.oh, g.ow, want_rows)
-    return ChunkedConv(g, (n, g.oh, g.ow, oc), k, oc, spans, dtype)
+    return ChunkedConv(g, (n, g.oh, g.ow, oc), k, oc, spans, dtype, thin)
 
 
 def _spans(n, oh, ow, want_rows):
-    """(image, first image, images, first output row, output rows) per chunk: whole images
-    grouped when one image has fewer than `want_rows` patch rows, else bands of one image."""
+    """(first image, images, first output row, output rows) per chunk: whole images grouped
+    when one image has fewer than `want_rows` patch rows, else bands of one image."""
     rows_per_image = oh * ow
     if rows_per_image <= want_rows:
         per = max(1, want_rows // rows_per_image)
@@ -66,12 +71,30 @@ def _spans(n, oh, ow, want_rows):
 
 
 class ChunkedConv:
-    __slots__ = ("g", "out_shape", "k", "oc", "spans", "dtype", "buf_rows")
+    """The prepared convolution (see the module docstring); `spans` lists its chunks."""
 
-    def __init__(self, g, out_shape, k, oc, spans, dtype):
+    __slots__ = ("g", "out_shape", "k", "oc", "spans", "dtype", "buf_size", "thin", "tiled")
+
+    def __init__(self, g, out_shape, k, oc, spans, dtype, thin):
         self.g, self.out_shape, self.k, self.oc = g, out_shape, k, oc
-        self.spans, self.dtype = spans, np.dtype(dtype)
-        self.buf_rows = max(imgs * rows * out_shape[2] for _, imgs, _, rows in spans)
+        self.spans, self.dtype, self.thin = spans, np.dtype(dtype), thin
+        self.buf_size = k * max(imgs * rows * out_shape[2] for _, imgs, _, rows in spans)
+        # (read-only bias, the bias repeated over TILE_BYTES) of the last call
+        self.tiled = (None, None)
+
+    def _bias_rows(self, bias):
+        """The bias repeated to about TILE_BYTES when the channels are few (a broadcast add
+        of 32 channels ran 8-element inner loops: 120 us per chunk of the cnn row's first
+        layer against 60 us tiled), else None. Kept while the bias is the same read-only
+        array (a Const's)."""
+        if bias is None or self.oc * bias.itemsize > TILE_MAX_ROW:
+            return None
+        last, tile = self.tiled
+        if last is bias and not bias.flags.writeable:
+            return tile
+        tile = np.tile(bias, max(1, TILE_BYTES // (self.oc * bias.itemsize)))
+        self.tiled = (bias, tile)
+        return tile
 
     def __call__(self, x, w, bias=None, act=None):
         g, (n, oh, ow, oc), k = self.g, self.out_shape, self.k
@@ -81,20 +104,38 @@ class ChunkedConv:
         wm = w.reshape(k, oc)
         out = np.empty(self.out_shape, self.dtype)
         flat = out.reshape(n, oh * ow, oc)
+        thin = self.thin
+        tile = self._bias_rows(bias)
+        per_tile = 0 if tile is None else tile.size // oc
 
         def chunk(span, buf):
             i, imgs, r0, rows = span
             m = imgs * rows * ow
-            win = strided(xpad[i:, r0 * g.sh:], (imgs, rows, ow, g.kh, g.kw * c),
-                          (sn, sh * g.sh, sw * g.sw, sh * g.dh, sc))
-            p = buf[:m]
-            p.reshape(win.shape)[...] = win
+            base = xpad[i:, r0 * g.sh:]
+            if thin:  # [K, m]: the copy's inner loop runs along OW (see conv_gemm)
+                win = strided(base, (g.kh, g.kw, c, imgs, rows, ow),
+                              (sh * g.dh, sw, sc, sn, sh * g.sh, sw * g.sw))
+                p = buf[:k * m].reshape(k, m)
+                p.reshape(win.shape)[...] = win
+                p = p.T
+            else:  # [m, K]: each filter row's KW*C values are one run
+                win = strided(base, (imgs, rows, ow, g.kh, g.kw * c),
+                              (sn, sh * g.sh, sw * g.sw, sh * g.dh, sc))
+                p = buf[:k * m].reshape(m, k)
+                p.reshape(win.shape)[...] = win
             o = flat[i:i + imgs, r0 * ow:(r0 + rows) * ow].reshape(m, oc)
             np.matmul(p, wm, out=o)
-            if bias is not None:
+            if tile is not None:
+                whole = m - m % per_tile
+                if whole:
+                    t = o[:whole].reshape(-1, tile.size)
+                    np.add(t, tile, out=t)
+                if whole < m:
+                    np.add(o[whole:], bias, out=o[whole:])
+            elif bias is not None:
                 np.add(o, bias, out=o)
             if act is not None:
                 act(o, out=o)
 
-        conv_threads.run_chunks(chunk, self.spans, (self.buf_rows, k), self.dtype)
+        conv_threads.run_chunks(chunk, self.spans, self.buf_size, self.dtype)
         return out

@@ -63,10 +63,11 @@ def prepared(x_shape, w_shape, g, nchw_layout=False, dtype=np.float32):
         if rows in SKINNY_ROWS:
             return lambda x, w: matmul(x.reshape(rows, c), w.reshape(c, oc)).reshape(out)
         return lambda x, w: (x.reshape(rows, c) @ w.reshape(c, oc)).reshape(out)
-    chunked = conv_chunks.prepared(x_shape, w_shape, g, dtype)
+    thin = c <= THIN_MAX_CHANNELS and kh * kw * c <= THIN_MAX_K and not (kh == kw == 1)
+    chunked = conv_chunks.prepared(x_shape, w_shape, g, dtype, thin)
     if chunked is not None:
         return chunked
-    if c <= THIN_MAX_CHANNELS and kh * kw * c <= THIN_MAX_K and not (kh == kw == 1):
+    if thin:
         out = (n, g.oh, g.ow, oc)
         return lambda x, w: (patches_t_nhwc(x, g).T @ w.reshape(-1, oc)).reshape(out)
     return lambda x, w: nhwc(x, w, g)

@@ -2,7 +2,7 @@
 `workers` threads, each GEMM on one BLAS thread.
 
     configure(2, set_blas)              # the step driver: this step may use 2 cores
-    run_chunks(fn, spans, (rows, k), np.float32)   # fn(span, buf) for every span
+    run_chunks(fn, spans, rows * k, np.float32)   # fn(span, buf) for every span
 
 Why: with two BLAS threads only a convolution's GEMM uses both cores; its patch copy, bias and
 activation (a third to a half of its time on the cnn row's layers) run on one. TensorFlow
@@ -43,11 +43,11 @@ def workers():
     return _workers
 
 
-def _buffer(shape, dtype):
+def _buffer(size, dtype):
     buf = getattr(_local, "buf", None)
-    if buf is None or buf.dtype != dtype or buf.size < shape[0] * shape[1]:
-        buf = _local.buf = np.empty(shape[0] * shape[1], dtype)
-    return buf[:shape[0] * shape[1]].reshape(shape)
+    if buf is None or buf.dtype != dtype or buf.size < size:
+        buf = _local.buf = np.empty(size, dtype)
+    return buf
 
 
 def _helper(tasks):
@@ -65,12 +65,12 @@ def _ensure_helpers(n):
             _helpers.append(tasks)
 
 
-def run_chunks(fn, spans, buf_shape, dtype):
-    """fn(span, buf) for each span, buf a [rows, k] scratch array of this thread's; on up to
+def run_chunks(fn, spans, buf_size, dtype):
+    """fn(span, buf) for each span, buf a flat scratch array (>= buf_size) of this thread's; on up to
     `workers` threads (the caller one of them). The first exception is raised here."""
     n = min(_workers, len(spans))
     if n <= 1:
-        buf = _buffer(buf_shape, dtype)
+        buf = _buffer(buf_size, dtype)
         for span in spans:
             fn(span, buf)
         return
@@ -82,7 +82,7 @@ def run_chunks(fn, spans, buf_shape, dtype):
 
     def work():
         try:
-            buf = _buffer(buf_shape, dtype)
+            buf = _buffer(buf_size, dtype)
             while True:
                 with lock:
                     span = next(it, None)
