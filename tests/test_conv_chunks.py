@@ -159,3 +159,22 @@ def test_steps_let_chunked_kernels_use_the_step_blas_count():
             assert conv_threads.workers() == 1
         assert conv_threads.workers() == 2
     assert conv_threads.workers() == 1  # outside steps: the calling thread only
+
+
+@pytest.mark.parametrize("op", ["MaxPool", "AvgPool"])
+def test_large_pools_split_their_batch_over_two_threads(op, monkeypatch):
+    """A pool of >= SPLIT_MIN_BYTES inside a two-core step: its batch halves on two threads,
+    bit for bit the one-thread result."""
+    from tfg.kernels import pool_fast
+    monkeypatch.setattr(pool_fast, "SPLIT_MIN_BYTES", 0)
+    fn = get_kernel(op).fn
+    attrs = dict(ksize=[1, 3, 3, 1], strides=[1, 2, 2, 1], padding=b"SAME",
+                 data_format=b"NHWC")
+    x = rng.standard_normal((5, 9, 8, 3)).astype(np.float32)
+    want = fn(KernelContext(Graph().add_node("p", op), attrs), x)
+    sets = []
+    conv_threads.configure(2, sets.append)
+    ctx = KernelContext(Graph().add_node("q", op), attrs)
+    for _ in range(2):
+        np.testing.assert_array_equal(fn(ctx, x), want)
+    assert sets == [1, 2, 1, 2]

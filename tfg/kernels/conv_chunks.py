@@ -63,6 +63,7 @@ def _spans(n, oh, ow, want_rows):
     rows_per_image = oh * ow
     if rows_per_image <= want_rows:
         per = max(1, want_rows // rows_per_image)
+        per = -(-n // -(-n // per))  # even groups: 32 images by 9 -> 4 chunks of 8
         return [(i, min(per, n - i), 0, oh) for i in range(0, n, per)]
     band = max(1, want_rows // ow)
     bands = -(-oh // band)
