@@ -66,8 +66,9 @@ def _ensure_helpers(n):
 
 
 def run_chunks(fn, spans, buf_size, dtype):
-    """fn(span, buf) for each span, buf a flat scratch array (>= buf_size) of this thread's; on up to
-    `workers` threads (the caller one of them). The first exception is raised here."""
+    """fn(span, buf) for each span, buf a flat scratch array (>= buf_size items) of this
+    thread's; on up to `workers` threads (the caller one of them). The first exception is
+    raised here."""
     n = min(_workers, len(spans))
     if n <= 1:
         buf = _buffer(buf_size, dtype)
