@@ -13,8 +13,9 @@ DIR is a folder bench_keras.py wrote (`tfgkeras*` under the temp dir: <model>.pb
 <model>.json, <model>_x.npy, <model>_y.npy). Each worker runs in its checkout's root, so it
 imports that checkout's tfg, builds `Session(graph, blas_threads=1)` per model
 (`--blas-threads` sets another count, or `default`), checks its output against
-TensorFlow's (`err`: max |diff| / max |y|) and then times one step per request. The checkouts answer in alternating order (A B, then B A) so that a load that
-comes and goes lands on both alike. Prints, per model and checkout: the minimum, first
+TensorFlow's (`err`: max |diff| / max |y|) and then times one step per request. The
+checkouts answer in alternating order (A B, then B A) so that a load that comes and goes
+lands on both alike. Prints, per model and checkout: the minimum, first
 quartile and median of process CPU ms per step, the median wall ms, and the median CPU
 and wall relative to the first checkout. On a shared machine, compare the CPU columns.
 """
