@@ -20,7 +20,7 @@ from tfg.kernels.registry import get_kernel
 rng = np.random.default_rng(21)
 
 CASES = [  # x shape, filter shape, strides, H dilation, padding, chunk bytes
-    ((5, 8, 7, 3), (3, 3, 3, 4), (1, 1), 1, "SAME", 2000),     # 2 images a chunk, a short last
+    ((5, 8, 7, 3), (3, 3, 3, 4), (1, 1), 1, "SAME", 2000),     # groups of 2 and 1 images
     ((2, 9, 8, 5), (3, 2, 5, 6), (1, 1), 1, "SAME", 1500),     # bands of 3 output rows
     ((2, 11, 10, 4), (3, 3, 4, 5), (2, 2), 1, "SAME", 800),    # strided bands
     ((3, 10, 9, 6), (2, 3, 6, 3), (2, 1), 2, "VALID", 3000),   # H-dilated, uneven bands

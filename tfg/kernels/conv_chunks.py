@@ -59,12 +59,21 @@ def prepared(x_shape, w_shape, g, dtype, thin=False):
 
 def _spans(n, oh, ow, want_rows):
     """(first image, images, first output row, output rows) per chunk: whole images grouped
-    when one image has fewer than `want_rows` patch rows, else bands of one image."""
+    when one image has fewer than `want_rows` patch rows, else even bands of one image."""
     rows_per_image = oh * ow
     if rows_per_image <= want_rows:
         per = max(1, want_rows // rows_per_image)
-        per = -(-n // -(-n // per))  # even groups: 32 images by 9 -> 4 chunks of 8
-        return [(i, min(per, n - i), 0, oh) for i in range(0, n, per)]
+        # Sizes within one image of each other, and an even count (two threads take equal
+        # shares): 32 images by 9 -> 8, 8, 8, 8; by 7 -> 6, 6, 5, 5, 5, 5.
+        chunks = -(-n // per)
+        chunks = min(n, chunks + (chunks > 1 and chunks % 2))
+        size, extra = divmod(n, chunks)
+        spans, i = [], 0
+        for j in range(chunks):
+            imgs = size + (j < extra)
+            spans.append((i, imgs, 0, oh))
+            i += imgs
+        return spans
     band = max(1, want_rows // ow)
     bands = -(-oh // band)
     band = -(-oh // bands)  # even bands
