@@ -178,3 +178,22 @@ def test_large_pools_split_their_batch_over_two_threads(op, monkeypatch):
     for _ in range(2):
         np.testing.assert_array_equal(fn(ctx, x), want)
     assert sets == [1, 2, 1, 2]
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="no fork")
+def test_a_forked_child_starts_its_own_helper_threads():
+    import os
+    conv_threads.configure(2, lambda n: None)
+    conv_threads.run_chunks(lambda span, buf: None, [0, 1], 4, np.float32)  # helpers started
+    pid = os.fork()
+    if pid == 0:  # child: the chunks must all run (no job lost in a dead thread's queue)
+        seen = []
+        try:
+            conv_threads.run_chunks(lambda span, buf: seen.append(span), list(range(6)), 4,
+                                    np.float32)
+            code = 0 if sorted(seen) == list(range(6)) else 1
+        except BaseException:
+            code = 1
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0

@@ -17,6 +17,7 @@ every block). Outside a step (`configure` not called, or called with 1) everythi
 the calling thread. The helper threads are daemon threads started on first use, one buffer
 each, kept per thread.
 """
+import os
 import queue
 import threading
 
@@ -48,6 +49,19 @@ def _buffer(size, dtype):
     if buf is None or buf.dtype != dtype or buf.size < size:
         buf = _local.buf = np.empty(size, dtype)
     return buf
+
+
+def _after_fork_in_child():
+    """A forked child has none of the parent's helper threads: start its own when needed
+    (jobs queued for threads that do not exist would never run)."""
+    global _start_lock
+    _helpers.clear()
+    _inside[0] = 0
+    _start_lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _helper(tasks):
