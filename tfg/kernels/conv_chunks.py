@@ -1,5 +1,5 @@
 """Dense NHWC Conv2D (+ bias, + Relu/Relu6) in chunks of output rows whose patch matrix stays
-in the core's cache, each chunk's GEMM written straight into the output.
+in cache, each chunk's GEMM written straight into the output.
 
     run = prepared(x.shape, w.shape, g, x.dtype)     # None when one whole GEMM is better
     y = run(x, w)                                    # Conv2D
@@ -18,7 +18,7 @@ a bit may differ from the one-GEMM result (not from TensorFlow's tolerance).
 `workers` (conv_threads.py) may run the chunks on two threads: numpy's copy, OpenBLAS's GEMM
 (one BLAS thread each) and the ufuncs all release the GIL, so both cores work on every part
 of the convolution, as TensorFlow's intra-op pool does, instead of only the GEMM with two
-BLAS threads. Chunks are taken from a shared counter, so a thread that loses its core to
+BLAS threads. Chunks are taken from a shared iterator, so a thread that loses its core to
 another process takes fewer chunks rather than stalling the other.
 """
 import numpy as np
@@ -30,7 +30,8 @@ from tfg.kernels.conv_geom import padded, strided
 # 1 MB beat 256-512 KB on the cnn row's layers and ResNet's 24x24x64: 256 KB made GEMMs of
 # too few rows; 4 MB lost the gain, the buffer no longer in the L2/L3 it was written to).
 CHUNK_BYTES = 1 << 20
-# Fewer GEMM rows than this and OpenBLAS's per-call packing of the filter shows.
+# A floor on a chunk's GEMM rows, for filters of large K (256 KB chunks, 100-450 rows, were
+# slower than 1 MB ones on every layer measured).
 MIN_ROWS = 128
 # Convolutions whose whole patch matrix is under this stay one GEMM (no gain, more calls).
 MIN_PATCH_BYTES = 1 << 20
