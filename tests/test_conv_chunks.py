@@ -197,3 +197,12 @@ def test_a_forked_child_starts_its_own_helper_threads():
         os._exit(code)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_conv_threads_env_var_keeps_chunks_serial(monkeypatch):
+    monkeypatch.setenv("TFG_CONV_THREADS", "0")
+    conv_threads.configure(2, lambda n: None)
+    assert conv_threads.workers() == 1
+    monkeypatch.delenv("TFG_CONV_THREADS")
+    conv_threads.configure(2, lambda n: None)
+    assert conv_threads.workers() == 2

@@ -23,6 +23,7 @@ import threading
 
 import numpy as np
 
+ENV_VAR = "TFG_CONV_THREADS"
 _workers = 1
 _set_blas = None
 _restore = 1
@@ -34,10 +35,13 @@ _inside = [0]  # threaded calls running now: BLAS goes back to the step's count 
 
 def configure(workers, set_blas=None):
     """Let chunked kernels use `workers` threads (1: serial), calling `set_blas(n)` to put
-    BLAS at one thread around a threaded call and back at `workers` after."""
+    BLAS at one thread around a threaded call and back at `workers` after. $TFG_CONV_THREADS
+    = 0 keeps them serial (then a step's BLAS threads split each chunk's GEMM instead: the
+    comparison for a quiet machine)."""
     global _workers, _set_blas, _restore
-    _workers = max(1, int(workers)) if set_blas is not None else 1
-    _set_blas, _restore = set_blas, _workers
+    off = os.environ.get(ENV_VAR) == "0"
+    _workers = max(1, int(workers)) if set_blas is not None and not off else 1
+    _set_blas, _restore = set_blas, max(1, int(workers))
 
 
 def workers():
