@@ -11,10 +11,11 @@ the fetches, <case>_feeds.npz, <case>_expected.npz).
 
 DIR is a folder bench_keras.py wrote (`tfgkeras*` under the temp dir: <model>.pb,
 <model>.json, <model>_x.npy, <model>_y.npy). Each worker runs in its checkout's root, so it
-imports that checkout's tfg, builds `Session(graph, blas_threads=1)` per model, checks its
-output against TensorFlow's (`err`: max |diff| / max |y|) and then times one step per
-request. The checkouts answer in alternating order (A B, then B A) so that a load that
-comes and goes lands on both alike. Prints, per model and checkout: the minimum, first
+imports that checkout's tfg, builds `Session(graph, blas_threads=1)` per model
+(`--blas-threads` sets another count, or `default`), checks its output against
+TensorFlow's (`err`: max |diff| / max |y|) and then times one step per request. The
+checkouts answer in alternating order (A B, then B A) so that a load that comes and goes
+lands on both alike. Prints, per model and checkout: the minimum, first
 quartile and median of process CPU ms per step, the median wall ms, and the median CPU
 and wall relative to the first checkout. On a shared machine, compare the CPU columns.
 """
@@ -31,10 +32,11 @@ import numpy as np
 import tfg
 from tfg.executor import Session
 folder, names, kind = sys.argv[1], sys.argv[2].split(","), sys.argv[3]
+blas_threads = None if sys.argv[4] == "default" else int(sys.argv[4])
 runs = {}
 for name in names:
     meta = json.load(open(os.path.join(folder, name + ".json")))
-    sess = Session(tfg.load(os.path.join(folder, name + ".pb")), blas_threads=1)
+    sess = Session(tfg.load(os.path.join(folder, name + ".pb")), blas_threads=blas_threads)
     if kind == "keras":
         feeds, fetch = {meta["input"]: np.load(os.path.join(folder, name + "_x.npy"))}, \
             meta["output"]
@@ -71,6 +73,10 @@ def main():
                     help="models or loop cases (default: nasnetmobile,mobilenetv3small / "
                          "lstm,gru,bilstm)")
     ap.add_argument("--pairs", type=int, default=20)
+    ap.add_argument("--blas-threads", default="1",
+                    help="the Sessions' blas_threads: a count (default 1), or 'default' "
+                         "(the Session's default, 'adaptive', with OpenBLAS's threads left "
+                         "to it; compare wall only on a quiet machine)")
     a = ap.parse_args()
     kind, folder = ("keras", a.keras) if a.keras else ("loops", a.loops)
     a.models = a.models or ("nasnetmobile,mobilenetv3small" if a.keras else "lstm,gru,bilstm")
@@ -80,8 +86,11 @@ def main():
             print(f"ab_checkouts: no {m}.pb in {folder} (run bench_{kind}.py first)",
                   file=sys.stderr)
             sys.exit(2)
-    env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
-    workers = {d: subprocess.Popen([sys.executable, "-c", WORKER, folder, a.models, kind],
+    env = dict(os.environ)
+    if a.blas_threads == "1":
+        env["OPENBLAS_NUM_THREADS"] = "1"
+    workers = {d: subprocess.Popen([sys.executable, "-c", WORKER, folder, a.models, kind,
+                                    a.blas_threads],
                                    cwd=d,
                                    env=env, text=True, stdin=subprocess.PIPE,
                                    stdout=subprocess.PIPE)

@@ -32,6 +32,7 @@ import numpy  # noqa: F401 - loads its BLAS, so that it shows in the process's m
 from tfg.errors import TfgInputError
 from tfg.executor.blas_spin import shorten_idle_spin
 from tfg.executor.contention import adaptive_threads, meter
+from tfg.kernels import conv_threads
 
 ADAPTIVE = "adaptive"
 ENV_VAR = "TFG_BLAS_THREADS"
@@ -195,6 +196,7 @@ class blas_limit:
             want = min(_active.values())
             if backend.get() != want:
                 backend.set(want)
+            conv_threads.configure(want, backend.set)
         return self
 
     def __exit__(self, *exc):
@@ -209,4 +211,6 @@ class blas_limit:
             want = min(_active.values()) if _active else _saved
             if want is not None and backend.get() != want:
                 backend.set(want)
+            # Outside steps, chunked kernels run on the calling thread only.
+            conv_threads.configure(want if _active else 1, backend.set)
         return False

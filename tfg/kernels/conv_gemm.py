@@ -21,6 +21,7 @@ for a left matrix of 2 or 3 rows (a classifier or a squeeze-excite layer at batc
 pixels are the rows), so those rows go to one GEMV each instead.
 """
 import numpy as np
+from tfg.kernels import conv_chunks
 from tfg.kernels.conv_geom import padded, padded_nchw, strided
 
 # Measured (OpenBLAS 0.3.31, one thread, float32, M x K @ K x N): with M = 2 or 3 and K*N of
@@ -49,9 +50,10 @@ def matmul(a, b):
     return a @ b
 
 
-def prepared(x_shape, w_shape, g, nchw_layout=False):
+def prepared(x_shape, w_shape, g, nchw_layout=False, dtype=np.float32):
     """`run(x, w)` for inputs of these shapes: what `nhwc`/`nchw` do, with the choice of
-    path and the GEMM's dimensions made once (Conv2D keeps it per node and signature)."""
+    path and the GEMM's dimensions made once (Conv2D keeps it per node and signature). NHWC
+    convolutions with a large patch matrix run in cache-sized chunks (conv_chunks.py)."""
     if nchw_layout:
         return lambda x, w: nchw(x, w, g)
     n, h, wd, c = x_shape
@@ -61,7 +63,11 @@ def prepared(x_shape, w_shape, g, nchw_layout=False):
         if rows in SKINNY_ROWS:
             return lambda x, w: matmul(x.reshape(rows, c), w.reshape(c, oc)).reshape(out)
         return lambda x, w: (x.reshape(rows, c) @ w.reshape(c, oc)).reshape(out)
-    if c <= THIN_MAX_CHANNELS and kh * kw * c <= THIN_MAX_K and not (kh == kw == 1):
+    thin = c <= THIN_MAX_CHANNELS and kh * kw * c <= THIN_MAX_K and not (kh == kw == 1)
+    chunked = conv_chunks.prepared(x_shape, w_shape, g, dtype, thin)
+    if chunked is not None:
+        return chunked
+    if thin:
         out = (n, g.oh, g.ow, oc)
         return lambda x, w: (patches_t_nhwc(x, g).T @ w.reshape(-1, oc)).reshape(out)
     return lambda x, w: nhwc(x, w, g)

@@ -61,7 +61,7 @@ def conv2d(ctx, x, w):
     g = geometry(ctx, h, wd, kh, kw)
     if xp is np and groups == 1 and x.dtype == w.dtype:
         # The CPU's GEMM paths, in the input's layout (NCHW stays NCHW: no transposes).
-        run = conv_gemm.prepared(x.shape, w.shape, g, nchw)
+        run = conv_gemm.prepared(x.shape, w.shape, g, nchw, x.dtype)
         if type(x) is np.ndarray and type(w) is np.ndarray:
             ctx.cache[(x.shape, w.shape, x.dtype, w.dtype)] = run
         return run(x, w)

@@ -11,7 +11,7 @@ fused result is bit-for-bit the unfused one.
 import numpy as np
 
 from tfg.errors import TfgRuntimeError
-from tfg.kernels import clamp
+from tfg.kernels import clamp, conv_chunks
 from tfg.kernels._util import fail
 from tfg.kernels.context import KernelContext
 from tfg.kernels.registry import ALL_DEVICES, get_kernel, kernel
@@ -177,10 +177,39 @@ def _apply_fused(ctx, y, args):
     return y
 
 
+# The in-place activations a chunked convolution applies per chunk (conv_chunks.py).
+_CHUNK_ACTIVATIONS = {"Identity": None, "Relu": clamp.relu, "Relu6": clamp.relu6}
+
+
 @kernel("_FusedConv2D", device_types=ALL_DEVICES)
 def fused_conv2d(ctx, x, w, *args):
     n = int(ctx.attrs.get("num_args", 0))
-    return _apply_fused(ctx, _base(ctx, "Conv2D", x, w), args[:n])
+    if type(x) is np.ndarray and type(w) is np.ndarray and n == 1:
+        # BiasAdd (+ Relu/Relu6) of a chunked convolution: applied to each chunk of the
+        # output while it is in cache, inside the convolution (same values as below).
+        hit = ctx.cache.get("chunked")
+        b = args[0]
+        if (hit is not None and hit[0] == (x.shape, w.shape, x.dtype, w.dtype)
+                and type(b) is np.ndarray and b.dtype == x.dtype and b.shape == w.shape[3:]):
+            return hit[1](x, w, b, hit[2])
+    y = _apply_fused(ctx, _base(ctx, "Conv2D", x, w), args[:n])
+    if type(x) is np.ndarray and type(w) is np.ndarray and n == 1 and "chunked" not in ctx.cache:
+        _remember_chunked(ctx, x, w)
+    return y
+
+
+def _remember_chunked(ctx, x, w):
+    """After the first call: whether the base Conv2D chose the chunked path for this
+    signature and the steps are BiasAdd + an activation it can apply per chunk."""
+    key = (x.shape, w.shape, x.dtype, w.dtype)
+    run = ctx.cache["base"][2].cache.get(key)
+    ops, axis, _, _, quick = _steps(ctx, 4)
+    act = ops[1] if len(ops) == 2 else "Identity"
+    if (isinstance(run, conv_chunks.ChunkedConv) and quick is not None
+            and act in _CHUNK_ACTIVATIONS):
+        ctx.cache["chunked"] = (key, run, _CHUNK_ACTIVATIONS[act])
+    else:
+        ctx.cache["chunked"] = (None, None, None)
 
 
 @kernel("_FusedDepthwiseConv2dNative", device_types=ALL_DEVICES)
