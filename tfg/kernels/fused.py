@@ -31,6 +31,18 @@ def _swish(xp, x):
     return xp.divide(x, d, out=d) if d.dtype == x.dtype else (x / d).astype(x.dtype)
 
 
+def _swish_inplace(y):
+    """`_swish` of a float numpy array written into `y`, with one temporary where `_swish`
+    makes two (-y, then its exp): the same roundings in the same order, so the same bits.
+    EfficientNetB0 runs 49 swishes a step on up to 2x48x48x96 values, where the exp is most
+    of the time and a fresh temporary of 1.7 MB costs its page faults (measured alone,
+    2x12x12x240: 223 -> 171 us, 2x48x48x32: 747 -> 558 us)."""
+    t = np.negative(y)
+    np.exp(t, out=t)
+    t += 1
+    return np.divide(y, t, out=y)
+
+
 # Each activation is (xp, x, alpha) -> y, for numpy or a GPU array module alike.
 _ACTIVATIONS = {
     "Relu": _relu,
@@ -110,6 +122,8 @@ _INPLACE_ACTIVATIONS = {
     "Identity": lambda y, a: y,
 }
 _INPLACE_ACTIVATIONS["_TfgHardSwish"] = lambda y, a: _hard_swish(np, y, out=y)
+_INPLACE_ACTIVATIONS["_MklSwish"] = lambda y, a: (_swish_inplace(y) if y.dtype.kind == "f"
+                                                  else _swish(np, y))
 
 
 def _steps(ctx, ndim):
