@@ -14,6 +14,7 @@ from tfg.errors import TfgRuntimeError
 from tfg.kernels import clamp
 from tfg.kernels._util import fail
 from tfg.kernels.context import KernelContext
+from tfg.kernels.math_ops import sigmoid, sigmoid_into
 from tfg.kernels.registry import ALL_DEVICES, get_kernel, kernel
 from tfg.kernels.select import where
 
@@ -50,7 +51,7 @@ _ACTIVATIONS = {
     "Elu": lambda xp, x, a: where(x < 0, xp.expm1(xp.minimum(x, x.dtype.type(0))), x, xp),
     "LeakyRelu": lambda xp, x, a: where(x < 0, x * x.dtype.type(a), x, xp),
     "Tanh": lambda xp, x, a: xp.tanh(x),
-    "Sigmoid": lambda xp, x, a: (1 / (1 + xp.exp(-x))).astype(x.dtype),
+    "Sigmoid": lambda xp, x, a: sigmoid(xp, x),  # the Sigmoid kernel's values
     "Identity": lambda xp, x, a: x,
 }
 # Swish, x * sigmoid(x), under TensorFlow's oneDNN name (not an op: the remapper's fused step
@@ -114,6 +115,13 @@ def _bias_inplace(y, b, axis):
     return y
 
 
+def _sigmoid_inplace(y):
+    """The Sigmoid kernel's values, written into `y` where its one-sided form applies
+    (math_ops.sigmoid_into: each step elementwise, so `y` may be its own output)."""
+    r = sigmoid_into(y, out=y)
+    return r if r is not None else sigmoid(np, y)
+
+
 # Activations written into their input's memory: the same values as _ACTIVATIONS (and as the
 # unfused kernels), without a temporary and a copy per step.
 _INPLACE_ACTIVATIONS = {
@@ -122,6 +130,7 @@ _INPLACE_ACTIVATIONS = {
     "Identity": lambda y, a: y,
 }
 _INPLACE_ACTIVATIONS["_TfgHardSwish"] = lambda y, a: _hard_swish(np, y, out=y)
+_INPLACE_ACTIVATIONS["Sigmoid"] = lambda y, a: _sigmoid_inplace(y)
 _INPLACE_ACTIVATIONS["_MklSwish"] = lambda y, a: (_swish_inplace(y) if y.dtype.kind == "f"
                                                   else _swish(np, y))
 

@@ -12,6 +12,9 @@
                                                            padding=EXPLICIT on x
     AvgPool 1x1 VALID of a crop of a zero Pad (tfg's Session only)
                                                         -> Pad(StridedSlice(x)) of the sample
+    Sigmoid(_Fused*(fused_ops=[BiasAdd])) (tfg's Session only) -> fused_ops=[BiasAdd, Sigmoid]
+    Reshape(Mean(x), [N, 1, 1, C]) (tfg's Session only)  -> Mean(x, keep_dims=True)
+                                                           (remap_squeeze.py)
 
     before: c = Conv2D(x, W); b = BiasAdd(c, bias); r = Relu(b)
     after:  r = _FusedConv2D(x, W, bias, fused_ops=[BiasAdd, Relu], num_args=1)
@@ -24,6 +27,7 @@ import numpy as np
 
 from tfg.graphdef.names import TensorRef, input_string
 from tfg.passes.manager import register_pass
+from tfg.passes.remap_squeeze import squeeze_keepdims
 from tfg.passes.rewrite import Pat, RewriteContext, graph_rewrite
 from tfg.schemas.dtypes import DType
 
@@ -179,6 +183,18 @@ def bare_activation(ctx, node, base):
     alpha = node.get_attr("alpha", 0.2) if node.op == "LeakyRelu" else None
     return _make_fused(ctx, node, base, [TensorRef(zeros.name, 0)], ["BiasAdd", node.op], alpha=alpha) and \
         (ctx.remove_if_dead(base.name) or True)
+
+
+def sigmoid_gate(ctx, node, fused):
+    """Sigmoid(_Fused*(fused_ops=[BiasAdd])) -> one fused node with the activation Sigmoid
+    (only for tfg's Session, opts.extra["tfg_kernels"]: TensorFlow's Eigen kernels fuse no
+    Sigmoid). The gate of a squeeze-excite block after its expanding 1x1 convolution:
+    EfficientNetB0's 16 a step. The fused kernel computes the Sigmoid kernel's values."""
+    if not ctx.opts.extra.get("tfg_kernels", False):
+        return False
+    if [o.decode() for o in fused.get_attr("fused_ops", [])] != ["BiasAdd"]:
+        return False
+    return activation(ctx, node, fused)
 
 
 def swish(ctx, node, fused, sig):
@@ -412,6 +428,9 @@ def rules():
         (Pat("Relu", [Pat(_BN, name="bn", one_consumer=True)]), bn_relu),
         (Pat(_PADDED), pad_into_conv),
         (Pat(("AvgPool",)), sampled_crop),
+        (Pat(("Sigmoid",), [fused]), sigmoid_gate),
+        (Pat(("Reshape",), [Pat(("Mean",), name="mean", one_consumer=True), v()]),
+         squeeze_keepdims),
         (Pat("Mul", [Pat(tuple(_FUSED) + tuple(_FUSED.values()), name="fused"),
                      Pat("Mul", [Pat("Relu6", [Pat(("AddV2", "Add"), name="add",
                                                    one_consumer=True)],
