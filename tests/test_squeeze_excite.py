@@ -137,3 +137,38 @@ def test_sigmoid_in_place_is_the_sigmoid_kernels():
         want = Session(gate.g, graph_rewrites=False).run("s", {"x": part})
         got = fused._INPLACE_ACTIVATIONS["Sigmoid"](part.copy(), None)
         np.testing.assert_array_equal(got, want)
+
+
+def _hard_gate_block(sixth=1 / 6):
+    """MobileNetV3's squeeze-excite gate as its frozen graph reads after constant folding:
+    x * (Relu6(conv(mean) + bias') * 1/6), the + 3 already in the bias."""
+    b = G().ph("x", [2, 4, 4, 5]).const("axes", np.array([1, 2], np.int32), I32)
+    b.op("mean", "Mean", "x", "axes", keep_dims=True, Tidx=I32)
+    b.const("w", RNG.standard_normal((1, 1, 5, 5)) * 4).op("conv", "Conv2D", "mean", "w", **CONV)
+    b.const("bias", RNG.standard_normal(5) + 3).op("biased", "BiasAdd", "conv", "bias")
+    b.op("r6", "Relu6", "biased").const("sixth", np.float32(sixth)).op("gate", "Mul", "r6", "sixth")
+    b.op("out", "Mul", "x", "gate")
+    return b
+
+
+def test_hard_sigmoid_gate_fused_same_bits():
+    b = _hard_gate_block()
+    feeds = {"x": (RNG.standard_normal((2, 4, 4, 5)) * 3).astype(np.float32)}
+    sess, got, want = _run_both(b, ["out", "gate"], feeds)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+    assert got[1].min() >= 0 and got[1].max() <= 1
+    gate = sess.rewrites[0].graph["gate"]
+    assert gate.op == "_FusedConv2D" and gate.get_attr("fused_ops") == [b"BiasAdd",
+                                                                        b"_TfgHardSigmoid"]
+    assert "r6" not in sess.rewrites[0].graph
+    plain = optimize(b.g, passes=["remap"], keep=["out"], verify=True)
+    assert plain["gate"].op == "Mul"  # not for TensorFlow
+
+
+def test_a_mul_by_another_constant_stays():
+    b = _hard_gate_block(sixth=0.2)
+    feeds = {"x": RNG.standard_normal((2, 4, 4, 5)).astype(np.float32)}
+    sess, got, want = _run_both(b, ["out"], feeds)
+    np.testing.assert_array_equal(got[0], want[0])
+    assert sess.rewrites[0].graph["gate"].op == "Mul"

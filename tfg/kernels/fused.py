@@ -72,6 +72,20 @@ def _hard_swish(xp, x, out=None):
 _ACTIVATIONS["_TfgHardSwish"] = lambda xp, x, a: _hard_swish(xp, x)
 
 
+def _hard_sigmoid(xp, x, out=None):
+    """relu6(x) * (1/6): MobileNetV3's squeeze-excite gate after a convolution whose bias took
+    the + 3, rounded as the graph's Relu6 then Mul by the float 1/6; into `out` if given."""
+    t = clamp.relu6(x, out=out) if xp is np else xp.clip(x, 0, 6)
+    if out is not None:
+        t *= x.dtype.type(1 / 6)
+        return t
+    return t * x.dtype.type(1 / 6)
+
+
+# (tfg's own name, for tfg's Session only, as _TfgHardSwish.)
+_ACTIVATIONS["_TfgHardSigmoid"] = lambda xp, x, a: _hard_sigmoid(xp, x)
+
+
 def _base(ctx, op, *inputs):
     """Run the registered kernel of `op` with this node's attrs (looked up once per node).
 
@@ -130,6 +144,7 @@ _INPLACE_ACTIVATIONS = {
     "Identity": lambda y, a: y,
 }
 _INPLACE_ACTIVATIONS["_TfgHardSwish"] = lambda y, a: _hard_swish(np, y, out=y)
+_INPLACE_ACTIVATIONS["_TfgHardSigmoid"] = lambda y, a: _hard_sigmoid(np, y, out=y)
 _INPLACE_ACTIVATIONS["Sigmoid"] = lambda y, a: _sigmoid_inplace(y)
 _INPLACE_ACTIVATIONS["_MklSwish"] = lambda y, a: (_swish_inplace(y) if y.dtype.kind == "f"
                                                   else _swish(np, y))

@@ -13,6 +13,8 @@
     AvgPool 1x1 VALID of a crop of a zero Pad (tfg's Session only)
                                                         -> Pad(StridedSlice(x)) of the sample
     Sigmoid(_Fused*(fused_ops=[BiasAdd])) (tfg's Session only) -> fused_ops=[BiasAdd, Sigmoid]
+    Mul(_Fused*(fused_ops=[BiasAdd, Relu6]), 1/6) (tfg's Session only)
+                                          -> fused_ops=[BiasAdd, _TfgHardSigmoid]
     Reshape(Mean(x), [N, 1, 1, C]) (tfg's Session only)  -> Mean(x, keep_dims=True)
                                                            (remap_squeeze.py)
 
@@ -266,6 +268,32 @@ def hard_swish(ctx, node, fused, add, relu6, scale):
     return _with_activation(ctx, node, fused, add, b"_TfgHardSwish", [scale, relu6, add])
 
 
+def hard_sigmoid(ctx, node, fused):
+    """Mul(_Fused*(fused_ops=[BiasAdd, Relu6]), 1/6) -> one fused node with the activation
+    _TfgHardSigmoid: the gate of MobileNetV3's squeeze-excite blocks (Keras's relu6(x + 3) / 6,
+    the + 3 folded into the bias), 9 Mul calls a step in MobileNetV3Small; the same roundings
+    (fused.py). tfg's Session only (opts.extra["tfg_kernels"])."""
+    if not ctx.opts.extra.get("tfg_kernels", False):
+        return False
+    if [o.decode() for o in fused.get_attr("fused_ops", [])] != ["BiasAdd", "Relu6"]:
+        return False
+    sixth = [r for r in node.data_inputs if r.node != fused.name]
+    if len(sixth) != 1 or not _scalar(ctx, sixth[0], 1 / 6):
+        return False
+    if any(r.port != 0 for r in node.data_inputs if r.node == fused.name):
+        return False
+    for n in (fused, node):
+        if n.control_inputs or ctx.control_consumers(n.name):
+            return False
+    if ctx.preserved(fused.name) or not _compatible(ctx, node, fused):
+        return False
+    attrs = {k: fused.get_attr(k) for k in fused.attr if not k.startswith("_")}
+    attrs["fused_ops"] = [b"BiasAdd", b"_TfgHardSigmoid"]
+    ctx.morph(node, fused.op, list(fused.inputs), attrs)
+    ctx.remove_if_dead(fused.name)
+    return True
+
+
 def bn_relu(ctx, node, bn):
     """FusedBatchNorm + Relu -> _FusedBatchNormEx (only where TensorFlow has the kernel: GPU)."""
     if not _on_gpu(ctx, bn) or not _compatible(ctx, node, bn):
@@ -429,6 +457,7 @@ def rules():
         (Pat(_PADDED), pad_into_conv),
         (Pat(("AvgPool",)), sampled_crop),
         (Pat(("Sigmoid",), [fused]), sigmoid_gate),
+        (Pat("Mul", [fused, v()], commutative=True), hard_sigmoid),
         (Pat(("Reshape",), [Pat(("Mean",), name="mean", one_consumer=True), v()]),
          squeeze_keepdims),
         (Pat("Mul", [Pat(tuple(_FUSED) + tuple(_FUSED.values()), name="fused"),
