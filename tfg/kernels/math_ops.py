@@ -340,6 +340,10 @@ def _sigmoid(xp, x):
     return xp.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
 
 
+# The Sigmoid kernel's values, for the activations fused after a convolution (kernels/fused.py).
+sigmoid = _sigmoid
+
+
 # Abramowitz & Stegun 7.1.26 is only good to ~1e-7, fine for float32 but not float64.
 _erf64 = np.vectorize(math.erf, otypes=[np.float64])
 

@@ -12,6 +12,11 @@
                                                            padding=EXPLICIT on x
     AvgPool 1x1 VALID of a crop of a zero Pad (tfg's Session only)
                                                         -> Pad(StridedSlice(x)) of the sample
+    Sigmoid(_Fused*(fused_ops=[BiasAdd])) (tfg's Session only) -> fused_ops=[BiasAdd, Sigmoid]
+    Mul(_Fused*(fused_ops=[BiasAdd, Relu6]), 1/6) (tfg's Session only)
+                                          -> fused_ops=[BiasAdd, _TfgHardSigmoid]
+    Reshape(Mean(x), [N, 1, 1, C]) (tfg's Session only)  -> Mean(x, keep_dims=True)
+                                                           (remap_squeeze.py)
 
     before: c = Conv2D(x, W); b = BiasAdd(c, bias); r = Relu(b)
     after:  r = _FusedConv2D(x, W, bias, fused_ops=[BiasAdd, Relu], num_args=1)
@@ -24,6 +29,7 @@ import numpy as np
 
 from tfg.graphdef.names import TensorRef, input_string
 from tfg.passes.manager import register_pass
+from tfg.passes.remap_squeeze import squeeze_keepdims
 from tfg.passes.rewrite import Pat, RewriteContext, graph_rewrite
 from tfg.schemas.dtypes import DType
 
@@ -181,6 +187,18 @@ def bare_activation(ctx, node, base):
         (ctx.remove_if_dead(base.name) or True)
 
 
+def sigmoid_gate(ctx, node, fused):
+    """Sigmoid(_Fused*(fused_ops=[BiasAdd])) -> one fused node with the activation Sigmoid
+    (only for tfg's Session, opts.extra["tfg_kernels"]: TensorFlow's Eigen kernels fuse no
+    Sigmoid). The gate of a squeeze-excite block after its expanding 1x1 convolution:
+    EfficientNetB0's 16 a step. The fused kernel computes the Sigmoid kernel's values."""
+    if not ctx.opts.extra.get("tfg_kernels", False):
+        return False
+    if [o.decode() for o in fused.get_attr("fused_ops", [])] != ["BiasAdd"]:
+        return False
+    return activation(ctx, node, fused)
+
+
 def swish(ctx, node, fused, sig):
     """Mul(f, Sigmoid(f)) with f = _Fused*(fused_ops=[BiasAdd]) or a bare base op ->
     one fused node with the activation _MklSwish (TensorFlow's oneDNN name; only for tfg's
@@ -248,6 +266,32 @@ def hard_swish(ctx, node, fused, add, relu6, scale):
     if readers != {node.name, add.name} or not _compatible(ctx, node, add, relu6, scale, fused):
         return False
     return _with_activation(ctx, node, fused, add, b"_TfgHardSwish", [scale, relu6, add])
+
+
+def hard_sigmoid(ctx, node, fused):
+    """Mul(_Fused*(fused_ops=[BiasAdd, Relu6]), 1/6) -> one fused node with the activation
+    _TfgHardSigmoid: the gate of MobileNetV3's squeeze-excite blocks (Keras's relu6(x + 3) / 6,
+    the + 3 folded into the bias), 9 Mul calls a step in MobileNetV3Small; the same roundings
+    (fused.py). tfg's Session only (opts.extra["tfg_kernels"])."""
+    if not ctx.opts.extra.get("tfg_kernels", False):
+        return False
+    if [o.decode() for o in fused.get_attr("fused_ops", [])] != ["BiasAdd", "Relu6"]:
+        return False
+    sixth = [r for r in node.data_inputs if r.node != fused.name]
+    if len(sixth) != 1 or not _scalar(ctx, sixth[0], 1 / 6):
+        return False
+    if any(r.port != 0 for r in node.data_inputs if r.node == fused.name):
+        return False
+    for n in (fused, node):
+        if n.control_inputs or ctx.control_consumers(n.name):
+            return False
+    if ctx.preserved(fused.name) or not _compatible(ctx, node, fused):
+        return False
+    attrs = {k: fused.get_attr(k) for k in fused.attr if not k.startswith("_")}
+    attrs["fused_ops"] = [b"BiasAdd", b"_TfgHardSigmoid"]
+    ctx.morph(node, fused.op, list(fused.inputs), attrs)
+    ctx.remove_if_dead(fused.name)
+    return True
 
 
 def bn_relu(ctx, node, bn):
@@ -412,6 +456,10 @@ def rules():
         (Pat("Relu", [Pat(_BN, name="bn", one_consumer=True)]), bn_relu),
         (Pat(_PADDED), pad_into_conv),
         (Pat(("AvgPool",)), sampled_crop),
+        (Pat(("Sigmoid",), [fused]), sigmoid_gate),
+        (Pat("Mul", [fused, v()], commutative=True), hard_sigmoid),
+        (Pat(("Reshape",), [Pat(("Mean",), name="mean", one_consumer=True), v()]),
+         squeeze_keepdims),
         (Pat("Mul", [Pat(tuple(_FUSED) + tuple(_FUSED.values()), name="fused"),
                      Pat("Mul", [Pat("Relu6", [Pat(("AddV2", "Add"), name="add",
                                                    one_consumer=True)],
