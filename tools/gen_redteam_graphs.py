@@ -376,6 +376,28 @@ def nested_stateful():
              init=[counter.initializer.name])
 
 
+def alloc_by_value():
+    """Allocations sized by feed VALUES of a fixed signature (int32 scalar `n`, float32 scalar
+    `f`), and a loop whose trip count `n` sizes a TensorArray: the static guards must not
+    carry one value's verdict over to another value."""
+    g = tf.Graph()
+    with g.as_default():
+        n = tf1.placeholder(tf.int32, (), name="n")
+        f = tf1.placeholder(tf.float32, (), name="f")
+        a = tf.reduce_sum(tf.ones(tf.stack([n, 256])), name="by_int")
+        m = tf.cast(f * 100.0, tf.int32)
+        b = tf.reduce_sum(tf.ones(tf.stack([m, 256])), name="by_float")
+        ta = tf1.TensorArray(tf.float32, size=n, element_shape=[64])
+        _, ta = tf1.while_loop(lambda i, ta: i < n,
+                               lambda i, ta: (i + 1, ta.write(i, tf.fill([64], 1.0))), [0, ta])
+        c = tf.reduce_sum(ta.stack(), name="by_loop")
+    sets = [{"n:0": np.int32(3), "f:0": np.float32(0.05)},
+            {"n:0": np.int32(3), "f:0": np.float32(0.05)},
+            {"n:0": np.int32(3), "f:0": np.float32(0.05)},
+            {"n:0": np.int32(7), "f:0": np.float32(0.2)}]
+    tf1_case("alloc_by_value", g, ["by_int:0", "by_float:0", "by_loop:0"], sets)
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     for lower in (False, True):
@@ -387,6 +409,7 @@ def main():
     raw_rnn_case()
     beam_steps()
     nested_stateful()
+    alloc_by_value()
     total = sum(os.path.getsize(os.path.join(dp, f)) for dp, _, fs in os.walk(OUT) for f in fs)
     print(f"total {total} bytes")
     assert total < 2_000_000, total
