@@ -159,6 +159,48 @@ def conv_net():
              [[x1], [x4], [x1]], True, rtol=2e-4, atol=2e-5)
 
 
+def conv_odd():
+    """Odd sizes for the depthwise and pool strategies: 13x11 input, depthwise with a channel
+    multiplier (VALID), a 5x5 depthwise of stride 2 (SAME), a separable conv,
+    3x3/2 VALID max pool, 2x2/1 SAME average pool, global max; batch 1, 3, 2, 3."""
+    keras.utils.set_random_seed(12)
+    L = keras.layers
+    model = keras.Sequential([
+        keras.Input((13, 11, 5)),
+        # (dilation_rate=2 here: TensorFlow writes SpaceToBatchND/BatchToSpaceND around the
+        # depthwise conv, ops tfg has no kernel for: refused with a clear error, exit 2)
+        L.DepthwiseConv2D(3, depth_multiplier=2, padding="valid"),
+        L.DepthwiseConv2D(5, strides=2, padding="same", activation="relu"),
+        L.SeparableConv2D(6, 3, padding="same"), L.MaxPooling2D(3, strides=2),
+        L.AveragePooling2D(2, strides=1, padding="same"), L.GlobalMaxPooling2D(), L.Dense(3)])
+    fn = tf.function(lambda x: model(x))
+    rng = np.random.RandomState(13)
+    xs = {b: rng.randn(b, 13, 11, 5).astype(np.float32) for b in (1, 2, 3)}
+    tf2_case("conv_odd", fn, [tf.TensorSpec([None, 13, 11, 5], tf.float32)],
+             [[xs[1]], [xs[3]], [xs[2]], [xs[3]]], True, rtol=2e-4, atol=2e-5)
+
+
+def sampled_crops():
+    """NASNet's adjust block (ZeroPadding2D, Cropping2D, 1x1 AveragePooling2D of stride 2)
+    and variants the session-time `sampled_crop` rewrite must get right: uneven paddings, a
+    crop larger than the padding, strides 3 and 2; fully static shapes (the rewrite needs
+    them)."""
+    L = keras.layers
+    inp = keras.Input((9, 7, 3), batch_size=2)
+    a = L.AveragePooling2D(1, strides=2)(L.Cropping2D(((1, 0), (1, 0)))(
+        L.ZeroPadding2D(((0, 1), (0, 1)))(inp)))
+    b = L.AveragePooling2D(1, strides=(3, 2))(L.Cropping2D(((0, 2), (1, 1)))(
+        L.ZeroPadding2D(((1, 2), (0, 3)))(inp)))
+    c = L.AveragePooling2D(1, strides=2)(L.Cropping2D(((3, 3), (0, 4)))(
+        L.ZeroPadding2D(((2, 2), (2, 2)))(inp)))
+    model = keras.Model(inp, [a * 1.0, b * 2.0, c * 3.0])
+    fn = tf.function(lambda x: model(x))
+    rng = np.random.RandomState(14)
+    x = [rng.randn(2, 9, 7, 3).astype(np.float32) for _ in range(2)]
+    tf2_case("sampled_crops", fn, [tf.TensorSpec([2, 9, 7, 3], tf.float32)], [[x[0]], [x[1]]],
+             True)
+
+
 # ---- TF1: v1 control flow ----
 
 class Weights:
@@ -404,6 +446,8 @@ def main():
         keras_rnn_mix(lower)
         functional_while_if(lower)
     conv_net()
+    conv_odd()
+    sampled_crops()
     tf1.disable_control_flow_v2()
     dynamic_lstm_gru()
     raw_rnn_case()
