@@ -130,3 +130,23 @@ def test_dataflow_executor_keeps_the_memory_limit():
     assert float(sess.run("by_int:0", feeds)) == 768.0
     with pytest.raises(TfgRuntimeError, match="over the memory limit"):
         sess.run("by_int:0", {"n:0": np.int32(5000), "f:0": np.float32(0.05)})
+
+
+@pytest.mark.parametrize("args,says", [
+    (["--fetch", "while/add"], "fetch 'while/add:0' is inside while loop 'while/while_context'"),
+    (["--feed", "while/Identity_1=[[1,2,3,4,5]]", "--fetch", "ids"],
+     "feed 'while/Identity_1:0' is inside while loop 'while/while_context'"),
+])
+def test_feed_or_fetch_inside_a_loop(args, says):
+    """TensorFlow refuses both (Retval already set / inputs from different frames); tfg said
+    "has no value: it is dead (computed on a branch that was not taken)", exit 1."""
+    assert_refused(_run(BEAM, "--feed", "memory=[[1,2,3,4,5]]", "--feed", "steps=2", *args),
+                   rc=2, says=says)
+
+
+def test_exit_of_a_loop_can_be_fetched_and_fed():
+    sess = tfg.Session(tfg.load(str(BEAM)))
+    feeds = {"memory:0": np.ones((1, 5), np.float32), "steps:0": np.int32(2)}
+    assert sess.run("while/Exit_1:0", feeds).shape == (3, 5)
+    h = np.full((3, 5), 0.5, np.float32)
+    assert float(sess.run("hsum:0", {**feeds, "while/Exit_1:0": h})) == pytest.approx(7.5)
