@@ -381,7 +381,8 @@ def beam_steps():
     sets = [{"memory:0": m2, "steps:0": np.int32(4)}, {"memory:0": m3, "steps:0": np.int32(2)},
             {"memory:0": m2, "steps:0": np.int32(1)}, {"memory:0": m3, "steps:0": np.int32(4)},
             {"memory:0": m2, "steps:0": np.int32(4)}]
-    tf1_case("tf1_beam_steps", g, ["ids:0", "scores:0", "hsum:0"], sets)
+    tf1_case("tf1_beam_steps", g, ["ids:0", "scores:0", "hsum:0"], sets,
+             ys=["hsum:0"], xs=["memory:0", w_h.name, emb.name])
 
 
 def nested_stateful():
