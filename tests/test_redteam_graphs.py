@@ -149,3 +149,23 @@ def test_conv_net_batches_and_memory_limit():
             sess.run(fetch, {name: big})
     np.testing.assert_allclose(sess.run(fetch, {name: data[f"1/feed/{name}"]}),
                                data[f"1/fetch/{fetch}"], rtol=2e-4, atol=2e-5)
+
+
+@pytest.mark.parametrize("fast_path", [True, False])
+def test_failing_iteration_leaves_no_state(fast_path):
+    """An Assert and a CheckNumerics inside a loop body fail mid-loop (twice each: the second
+    step of a signature is where the static guards decide); the next good step is exact."""
+    meta, data = _load("tf1_loop_assert")
+    sess = tfg.Session(tfg.load(str(ROOT / "tf1_loop_assert" / "graph.pb")), fast_path=fast_path)
+    good = {k: data[f"0/feed/{k}"] for k in meta["feeds"]}
+    want = [data[f"0/fetch/{f}"] for f in meta["fetches"]]
+    for _ in range(2):
+        np.testing.assert_allclose(sess.run(meta["fetches"], good), want, rtol=1e-5)
+    bad = [({"x:0": np.array([0.5, 2.0, 30.0], np.float32)}, "Condition x < y did not hold"),
+           ({"x:0": np.array([0.5, -9.0, 3.0], np.float32)}, "log of x : Tensor had NaN"),
+           ({"limit:0": np.float32(2.1)}, "Condition x < y did not hold")]
+    for change, says in bad:
+        for _ in range(2):
+            with pytest.raises(TfgError, match=says):
+                sess.run(meta["fetches"], {**good, **change})
+    np.testing.assert_allclose(sess.run(meta["fetches"], good), want, rtol=1e-5)

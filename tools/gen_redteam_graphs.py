@@ -441,6 +441,30 @@ def alloc_by_value():
     tf1_case("alloc_by_value", g, ["by_int:0", "by_float:0", "by_loop:0"], sets)
 
 
+def loop_assert():
+    """A loop whose body asserts (x < limit, CheckNumerics of a log) with `limit` and the
+    start fed: the good runs are recorded; tests/test_redteam_graphs.py also feeds values that
+    fail in the 3rd iteration and checks the next good run is exact (no state left behind)."""
+    g = tf.Graph()
+    with g.as_default():
+        x = tf1.placeholder(tf.float32, (None,), name="x")
+        limit = tf1.placeholder(tf.float32, (), name="limit")
+
+        def body(i, x, acc):
+            x = x * 0.5 + 1.0
+            check = tf1.assert_less(x, limit, name="below_limit")
+            with tf.control_dependencies([check]):
+                y = tf.debugging.check_numerics(tf.math.log(x), "log of x")
+            return i + 1, x, acc + y
+        _, x, acc = tf1.while_loop(lambda i, *_: i < 5, body, [0, x, tf.zeros_like(x)])
+        tf.identity(acc, name="acc")
+        tf.identity(x, name="x_out")
+    sets = [{"x:0": np.array([0.5, 2.0, 3.0], np.float32), "limit:0": np.float32(10.0)},
+            {"x:0": np.array([1.0], np.float32), "limit:0": np.float32(10.0)},
+            {"x:0": np.array([0.5, 2.0, 3.0], np.float32), "limit:0": np.float32(10.0)}]
+    tf1_case("tf1_loop_assert", g, ["acc:0", "x_out:0"], sets)
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     for lower in (False, True):
@@ -455,6 +479,7 @@ def main():
     beam_steps()
     nested_stateful()
     alloc_by_value()
+    loop_assert()
     total = sum(os.path.getsize(os.path.join(dp, f)) for dp, _, fs in os.walk(OUT) for f in fs)
     print(f"total {total} bytes")
     assert total < 2_000_000, total
