@@ -136,7 +136,7 @@ def comparable_tensors(a, b):
     for node in a.topo_order():
         other = b.get(node.name)
         if (other is None or node.op in _SKIP_OPS or not has_op(node.op)
-                or not has_op(other.op) or get_op(node.op).stateful):
+                or not has_op(other.op) or get_op(node.op).has_effects):
             continue
         try:
             dtypes = output_dtypes(node)

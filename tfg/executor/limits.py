@@ -27,6 +27,7 @@ import re
 import numpy as np
 
 from tfg.errors import TfgInputError, TfgRuntimeError
+from tfg.executor.calls import args_call
 from tfg.graphdef.infer import TensorInfo, infer_node
 from tfg.kernels.list_ops import TensorList, stacked_shape
 from tfg.schemas.dtypes import DType
@@ -134,7 +135,9 @@ def _over(shape, dtype, limit):
     if nbytes <= limit:
         return None
     dims = list(shape) if len(shape) <= 8 else f"{list(shape[:8])[:-1]}...]"
-    return (f"would allocate {human(nbytes)} (shape {dims} of {np.dtype(dtype).name}), over "
+    what = np.dtype(dtype)
+    what = "TensorArray entries" if what.kind == "V" else what.name  # (_array_entries)
+    return (f"would allocate {human(nbytes)} (shape {dims} of {what}), over "
             f"the memory limit of {human(limit)} (tfg run --max-memory)")
 
 
@@ -240,8 +243,14 @@ def _list_stack(ctx, a):
     return got or (None, None)
 
 
+def _array_entries(ctx, a):
+    """TensorArrayV3: one bookkeeping object per index (about 80 bytes with its list slot),
+    made when the array is: a size of 2**31 - 1 took minutes and all memory."""
+    return (int(np.asarray(a[-1])),), np.dtype((np.void, 80))
+
+
 VARIANT_CONTENTS = {"TensorListReserve": _list_slots, "TensorListResize": _list_slots,
-                    "TensorListStack": _list_stack}
+                    "TensorListStack": _list_stack, "TensorArrayV3": _array_entries}
 
 
 def _guarded(fn, node, limit, needs_step):
@@ -315,6 +324,11 @@ def guard_plan(plan, limit, elementwise=True):
         if sig is not None and sig.shape_fn is broadcast_binary and not item.needs_step:
             guarded = _broadcast_fast_path(item.fn, guarded, limit)
         item.fn = guarded
+        if item.call is not None:
+            # The dataflow executor's closure captured the unguarded kernel when the plan was
+            # built: without this, fast_path=False (and every step the fast path leaves to
+            # the dataflow executor) ran with no memory check at all.
+            item.call = args_call(item)
     return plan
 
 

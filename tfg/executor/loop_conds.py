@@ -262,7 +262,7 @@ def as_blocks(program, order, cond, sources, loop_switches, slot, aliased, same)
         return
     # (and kernels reading a Ref or the step: their order against the stateful ones)
     stateful = {it.id for it in order if it.kind == P.KERNEL
-                and (not has_op(it.op) or get_op(it.op).stateful or it.deref is not None
+                and (not has_op(it.op) or get_op(it.op).has_effects or it.deref is not None
                      or it.needs_step)}
     for attr in ("header", "body", "tail", "header_rest", "body_rest"):
         calls = grouped(getattr(program, attr), path_of, sources, aliased, stateful, same)

@@ -206,7 +206,7 @@ def cse_key(it, ins, sources):
     kernel, the same op, input slots, control inputs and attrs (plain values, and small
     tensors: a Const's value). None: the node runs on its own."""
     if (it.kind != P.KERNEL or it.deref is not None or it.needs_step or it.blocking
-            or it.ctx is None or not has_op(it.op) or get_op(it.op).stateful):
+            or it.ctx is None or not has_op(it.op) or get_op(it.op).has_effects):
         return None
     controls = tuple(sorted(src.id for src, port, _ in sources[it.id] if port < 0))
     if not ins and not controls:

@@ -392,7 +392,7 @@ def _invariant(it, sources, invariant, cond, aliased):
     if it.kind == P.KERNEL:
         if it.deref is not None or it.needs_step or it.blocking or not has_op(it.op):
             return False
-        if get_op(it.op).stateful:
+        if get_op(it.op).has_effects:  # an AssignAdd of invariants still runs each time
             return False
     elif it.id not in aliased:
         return False

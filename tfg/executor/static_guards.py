@@ -152,7 +152,7 @@ def _infer(items, order, feed_values):
         node = it.node
         if (it.kind != P.KERNEL or node is None or it.needs_step or it.ref_inputs
                 or it.deref or "_output_shapes" in node.attr or not has_op(it.op)
-                or get_op(it.op).stateful):
+                or get_op(it.op).has_effects):
             continue
         srcs = ins.get(it.id, {})
         inputs = [known.get(srcs.get(i)) for i in range(it.num_inputs)]

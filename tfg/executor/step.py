@@ -27,6 +27,7 @@ from tfg.executor.executor import NOVAL, DataflowRun
 from tfg.executor.fastpath import Schedule
 from tfg.executor.plan import BUILTIN_KINDS, KERNEL, build_plan
 from tfg.executor.rendezvous import LocalRendezvous
+from tfg.graphdef.frames_loops import ENTER_OPS, EXIT_OPS, assign_frames
 from tfg.graphdef.names import tensor_name
 from tfg.kernels.registry import get_kernel
 from tfg.kernels.memory import received
@@ -78,6 +79,7 @@ def check_request(graph, feed_refs, fetch_refs, targets):
     for what, refs in (("fetch", fetch_refs), ("feed", feed_refs)):
         for ref in refs:
             _check_tensor(graph, ref, what)
+    _check_outside_loops(graph, feed_refs, fetch_refs)
     for t in targets:
         if t not in graph:
             raise TfgInputError(f"target {t!r}: no node named {t!r} in the graph")
@@ -99,6 +101,35 @@ def _check_tensor(graph, ref, what):
     if n is not None and ref.port >= n:
         raise TfgInputError(f"{what} {name!r}: node {ref.node!r} ({node.op}) has {n} "
                             f"output(s)")
+
+
+def _check_outside_loops(graph, feed_refs, fetch_refs):
+    """A tensor of a while loop's body has one value per iteration: TensorFlow refuses to
+    fetch it ("Retval[0] has already been set") or feed it (its consumers then have "inputs
+    from different frames"). Before, tfg answered "has no value: it is dead" for both, which
+    sends a user looking at conds.
+
+        fetch 'while/add:0'  ->  TfgInputError "fetch 'while/add:0' is inside while loop
+                                 'while/while_context' ..."
+    """
+    if not (feed_refs or fetch_refs) or not any(n.op in ENTER_OPS for n in graph):
+        return
+    try:
+        _, frame_of = assign_frames(graph, graph.topo_order())
+    except TfgInputError:
+        return  # malformed control flow: the session's own check names it
+    for what, refs in (("fetch", fetch_refs), ("feed", feed_refs)):
+        for ref in refs:
+            frame = frame_of.get(ref.node)
+            if frame is not None and graph[ref.node].op in EXIT_OPS:
+                frame = frame.parent  # an Exit's output is the parent frame's
+            if frame is not None:
+                raise TfgInputError(
+                    f"{what} {tensor_name(ref.node, ref.port)!r} is inside while loop "
+                    f"{frame.name!r}: it has one value per iteration, and TensorFlow does not "
+                    f"{what} a loop's tensors either; "
+                    + ("fetch what the loop's Exit passes out" if what == "fetch"
+                       else "feed a tensor outside the loop"))
 
 
 class PreparedStep:

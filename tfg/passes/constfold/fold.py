@@ -18,6 +18,7 @@ from tfg.kernels.registry import get_kernel
 from tfg.passes.rewrite import CONST_OPS, PLACEHOLDERS
 from tfg.schemas.dtypes import DType
 from tfg.schemas.ops import control_flow_names, get_op, has_op, ops_with
+from tfg.schemas.ops.signature import output_dtypes
 from tfg.schemas.ops.value_fns import MAX_ELEMENTS
 
 # Output larger than the inputs and above this: folding would bloat the graph file.
@@ -92,7 +93,19 @@ def foldable(ctx, node):
         return False
     if not ctx.has_consumers(node.name) and not ctx.preserved(node.name):
         return False
+    if _opaque_outputs(node):
+        return False
     return all(ctx.const_value(r) is not None for r in refs)
+
+
+def _opaque_outputs(node):
+    """A variant or resource output cannot be a Const, and no shape function sizes it:
+    evaluating TensorListReserve(num_elements=2**31-1) only to throw the list away allocated
+    16 GiB of item slots before the session's memory check could refuse it."""
+    try:
+        return any(d.base in (DType.VARIANT, DType.RESOURCE) for d in output_dtypes(node))
+    except TfgError:
+        return True  # an output dtype the signature cannot tell: not worth the risk
 
 
 def evaluate(node, inputs):

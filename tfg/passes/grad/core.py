@@ -183,6 +183,7 @@ def grad(graph, ys, xs, grad_ys=None, prefix="grad", warn=None, optimizer=None,
     validate(graph, require_known_ops=False)
     _check_names(graph)
     g = graph.copy()
+    _complete_exits(g)
     info = frames.analyze(g)
     b = Builder(g, info, _unique_scope(g, "gradients"))
     y_refs = [_resolve(b, y, "y") for y in ys]
@@ -376,6 +377,38 @@ def _check_names(graph):
             raise GraphValidationError(
                 f"node {node.name!r} ({node.op}): ':' and a leading '^' are not allowed in node "
                 "names")
+
+
+def _complete_exits(g):
+    """Give every loop Switch an Exit. A frozen or pruned graph (extract_sub_graph,
+    convert_variables_to_constants) drops the Exits of loop variables nothing reads after the
+    loop (raw_rnn's time and final c, dynamic_rnn's time); the backward loop still needs a
+    loop variable for each (its gradient is zeros), or it never closes and every gradient
+    through the loop came out as zeros. The added Exits read nothing new; _prune drops those
+    no gradient uses.
+
+        Before: Merge_4 -> Switch_4(LoopCond) -> Identity_4 -> ...   (no Exit_4)
+        After:  ... Switch_4:0 -> Switch_4/tfg_exit (Exit)
+    """
+    for node in list(g):
+        if node.op not in ("Switch", "RefSwitch") or len(node.data_inputs) != 2:
+            continue
+        pred = g.get(node.data_inputs[1].node)
+        if pred is None or pred.op != "LoopCond":
+            continue
+        if any(c.op in EXIT_OPS for c, _ in g.consumers(node.name, port=0)):
+            continue
+        op = "RefExit" if node.op == "RefSwitch" else "Exit"
+        g.add_node(_free_name(g, f"{node.name}/tfg_exit"), op, [f"{node.name}:0"],
+                   {"T": node.get_attr("T")}, node.device)
+
+
+def _free_name(g, name):
+    base, i = name, 0
+    while name in g:
+        i += 1
+        name = f"{base}_{i}"
+    return name
 
 
 def _prune(g, original, roots):

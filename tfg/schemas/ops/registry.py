@@ -132,6 +132,14 @@ class OpSignature:
         return any(a.is_ref for a in self.inputs)
 
     @property
+    def has_effects(self):
+        """Whether running it twice differs from running it once: stateful, or writing through
+        a reference input. TensorFlow does not mark Assign, AssignAdd or the Apply* ops
+        stateful (they mutate through their ref input), so `stateful` alone lets a loop hoist
+        or merge an AssignAdd whose inputs are loop-invariant."""
+        return self.stateful or self.has_ref_inputs
+
+    @property
     def num_inputs_fixed(self):
         """Whether every input argument is a single tensor (no `N * T` or type lists)."""
         return all(not a.number_attr and not a.type_list_attr for a in self.inputs)
