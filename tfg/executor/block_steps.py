@@ -1,0 +1,128 @@
+"""Steps of a fused chain (tfg/executor/fused_steps.py) that keep a matrix's column blocks
+contiguous, so that the elementwise ops after them run numpy's contiguous loops, and that
+run two such ops as one numpy call (planned by tfg/executor/loop_blocks.py).
+
+    Before (a Keras GRU cell, `reset_after`: the recurrent product plus its bias, sliced
+    into the three gates' columns, two of them added to the input projection's pieces):
+      hu = add(h @ U, b)              -> hz, hr, hh = hu[:, :64], hu[:, 64:128], hu[:, 128:]
+      z_in = add(xz, hz); r_in = add(xr, hr)     (strided column views: NpyIter set-up)
+    After:
+      add(h @ U reshaped (8, 3, 64), b reshaped (3, 64), out=blocks (3, 8, 64) transposed)
+      hz, hr, hh = blocks[0], blocks[1], blocks[2]        (contiguous blocks)
+      add(xblocks[0:2], blocks[0:2], out=stack[0:2])      (both gates' inputs, one call)
+
+Elementwise ops on the same pairs of elements: the values are bit for bit the kernels'.
+What does not match the form (another shape, slices that are not whole column blocks of one
+width, a source that did not produce blocks this iteration) runs the plain steps instead.
+"""
+import numpy as np
+
+from tfg.executor.fused_steps import Fallback
+from tfg.kernels.indexing_ops import strided_slice_index
+
+ndarray = np.ndarray
+
+
+def column_blocks(fn, a, b, o, slices, slot, ports_slot, reuse, plain):
+    """A binary ufunc whose only readers are StridedSlices of Const bounds (`slices`: (out
+    slot, (begin, end, strides) slots, attrs, limit) each): where the slices are whole-row,
+    unit-stride column blocks of one width k of the [rows, n*k] result, it is written into
+    a (n, rows, k) buffer (`slot`; kept from the last iteration when `reuse`) and each slice
+    is a block of it; `ports_slot` gets {slice's out slot: its block}. `plain`: the add's
+    and the slices' own steps, for anything else. The form is decided per operand shape."""
+    cache = {}
+    empty = np.empty
+
+    def step_blocks(vals):
+        x, y = vals[a], vals[b]
+        if type(x) is not ndarray or type(y) is not ndarray:
+            raise Fallback
+        key = (x.shape, y.shape, x.dtype, y.dtype)
+        form = cache.get(key)
+        if form is None:
+            if len(cache) > 16:
+                cache.clear()
+            form = cache[key] = _form(vals, x, y, slices)
+        if form is None or form is False:
+            for f in plain:
+                f(vals)
+            return
+        shape, xshape, yshape, ports = form
+        buf = vals[slot] if reuse else None
+        if type(buf) is not ndarray or buf.shape != shape or buf.dtype is not x.dtype:
+            buf = empty(shape, x.dtype)
+        fn(x.reshape(xshape), y.reshape(yshape), buf.transpose(1, 0, 2))
+        vals[slot] = buf
+        vals[ports_slot] = ports
+        for out, j in ports.items():
+            vals[out] = buf[j]
+    return step_blocks
+
+
+def _form(vals, x, y, slices):
+    """((n, rows, k), x's and y's shapes for the write, {out slot: block}) or False."""
+    if x.ndim != 2 or x.dtype != y.dtype or not x.flags.c_contiguous:
+        return False
+    rows, cols = x.shape
+    width, ports = None, {}
+    for out, spec, attrs, limit in slices:
+        if limit is not None and x.nbytes > limit:
+            return False  # (the slice's own step refuses it: the kernels decide)
+        try:
+            index = strided_slice_index(x.shape, *(vals[s] for s in spec), attrs)
+        except Exception:  # noqa: BLE001 - the kernel's error to word, by the plain steps
+            return False
+        if len(index) != 2 or not all(type(i) is slice for i in index):
+            return False
+        if index[0].indices(rows) != (0, rows, 1):
+            return False
+        start, stop, step = index[1].indices(cols)
+        if step != 1 or stop <= start or (width is not None and stop - start != width):
+            return False
+        width = stop - start
+        if start % width:
+            return False
+        ports[out] = start // width
+    if not ports or cols % width:
+        return False
+    n = cols // width
+    if y.shape == (cols,):
+        yshape = (n, width)
+    elif y.shape == x.shape:
+        yshape = (rows, n, width)
+    else:
+        return False
+    return (n, rows, width), (rows, n, width), yshape, ports
+
+
+def paired(fn, first, second, sources, stack, row, plain):
+    """Two binary ufunc steps of one fn (`first`, `second`: (a, b, out) slots) whose outputs
+    are consecutive rows `row`, `row + 1` of a stacked Sigmoid's stack (fused_steps.
+    stacked_sigmoid, its held (stack, rows) in slot `stack`) and whose operands are blocks
+    of two block buffers (`sources`: for operand 0 and 1, (buffer slot, {operand slot:
+    block} or the slot of such a dict)): where this iteration's operands are consecutive
+    blocks of those buffers and the outputs are the stack's rows, one call over two blocks
+    of each writes both rows (a GRU's update and reset gates' Adds). Else `plain`."""
+    a1, b1, o1 = first
+    a2, b2, o2 = second
+    (sa, pa), (sb, pb) = sources
+    r2 = row + 2
+
+    def step_pair(vals):
+        held, xa, xb = vals[stack], vals[sa], vals[sb]
+        if held is not None and type(xa) is ndarray and type(xb) is ndarray:
+            rows = held[1]
+            u1, u2, v1, v2 = vals[a1], vals[a2], vals[b1], vals[b2]
+            if (u1.base is xa and u2.base is xa and v1.base is xb and v2.base is xb
+                    and vals[o1] is rows[row] and vals[o2] is rows[row + 1]):
+                ma = pa if type(pa) is dict else vals[pa]
+                mb = pb if type(pb) is dict else vals[pb]
+                i, j = ma[a1], mb[b1]
+                whole = held[0]
+                if (ma[a2] == i + 1 and mb[b2] == j + 1 and whole.dtype is xa.dtype
+                        and whole.shape[1:] == xa.shape[1:] == xb.shape[1:]):
+                    fn(xa[i:i + 2], xb[j:j + 2], whole[row:r2])
+                    return
+        for f in plain:
+            f(vals)
+    return step_pair
