@@ -23,19 +23,35 @@ from tfg.kernels.indexing_ops import strided_slice_index
 ndarray = np.ndarray
 
 
-def column_blocks(fn, a, b, o, slices, slot, ports_slot, reuse, plain):
+def bias_in_place(a, b):
+    """_FusedMatMul's bias Add, in the product's memory as its kernel does it (the plain
+    step of a column-block write after the product's own step)."""
+    add = np.add
+
+    def step_bias_in_place(vals):
+        y, v = vals[a], vals[b]
+        if type(v) is not ndarray or v.ndim != 1 or v.shape[0] != y.shape[-1]:
+            raise Fallback  # the kernel's to decide and word
+        add(y, v, y)
+    return step_bias_in_place
+
+
+def column_blocks(fn, a, b, o, slices, slot, ports_slot, reuse, plain, vector=False):
     """A binary ufunc whose only readers are StridedSlices of Const bounds (`slices`: (out
     slot, (begin, end, strides) slots, attrs, limit) each): where the slices are whole-row,
     unit-stride column blocks of one width k of the [rows, n*k] result, it is written into
     a (n, rows, k) buffer (`slot`; kept from the last iteration when `reuse`) and each slice
-    is a block of it; `ports_slot` gets {slice's out slot: its block}. `plain`: the add's
-    and the slices' own steps, for anything else. The form is decided per operand shape."""
+    is a block of it; `ports_slot` gets ({slice's out slot: its block}, the buffer, its
+    transposed view, the blocks), so a reused buffer's views are made once. `plain`: the add's
+    and the slices' own steps, for anything else. The form is decided per operand shape.
+    `vector`: `b` must be a vector (a _FusedMatMul's bias, added to its product `a`)."""
     cache = {}
     empty = np.empty
+    last = [(None, None)]  # (the last x, its (rows, n, k) view): one tuple, thread-safe
 
     def step_blocks(vals):
         x, y = vals[a], vals[b]
-        if type(x) is not ndarray or type(y) is not ndarray:
+        if type(x) is not ndarray or type(y) is not ndarray or (vector and y.ndim != 1):
             raise Fallback
         key = (x.shape, y.shape, x.dtype, y.dtype)
         form = cache.get(key)
@@ -43,24 +59,33 @@ def column_blocks(fn, a, b, o, slices, slot, ports_slot, reuse, plain):
             if len(cache) > 16:
                 cache.clear()
             form = cache[key] = _form(vals, x, y, slices)
-        if form is None or form is False:
+        if form is False:
             for f in plain:
                 f(vals)
             return
-        shape, xshape, yshape, ports = form
-        buf = vals[slot] if reuse else None
-        if type(buf) is not ndarray or buf.shape != shape or buf.dtype is not x.dtype:
+        shape, xshape, yshape, ports, outs = form
+        # (the buffer, its transposed view and its blocks, kept in the run's own slots)
+        held = vals[ports_slot] if reuse else None
+        if held is None or held[1].shape != shape or held[1].dtype is not x.dtype:
             buf = empty(shape, x.dtype)
-        fn(x.reshape(xshape), y.reshape(yshape), buf.transpose(1, 0, 2))
-        vals[slot] = buf
-        vals[ports_slot] = ports
-        for out, j in ports.items():
-            vals[out] = buf[j]
+            held = (ports, buf, buf.transpose(1, 0, 2), tuple(buf[j] for j in ports.values()))
+        lx = last[0]
+        if lx[0] is x:
+            xv = lx[1]
+        else:
+            xv = x.reshape(xshape)
+            last[0] = (x, xv)
+        fn(xv, y.reshape(yshape), held[2])
+        vals[slot] = held[1]
+        vals[ports_slot] = held
+        for out, v in zip(outs, held[3]):
+            vals[out] = v
     return step_blocks
 
 
 def _form(vals, x, y, slices):
-    """((n, rows, k), x's and y's shapes for the write, {out slot: block}) or False."""
+    """((n, rows, k), x's and y's shapes for the write, {out slot: block}, the out slots)
+    or False."""
     if x.ndim != 2 or x.dtype != y.dtype or not x.flags.c_contiguous:
         return False
     rows, cols = x.shape
@@ -92,7 +117,7 @@ def _form(vals, x, y, slices):
         yshape = (rows, n, width)
     else:
         return False
-    return (n, rows, width), (rows, n, width), yshape, ports
+    return (n, rows, width), (rows, n, width), yshape, ports, tuple(ports)
 
 
 def paired(fn, first, second, sources, stack, row, plain):
@@ -100,13 +125,14 @@ def paired(fn, first, second, sources, stack, row, plain):
     are consecutive rows `row`, `row + 1` of a stacked Sigmoid's stack (fused_steps.
     stacked_sigmoid, its held (stack, rows) in slot `stack`) and whose operands are blocks
     of two block buffers (`sources`: for operand 0 and 1, (buffer slot, {operand slot:
-    block} or the slot of such a dict)): where this iteration's operands are consecutive
+    block} or the slot of column_blocks' tuple whose first item is such a dict)): where this iteration's operands are consecutive
     blocks of those buffers and the outputs are the stack's rows, one call over two blocks
     of each writes both rows (a GRU's update and reset gates' Adds). Else `plain`."""
     a1, b1, o1 = first
     a2, b2, o2 = second
     (sa, pa), (sb, pb) = sources
     r2 = row + 2
+    last = [(None,) * 8]  # (xa, xb, stack, i, j, and their views): one tuple, thread-safe
 
     def step_pair(vals):
         held, xa, xb = vals[stack], vals[sa], vals[sb]
@@ -115,13 +141,19 @@ def paired(fn, first, second, sources, stack, row, plain):
             u1, u2, v1, v2 = vals[a1], vals[a2], vals[b1], vals[b2]
             if (u1.base is xa and u2.base is xa and v1.base is xb and v2.base is xb
                     and vals[o1] is rows[row] and vals[o2] is rows[row + 1]):
-                ma = pa if type(pa) is dict else vals[pa]
-                mb = pb if type(pb) is dict else vals[pb]
+                ma = pa if type(pa) is dict else vals[pa][0]
+                mb = pb if type(pb) is dict else vals[pb][0]
                 i, j = ma[a1], mb[b1]
                 whole = held[0]
                 if (ma[a2] == i + 1 and mb[b2] == j + 1 and whole.dtype is xa.dtype
                         and whole.shape[1:] == xa.shape[1:] == xb.shape[1:]):
-                    fn(xa[i:i + 2], xb[j:j + 2], whole[row:r2])
+                    lv = last[0]
+                    if lv[0] is xa and lv[1] is xb and lv[2] is whole and lv[3] == i and lv[4] == j:
+                        fn(lv[5], lv[6], lv[7])
+                        return
+                    va, vb, vw = xa[i:i + 2], xb[j:j + 2], whole[row:r2]
+                    last[0] = (xa, xb, whole, i, j, va, vb, vw)
+                    fn(va, vb, vw)
                     return
         for f in plain:
             f(vals)

@@ -11,13 +11,14 @@ stacked Sigmoid's inputs read consecutive blocks of the same two buffers.
 
 def plan_column_blocks(group, ins_of, outs_of, readers, outside, escapes, new_slot):
     """{add id: (its slice items, buffer slot, ports slot, reuse)}: binary ufunc members
-    whose output only two or more StridedSlice members of Const bounds read (the chain
-    takes such a slice only with Const bounds) and nothing outside the chain."""
+    (or _FusedMatMul: its bias Add) whose output only two or more StridedSlice members of
+    Const bounds read (the chain takes such a slice only with Const bounds) and nothing
+    outside the chain."""
     kind_of = {it.id: kind for _, it, (kind, _) in group}
     items = {it.id: it for _, it, _ in group}
     found = {}
     for _, it, (kind, fn) in group:
-        if kind != "ufunc" or fn.nin != 2:
+        if not (kind == "fmatmul" or (kind == "ufunc" and fn.nin == 2)):
             continue
         o = outs_of(it)[0]
         rd = readers.get(o, set())

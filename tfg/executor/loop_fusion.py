@@ -269,14 +269,22 @@ def _fused(group, ins_of, outs_of, readers, outside, new_slot):
             continue
         if it.id in col:
             slices, slot, ports_slot, block_reuse = col[it.id]
-            plain = (S.binary(fn, ins[0], ins[1], o, reuse),) + tuple(
+            vector = kind == "fmatmul"
+            if vector:  # the product, then its bias Add into the blocks
+                steps.append(S.matmul(ins[0], ins[1], o, reuse, *fn))
+                a, b, fn = o, ins[2], np.add
+                first = B.bias_in_place(o, b)
+            else:
+                a, b = ins
+                first = S.binary(fn, a, b, o, reuse)
+            plain = (first,) + tuple(
                 S.strided(ins_of[s.id][0][0], tuple(ins_of[s.id][0][1:]), outs_of(s)[0],
                           *kinds_of[s.id]) for s in slices)
             steps.append(B.column_blocks(
-                fn, ins[0], ins[1], o,
+                fn, a, b, o,
                 tuple((outs_of(s)[0], tuple(ins_of[s.id][0][1:]), kinds_of[s.id][0],
                        kinds_of[s.id][1]) for s in slices),
-                slot, ports_slot, block_reuse, plain))
+                slot, ports_slot, block_reuse, plain, vector))
             continue
         if kind == "ufunc":
             steps.append(S.unary(fn, ins[0], o, reuse) if len(ins) == 1
