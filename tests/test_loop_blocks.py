@@ -166,3 +166,67 @@ def test_column_blocks_step_writes_blocks_or_runs_the_plain_steps():
     step(vals)
     assert ran and vals[5] is None
     np.testing.assert_array_equal(vals[4], whole[:, 4:12])
+
+
+def _masked_loop(mask_shape, zero_output):
+    """A Keras-style masked RNN step in a v1 while loop: h2 = tanh(x W + h U), then the new
+    output and the new state both where(mask, h2, previous) (`zero_output`: the output's
+    `previous` is a zeros Enter instead, the same every iteration), and c = where(mask, h2 * 2,
+    c); the mask changes every iteration (a time step's)."""
+    rng = np.random.default_rng(3)
+    w = rng.standard_normal((F, H)).astype(np.float32)
+    u = rng.standard_normal((H, H)).astype(np.float32)
+    with tb.Graph() as b:
+        n = tb.placeholder(tb.int32, [], name="n")
+        x = tb.placeholder(tb.float32, [None, F], name="x")
+        h0 = tb.placeholder(tb.float32, [None, H], name="h0")
+        m0 = tb.placeholder(tb.bool_, list(mask_shape), name="mask")
+        zeros = tb.zeros_like(h0)
+
+        def body(i, x, m, out, h, c):
+            h2 = tb.tanh(tb.add(tb.matmul(x, tb.constant(w)), tb.matmul(h, tb.constant(u))),
+                         name="h2")
+            out2 = tb.select(m, h2, zeros if zero_output else out, name="out2")
+            return (i + 1, tb.multiply(x, np.float32(0.75)), tb.logical_not(m), out2,
+                    tb.select(m, h2, h, name="h3"),
+                    tb.select(m, tb.multiply(h2, np.float32(2)), c, name="c2"))
+
+        _, _, _, out, h, c = tb.while_loop(
+            lambda i, x, m, out, h, c: i < n, body,
+            [tb.constant(0), x, m0, zeros, h0, zeros], name="loop")
+        tb.identity(h, name="h")
+        tb.identity(c, name="c")
+        tb.identity(out, name="acc")
+    return b.graph
+
+
+@pytest.mark.parametrize("zero_output", [False, True])
+@pytest.mark.parametrize("mask_shape", [(B, 1), (B, H)])
+@pytest.mark.parametrize("n", [0, 1, 6])
+def test_selects_of_one_mask_and_value_are_one_where(zero_output, mask_shape, n, monkeypatch):
+    """The new output's and the new state's SelectV2 (one mask, one new h) run as one
+    np.where against a stack of their previous values (the last iteration's result, or a
+    copy where one is not: the zeros), bit for bit the unfused loop's values."""
+    graph = _masked_loop(mask_shape, zero_output)
+    rng = np.random.default_rng(n)
+    feeds = {"n": n, "x": rng.standard_normal((B, F)).astype(np.float32),
+             "h0": rng.standard_normal((B, H)).astype(np.float32),
+             "mask": rng.random(mask_shape) < 0.5}
+    plain = []
+    shared = BS.shared_select
+
+    def counted(mask, x, ys, outs, held, broadcast, steps):
+        return shared(mask, x, ys, outs, held, broadcast,
+                      tuple(lambda vals, f=f: plain.append(1) or f(vals) for f in steps))
+    monkeypatch.setattr(loop_fusion.B, "shared_select", counted)
+    monkeypatch.setenv("TFG_LOOP_FUSE", "1")
+    sess = Session(graph)
+    fused = [sess.run(["h", "c", "acc"], feeds) for _ in range(2)]
+    monkeypatch.setenv("TFG_LOOP_FUSE", "0")
+    unfused = Session(graph).run(["h", "c", "acc"], feeds)
+    for f in fused:
+        for a, b in zip(f, unfused):
+            np.testing.assert_array_equal(a, b)
+    names = _steps(sess)
+    assert names.count("step_selects") == 1 and names.count("step_select") == 1
+    assert not plain

@@ -17,8 +17,10 @@ width, a source that did not produce blocks this iteration) runs the plain steps
 """
 import numpy as np
 
+from tfg.executor.direct_calls import mask_fits
 from tfg.executor.fused_steps import Fallback
 from tfg.kernels.indexing_ops import strided_slice_index
+from tfg.kernels.select import MIN_SIZE as _WHERE_MIN, where
 
 ndarray = np.ndarray
 
@@ -158,3 +160,51 @@ def paired(fn, first, second, sources, stack, row, plain):
         for f in plain:
             f(vals)
     return step_pair
+
+
+def shared_select(mask, x, ys, outs, held_slot, broadcast, plain):
+    """Select/SelectV2s of one mask and one `x` against `ys` (a masked RNN's new output and
+    new state, both where(mask, h, previous)) as one np.where of x against a stack of the
+    ys: x broadcasts along the stack, so each row is its select's value; `outs` get the
+    rows of a fresh result (they outlive the iteration). When the ys are the rows of the
+    previous iteration's result (the loop variables it produced), that result is the stack
+    as it is; else they are copied into one. `held_slot` keeps (result, its rows). Anything
+    the select steps would not take (another shape or dtype, a mask that does not fit):
+    the `plain` steps."""
+    n = len(ys)
+    np_where = np.where
+
+    def step_selects(vals):
+        m, v = vals[mask], vals[x]
+        if (type(m) is ndarray and type(v) is ndarray and m.dtype.kind == "b" and m.ndim
+                and (m.shape == v.shape or (broadcast and mask_fits(m, v.shape)))):
+            held = vals[held_slot]
+            stack = held[0] if held is not None else None
+            if stack is not None:
+                for y, row in zip(ys, held[1]):
+                    if vals[y] is not row:
+                        stack = None
+                        break
+            if stack is None or stack.shape[1:] != v.shape or stack.dtype is not v.dtype:
+                stack = _copied(vals, ys, v)
+            if stack is not None:
+                r = np_where(m, v, stack) if stack.size < _WHERE_MIN else where(m, v, stack)
+                rows = tuple(r[k] for k in range(n))
+                vals[held_slot] = (r, rows)
+                for o, row in zip(outs, rows):
+                    vals[o] = row
+                return
+        for f in plain:
+            f(vals)
+    return step_selects
+
+
+def _copied(vals, ys, v):
+    """The ys copied into one stack, if each is an array of v's shape and dtype; else None."""
+    stack = np.empty((len(ys),) + v.shape, v.dtype)
+    for k, y in enumerate(ys):
+        w = vals[y]
+        if type(w) is not ndarray or w.shape != v.shape or w.dtype is not v.dtype:
+            return None
+        np.copyto(stack[k], w)
+    return stack

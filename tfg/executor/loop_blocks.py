@@ -82,3 +82,22 @@ def plan_pair(stacked, group, ins_of, outs_of, readers, sources):
         ids = sorted((p1[0].id, p2[0].id), key=at.get)
         return ids[0], ids[1], (first, second, tuple(pair_sources), row), swap
     return None
+
+
+def plan_shared_selects(group, ins_of, outs_of, produced, new_slot):
+    """{first select's id: (the selects, held slot)}: two or more Select/SelectV2 members of
+    one kind, one mask and one x whose ys are distinct values from outside the chain (a
+    masked RNN's previous output and state); they run as one step at the first of them
+    (its inputs are all theirs)."""
+    by_key = {}
+    for _, it, (kind, v2) in group:
+        if kind == "select":
+            m, x, y = ins_of[it.id][0]
+            if y not in produced:
+                by_key.setdefault((m, x, v2), []).append(it)
+    found = {}
+    for sels in by_key.values():
+        ys = [ins_of[s.id][0][2] for s in sels]
+        if len(sels) >= 2 and len(set(ys)) == len(ys):
+            found[sels[0].id] = (sels, new_slot((sels[0].id, "selects")))
+    return found

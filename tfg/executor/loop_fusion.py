@@ -226,6 +226,8 @@ def _fused(group, ins_of, outs_of, readers, outside, new_slot):
     pair = (LB.plan_pair(stacked, group, ins_of, outs_of, readers,
                          LB.block_sources(col, split_blocks, ins_of, outs_of))
             if len(stacked) >= 2 else None)
+    selects = LB.plan_shared_selects(group, ins_of, outs_of, produced, new_slot)
+    in_selects = {s.id for sels, _ in selects.values() for s in sels[1:]}
     rows = list(stacked)  # the stack's rows, in the order of the pair's blocks
     if pair is not None and pair[3]:
         row = pair[2][3]
@@ -238,7 +240,7 @@ def _fused(group, ins_of, outs_of, readers, outside, new_slot):
         operands = (ins[1:] if kind in ("split", "select") else ins[:1] if kind == "slice"
                     else ins)
         floats.extend(s for s in operands if s not in produced)
-        if it.id in by_whole or it.id in in_blocks:
+        if it.id in by_whole or it.id in in_blocks or it.id in in_selects:
             continue  # a view of the whole Sigmoid or a block, written by another step
         if it.id in stacked_ids:
             if it is stacked[0]:  # (the others: views of it)
@@ -298,6 +300,13 @@ def _fused(group, ins_of, outs_of, readers, outside, new_slot):
             steps.append(S.fused_matmul(ins[0], ins[1], ins[2], o, reuse, *fn))
         elif kind == "slice":
             steps.append(S.strided(ins[0], tuple(ins[1:]), o, *fn))
+        elif kind == "select" and it.id in selects:
+            sels, held = selects[it.id]
+            sins = [ins_of[s.id][0] for s in sels]
+            souts = tuple(outs_of(s)[0] for s in sels)
+            plain = tuple(S.select(i[0], i[1], i[2], so, fn) for i, so in zip(sins, souts))
+            steps.append(B.shared_select(ins[0], ins[1], tuple(i[2] for i in sins), souts,
+                                         held, fn, plain))
         elif kind == "select":
             steps.append(S.select(ins[0], ins[1], ins[2], o, fn))
         else:
