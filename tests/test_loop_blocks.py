@@ -230,3 +230,23 @@ def test_selects_of_one_mask_and_value_are_one_where(zero_output, mask_shape, n,
     names = _steps(sess)
     assert names.count("step_selects") == 1 and names.count("step_select") == 1
     assert not plain
+
+
+@pytest.mark.parametrize("mask_shape", [(8, 1), (8, 64), (64,)])
+def test_select_steps_copy_the_bits_np_where_gives(mask_shape):
+    """The select step (y copied, then x where the mask is set) and the shared one give
+    np.where's bytes: -0.0, NaNs with payloads and infinities included."""
+    from tfg.executor import fused_steps as S
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((8, 64)).astype(np.float32)
+    y = rng.standard_normal((8, 64)).astype(np.float32)
+    x[0, :4] = [-0.0, np.inf, -np.inf, np.nan]
+    y[1, :3] = [-0.0, np.nan, np.inf]
+    x.view(np.uint32)[2, 5] = 0x7FC00123  # a NaN with a payload
+    m = rng.random(mask_shape) < 0.5
+    vals = [m, x, y, None, y.copy(), None, None]
+    S.select(0, 1, 2, 3, True)(vals)
+    assert vals[3].tobytes() == np.where(m, x, y).tobytes()
+    BS.shared_select(0, 1, (2, 4), (3, 5), 6, True, ())(vals)
+    for o in (3, 5):
+        assert vals[o].tobytes() == np.where(m, x, y).tobytes()
