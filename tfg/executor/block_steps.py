@@ -11,6 +11,11 @@ run two such ops as one numpy call (planned by tfg/executor/loop_blocks.py).
       hz, hr, hh = blocks[0], blocks[1], blocks[2]        (contiguous blocks)
       add(xblocks[0:2], blocks[0:2], out=stack[0:2])      (both gates' inputs, one call)
 
+And a masked RNN's two Selects of one mask and one new value (its new output and state):
+    Before: out2 = where(m, h, out); h2 = where(m, h, h_prev)
+    After:  r = stack(out, h_prev) (last iteration's result: no copy); copyto(r, h, where=m)
+            out2, h2 = r[0], r[1]
+
 Elementwise ops on the same pairs of elements: the values are bit for bit the kernels'.
 What does not match the form (another shape, slices that are not whole column blocks of one
 width, a source that did not produce blocks this iteration) runs the plain steps instead.
@@ -149,7 +154,8 @@ def paired(fn, first, second, sources, stack, row, plain):
                 if (ma[a2] == i + 1 and mb[b2] == j + 1 and whole.dtype is xa.dtype
                         and whole.shape[1:] == xa.shape[1:] == xb.shape[1:]):
                     lv = last[0]
-                    if lv[0] is xa and lv[1] is xb and lv[2] is whole and lv[3] == i and lv[4] == j:
+                    if (lv[0] is xa and lv[1] is xb and lv[2] is whole and lv[3] == i
+                            and lv[4] == j):
                         fn(lv[5], lv[6], lv[7])
                         return
                     va, vb, vw = xa[i:i + 2], xb[j:j + 2], whole[row:r2]
@@ -163,11 +169,12 @@ def paired(fn, first, second, sources, stack, row, plain):
 
 def shared_select(mask, x, ys, outs, held_slot, broadcast, plain):
     """Select/SelectV2s of one mask and one `x` against `ys` (a masked RNN's new output and
-    new state, both where(mask, h, previous)) as one np.where of x against a stack of the
-    ys: x broadcasts along the stack, so each row is its select's value; `outs` get the
-    rows of a fresh result (they outlive the iteration). When the ys are the rows of the
-    previous iteration's result (the loop variables it produced), that result is the stack
-    as it is; else they are copied into one. `held_slot` keeps (result, its rows). Anything
+    new state, both where(mask, h, previous)) as one select over a stack of the ys: a copy
+    of the stack, then x (broadcast along it) copied in where the mask is set, so each row
+    is its select's value; `outs` get the rows of that fresh result (they outlive the
+    iteration). When the ys are the rows of the previous iteration's result (the loop
+    variables it produced), that result is the stack as it is; else they are copied into
+    one. `held_slot` keeps (result, its rows). Anything
     the select steps would not take (another shape or dtype, a mask that does not fit):
     the `plain` steps."""
     n = len(ys)
@@ -190,7 +197,7 @@ def shared_select(mask, x, ys, outs, held_slot, broadcast, plain):
                 # (the previous values copied, then the new ones where the mask is set: the
                 # same bits as np.where, in about half its instructions at these sizes)
                 r = stack.copy()
-                copyto(r, v, where=m)
+                copyto(r, v, where=m)  # (v broadcasts along the stack)
                 rows = tuple(r[k] for k in range(n))
                 vals[held_slot] = (r, rows)
                 for o, row in zip(outs, rows):
