@@ -162,7 +162,7 @@ def select(c, a, b, o, broadcast):
     `where` from its size on (the same bits); `broadcast` (SelectV2): the mask may broadcast
     to their shape (a BiLSTM's [8, 1] step mask). A fresh array, as the kernel's."""
     bool_ = np.bool_
-    np_where = np.where
+    np_where, copyto = np.where, np.copyto
 
     def step_select(vals):
         m, x, y = vals[c], vals[a], vals[b]
@@ -171,7 +171,16 @@ def select(c, a, b, o, broadcast):
             raise Fallback
         if m.shape != x.shape and not (broadcast and mask_fits(m, x.shape)):
             raise Fallback
-        vals[o] = np_where(m, x, y) if x.size < _WHERE_MIN else where(m, x, y)
+        if x.size >= _WHERE_MIN:
+            vals[o] = where(m, x, y)
+        elif x.dtype is y.dtype:
+            # y copied, then x where the mask is set: np.where's bits in about 80% of its
+            # instructions on a BiLSTM's [8, 64] state with its [8, 1] mask
+            r = y.copy()
+            copyto(r, x, where=m)
+            vals[o] = r
+        else:
+            vals[o] = np_where(m, x, y)
     return step_select
 
 

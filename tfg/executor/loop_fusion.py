@@ -29,7 +29,9 @@ import heapq
 
 import numpy as np
 
+from tfg.executor import block_steps as B
 from tfg.executor import fused_steps as S
+from tfg.executor import loop_blocks as LB
 from tfg.executor import plan as P
 from tfg.executor.loop_calls import LoopNodeError
 from tfg.kernels import array_ops, fused, indexing_ops, math_ops, nn_ops
@@ -211,8 +213,25 @@ def _fused(group, ins_of, outs_of, readers, outside, new_slot):
             whole.setdefault(split_it.id, []).extend((port, s) for s in sigs)
     whole = {k: v for k, v in whole.items() if len(v) >= 2}
     by_whole = {s.id for v in whole.values() for _, s in v}
+    kinds_of = {it.id: fn for _, it, (_, fn) in group}  # (a slice's (attrs, limit))
     group, stacked = _stack_sigmoids(group, ins_of, outs_of, by_whole, escapes)
     stacked_ids = {it.id for it in stacked}
+    stack_slot = new_slot((stacked[0].id, "stack")) if stacked else None
+    # column blocks (tfg/executor/block_steps.py): the slices of a binary ufunc as blocks,
+    # and two Adds of the stack's rows over blocks of the same buffers as one call
+    col = LB.plan_column_blocks(group, ins_of, outs_of, readers, outside, escapes, new_slot)
+    in_blocks = {s.id for slices, _, _, _ in col.values() for s in slices}
+    split_blocks = {it.id: (it, new_slot((it.id, "blocks")))
+                    for _, it, (kind, _) in group if kind == "split"}
+    pair = (LB.plan_pair(stacked, group, ins_of, outs_of, readers,
+                         LB.block_sources(col, split_blocks, ins_of, outs_of))
+            if len(stacked) >= 2 else None)
+    selects = LB.plan_shared_selects(group, ins_of, outs_of, produced, new_slot)
+    in_selects = {s.id for sels, _ in selects.values() for s in sels[1:]}
+    rows = list(stacked)  # the stack's rows, in the order of the pair's blocks
+    if pair is not None and pair[3]:
+        row = pair[2][3]
+        rows[row], rows[row + 1] = rows[row + 1], rows[row]
     steps, floats = [], []
     for _, it, (kind, fn) in group:
         ins = ins_of[it.id][0]
@@ -221,15 +240,14 @@ def _fused(group, ins_of, outs_of, readers, outside, new_slot):
         operands = (ins[1:] if kind in ("split", "select") else ins[:1] if kind == "slice"
                     else ins)
         floats.extend(s for s in operands if s not in produced)
-        if it.id in by_whole:
-            continue  # a view of the whole Sigmoid, written by its Split's step
+        if it.id in by_whole or it.id in in_blocks or it.id in in_selects:
+            continue  # a view of the whole Sigmoid or a block, written by another step
         if it.id in stacked_ids:
             if it is stacked[0]:  # (the others: views of it)
-                sig_outs = tuple(outs_of(s)[0] for s in stacked)
+                sig_outs = tuple(outs_of(s)[0] for s in rows)
                 steps.append(S.stacked_sigmoid(
-                    tuple(ins_of[s.id][0][0] for s in stacked), sig_outs,
-                    new_slot((it.id, "stack")), new_slot((it.id, "stacked")),
-                    not any(escapes(o) for o in sig_outs)))
+                    tuple(ins_of[s.id][0][0] for s in rows), sig_outs, stack_slot,
+                    new_slot((it.id, "stacked")), not any(escapes(o) for o in sig_outs)))
             continue
         if kind == "split":
             sig = None
@@ -238,11 +256,38 @@ def _fused(group, ins_of, outs_of, readers, outside, new_slot):
                 hidden = new_slot((it.id, "sigmoid"))
                 reuse = not any(escapes(o) for _, o in ports)
                 sig = (hidden, reuse, tuple(ports))
-            blocks = (new_slot((it.id, "blocks")), not any(escapes(o) for o in outs))
+            blocks = (split_blocks[it.id][1], not any(escapes(o) for o in outs))
             steps.append(S.split(ins[0], ins[1], tuple(outs), len(outs), sig, blocks))
             continue
         o = outs[0]
         reuse = not escapes(o)
+        if pair is not None and it.id == pair[0]:
+            continue  # run by the pair's step, at the later of its two Adds
+        if pair is not None and it.id == pair[1]:
+            first, second, sources, row = pair[2]
+            plain = tuple(S.binary(fn, a, b, out, not escapes(out))
+                          for a, b, out in (first, second))
+            steps.append(B.paired(fn, first, second, sources, stack_slot, row, plain))
+            continue
+        if it.id in col:
+            slices, slot, ports_slot, block_reuse = col[it.id]
+            vector = kind == "fmatmul"
+            if vector:  # the product, then its bias Add into the blocks
+                steps.append(S.matmul(ins[0], ins[1], o, reuse, *fn))
+                a, b, fn = o, ins[2], np.add
+                first = B.bias_in_place(o, b)
+            else:
+                a, b = ins
+                first = S.binary(fn, a, b, o, reuse)
+            plain = (first,) + tuple(
+                S.strided(ins_of[s.id][0][0], tuple(ins_of[s.id][0][1:]), outs_of(s)[0],
+                          *kinds_of[s.id]) for s in slices)
+            steps.append(B.column_blocks(
+                fn, a, b, o,
+                tuple((outs_of(s)[0], tuple(ins_of[s.id][0][1:]), kinds_of[s.id][0],
+                       kinds_of[s.id][1]) for s in slices),
+                slot, ports_slot, block_reuse, plain, vector))
+            continue
         if kind == "ufunc":
             steps.append(S.unary(fn, ins[0], o, reuse) if len(ins) == 1
                          else S.binary(fn, ins[0], ins[1], o, reuse))
@@ -255,6 +300,13 @@ def _fused(group, ins_of, outs_of, readers, outside, new_slot):
             steps.append(S.fused_matmul(ins[0], ins[1], ins[2], o, reuse, *fn))
         elif kind == "slice":
             steps.append(S.strided(ins[0], tuple(ins[1:]), o, *fn))
+        elif kind == "select" and it.id in selects:
+            sels, held = selects[it.id]
+            sins = [ins_of[s.id][0] for s in sels]
+            souts = tuple(outs_of(s)[0] for s in sels)
+            plain = tuple(S.select(i[0], i[1], i[2], so, fn) for i, so in zip(sins, souts))
+            steps.append(B.shared_select(ins[0], ins[1], tuple(i[2] for i in sins), souts,
+                                         held, fn, plain))
         elif kind == "select":
             steps.append(S.select(ins[0], ins[1], ins[2], o, fn))
         else:
