@@ -86,6 +86,21 @@ def test_adaptive_limit_takes_the_measured_count_each_time(monkeypatch):
 
 
 @needs_control
+def test_adaptive_gives_chunked_kernels_every_core_even_under_load(monkeypatch):
+    from tfg.kernels import conv_threads
+    monkeypatch.setattr(blas, "adaptive_threads", lambda: 1)  # loaded: one BLAS thread
+    monkeypatch.setattr(blas, "usable_cores", lambda: 2)
+    monkeypatch.delenv(conv_threads.ENV_VAR, raising=False)
+    with blas.blas_limit(blas.ADAPTIVE):
+        assert blas.current_blas_threads() == 1
+        assert conv_threads.workers() == 2  # they share chunks: a slow thread takes fewer
+        assert conv_threads._restore == 1  # BLAS goes back to one thread after a call
+    with blas.blas_limit(1):  # an explicit count caps them too
+        assert conv_threads.workers() == 1
+    assert conv_threads.workers() == 1  # outside steps: the calling thread only
+
+
+@needs_control
 def test_overlapping_steps_restore_the_original():
     before = blas.current_blas_threads()
     a, b = blas.blas_limit(1), blas.blas_limit(1)

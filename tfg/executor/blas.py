@@ -31,7 +31,7 @@ import numpy  # noqa: F401 - loads its BLAS, so that it shows in the process's m
 
 from tfg.errors import TfgInputError
 from tfg.executor.blas_spin import shorten_idle_spin
-from tfg.executor.contention import adaptive_threads, meter
+from tfg.executor.contention import adaptive_threads, meter, usable_cores
 from tfg.kernels import conv_threads
 
 ADAPTIVE = "adaptive"
@@ -186,17 +186,22 @@ class blas_limit:
         if backend is None:
             return self
         limit = adaptive_threads() if self.limit == ADAPTIVE else self.limit
+        # Chunked kernels' threads take their chunks from a shared queue, so a thread that
+        # another process deschedules only takes fewer: unlike BLAS's threads, which wait for
+        # each other at every block, they pay under load too (the cnn row at --load 2: 1.2-1.4x
+        # faster on two threads than on one). Adaptive gives them every usable core.
+        chunks = usable_cores() if self.limit == ADAPTIVE else limit
         with _lock:
             self.token = object()
             if not _active:
                 shorten_idle_spin(_openblas_paths)  # once: see blas_spin.py
                 _saved = backend.get()
                 meter().start()  # contention is measured while steps run
-            _active[self.token] = limit
-            want = min(_active.values())
+            _active[self.token] = (limit, chunks)
+            want = min(v[0] for v in _active.values())
             if backend.get() != want:
                 backend.set(want)
-            conv_threads.configure(want, backend.set)
+            conv_threads.configure(min(v[1] for v in _active.values()), backend.set, want)
         return self
 
     def __exit__(self, *exc):
@@ -208,9 +213,10 @@ class blas_limit:
             self.token = None
             if not _active:
                 meter().stop()
-            want = min(_active.values()) if _active else _saved
+            want = min(v[0] for v in _active.values()) if _active else _saved
             if want is not None and backend.get() != want:
                 backend.set(want)
             # Outside steps, chunked kernels run on the calling thread only.
-            conv_threads.configure(want if _active else 1, backend.set)
+            chunks = min(v[1] for v in _active.values()) if _active else 1
+            conv_threads.configure(chunks, backend.set, want)
         return False

@@ -33,15 +33,16 @@ _start_lock = threading.Lock()
 _inside = [0]  # threaded calls running now: BLAS goes back to the step's count after the last
 
 
-def configure(workers, set_blas=None):
+def configure(workers, set_blas=None, blas_threads=None):
     """Let chunked kernels use `workers` threads (1: serial), calling `set_blas(n)` to put
-    BLAS at one thread around a threaded call and back at `workers` after. $TFG_CONV_THREADS
-    = 0 keeps them serial (then a step's BLAS threads split each chunk's GEMM instead: the
-    comparison for a quiet machine)."""
+    BLAS at one thread around a threaded call and back at `blas_threads` (default: `workers`)
+    after. $TFG_CONV_THREADS = 0 keeps them serial (then a step's BLAS threads split each
+    chunk's GEMM instead: the comparison for a quiet machine)."""
     global _workers, _set_blas, _restore
     off = os.environ.get(ENV_VAR) == "0"
     _workers = max(1, int(workers)) if set_blas is not None and not off else 1
-    _set_blas, _restore = set_blas, max(1, int(workers))
+    _set_blas = set_blas
+    _restore = max(1, int(workers if blas_threads is None else blas_threads))
 
 
 def workers():
