@@ -178,6 +178,14 @@ def counter_graph(n=1 << 20):
     return g.graph
 
 
+def default_sigint():
+    """Popen's preexec_fn for the Ctrl-C tests: the child gets SIGINT's default disposition, as
+    under a terminal. A shell's background job (`cmd &` without job control) ignores SIGINT,
+    and an ignored signal stays ignored across exec, so a suite started that way would send a
+    Ctrl-C nobody can receive."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _wait_for(path, proc, timeout=60):
     deadline = time.monotonic() + timeout
     while not path.exists():
@@ -191,7 +199,8 @@ def test_ctrl_c_stops_a_long_run_and_keeps_the_last_checkpoint(tmp_path):
     io.save(counter_graph(1 << 10), str(path))
     cmd = _tfg("run", path, "--init", "init", "--target", "train", "--fetch", "avg",
                "--steps", 10 ** 7, "--checkpoint-dir", ckpt, "--checkpoint-every", 50)
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=default_sigint)
     _wait_for(ckpt / "variables.tfgckpt", proc)
     time.sleep(0.5)
     sent = time.monotonic()
@@ -235,7 +244,7 @@ def test_ctrl_c_inside_a_long_multi_device_step(tmp_path):
     io.save(partition(g.graph, devices="cpu:2"), str(path))
     proc = subprocess.Popen(_tfg("run", path, "--devices", "cpu:2", "--feed", "n=1000000000",
                                  "--fetch", "count"), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
+                            stderr=subprocess.PIPE, preexec_fn=default_sigint)
     time.sleep(3)  # well inside the step
     assert proc.poll() is None
     proc.send_signal(signal.SIGINT)
@@ -420,7 +429,8 @@ def test_ctrl_c_during_a_cluster_step_ends_it_on_every_worker(tmp_path):
     io.save(long_loop_graph(10 ** 9), str(path))
     with LocalCluster(2) as c:
         proc = subprocess.Popen(_tfg("run", path, "--cluster", c.spec, "--fetch", "count"),
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                preexec_fn=default_sigint)
         clients = [WorkerClient(("worker", i), a) for i, a in enumerate(c.addresses)]
         deadline = time.monotonic() + 60
         while not all(cl.call("GetStatus", pb.GetStatusRequest(), timeout=5).active_steps

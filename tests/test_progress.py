@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from conftest import ROOT
+from test_faults import default_sigint
 from tfg.cli import progress
 from tfg.cli.progress import Progress, format_duration, passes_line, steps_line
 
@@ -241,7 +242,8 @@ def test_ctrl_c_ends_the_line_before_the_message(mlp, tmp_path):
     env.pop("TFG_DEBUG", None)
     saved = tmp_path / "saved"
     p = subprocess.Popen(_train(mlp, 10**7, "--save", str(saved)), stdin=subprocess.DEVNULL,
-                         stdout=subprocess.PIPE, stderr=slave, env=env, cwd=ROOT)
+                         stdout=subprocess.PIPE, stderr=slave, env=env, cwd=ROOT,
+                         preexec_fn=default_sigint)
     out = b""
     os.close(slave)
     err = b""
