@@ -30,6 +30,7 @@ full-size keras.applications models (ResNet50, DenseNet121, InceptionV3, Xceptio
 `--large` and run by the slow test in tests/test_real_models.py.
 """
 import argparse
+import inspect
 import json
 import os
 import subprocess
@@ -459,11 +460,11 @@ LARGE = ["resnet50", "densenet121", "mobilenetv2_full", "mobilenetv3small_full",
 
 def large_case(out, name):
     ctor, size, scale = large_apps()[name]
+    # Older Keras took drop_connect_rate in EfficientNetB0 (a training-time layer: the
+    # frozen inference graph is the same without it); Keras 3 no longer accepts it.
     kw = {}
-    if name.startswith("efficientnet"):
-        kw = {"drop_connect_rate": 0.0} if name == "efficientnetb0" else {}
-    if name == "nasnetmobile":
-        kw = {}
+    if name == "efficientnetb0" and "drop_connect_rate" in inspect.signature(ctor).parameters:
+        kw = {"drop_connect_rate": 0.0}
 
     def make(shape):
         return ctor(weights=None, input_shape=shape, classes=1000, classifier_activation=None,
