@@ -10,7 +10,7 @@ no other reader, no control edge out. Binary members take their other operand ("
 anywhere. This is not a graph rewrite: the nodes stay, only the prepared call changes.
 
 Per-channel Const operands (a batch norm's scale and shift) are tiled once per signature so the
-in-place loop runs over rows of K*C elements, not C (_tiles): the same elements, ~2x faster.
+in-place loop runs over rows of K*C elements, not C (chain_tiles.py): the same elements.
 
 Exactness. The first call with a new input signature (type, dtype and shape of every input)
 runs the member kernels one by one, as the unfused path does, and so gives their values and
@@ -27,7 +27,7 @@ bit.
 """
 import numpy as np
 
-from tfg.executor import numexpr_chains
+from tfg.executor import chain_tiles, numexpr_chains
 from tfg.executor.calls import single
 from tfg.executor.executor import node_error
 from tfg.kernels import clamp, nn_ops
@@ -148,7 +148,7 @@ def fused_kernel(chain, writable, consts=None):
     """The chain as one kernel `fn(ctx, *inputs)` (inputs as `external_inputs` orders them);
     `writable[i]`: input i is a fresh array nothing else reads, which the chain may write;
     `consts[i]`: input i is a Const's value (the same read-only array every step), which a
-    per-channel operand is tiled from once (_tiles)."""
+    per-channel operand is tiled from once (chain_tiles.py)."""
     members = chain.members
     f0, n0, floats = step_of(members[0])
     steps = []  # (f, kind, argument index of the side, member index)
@@ -188,7 +188,7 @@ def fused_kernel(chain, writable, consts=None):
             state[0] = _signature(args, n0, v, writable)
             accel[0] = (numexpr_chains.accelerator(f0, n0, steps, args, v)
                         if use_numexpr and state[0] is not None else None)
-            tiles[0] = (_tiles(args, n0, steps, state[0][0], v, consts)
+            tiles[0] = (chain_tiles.plan(args, n0, steps, state[0][0], v, consts)
                         if consts and state[0] is not None else None)
         return v
 
@@ -209,7 +209,8 @@ def fused_kernel(chain, writable, consts=None):
         try:
             tp = tiles[0]
             if tp is not None:
-                v = _run_tiled(tp, f0, n0, steps, args, x, writable[xi] and x.flags.writeable)
+                v = chain_tiles.run(tp, f0, n0, steps, args, x,
+                                    writable[xi] and x.flags.writeable)
                 if v is not None:
                     return v
             if writable[xi] and x.flags.writeable:
@@ -236,113 +237,6 @@ def fused_kernel(chain, writable, consts=None):
     run.members = tuple(it.name for it in members)
     run.writable = tuple(writable)
     return run
-
-
-# A per-channel operand (shape (C,) or (1, .., 1, C)) against a buffer of rows of C: numpy
-# runs one inner loop of C elements per row (2x48x48x96 times a 96-vector: 44 us, against
-# 17 us for a scalar). Viewed as rows of K*C elements against the vector repeated K times,
-# the same elements meet the same elements in loops K times longer: ~2x faster from ~100
-# rows of 32-256 channels (DenseNet's batch norms before each convolution).
-_TILE = 16384  # elements of a tiled operand at most (64 KB of float32), as clamp.py's block
-_TILE_MIN_ROWS = 8  # fewer rows: the broadcast loop is as fast
-
-
-def _per_channel_k(side, shape):
-    """K (rows per tiled row) when `side` is a per-channel operand of a buffer of `shape`
-    that tiling speeds up, else 0."""
-    if type(side) is not _ndarray or not shape or side.ndim > len(shape) or not side.ndim:
-        return 0
-    c = shape[-1]
-    if side.shape[-1] != c or side.size != c or c < 2:
-        return 0
-    rows = 1
-    for d in shape[:-1]:
-        rows *= d
-    if rows < _TILE_MIN_ROWS:
-        return 0
-    k = min(rows, _TILE // c)
-    while k > 1 and rows % k:
-        k -= 1
-    return k if k > 1 else 0
-
-
-def _tiles(args, n0, steps, xi, v, consts):
-    """For a signature that runs in place (`xi`: the chain input, `v`: the result): the Const
-    per-channel operands tiled, as (rows, width, first, later): `first` = (argument index,
-    the Const's array, its tile, whether x is the left operand) for the first member, `later`
-    {step position: (argument index, the Const's array, its tile)}; None when none is."""
-    shape, dtype = v.shape, v.dtype
-    found = []
-    if n0 == 2:
-        o = 1 - xi
-        found.append((-1, o))
-    found += [(p, j) for p, (_, kind, j, _) in enumerate(steps) if kind != UNARY]
-    ks = {}
-    for p, j in found:
-        side = args[j]
-        if consts[j] and type(side) is _ndarray and side.dtype == dtype:
-            k = _per_channel_k(side, shape)
-            if k:
-                ks[(p, j)] = k
-    if not ks:
-        return None
-    k = min(ks.values())
-    while any(kk % k for kk in ks.values()):  # one row width for all: a common divisor
-        k -= 1
-    if k < 2:
-        return None
-    c = shape[-1]
-    rows, width = v.size // (k * c), k * c
-    first, later = None, {}
-    for (p, j), _ in ks.items():
-        tile = np.tile(args[j].reshape(-1), k)
-        tile.flags.writeable = False
-        if p < 0:
-            first = (j, args[j], tile, xi == 0)
-        else:
-            later[p] = (j, args[j], tile)
-    return rows, width, first, later
-
-
-def _run_tiled(tp, f0, n0, steps, args, x, in_place):
-    """The chain in place with its tiled operands (the same ufuncs on the same elements, in
-    the same order); None (nothing written) when a Const operand is not the tiled array."""
-    rows, width, first, later = tp
-    if first is not None and args[first[0]] is not first[1]:
-        return None
-    for j, src, _ in later.values():
-        if args[j] is not src:
-            return None
-    contiguous = x.flags.c_contiguous
-    buf = x if in_place and contiguous else np.empty(x.shape, x.dtype)
-    bv = buf.reshape(rows, width)
-    if first is not None:
-        j, _, tile, x_left = first
-        if contiguous:
-            xv = x.reshape(rows, width)
-        else:  # a strided view (an appended concat's): copied, then tiled (52 against 71 us)
-            np.copyto(buf, x)
-            xv = bv
-        if x_left:
-            f0(xv, tile, out=bv)
-        else:
-            f0(tile, xv, out=bv)
-    else:
-        f0(*args[:n0], out=buf)
-    for p, (f, kind, j, _) in enumerate(steps):
-        t = later.get(p)
-        if t is not None:
-            if kind == LEFT:
-                f(bv, t[2], out=bv)
-            else:
-                f(t[2], bv, out=bv)
-        elif kind == UNARY:
-            f(buf, buf)
-        elif kind == LEFT:
-            f(buf, args[j], out=buf)
-        else:
-            f(args[j], buf, out=buf)
-    return buf
 
 
 def _signature(args, n0, v, writable):
