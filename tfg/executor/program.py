@@ -17,7 +17,7 @@ no other reader, fetch or later step can see (inplace.py, chains.py).
 """
 import os
 
-from tfg.executor import chains, concat_append
+from tfg.executor import chains
 from tfg.executor import plan as P
 from tfg.executor.calls import slot_call
 from tfg.executor.inplace import fresh_producer, inplace_kernel
@@ -97,10 +97,6 @@ def build_program(plan, order, fast, fuse_gpu=None):
             ins[root] = chains.external_inputs(chain, ins)
     runnable = [it for it in kernels if it.id not in fused or fused[it.id]
                 or it.id in groups]
-    appends = {}  # ConcatV2 chains growing one buffer (concat_append.py): id -> factory
-    if fast:
-        for chain in concat_append.find(runnable, ins, set(fetches)):
-            appends.update(concat_append.kernels(chain))
     last_use, uses = {}, {}  # slot -> position of its last reader, number of input edges
     for pos, it in enumerate(runnable):
         for src in ins[it.id]:
@@ -134,8 +130,6 @@ def build_program(plan, order, fast, fuse_gpu=None):
                 if alt is not None:
                     fn = alt
                     break
-            if it.id in appends:
-                fn = appends[it.id](fn)
         outs = tuple(slot_of[(it.id, p)] for p in range(it.num_outputs))
         free = list(frees[pos])
         free += [s for s in outs if s not in last_use and s not in keep]
