@@ -46,8 +46,9 @@ def test_real_models_match_tensorflow_and_the_plain_program(name, monkeypatch):
 @pytest.mark.parametrize("shape", [(2, 6, 6, 8), (1, 3, 3, 5)])
 def test_fused_conv_quick_path_is_the_unfused_kernels(act, shape):
     """_FusedConv2D (BiasAdd [+ Relu/Relu6]) of an unchunked GEMM path: from its second call
-    the prepared GEMM then the bias and activation in place; bit for bit Conv2D + BiasAdd +
-    the activation kernel, over calls and a change of input shape."""
+    the prepared GEMM then the bias (tiled from the third) and activation in place; bit for
+    bit Conv2D + BiasAdd + the activation kernel, over calls, a change of input shape and
+    new values in the bias array."""
     ops = [b"BiasAdd"] + ([act.encode()] if act else [])
     attrs = dict(strides=[1, 1, 1, 1], padding=b"VALID", dilations=[1, 1, 1, 1],
                  data_format=b"NHWC", fused_ops=ops, num_args=1, epsilon=1e-4)
@@ -59,8 +60,10 @@ def test_fused_conv_quick_path_is_the_unfused_kernels(act, shape):
     bctx = KernelContext(Graph().add_node("b", "BiasAdd"), {"data_format": b"NHWC"})
     w = RNG.standard_normal((1, 1, shape[3], 7)).astype(np.float32)
     b = RNG.standard_normal(7).astype(np.float32)
-    for n in (shape[0], shape[0], shape[0], shape[0] + 1, shape[0] + 1):
+    for i, n in enumerate((shape[0],) * 4 + (shape[0] + 1,) * 3):
         x = RNG.standard_normal((n,) + shape[1:]).astype(np.float32)
+        if i in (3, 6):  # the same bias array with other values: tiled again, not reused
+            b[:] = RNG.standard_normal(7).astype(np.float32)
         y = bias_add(bctx, conv(cctx, x, w), b)
         if act:
             y = get_kernel(act).fn(KernelContext(Graph().add_node("a", act), {}), y)
@@ -95,8 +98,9 @@ def test_prepared_pad_is_np_pad(shape, pads):
 @pytest.mark.parametrize("shape", [(2, 6, 6, 8), (1, 3, 3, 5)])
 def test_fused_conv_quick_path_is_the_unfused_kernels(act, shape):
     """_FusedConv2D (BiasAdd [+ Relu/Relu6]) of an unchunked GEMM path: from its second call
-    the prepared GEMM then the bias and activation in place; bit for bit Conv2D + BiasAdd +
-    the activation kernel, over calls and a change of input shape."""
+    the prepared GEMM then the bias (tiled from the third) and activation in place; bit for
+    bit Conv2D + BiasAdd + the activation kernel, over calls, a change of input shape and
+    new values in the bias array."""
     ops = [b"BiasAdd"] + ([act.encode()] if act else [])
     attrs = dict(strides=[1, 1, 1, 1], padding=b"VALID", dilations=[1, 1, 1, 1],
                  data_format=b"NHWC", fused_ops=ops, num_args=1, epsilon=1e-4)
@@ -108,8 +112,10 @@ def test_fused_conv_quick_path_is_the_unfused_kernels(act, shape):
     bctx = KernelContext(Graph().add_node("b", "BiasAdd"), {"data_format": b"NHWC"})
     w = RNG.standard_normal((1, 1, shape[3], 7)).astype(np.float32)
     b = RNG.standard_normal(7).astype(np.float32)
-    for n in (shape[0], shape[0], shape[0], shape[0] + 1, shape[0] + 1):
+    for i, n in enumerate((shape[0],) * 4 + (shape[0] + 1,) * 3):
         x = RNG.standard_normal((n,) + shape[1:]).astype(np.float32)
+        if i in (3, 6):  # the same bias array with other values: tiled again, not reused
+            b[:] = RNG.standard_normal(7).astype(np.float32)
         y = bias_add(bctx, conv(cctx, x, w), b)
         if act:
             y = get_kernel(act).fn(KernelContext(Graph().add_node("a", act), {}), y)

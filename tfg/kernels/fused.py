@@ -255,14 +255,49 @@ def _remember_chunked(ctx, x, w):
 def _whole(ctx, run):
     """The base Conv2D's prepared GEMM path `run(x, w)` with the bias and activation applied
     after it, as _apply_fused's quick path applies them (same ufuncs, same order), without
-    the frames between: a NASNet 1x1 convolution's Python was ~10 us of a 50 us call."""
+    the frames between: a NASNet 1x1 convolution's Python was ~10 us of a 50 us call.
+
+    The bias is added as rows of K*C against the bias repeated K times (_bias_tile) when the
+    bias has the bytes it had when tiled: the same sums, without numpy's broadcast loop of C
+    elements per output row (2x24x24x128: 79 -> 34 us, 2x9x9x192: 40 -> 8 us)."""
+    tiled = [None]  # (bias bytes, output shape, rows, width, tile) of the last call
+
     def whole(x, w, b, act):
         y = run(x, w)
         if type(y) is not np.ndarray or not y.flags.writeable or y.dtype != b.dtype:
             return _apply_fused(ctx, ctx.xp.asarray(y), (b,))
-        np.add(y, b, out=y)
+        t = tiled[0]
+        if (t is not None and t[1] == y.shape and y.flags.c_contiguous
+                and t[0] == b.tobytes()):
+            yv = y.reshape(t[2], t[3])
+            np.add(yv, t[4], out=yv)
+        else:
+            np.add(y, b, out=y)
+            tiled[0] = _bias_tile(b, y.shape)
         return y if act is None else act(y, out=y)
     return whole
+
+
+_TILE = 16384  # elements of a tiled bias at most (64 KB of float32)
+
+
+def _bias_tile(b, shape):
+    """(b's bytes, shape, rows, row width, b repeated K times) for adding the bias `b` of C
+    channels to an output of `shape` as rows of K*C; None when it has too few rows."""
+    c = shape[-1]
+    rows = 1
+    for d in shape[:-1]:
+        rows *= d
+    if rows < 8 or b.shape != (c,):
+        return None
+    k = min(rows, _TILE // max(c, 1))
+    while k > 1 and rows % k:
+        k -= 1
+    if k < 2:
+        return None
+    tile = np.tile(b, k)
+    tile.flags.writeable = False
+    return b.tobytes(), shape, rows // k, k * c, tile
 
 
 @kernel("_FusedDepthwiseConv2dNative", device_types=ALL_DEVICES)
