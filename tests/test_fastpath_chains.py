@@ -295,6 +295,21 @@ def test_floating_error_in_place_names_the_member(monkeypatch):
             sess.run("n2", {"x": np.float32([-100.0, 0.0])})
 
 
+def test_floating_error_with_tiled_consts_names_the_member(monkeypatch):
+    """A chain whose per-channel Consts are tiled (chain_tiles.py) names the member that
+    raised too: here the Mul by a tiled scale after an Exp."""
+    monkeypatch.setenv("TFG_FAST_PROGRAM", "1")
+    c = 16
+    g = _graph(F, (8, c), ["Neg", "Exp", ("Mul", "s", "L"), "Sin"],
+               {"s": np.full(c, 1e30, np.float32)})
+    sess = Session(g, graph_rewrites=False)
+    for _ in range(2):
+        sess.run("n3", {"x": np.zeros((8, c), np.float32)})  # learns, then tiles
+    with np.errstate(over="raise"):
+        with pytest.raises(NodeError, match="'n2' \\(Mul\\).*FloatingPointError"):
+            sess.run("n3", {"x": np.full((8, c), -20.0, np.float32)})
+
+
 def test_identities_share_slots_and_constants_are_set_once(monkeypatch):
     g = Graph()
     g.add_node("x", "Placeholder", [], {"dtype": F, "shape": Shape((2,))})

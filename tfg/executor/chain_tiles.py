@@ -82,10 +82,12 @@ def plan(args, n0, steps, xi, v, consts):
     return rows, width, first, later
 
 
-def run(tp, f0, n0, steps, args, x, in_place):
+def run(tp, f0, n0, steps, args, x, in_place, at):
     """The chain in place with its tiled operands (the same ufuncs on the same elements, in
-    the same order); None (nothing written) when a Const operand is not the tiled array."""
+    the same order); None (nothing written) when a Const operand is not the tiled array.
+    `at[0]`: the member running (chains.py names it if a ufunc raises)."""
     rows, width, first, later = tp
+    at[0] = 0
     if first is not None and args[first[0]] is not first[1]:
         return None
     for j, src, _ in later.values():
@@ -107,7 +109,8 @@ def run(tp, f0, n0, steps, args, x, in_place):
             f0(tile, xv, out=bv)
     else:
         f0(*args[:n0], out=buf)
-    for p, (f, kind, j, _) in enumerate(steps):
+    for p, (f, kind, j, k) in enumerate(steps):
+        at[0] = k
         t = later.get(p)
         if t is not None:
             if kind == LEFT:

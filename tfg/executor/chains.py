@@ -164,7 +164,7 @@ def fused_kernel(chain, writable, consts=None):
     unary = [(f, k) for f, _, _, k in steps] if all(s[1] == UNARY for s in steps) else None
     state = [None]  # (x's argument index, its dtype, its shape, the other inputs' checks)
     accel = [None]  # the signature's numexpr_chains.Accelerator, if any
-    tiles = [None]  # the signature's tiled per-channel operands (_tiles), if any
+    tiles = [None]  # the signature's tiled per-channel operands (chain_tiles.plan), if any
     use_numexpr = numexpr_chains.wanted()
 
     def slow(args):
@@ -192,6 +192,8 @@ def fused_kernel(chain, writable, consts=None):
                         if consts and state[0] is not None else None)
         return v
 
+    at = [0]  # the member chain_tiles.run is at (named if it raises)
+
     def run(ctx, *args):
         sig = state[0]
         if sig is None:
@@ -209,8 +211,11 @@ def fused_kernel(chain, writable, consts=None):
         try:
             tp = tiles[0]
             if tp is not None:
-                v = chain_tiles.run(tp, f0, n0, steps, args, x,
-                                    writable[xi] and x.flags.writeable)
+                try:
+                    v = chain_tiles.run(tp, f0, n0, steps, args, x,
+                                        writable[xi] and x.flags.writeable, at)
+                except Exception as e:  # noqa: BLE001 - name the member that raised
+                    raise node_error(members[at[0]].ctx, e) from e
                 if v is not None:
                     return v
             if writable[xi] and x.flags.writeable:

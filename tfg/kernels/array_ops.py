@@ -297,7 +297,7 @@ def _prepared_pad(x, pads):
     shape = tuple(d + a + b for d, (a, b) in zip(x.shape, pads))
     inner = tuple(slice(a, a + d) for d, (a, _) in zip(x.shape, pads))
     dtype = x.dtype
-    if int(np.prod(shape)) * dtype.itemsize > _ZEROS_MAX:
+    if int(np.prod(shape)) * dtype.itemsize > _ZEROS_MAX or dtype.kind not in "biufc":
         return lambda v: _constant_pad(v, pads, 0)
 
     def run(v):
