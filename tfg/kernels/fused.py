@@ -259,7 +259,7 @@ def _whole(ctx, run):
 
     The bias is added as rows of K*C against the bias repeated K times (_bias_tile) when the
     bias has the bytes it had when tiled: the same sums, without numpy's broadcast loop of C
-    elements per output row (2x24x24x128: 79 -> 34 us, 2x9x9x192: 40 -> 8 us)."""
+    elements per output row (alone: 2x24x24x128 34.5 -> 20.8 us, 2x22x22x80 21.1 -> 9.8)."""
     tiled = [None]  # (bias bytes, output shape, rows, width, tile) of the last call
 
     def whole(x, w, b, act):
