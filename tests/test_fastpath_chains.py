@@ -295,6 +295,21 @@ def test_floating_error_in_place_names_the_member(monkeypatch):
             sess.run("n2", {"x": np.float32([-100.0, 0.0])})
 
 
+def test_floating_error_with_tiled_consts_names_the_member(monkeypatch):
+    """A chain whose per-channel Consts are tiled (chain_tiles.py) names the member that
+    raised too: here the Mul by a tiled scale after an Exp."""
+    monkeypatch.setenv("TFG_FAST_PROGRAM", "1")
+    c = 16
+    g = _graph(F, (8, c), ["Neg", "Exp", ("Mul", "s", "L"), "Sin"],
+               {"s": np.full(c, 1e30, np.float32)})
+    sess = Session(g, graph_rewrites=False)
+    for _ in range(2):
+        sess.run("n3", {"x": np.zeros((8, c), np.float32)})  # learns, then tiles
+    with np.errstate(over="raise"):
+        with pytest.raises(NodeError, match="'n2' \\(Mul\\).*FloatingPointError"):
+            sess.run("n3", {"x": np.full((8, c), -20.0, np.float32)})
+
+
 def test_identities_share_slots_and_constants_are_set_once(monkeypatch):
     g = Graph()
     g.add_node("x", "Placeholder", [], {"dtype": F, "shape": Shape((2,))})
@@ -321,3 +336,71 @@ def test_traced_steps_still_record_every_node(monkeypatch):
     got = sess.run("n3", {"x": x}, trace=True)
     np.testing.assert_array_equal(got, want)
     assert {"c", "n0", "n1", "n2", "n3"} <= {e[0] for e in sess.last_trace.events}
+
+
+@pytest.mark.parametrize("dtype", [DType.HALF, DType.FLOAT, DType.DOUBLE, DType.INT32])
+@pytest.mark.parametrize("shape", [(2, 6, 6, 12), (3, 40), (4, 3, 5), (2, 2, 7)])
+@pytest.mark.parametrize("x_kind", ["fed", "fresh", "strided"])
+def test_per_channel_consts_tiled_equal_the_unfused_kernels(monkeypatch, dtype, shape, x_kind):
+    """A batch norm's Mul by a per-channel Const, a shift on either side, Maximum, Relu: the
+    Const operands tiled along rows of K*C (chains.py _tiles) give every element the plain
+    program gives, on a fed input (copied), a fresh one (written in place) and a strided view
+    (copied first); shapes with too few rows to tile and a non-float dtype too. The Consts
+    stay as they were."""
+    c = shape[-1]
+    side = (RNG.standard_normal(c) * 3).astype(dtype.np)
+    side[0] = 0
+    consts = {"scale": side, "shift": side[::-1].reshape((1,) * (len(shape) - 1) + (c,)).copy(),
+              "floor": np.full(c, 0.5, dtype.np)}
+    ops = [("Mul", "scale", "L"), ("AddV2", "shift", "R"), ("Sub", "scale", "L"),
+           ("Maximum", "floor", "R")] + (["Relu"] if dtype != DType.INT32 else [])
+    g = Graph()
+    xshape = list(shape)
+    if x_kind == "strided":  # the chain's input is a Transpose's view: not contiguous
+        xshape = [shape[-1]] + list(shape[:-1])
+    g.add_node("x0", "Placeholder", [], {"dtype": dtype, "shape": Shape(xshape)})
+    for name, value in consts.items():
+        g.add_node(name, "Const", [], {"dtype": dtype, "value": value})
+    if x_kind == "fed":
+        src = "x0"
+    elif x_kind == "fresh":  # a MatMul's output, fresh and read only by the chain
+        g.add_node("eye", "Const", [], {"dtype": dtype, "value": np.eye(c, dtype=dtype.np)})
+        flat = int(np.prod(shape[:-1]))
+        g.add_node("s2", "Const", [], {"dtype": DType.INT32,
+                                        "value": np.array([flat, c], np.int32)})
+        g.add_node("s0", "Const", [], {"dtype": DType.INT32,
+                                        "value": np.array(shape, np.int32)})
+        g.add_node("flat", "Reshape", ["x0", "s2"], {"T": dtype, "Tshape": DType.INT32})
+        g.add_node("mm", "MatMul", ["flat", "eye"], {"T": dtype})
+        g.add_node("x", "Reshape", ["mm", "s0"], {"T": dtype, "Tshape": DType.INT32})
+        src = "x"
+    else:
+        perm = list(range(1, len(shape))) + [0]
+        g.add_node("perm", "Const", [], {"dtype": DType.INT32,
+                                          "value": np.array(perm, np.int32)})
+        g.add_node("x", "Transpose", ["x0", "perm"], {"T": dtype, "Tperm": DType.INT32})
+        src = "x"
+    for i, (op, cname, where) in enumerate(o for o in ops if not isinstance(o, str)):
+        g.add_node(f"n{i}", op, [src, cname] if where == "L" else [cname, src], {"T": dtype})
+        src = f"n{i}"
+    if ops[-1] == "Relu":
+        g.add_node("out", "Relu", [src], {"T": dtype})
+        src = "out"
+    feeds = []
+    for _ in range(4):
+        x = (RNG.standard_normal(xshape) * 4).astype(dtype.np)
+        if dtype != DType.INT32:
+            x.reshape(-1)[:SPECIAL.size] = SPECIAL[:x.size].astype(dtype.np)
+        feeds.append(x)
+    before = {k: v.copy() for k, v in consts.items()}
+    out = {}
+    monkeypatch.setenv("TFG_NUMEXPR", "0")
+    for mode in ("1", "0"):
+        monkeypatch.setenv("TFG_FAST_PROGRAM", mode)
+        sess = Session(g, graph_rewrites=False)
+        with np.errstate(all="ignore"):
+            out[mode] = [sess.run(src, {"x0": x}) for x in feeds]
+    for a, b in zip(out["1"], out["0"]):
+        _assert_same([a], [b])
+    for k, v in consts.items():
+        assert v.tobytes() == before[k].tobytes()

@@ -9,6 +9,9 @@ RealDiv, Sqrt, Log on floats), or a Relu/Relu6 clamp, each reading the one befor
 no other reader, no control edge out. Binary members take their other operand ("side") from
 anywhere. This is not a graph rewrite: the nodes stay, only the prepared call changes.
 
+Per-channel Const operands (a batch norm's scale and shift) are tiled once per signature so the
+in-place loop runs over rows of K*C elements, not C (chain_tiles.py): the same elements.
+
 Exactness. The first call with a new input signature (type, dtype and shape of every input)
 runs the member kernels one by one, as the unfused path does, and so gives their values and
 their errors, naming the node. When every intermediate value was an array of the chain
@@ -24,7 +27,7 @@ bit.
 """
 import numpy as np
 
-from tfg.executor import numexpr_chains
+from tfg.executor import chain_tiles, numexpr_chains
 from tfg.executor.calls import single
 from tfg.executor.executor import node_error
 from tfg.kernels import clamp, nn_ops
@@ -141,9 +144,11 @@ def external_inputs(chain, ins):
     return out
 
 
-def fused_kernel(chain, writable):
+def fused_kernel(chain, writable, consts=None):
     """The chain as one kernel `fn(ctx, *inputs)` (inputs as `external_inputs` orders them);
-    `writable[i]`: input i is a fresh array nothing else reads, which the chain may write."""
+    `writable[i]`: input i is a fresh array nothing else reads, which the chain may write;
+    `consts[i]`: input i is a Const's value (the same read-only array every step), which a
+    per-channel operand is tiled from once (chain_tiles.py)."""
     members = chain.members
     f0, n0, floats = step_of(members[0])
     steps = []  # (f, kind, argument index of the side, member index)
@@ -159,6 +164,7 @@ def fused_kernel(chain, writable):
     unary = [(f, k) for f, _, _, k in steps] if all(s[1] == UNARY for s in steps) else None
     state = [None]  # (x's argument index, its dtype, its shape, the other inputs' checks)
     accel = [None]  # the signature's numexpr_chains.Accelerator, if any
+    tiles = [None]  # the signature's tiled per-channel operands (chain_tiles.plan), if any
     use_numexpr = numexpr_chains.wanted()
 
     def slow(args):
@@ -182,7 +188,11 @@ def fused_kernel(chain, writable):
             state[0] = _signature(args, n0, v, writable)
             accel[0] = (numexpr_chains.accelerator(f0, n0, steps, args, v)
                         if use_numexpr and state[0] is not None else None)
+            tiles[0] = (chain_tiles.plan(args, n0, steps, state[0][0], v, consts)
+                        if consts and state[0] is not None else None)
         return v
+
+    at = [0]  # the member chain_tiles.run is at (named if it raises)
 
     def run(ctx, *args):
         sig = state[0]
@@ -199,6 +209,15 @@ def fused_kernel(chain, writable):
                 return v
         k = 0
         try:
+            tp = tiles[0]
+            if tp is not None:
+                try:
+                    v = chain_tiles.run(tp, f0, n0, steps, args, x,
+                                        writable[xi] and x.flags.writeable, at)
+                except Exception as e:  # noqa: BLE001 - name the member that raised
+                    raise node_error(members[at[0]].ctx, e) from e
+                if v is not None:
+                    return v
             if writable[xi] and x.flags.writeable:
                 buf = x
                 f0(*args[:n0], out=buf)

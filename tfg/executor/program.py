@@ -121,7 +121,8 @@ def build_program(plan, order, fast, fuse_gpu=None):
         chain = groups.get(it.id)
         if chain is not None and (len(chain.members) > 1 or writable(srcs[0])
                                   or (len(srcs) > 1 and writable(srcs[1]))):
-            fn = chains.fused_kernel(chain, [writable(s) for s in srcs])
+            fn = chains.fused_kernel(chain, [writable(s) for s in srcs],
+                                     [slot_of[s] in const_slots for s in srcs])
         else:
             fn = fused.get(it.id) or it.fn
             for idx, src in enumerate(() if it.id in fused else srcs):
