@@ -201,7 +201,8 @@ class blas_limit:
             want = min(v[0] for v in _active.values())
             if backend.get() != want:
                 backend.set(want)
-            conv_threads.configure(min(v[1] for v in _active.values()), backend.set, want)
+            conv_threads.configure(min(v[1] for v in _active.values()), backend.set, want,
+                                   split=want)
         return self
 
     def __exit__(self, *exc):
@@ -218,5 +219,5 @@ class blas_limit:
                 backend.set(want)
             # Outside steps, chunked kernels run on the calling thread only.
             chunks = min(v[1] for v in _active.values()) if _active else 1
-            conv_threads.configure(chunks, backend.set, want)
+            conv_threads.configure(chunks, backend.set, want, split=want if _active else 1)
         return False
