@@ -49,9 +49,9 @@ def record_signatures(sigs):
                          for f in a.get("fused_ops", [])]
                 strides = list(a.get("strides", a.get("ksize", [])))
                 pad = a.get("padding", b"")
+                shapes = ["x".join(str(d) for d in getattr(v, "shape", ())) for v in args[:2]]
                 sigs[ctx.name] = (
-                    "x".join(str(d) for d in getattr(args[0], "shape", ())) + " * "
-                    + "x".join(str(d) for d in getattr(args[1], "shape", ()))
+                    " * ".join(shapes)
                     + f" s{strides[1:3]} {pad.decode() if isinstance(pad, bytes) else pad}"
                     + (f" {'+'.join(fused)}" if fused else ""))
             return _fn(ctx, *args)

@@ -63,9 +63,11 @@ def split_workers():
 class Chooser:
     """Per prepared kernel and signature: whether its parts on threads beat one call, by the
     wall time of its own calls. The first calls alternate the two ways (the first of each
-    not counted: helper start-up, first allocations), PROBES counted each; then the faster
-    median is used, the other way re-timed once every REPROBE calls (a machine that gets
-    busier or quieter moves the choice). Threads must be faster by MARGIN: they cost more CPU.
+    not counted: helper start-up, first allocations), PROBES counted each, or fewer when the
+    threaded one is already SLOW times the other (a busy machine: probing costs); then the
+    faster median is used, the other way re-timed once every REPROBE calls (a machine that
+    gets busier or quieter moves the choice). Threads must be faster by MARGIN: they cost
+    more CPU.
 
         way = chooser.pick()            # True: threaded
         ... ; chooser.record(way, seconds)
@@ -74,21 +76,22 @@ class Chooser:
     PROBES = 2
     REPROBE = 16
     MARGIN = 0.95
+    SLOW = 1.5
 
-    __slots__ = ("times", "seen", "calls", "threaded")
+    __slots__ = ("times", "seen", "calls", "threaded", "decided")
 
     def __init__(self):
         self.times = ([], [])  # recent wall times: serial, threaded
         self.seen = [0, 0]
         self.calls = 0
         self.threaded = False
+        self.decided = False
 
     def pick(self):
         self.calls += 1
-        s, t = self.times
-        if len(s) < self.PROBES or len(t) < self.PROBES:
-            return self.seen[1] < self.seen[0] or (self.seen[1] == self.seen[0]
-                                                   and len(t) < len(s))
+        if not self.decided:
+            s, t = self.seen
+            return t < s
         if self.calls % self.REPROBE == 0:
             return not self.threaded
         return self.threaded
@@ -103,8 +106,14 @@ class Chooser:
         if len(times) > self.PROBES + 1:
             del times[0]
         s, t = self.times
-        if len(s) >= self.PROBES and len(t) >= self.PROBES:
-            self.threaded = _median(t) < self.MARGIN * _median(s)
+        if not (s and t):
+            return
+        ms, mt = _median(s), _median(t)
+        if self.decided or (len(s) >= self.PROBES and len(t) >= self.PROBES):
+            self.decided = True
+            self.threaded = mt < self.MARGIN * ms
+        elif mt > self.SLOW * ms:
+            self.decided, self.threaded = True, False
 
 
 def _median(v):
