@@ -1,7 +1,7 @@
 """Small convolutions, 1x1 convolutions, depthwise convolutions and skinny GEMMs split over a
 step's intra-op threads (tfg/kernels/conv_split.py, conv_depthwise.DepthwiseSplit): the parts
-give the one-thread path's values (depthwise and row blocks bit for bit, column blocks within
-float32 rounding), with the fused bias and activation applied per part; with the step's
+give the one-thread path's values (depthwise bit for bit; GEMM blocks within float32 rounding,
+bit for bit on these shapes' row blocks), with the fused bias and activation applied per part; with the step's
 split count at 1 (a loaded machine, outside steps, $TFG_CONV_THREADS=0) nothing is split;
 the per-kernel Chooser alternates, then keeps the faster way and re-times the other."""
 import numpy as np
