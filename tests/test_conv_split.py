@@ -1,16 +1,17 @@
 """Small convolutions, 1x1 convolutions, depthwise convolutions and skinny GEMMs split over a
-step's intra-op threads (tfg/kernels/conv_split.py, conv_depthwise.DepthwiseSplit): the parts
+step's intra-op threads (tfg/kernels/conv_split.py, conv_depthwise_split.py): the parts
 give the one-thread path's values (depthwise bit for bit; GEMM blocks within float32 rounding,
 bit for bit on these shapes' row blocks), with the fused bias and activation applied per part; with the step's
 split count at 1 (a loaded machine, outside steps, $TFG_CONV_THREADS=0) nothing is split;
-the per-kernel Chooser alternates, then keeps the faster way and re-times the other."""
+the per-kernel Chooser (conv_choice.py) alternates, then keeps the faster way and re-times the other."""
 import numpy as np
 import pytest
 
 from test_conv_fast_paths import reference
 from tfg.executor import blas
 from tfg.graphdef.graph import Graph
-from tfg.kernels import clamp, conv_depthwise, conv_gemm, conv_split, conv_threads
+from tfg.kernels import (clamp, conv_choice, conv_depthwise, conv_depthwise_split, conv_gemm,
+                         conv_split, conv_threads)
 from tfg.kernels.context import KernelContext
 from tfg.kernels.conv_geom import Geom
 from tfg.kernels.registry import get_kernel
@@ -23,7 +24,7 @@ def small_splits(monkeypatch):
     """Tiny shapes take the split paths (they need 1M / 128K multiply-adds by default)."""
     monkeypatch.setattr(conv_split, "MIN_SPLIT_MACS", 0)
     monkeypatch.setattr(conv_split, "MIN_PART_ROWS", 8)
-    monkeypatch.setattr(conv_depthwise, "SPLIT_MIN_MACS", 0)
+    monkeypatch.setattr(conv_depthwise_split, "SPLIT_MIN_MACS", 0)
     yield
     conv_threads.configure(1)
 
@@ -102,8 +103,8 @@ DEPTHWISE = [  # x shape, filter shape, strides, padding, dilations: each strate
 def test_depthwise_split_is_bit_for_bit_the_whole_batch(case):
     xs, ws, strides, padding, dil = case
     g = _geom(xs, ws, strides, padding, dil)
-    run = conv_depthwise.split(xs, ws, g)
-    assert isinstance(run, conv_depthwise.DepthwiseSplit)
+    run = conv_depthwise_split.split(xs, ws, g)
+    assert isinstance(run, conv_depthwise_split.DepthwiseSplit)
     x = rng.standard_normal(xs).astype(np.float32)
     w = rng.standard_normal(ws).astype(np.float32)
     w.flags.writeable = False
@@ -171,7 +172,7 @@ def test_skinny_matmul_column_blocks_match_the_gemvs():
 
 
 def test_chooser_probes_both_ways_then_keeps_the_faster_and_retimes_the_other():
-    c = conv_threads.Chooser()
+    c = conv_choice.Chooser()
     ways = []
     for _ in range(6):  # first of each way not counted, then PROBES = 2 each
         way = c.pick()
@@ -186,13 +187,13 @@ def test_chooser_probes_both_ways_then_keeps_the_faster_and_retimes_the_other():
         c.record(True, 5.0)
     assert not c.threaded
     # within MARGIN: one thread (it costs less CPU)
-    d = conv_threads.Chooser()
+    d = conv_choice.Chooser()
     for _ in range(6):
         way = d.pick()
         d.record(way, 0.98 if way else 1.0)
     assert d.decided and not d.threaded
     # threads far slower at the first counted probe (a busy machine): decided at once
-    e = conv_threads.Chooser()
+    e = conv_choice.Chooser()
     ways = []
     while not e.decided:
         way = e.pick()

@@ -23,11 +23,8 @@ because einsum's speed is the length of its innermost contiguous loop:
 - otherwise (channel multiplier > 1, strided and dilated, wide strided layers): windows
   [N, OH, OW, KH, KW, C] with C inner.
 """
-from time import perf_counter
-
 import numpy as np
 
-from tfg.kernels import conv_threads
 from tfg.kernels.conv_geom import padded, row_windows, strided, windows
 
 # Measured on every depthwise layer of the keras.applications models (batch 2, 96x96): the
@@ -45,10 +42,6 @@ ROWS_NARROW_MIN_OW, ROWS_NARROW_MAX_CHANNELS = 6, 320
 # filter); measured 2.5-3.5x faster than windows on 3x3 images under 5x5 and 7x7 filters,
 # filters cold or hot (3x3x176 5x5: 60 -> 22 us hot, 202 -> 80 us cold).
 DENSE_MAX_PAIRS = 81
-# Depthwise convolutions of at least this many multiply-adds run their images on the step's
-# intra-op threads (DepthwiseSplit): a handoff costs 10-20 us, the einsum ~0.33 ns a
-# multiply-add hot and several times that on the cold filters and inputs of a model's step.
-SPLIT_MIN_MACS = 1 << 17
 
 
 def _dense_fits(g, h, w, m):
@@ -110,75 +103,6 @@ def prepared(x_shape, w_shape, g):
         y = np.einsum("nhijv,ijv->nhv", view, _tiled(w, g.ow, cache), optimize=False)
         return y.reshape(out_shape)
     return run
-
-
-class DepthwiseSplit:
-    """run(x, w, cache, bias=None, act=None) for NHWC numpy inputs of one signature: on one
-    thread the whole batch as before (then the bias and act(y, out=y)); on the step's
-    intra-op threads (conv_threads.py) one image group per part, each padded, convolved into
-    its slice of the output (einsum's `out`) and given its bias and activation there. The
-    same einsum loop per image, so the same values."""
-
-    __slots__ = ("run", "spans", "runs", "out_shape", "chooser")
-
-    def __init__(self, x_shape, w_shape, g):
-        n, h, wd, c = x_shape
-        m = w_shape[3]
-        self.out_shape = (n, g.oh, g.ow, c * m)
-        self.run = _strategy(x_shape, w_shape, g)
-        self.spans = [(0, n // 2), (n // 2, n)]
-        self.runs = {j - i: _strategy((j - i, h, wd, c), w_shape, g) for i, j in self.spans}
-        self.chooser = conv_threads.Chooser()
-
-    def __call__(self, x, w, cache, bias=None, act=None):
-        if conv_threads.split_workers() < 2:
-            return self.whole(x, w, cache, bias, act)
-        threaded = self.chooser.pick()
-        t = perf_counter()
-        y = (self.parts if threaded else self.whole)(x, w, cache, bias, act)
-        self.chooser.record(threaded, perf_counter() - t)
-        return y
-
-    def whole(self, x, w, cache, bias=None, act=None):
-        """One thread: the whole batch as before, then the bias and act(y, out=y)."""
-        y = self.run(x, w, cache)
-        if bias is not None:
-            np.add(y, bias, out=y)
-        if act is not None:
-            act(y, out=y)
-        return y
-
-    def parts(self, x, w, cache, bias=None, act=None):
-        """The image groups on conv_threads, each into its slice of one output."""
-        out = np.empty(self.out_shape, np.result_type(x, w))
-        runs = self.runs
-
-        def part(span, buf):
-            i, j = span
-            o = runs[j - i](x[i:j], w, cache, out[i:j])
-            if bias is not None:
-                np.add(o, bias, out=o)
-            if act is not None:
-                act(o, out=o)
-        conv_threads.run_chunks(part, self.spans, 0, out.dtype)
-        return out
-
-
-def _strategy(x_shape, w_shape, g):
-    """run(x, w, cache, out=None): `prepared`'s, else `forward` deciding per call."""
-    run = prepared(x_shape, w_shape, g)
-    return run if run is not None else (lambda x, w, cache, out=None:
-                                        forward(x, w, g, cache, out))
-
-
-def split(x_shape, w_shape, g):
-    """A DepthwiseSplit for a batch of >= 2 NHWC images whose convolution has at least
-    SPLIT_MIN_MACS multiply-adds, else None."""
-    n, _, _, c = x_shape
-    kh, kw, _, m = w_shape
-    if n < 2 or n * g.oh * g.ow * c * m * kh * kw < SPLIT_MIN_MACS:
-        return None
-    return DepthwiseSplit(x_shape, w_shape, g)
 
 
 def _tiled(w, ow, cache=None, phase=None):

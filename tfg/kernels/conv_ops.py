@@ -15,7 +15,7 @@ parsed once per node and input size (conv_geom.py).
 """
 import numpy as np
 
-from tfg.kernels import conv_depthwise, conv_gemm, conv_grouped
+from tfg.kernels import conv_depthwise, conv_depthwise_split, conv_gemm, conv_grouped
 from tfg.kernels._util import fail, from_nhwc, is_nchw, shape_vector, to_nhwc
 from tfg.kernels.conv_geom import geometry
 from tfg.kernels.registry import ALL_DEVICES, kernel
@@ -140,8 +140,8 @@ def depthwise_conv2d(ctx, x, w):
     g = geometry(ctx, h, wd, kh, kw)
     if xp is np and x.dtype == w.dtype:
         if not is_nchw(fmt) and type(x) is np.ndarray and type(w) is np.ndarray:
-            # large batches: split over the step's threads (conv_depthwise.DepthwiseSplit)
-            run = conv_depthwise.split(x.shape, w.shape, g)
+            # large batches: split over the step's threads (conv_depthwise_split.py)
+            run = conv_depthwise_split.split(x.shape, w.shape, g)
             if run is None and m == 1:
                 run = conv_depthwise.prepared(x.shape, w.shape, g)
             if run is not None:

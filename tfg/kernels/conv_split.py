@@ -30,6 +30,7 @@ from time import perf_counter
 import numpy as np
 
 from tfg.kernels import conv_threads
+from tfg.kernels.conv_choice import Chooser
 
 # Under this many multiply-adds a GEMM stays one call: a handoff to the helper thread costs
 # 10-20 us (benchmarks/bench_conv_split.py: 2x6x6x64 -> 384 1x1, 0.9M MACs, ~100 us cold in
@@ -75,7 +76,7 @@ class SplitGemm:
             self.rows = spans(m, 2)
         else:
             self.cols = spans(n, 2, COL_ALIGN)
-        self.chooser = conv_threads.Chooser()
+        self.chooser = Chooser()
 
     def __call__(self, x, w, bias=None, act=None):
         if conv_threads.split_workers() < 2:
@@ -153,7 +154,7 @@ def skinny_matmul(a, b, out):
     if chooser is None:
         if len(_skinny_choosers) > 64:
             _skinny_choosers.clear()
-        chooser = _skinny_choosers[key] = conv_threads.Chooser()
+        chooser = _skinny_choosers[key] = Chooser()
     threaded = chooser.pick()
     t = perf_counter()
     if threaded:

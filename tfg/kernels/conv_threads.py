@@ -39,7 +39,7 @@ def configure(workers, set_blas=None, blas_threads=None, split=None):
     """Let chunked kernels use `workers` threads (1: serial), calling `set_blas(n)` to put
     BLAS at one thread around a threaded call and back at `blas_threads` (default: `workers`)
     after. `split` (default `workers`, at most `workers`): the threads of the small kernels
-    of conv_split.py and conv_depthwise.py, whose parts do not pay on a core another process
+    of conv_split.py and conv_depthwise_split.py, whose parts do not pay on a core another process
     holds (the step's measured count, not every core). $TFG_CONV_THREADS = 0 keeps them all
     serial (then a step's BLAS threads split each chunk's GEMM instead: the comparison for a
     quiet machine)."""
@@ -58,68 +58,6 @@ def workers():
 def split_workers():
     """The threads the small kernels may split over now (1: run them whole)."""
     return _split
-
-
-class Chooser:
-    """Per prepared kernel and signature: whether its parts on threads beat one call, by the
-    wall time of its own calls. The first calls alternate the two ways (the first of each
-    not counted: helper start-up, first allocations), PROBES counted each, or fewer when the
-    threaded one is already SLOW times the other (a busy machine: probing costs); then the
-    faster median is used, the other way re-timed once every REPROBE calls (a machine that
-    gets busier or quieter moves the choice). Threads must be faster by MARGIN: they cost
-    more CPU.
-
-        way = chooser.pick()            # True: threaded
-        ... ; chooser.record(way, seconds)
-    """
-
-    PROBES = 2
-    REPROBE = 16
-    MARGIN = 0.95
-    SLOW = 1.5
-
-    __slots__ = ("times", "seen", "calls", "threaded", "decided")
-
-    def __init__(self):
-        self.times = ([], [])  # recent wall times: serial, threaded
-        self.seen = [0, 0]
-        self.calls = 0
-        self.threaded = False
-        self.decided = False
-
-    def pick(self):
-        self.calls += 1
-        if not self.decided:
-            s, t = self.seen
-            return t < s
-        if self.calls % self.REPROBE == 0:
-            return not self.threaded
-        return self.threaded
-
-    def record(self, threaded, seconds):
-        i = int(bool(threaded))
-        self.seen[i] += 1
-        if self.seen[i] == 1:
-            return  # the first call of each way: start-up, not speed
-        times = self.times[i]
-        times.append(seconds)
-        if len(times) > self.PROBES + 1:
-            del times[0]
-        s, t = self.times
-        if not (s and t):
-            return
-        ms, mt = _median(s), _median(t)
-        if self.decided or (len(s) >= self.PROBES and len(t) >= self.PROBES):
-            self.decided = True
-            self.threaded = mt < self.MARGIN * ms
-        elif mt > self.SLOW * ms:
-            self.decided, self.threaded = True, False
-
-
-def _median(v):
-    v = sorted(v)
-    mid = len(v) // 2
-    return v[mid] if len(v) % 2 else 0.5 * (v[mid - 1] + v[mid])
 
 
 def _buffer(size, dtype):

@@ -11,7 +11,7 @@ fused result is bit-for-bit the unfused one.
 import numpy as np
 
 from tfg.errors import TfgRuntimeError
-from tfg.kernels import clamp, conv_chunks, conv_depthwise, conv_split
+from tfg.kernels import clamp, conv_chunks, conv_depthwise_split, conv_split
 from tfg.kernels._util import fail
 from tfg.kernels.context import KernelContext
 from tfg.kernels.math_ops import sigmoid, sigmoid_into
@@ -216,7 +216,7 @@ def _apply_fused(ctx, y, args):
 
 
 # The in-place activations a chunked or split convolution applies per chunk or part
-# (conv_chunks.py, conv_split.py, conv_depthwise.DepthwiseSplit), as act(o, out=o): each
+# (conv_chunks.py, conv_split.py, conv_depthwise_split.py), as act(o, out=o): each
 # elementwise, so per part the values of the whole (not Sigmoid: its form depends on the
 # whole tensor's minimum).
 _CHUNK_ACTIVATIONS = {
@@ -264,7 +264,7 @@ def fused_depthwise(ctx, x, w, *args):
     n = int(ctx.attrs.get("num_args", len(args)))
     if type(x) is np.ndarray and type(w) is np.ndarray and n == 1:
         # BiasAdd (+ activation) of a depthwise convolution split over the step's threads:
-        # applied to each part of the output (conv_depthwise.DepthwiseSplit; same values).
+        # applied to each part of the output (conv_depthwise_split.py; same values).
         hit = ctx.cache.get("split")
         b = args[0]
         if (hit is not None and hit[0] == (x.shape, w.shape, x.dtype, w.dtype)
@@ -278,7 +278,7 @@ def fused_depthwise(ctx, x, w, *args):
         run = base_cache.get(("dw_run",) + key)
         ops, _, _, _, quick = _steps(ctx, 4)
         act = ops[1] if len(ops) == 2 else "Identity"
-        if (isinstance(run, conv_depthwise.DepthwiseSplit) and quick is not None
+        if (isinstance(run, conv_depthwise_split.DepthwiseSplit) and quick is not None
                 and act in _CHUNK_ACTIVATIONS):
             ctx.cache["split"] = (key, run, _CHUNK_ACTIVATIONS[act], base_cache)
         else:
