@@ -209,3 +209,32 @@ def test_steps_give_split_kernels_the_step_blas_count():
         with blas.blas_limit(1):
             assert conv_threads.split_workers() == 1
     assert conv_threads.split_workers() == 1
+
+
+def test_concurrent_threaded_calls_each_run_every_span_once_and_restore_blas():
+    """Callers on several threads at once (the dataflow executor's inter-op pool): each call
+    runs each of its spans exactly once, however late the helpers pick its job up, and BLAS
+    is back at the step's count after the last."""
+    import threading
+    sets = []
+    conv_threads.configure(2, sets.append, 2, split=2)
+    errors = []
+
+    def caller(k):
+        try:
+            for i in range(40):
+                seen = []
+                spans = list(range(1 + (i + k) % 5))
+                conv_threads.run_chunks(lambda span, buf: seen.append(span), spans, 4,
+                                        np.float32)
+                assert sorted(seen) == spans
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=caller, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors and not any(t.is_alive() for t in threads)
+    assert sets and sets[-1] == 2
