@@ -238,3 +238,22 @@ def test_concurrent_threaded_calls_each_run_every_span_once_and_restore_blas():
         t.join(60)
     assert not errors and not any(t.is_alive() for t in threads)
     assert sets and sets[-1] == 2
+
+
+@pytest.mark.skipif(not blas.blas_control_available(), reason="BLAS threads not settable")
+def test_the_gemm_floor_keeps_one_blas_thread_but_lets_split_kernels_measure(monkeypatch):
+    """blas_floor's one thread is for OpenBLAS's small GEMMs; the split kernels decide for
+    themselves (conv_choice.py) on the cores contention leaves: both here (a quiet machine
+    simulated), none when the meter sees another process on a core."""
+    from tfg.executor import blas as B
+    monkeypatch.setattr(B, "threads_for", lambda cores, others: 2 if others < 0.5 else 1)
+    monkeypatch.setattr(B.meter(), "others", lambda: 0.0)
+    with B.blas_limit(B.FLOORED):
+        assert B.current_blas_threads() == 1
+        assert conv_threads.split_workers() == 2 and conv_threads.workers() == 2
+    monkeypatch.setattr(B.meter(), "others", lambda: 1.5)
+    with B.blas_limit(B.FLOORED):
+        assert conv_threads.split_workers() == 1
+    with B.blas_limit(1):  # the user's one thread: nothing split
+        assert conv_threads.split_workers() == 1
+    assert B.FLOORED == 1
