@@ -33,6 +33,7 @@ import numpy as np
 
 from tfg.executor import plan as P
 from tfg.executor.direct_calls import _index
+from tfg.executor.loop_calls import LoopNodeError
 from tfg.executor.loop_fusion import node_kind
 from tfg.kernels.indexing_ops import gather_v2
 from tfg.kernels.list_ops import TensorList, tensor_list_get_item
@@ -94,7 +95,8 @@ def hoist_projections(body, order, slot, aliased, ins_of, invariant, merges, out
     replaced = {}
     for it, kind, read, (source, index, axis, dtype) in found:
         ins = ins_of[it.id][0]
-        fallback = ((calls[read.id],) if read.id in dropped else ()) + (calls[it.id],)
+        fallback = (((calls[read.id], read),) if read.id in dropped else ()) + (
+            (calls[it.id], it),)
         replaced[it.id] = projected_call(
             fallback, source, index, axis, dtype, ins[1], ins[2] if kind[0] == "fmatmul"
             else None, kind[1][1], kind[1][2], slot[(it.id, 0)], new_slot((it.id, "proj")))
@@ -138,7 +140,8 @@ def _is_counter(s, merges, producer, ins_of):
 
 def projected_call(fallback, source, index, axis, dtype, w, bias, tb, limit, out, state):
     """The call that sets vals[out] = P[t] (see the module docstring); `fallback`: the
-    prepared calls to run instead, in order (the read where it was dropped, the MatMul)."""
+    (prepared call, item) to run instead, in order (the read where it was dropped, the
+    MatMul), each error named by its own node."""
     int32, int64 = np.int32, np.int64
 
     def project(vals, step):
@@ -161,8 +164,13 @@ def projected_call(fallback, source, index, axis, dtype, w, bias, tb, limit, out
             if i is not None and 0 <= i < p.shape[0]:
                 vals[out] = p[i]
                 return
-        for call in fallback:
-            call(vals, step)
+        for call, item in fallback:
+            try:
+                call(vals, step)
+            except LoopNodeError:
+                raise
+            except Exception as e:  # noqa: BLE001 - named by its node, as unprojected
+                raise LoopNodeError(item, e) from e
     project.fallback = fallback
     return project
 
