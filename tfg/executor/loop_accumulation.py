@@ -4,10 +4,9 @@
     Before (the `rnn` benchmark's gradient loop, 50 iterations, twice: dW and dU):
       acc = Merge(zeros, NextIteration(acc'))
       acc' = AddV2(acc, MatMul(A_t, G_t, transpose_a=True))   # [128, 32] x [32, 128]
-    After: each iteration keeps A_t and G_t (references: loop values are never written in
-    place once made) and passes acc through unchanged; when the loop exits,
-    acc = acc0 + concat(A)^T concat(G) ([128, 1600] x [1600, 128], one GEMM), which the
-    Exit then reads.
+    After: each iteration copies A_t and G_t into the next rows of two buffers and passes
+    acc through unchanged; when the loop exits, acc = acc0 + A^T G ([128, 1600] x
+    [1600, 128], one GEMM), which the Exit then reads.
 
 Only where nothing else sees the accumulator during the loop: its Merge's value is read by
 the AddV2 alone (its Switch, Exit and Identities share its slot), the product by the AddV2
@@ -16,13 +15,15 @@ TensorFlow's semantics up to the order of the sum: TensorFlow adds the products 
 the GEMM sums the same terms in its own blocks (values within float rounding;
 tests/test_loop_projection.py). An iteration whose operands the GEMM does not take (not
 float32/float64 matrices of the accumulator's dtype and shape, a Ref) first makes the sum so
-far, then runs the nodes' own calls (their errors); the concatenated operands stay within
-the memory guard's per-tensor limit (the sum is made early where they would not). A
+far, then runs the nodes' own calls (their errors); the buffers stay within the memory
+guard's per-tensor limit (past it, the sum so far is made and the iteration runs its nodes)
+and are reused from one run to the next (loop_buffers.py). A
 zero-iteration loop leaves the accumulator as it came. TFG_LOOP_PROJECT=0 turns this off
 with the input projections (loop_projection.py).
 """
 import numpy as np
 
+from tfg.executor.loop_buffers import BufferPool
 from tfg.executor.loop_calls import LoopNodeError
 from tfg.executor.loop_fusion import node_kind
 from tfg.executor.loop_projection import enabled
@@ -81,23 +82,25 @@ def defer_accumulations(body, tail, order, slot, aliased, ins_of, merges, pred_s
 
 
 def _finish(out, state):
-    """The call that makes the sum: vals[out] = acc0 + concat(A)^T concat(G)."""
+    """The call that makes the sum: vals[out] = acc0 + A^T G over the rows kept."""
     def finish(vals, step=None):
         held = vals[state]
         if held is None:
             return
         vals[state] = None
-        acc, lhs, rhs, _ = held
-        a = lhs[0] if len(lhs) == 1 else np.concatenate(lhs)
-        g = rhs[0] if len(rhs) == 1 else np.concatenate(rhs)
-        vals[out] = np.add(acc, np.matmul(a.T, g))
+        acc, a, g, rows = held
+        vals[out] = np.add(acc, np.matmul(a[:rows].T, g[:rows]))
     return finish
 
 
 def _collect(lhs, rhs, out, nxt, state, limit, finish, fallback):
-    """The call that keeps A_t and G_t, or makes the sum so far and runs `fallback`, the
-    (prepared call, item) of the MatMul and the AddV2, each error named by its node."""
+    """The call that copies A_t and G_t into the rows of two buffers (so that neither stays
+    alive: less memory than keeping them, and no stack to concatenate at the end), or makes
+    the sum so far and runs `fallback`, the (prepared call, item) of the MatMul and the
+    AddV2, each error named by its node."""
     ndarray = np.ndarray
+    pool = BufferPool(keep=4)  # (the two buffers, reused across runs; grown ones)
+    hint = [0]  # rows the last run kept: the buffers' first size
 
     def collect(vals, step):
         acc, a, g = vals[out], vals[lhs], vals[rhs]
@@ -106,24 +109,30 @@ def _collect(lhs, rhs, out, nxt, state, limit, finish, fallback):
                 and a.ndim == 2 and g.ndim == 2 and a.dtype is g.dtype
                 and a.dtype is acc.dtype and a.shape[0] == g.shape[0]
                 and acc.shape == (a.shape[1], g.shape[1]) and a.dtype in _FLOATS):
-            rows = a.shape[0] + (held[3] if held is not None and held[0] is acc else 0)
-            if limit is None or rows * max(acc.shape) * a.itemsize <= limit:
-                if held is None or held[0] is not acc:
-                    finish(vals)  # (a sum kept for another accumulator value: made)
-                    acc = vals[out]
-                    if type(acc) is not ndarray:
-                        acc = None
-                    if acc is not None and acc.dtype is a.dtype and acc.shape == (
-                            a.shape[1], g.shape[1]):
-                        vals[state] = (acc, [a], [g], a.shape[0])
-                        vals[nxt] = acc
-                        return
-                else:
-                    held[1].append(a)
-                    held[2].append(g)
-                    vals[state] = (acc, held[1], held[2], rows)
-                    vals[nxt] = acc
-                    return
+            if held is None:
+                rows, cap, abuf, gbuf = 0, 0, None, None
+            else:
+                _, abuf, gbuf, rows = held
+                cap = abuf.shape[0]
+            need = rows + a.shape[0]
+            if need > cap:  # a first or larger buffer (the rows so far copied over)
+                cap = max(need, 2 * cap, hint[0])
+                if limit is not None and cap * max(acc.shape) * a.itemsize > limit:
+                    cap = need
+                if limit is None or cap * max(acc.shape) * a.itemsize <= limit:
+                    new_a = pool.take((cap, a.shape[1]), a.dtype)
+                    new_g = pool.take((cap, g.shape[1]), g.dtype)
+                    if rows:
+                        new_a[:rows] = abuf[:rows]
+                        new_g[:rows] = gbuf[:rows]
+                    abuf, gbuf = new_a, new_g
+            if need <= cap:
+                abuf[rows:need] = a
+                gbuf[rows:need] = g
+                vals[state] = (acc, abuf, gbuf, need)
+                hint[0] = max(hint[0], need)
+                vals[nxt] = acc  # (the accumulator passes through; the sum comes at the end)
+                return
         finish(vals)  # the sum so far, then this iteration as the nodes compute it
         for call, item in fallback:
             try:

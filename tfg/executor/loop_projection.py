@@ -21,9 +21,10 @@ a list whose dtype is not the op's, operands not float32/float64 matrices of one
 projection (or the stacked input) over the memory guard's per-tensor limit
 (tfg/executor/limits.py), or inputs that are not the objects the projection was made from
 (so a list written inside the loop is never read stale). It is made at the first iteration
-that reaches it, so a zero-iteration loop computes nothing, and kept in the run's own slots
-(a fresh array each run: a view that went into a stack or an Exit is never overwritten).
-The one GEMM blocks the sums differently from the small ones: values agree within float
+that reaches it, so a zero-iteration loop computes nothing, and kept in the run's own slots.
+Its arrays are reused from one run to the next where nothing refers to them any more
+(tfg/executor/loop_buffers.py: a fresh 800 KB array a run cost more page faults than the
+GEMM saved). The one GEMM blocks the sums differently from the small ones: values agree within float
 rounding (tests/test_loop_projection.py: rtol 1e-6 against TFG_LOOP_PROJECT=0, which turns
 this off, and against TensorFlow's fixtures).
 """
@@ -33,6 +34,7 @@ import numpy as np
 
 from tfg.executor import plan as P
 from tfg.executor.direct_calls import _index
+from tfg.executor.loop_buffers import BufferPool
 from tfg.executor.loop_calls import LoopNodeError
 from tfg.executor.loop_fusion import node_kind
 from tfg.kernels.indexing_ops import gather_v2
@@ -143,6 +145,7 @@ def projected_call(fallback, source, index, axis, dtype, w, bias, tb, limit, out
     (prepared call, item) to run instead, in order (the read where it was dropped, the
     MatMul), each error named by its own node."""
     int32, int64 = np.int32, np.int64
+    pool = BufferPool(keep=3)  # (the stacked items and the projection, reused across runs)
 
     def project(vals, step):
         held = vals[state]
@@ -154,7 +157,7 @@ def projected_call(fallback, source, index, axis, dtype, w, bias, tb, limit, out
             bv = None if bias is None else vals[bias]
             av = None if axis is None else vals[axis]
             held = vals[state] = (src, wv, bv, av,
-                                  _project(src, wv, bv, av, dtype, tb, limit))
+                                  _project(src, wv, bv, av, dtype, tb, limit, pool))
         p = held[4]
         if p is not None:
             i = vals[index]
@@ -175,7 +178,7 @@ def projected_call(fallback, source, index, axis, dtype, w, bias, tb, limit, out
     return project
 
 
-def _project(src, w, bias, axis, dtype, tb, limit):
+def _project(src, w, bias, axis, dtype, tb, limit, pool):
     """[T, B, N]: every row block's product (plus the bias), or None where it does not apply."""
     if type(w) is not np.ndarray or w.ndim != 2 or w.dtype not in _FLOATS:
         return None
@@ -202,8 +205,11 @@ def _project(src, w, bias, axis, dtype, tb, limit):
         return None
     if limit is not None and max(t * b * n, t * b * f) * w.itemsize > limit:
         return None  # over the per-tensor limit: each iteration's product is its own
-    x = np.stack(src.items) if axis is None else src
-    p = np.matmul(x.reshape(t * b, f), w.T if tb else w)
+    if axis is None:
+        x = np.stack(src.items, out=pool.take((t, b, f), w.dtype))
+    else:
+        x = src if src.flags.c_contiguous else np.ascontiguousarray(src)
+    p = np.matmul(x.reshape(t * b, f), w.T if tb else w, out=pool.take((t * b, n), w.dtype))
     if bias is not None:
         np.add(p, bias, p)  # (as the _FusedMatMul kernel adds it to its product)
     return p.reshape(t, b, n)
