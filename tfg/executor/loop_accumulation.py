@@ -35,7 +35,8 @@ def defer_accumulations(body, tail, order, slot, aliased, ins_of, merges, pred_s
                         new_slot):
     """(body, tail, ids of the deferred nodes): each accumulation of the module docstring's
     form with its MatMul and AddV2 calls replaced by one that keeps the operands, and a call
-    that makes the sum put first in `tail` (run when the loop exits). Arguments as
+    that makes the sum put first in `tail` (run when the loop exits); ins_of updated with
+    what the new calls read. Arguments as
     loop_projection.hoist_projections'; pred_slot: the loop predicate's slot."""
     if not enabled():
         return body, tail, set()
@@ -68,6 +69,8 @@ def defer_accumulations(body, tail, order, slot, aliased, ins_of, merges, pred_s
         if kind is None or kind[0] != "matmul" or kind[1][:2] != (True, False):
             continue
         lhs, rhs = ins_of[mm.id][0]
+        # what the call reads now, for the chains' order and buffers (loop_fusion.py)
+        ins_of[add.id] = ([a, b, lhs, rhs], ins_of[add.id][1] + ins_of[mm.id][1])
         state = new_slot((add.id, "deferred"))
         finish = _finish(out, state)
         replaced[add.id] = _collect(lhs, rhs, out, nxt, state, kind[1][2], finish,

@@ -54,7 +54,7 @@ def hoist_projections(body, order, slot, aliased, ins_of, invariant, merges, out
     """(body, ids of the projected MatMuls): `body` [(call, item)] with the call of each
     MatMul/_FusedMatMul of an invariant list's item (or an invariant tensor's Gather) at the
     loop counter, by an invariant matrix, replaced by a projected one, and the reads only
-    such calls needed dropped. slot: (item id, port) -> slot; aliased: ids sharing their
+    such calls needed dropped; ins_of updated with what the new calls read. slot: (item id, port) -> slot; aliased: ids sharing their
     input's slot; ins_of: id -> (input slots, control slots); invariant: ids of the loop
     invariants; merges: LoopProgram.merges; outside: slots read after the body; plain(item):
     live whenever the body runs and not invariant; new_slot(key) -> a fresh slot."""
@@ -96,7 +96,9 @@ def hoist_projections(body, order, slot, aliased, ins_of, invariant, merges, out
                            for s in ins_of[read.id][0])}
     replaced = {}
     for it, kind, read, (source, index, axis, dtype) in found:
-        ins = ins_of[it.id][0]
+        ins, controls = ins_of[it.id]
+        # what the call reads now, for the chains' order and buffers (loop_fusion.py)
+        ins_of[it.id] = (list(ins) + list(ins_of[read.id][0]), controls)
         fallback = (((calls[read.id], read),) if read.id in dropped else ()) + (
             (calls[it.id], it),)
         replaced[it.id] = projected_call(

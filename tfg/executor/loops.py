@@ -367,7 +367,9 @@ def _build(name, frame_enters, items, sources, order, side, cond, loop_merges, l
                    | {slot[(pred.id, 0)]})
         # an RNN's input projection for all time steps at once, a gradient loop's
         # accumulated products as one at its end (loop_projection.py, loop_accumulation.py)
-        plain = lambda it: cond[it.id] == G.EMPTY and it.id not in once  # noqa: E731
+        # (not in a body with conds, whose blocks order their calls by the graph's edges)
+        plain = (lambda it: cond[it.id] == G.EMPTY and it.id not in once) if all(  # noqa: E731
+            cond[it.id] == G.EMPTY for it in order) else (lambda it: False)
         true_pass, projected = hoist_projections(
             true_pass, order, slot, aliased, ins_of, invariant, merges, outside, plain, new)
         true_pass, false_pass, deferred = defer_accumulations(
@@ -375,7 +377,8 @@ def _build(name, frame_enters, items, sources, order, side, cond, loop_merges, l
             plain, new)
         true_pass = fuse_chains(
             true_pass, ins_of, lambda it: [slot[(it.id, p)] for p in range(it.num_outputs)],
-            outside, lambda it: plain(it) and it.id not in projected and it.id not in deferred,
+            outside, lambda it: (cond[it.id] == G.EMPTY and it.id not in once
+                                 and it.id not in projected and it.id not in deferred),
             lambda key: new(key), {slot[(it.id, 0)] for _, it in hoisted})
     # Loop-invariant numbers read only by kernels with a scalar fast path: as numpy scalars.
     scalar_enters = tuple(slot[(e.id, 0)] for e in frame_enters if e.is_constant and all(
