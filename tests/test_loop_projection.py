@@ -119,7 +119,9 @@ def _run(graph, fetches, feeds, project, monkeypatch, **kw):
     sess = Session(graph, **kw)
     out = sess.run(fetches, feeds)
     again = sess.run(fetches, feeds)  # (a second run makes its own projection)
-    np.testing.assert_array_equal(out, again)
+    for a, b in zip(out if isinstance(fetches, list) else [out],
+                    again if isinstance(fetches, list) else [again]):
+        np.testing.assert_array_equal(a, b)
     return out, sess
 
 
@@ -302,3 +304,127 @@ def test_frozen_keras_rnns_are_projected(name, op, reads, made, monkeypatch):
     for key, a, b in zip(meta["fetches"], got, want):
         np.testing.assert_allclose(a, expected[key], rtol=meta["rtol"], atol=meta["atol"])
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6 * np.abs(b).max())
+
+
+# --- gradient accumulations deferred to the loop's end (loop_accumulation.py) -----------
+def _rnn_grad(n_steps, dtype=tb.float64):
+    """bench_rnn.py's graph, small: h_t = tanh(h W + x_t U) over a TF1-style loop of
+    `n_steps` (x_t by GatherV2), loss = sum(h_T), and `tfg grad` of it for W and U."""
+    import tfg
+
+    npd = np.float32 if dtype == tb.float32 else np.float64
+    rng = np.random.default_rng(5)
+    w = (rng.standard_normal((H, H)) * 0.3).astype(npd)
+    u = (rng.standard_normal((F, H)) * 0.3).astype(npd)
+    with tb.Graph() as g:
+        x = tb.placeholder(dtype, [None, B, F], name="x")
+        wc, uc = tb.constant(w, name="W"), tb.constant(u, name="U")
+
+        def body(i, h):
+            return i + 1, tb.tanh(tb.add(tb.matmul(h, wc), tb.matmul(tb.gather(x, i), uc)))
+
+        _, h = tb.while_loop(lambda i, h: i < n_steps, body,
+                             [tb.constant(0), tb.zeros([B, H], dtype)], name="rnn")
+        tb.reduce_sum(h, name="loss")
+    return tfg.grad(g.graph, "loss", "W,U"), (w, u)
+
+
+def _rnn_grad_reference(x, w, u, n_steps):
+    hs = [np.zeros((B, H))]
+    for t in range(n_steps):
+        hs.append(np.tanh(hs[-1] @ w + x[t] @ u))
+    dw, du, dh = np.zeros_like(w), np.zeros_like(u), np.ones((B, H))
+    for t in reversed(range(n_steps)):
+        dz = dh * (1 - hs[t + 1] ** 2)
+        dw += hs[t].T @ dz
+        du += x[t].T @ dz
+        dh = dz @ w.T
+    return dw, du
+
+
+def _collects(sess):
+    return [c for prog in _programs(sess) for c, _ in prog.body_rest
+            if getattr(c, "__name__", "") == "collect"]
+
+
+@pytest.mark.parametrize("n", [0, 1, 7])
+def test_deferred_gradient_accumulations(n, monkeypatch):
+    """dW and dU of the gradient loop summed by one GEMM each when it exits: the values of
+    the loop adding the products one by one (within rounding), numpy's BPTT; zero
+    iterations: the zeros the accumulators start from."""
+    graph, (w, u) = _rnn_grad(n)
+    x = np.random.default_rng(n).standard_normal((max(n, 1), B, F))
+    fetches = ["loss", "grad/W", "grad/U"]
+    got, sess = _run(graph, fetches, {"x": x}, True, monkeypatch)
+    want, plain = _run(graph, fetches, {"x": x}, False, monkeypatch)
+    assert len(_collects(sess)) == 2 and not _collects(plain)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-13)
+    dw, du = _rnn_grad_reference(x, w, u, n)
+    np.testing.assert_allclose(got[1], dw, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(got[2], du, rtol=1e-10, atol=1e-12)
+    if n == 0:
+        assert not np.any(got[1]) and not np.any(got[2])
+
+
+def test_deferred_accumulations_float32_within_rounding(monkeypatch):
+    graph, _ = _rnn_grad(30, tb.float32)
+    x = np.random.default_rng(2).standard_normal((30, B, F)).astype(np.float32)
+    got, sess = _run(graph, ["grad/W", "grad/U"], {"x": x}, True, monkeypatch)
+    want, _ = _run(graph, ["grad/W", "grad/U"], {"x": x}, False, monkeypatch)
+    assert _collects(sess)
+    for a, b in zip(got, want):
+        assert a.dtype == np.float32
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6 * np.abs(b).max())
+
+
+def test_deferred_accumulations_within_the_memory_limit(monkeypatch):
+    """dW's buffers ([rows, 5] float64, 40 bytes a row, 4 rows an iteration) under a
+    512-byte limit hold 12 rows: the sum so far is made when the next would not fit, that
+    iteration runs its nodes, the next starts anew; no error, and the values the loop's
+    adding one by one, within rounding."""
+    from tfg.executor.loop_buffers import BufferPool
+
+    taken = []
+    real = BufferPool.take
+
+    def take(self, shape, dtype):
+        taken.append(shape[0] * shape[1] * np.dtype(dtype).itemsize)
+        return real(self, shape, dtype)
+    monkeypatch.setattr(BufferPool, "take", take)
+    graph, _ = _rnn_grad(10)
+    x = np.random.default_rng(3).standard_normal((10, B, F))
+    fetches = ["grad/W", "grad/U"]
+    got, sess = _run(graph, fetches, {"x": x}, True, monkeypatch, max_memory=512)
+    want, _ = _run(graph, fetches, {"x": x}, False, monkeypatch, max_memory=512)
+    assert _collects(sess)
+    assert taken and max(taken) <= 512 and len(taken) > 8  # (several buffers a run)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-13)
+
+
+def test_an_accumulator_read_in_the_loop_is_not_deferred(monkeypatch):
+    """acc += a_t^T b_t where the body also reads acc (s += sum(acc)): every iteration's
+    value is seen, so the products are added one by one as written."""
+    rng = np.random.default_rng(4)
+    a, b = rng.standard_normal((5, B, F)), rng.standard_normal((5, B, H))
+    with tb.Graph() as g:
+        xa, xb = tb.constant(a), tb.constant(b)
+
+        def body(i, acc, s):
+            acc2 = tb.add(acc, tb.matmul(tb.gather(xa, i), tb.gather(xb, i), transpose_a=True))
+            return i + 1, acc2, tb.add(s, tb.reduce_sum(acc))
+
+        _, acc, s = tb.while_loop(lambda i, acc, s: i < 5, body,
+                                  [tb.constant(0), tb.zeros([F, H], tb.float64),
+                                   tb.constant(0.0, tb.float64)], name="loop")
+        tb.identity(acc, name="acc")
+        tb.identity(s, name="s")
+    got, sess = _run(g.graph, ["acc", "s"], {}, True, monkeypatch)
+    assert not _collects(sess)
+    acc, s = np.zeros((F, H)), 0.0
+    for t in range(5):
+        s += acc.sum()
+        acc = acc + a[t].T @ b[t]
+    np.testing.assert_allclose(got[0], acc, rtol=1e-12)
+    np.testing.assert_allclose(got[1], s, rtol=1e-12)

@@ -129,7 +129,7 @@ def _collect(lhs, rhs, out, nxt, state, limit, finish, fallback):
                         new_a[:rows] = abuf[:rows]
                         new_g[:rows] = gbuf[:rows]
                     abuf, gbuf = new_a, new_g
-            if need <= cap:
+            if abuf is not None and need <= abuf.shape[0]:
                 abuf[rows:need] = a
                 gbuf[rows:need] = g
                 vals[state] = (acc, abuf, gbuf, need)
