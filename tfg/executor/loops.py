@@ -43,7 +43,8 @@ of constant Enters, Consts and loop variables passed through unchanged) run in t
 iteration only and keep their slots. Dead Enter values (a loop in an untaken cond branch)
 and traced steps go through the dataflow executor, as do frames that do not qualify
 (`compile_loops(plan, why)` says why). Nothing here changes values: the same kernels run on
-the same inputs.
+the same inputs (but for an RNN's input products and a gradient loop's accumulations, made
+as one GEMM each: loop_projection.py, loop_accumulation.py, within float rounding).
 """
 import operator
 import os
