@@ -36,8 +36,8 @@ def defer_accumulations(body, tail, order, slot, aliased, ins_of, merges, pred_s
     """(body, tail, ids of the deferred nodes): each accumulation of the module docstring's
     form with its MatMul and AddV2 calls replaced by one that keeps the operands, and a call
     that makes the sum put first in `tail` (run when the loop exits); ins_of updated with
-    what the new calls read. Arguments as
-    loop_projection.hoist_projections'; pred_slot: the loop predicate's slot."""
+    what the new calls read. Arguments as loop_projection.hoist_projections'; pred_slot:
+    the loop predicate's slot."""
     if not enabled():
         return body, tail, set()
     producer = {}
@@ -63,7 +63,8 @@ def defer_accumulations(body, tail, order, slot, aliased, ins_of, merges, pred_s
         a, b = ins_of[add.id][0]
         prod = b if a == out else a if b == out else None
         mm = producer.get(prod)
-        if mm is None or mm.id not in calls or not plain(mm) or readers.get(prod) != {add.id}:
+        if mm is None or mm.id not in calls or not plain(mm) or prod in nexts \
+                or readers.get(prod) != {add.id}:
             continue
         kind = node_kind(mm)
         if kind is None or kind[0] != "matmul" or kind[1][:2] != (True, False):

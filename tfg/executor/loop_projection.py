@@ -54,10 +54,11 @@ def hoist_projections(body, order, slot, aliased, ins_of, invariant, merges, out
     """(body, ids of the projected MatMuls): `body` [(call, item)] with the call of each
     MatMul/_FusedMatMul of an invariant list's item (or an invariant tensor's Gather) at the
     loop counter, by an invariant matrix, replaced by a projected one, and the reads only
-    such calls needed dropped; ins_of updated with what the new calls read. slot: (item id, port) -> slot; aliased: ids sharing their
-    input's slot; ins_of: id -> (input slots, control slots); invariant: ids of the loop
-    invariants; merges: LoopProgram.merges; outside: slots read after the body; plain(item):
-    live whenever the body runs and not invariant; new_slot(key) -> a fresh slot."""
+    such calls needed dropped; ins_of updated with what the new calls read.
+    slot: (item id, port) -> slot; aliased: ids sharing their input's slot; ins_of: id ->
+    (input slots, control slots); invariant: ids of the loop invariants; merges:
+    LoopProgram.merges; outside: slots read after the body; plain(item): live whenever the
+    body runs and not invariant; new_slot(key) -> a fresh slot."""
     if not enabled():
         return body, set()
     producer = {}
