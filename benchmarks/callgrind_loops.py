@@ -8,7 +8,8 @@ that does not move with the machine's load, for A/B comparisons of loop changes.
 For each case saved by bench_loops.py's --save, runs the Session under callgrind with the
 instrumentation off, switches it on (callgrind_control) after 3 warm-up steps for `--steps`
 steps, and prints the instructions per step, and per loop iteration for the Keras cells (20
-time steps; the BiLSTM's two loops count 40). BLAS at one thread. Needs valgrind on PATH;
+time steps; the BiLSTM's two loops count 40). BLAS at one thread. Case `rnn` takes a folder
+`bench_rnn.py --save` wrote (the 50-step RNN and its `tfg grad` loop). Needs valgrind on PATH;
 run from the checkout whose tfg is measured. Repeat runs agree within about 0.1%.
 """
 import argparse
@@ -28,8 +29,13 @@ def child(folder, case, steps, sync):
     (files in `sync` say when)."""
     sys.path.insert(0, HERE)
     sys.path.insert(0, os.path.dirname(HERE))
-    from bench_loops import load_case
-    sess, feeds, fetches, _, _ = load_case(folder, case, 1)
+    if case == "rnn":  # (a folder bench_rnn.py --save wrote: its forward and gradient loops)
+        from bench_rnn import FETCHES, load_case as rnn_case
+        sess, feeds, _, _, _ = rnn_case(folder, 1)
+        fetches = FETCHES
+    else:
+        from bench_loops import load_case
+        sess, feeds, fetches, _, _ = load_case(folder, case, 1)
     for _ in range(3):
         sess.run(fetches, feeds)
     _signal(sync, "ready", str(os.getpid()))

@@ -75,6 +75,9 @@ def _kind(it):
     return None
 
 
+node_kind = _kind  # (tfg/executor/loop_projection.py asks it which MatMuls it may take)
+
+
 def _bias_only(attrs):
     """Whether a _FusedMatMul's fused ops are [BiasAdd] alone, over the registered MatMul
     kernel (what its kernel multiplies with)."""

@@ -43,7 +43,8 @@ of constant Enters, Consts and loop variables passed through unchanged) run in t
 iteration only and keep their slots. Dead Enter values (a loop in an untaken cond branch)
 and traced steps go through the dataflow executor, as do frames that do not qualify
 (`compile_loops(plan, why)` says why). Nothing here changes values: the same kernels run on
-the same inputs.
+the same inputs (but for an RNN's input products and a gradient loop's accumulations, made
+as one GEMM each: loop_projection.py, loop_accumulation.py, within float rounding).
 """
 import operator
 import os
@@ -60,6 +61,8 @@ from tfg.executor.loop_calls import (INDEX, LoopNodeError, binary_call, forward,
                                      merge_call, switch_call, unary_call)
 from tfg.executor.loop_kernels import kernel_call
 from tfg.executor.loop_fusion import fuse_chains
+from tfg.executor.loop_accumulation import defer_accumulations
+from tfg.executor.loop_projection import hoist_projections
 from tfg.executor.devices import to_host
 from tfg.kernels.math_ops import (SCALAR_OPS, array_kernel, scalar_kernel,
                                   select, select_v2)
@@ -363,9 +366,20 @@ def _build(name, frame_enters, items, sources, order, side, cond, loop_merges, l
     if optimize:
         outside = ({m[4] for m in merges} | {slot[(e.id, 0)] for e in exits}
                    | {slot[(pred.id, 0)]})
+        # an RNN's input projection for all time steps at once, a gradient loop's
+        # accumulated products as one at its end (loop_projection.py, loop_accumulation.py)
+        # (not in a body with conds, whose blocks order their calls by the graph's edges)
+        plain = (lambda it: cond[it.id] == G.EMPTY and it.id not in once) if all(  # noqa: E731
+            cond[it.id] == G.EMPTY for it in order) else (lambda it: False)
+        true_pass, projected = hoist_projections(
+            true_pass, order, slot, aliased, ins_of, invariant, merges, outside, plain, new)
+        true_pass, false_pass, deferred = defer_accumulations(
+            true_pass, false_pass, order, slot, aliased, ins_of, merges, slot[(pred.id, 0)],
+            plain, new)
         true_pass = fuse_chains(
             true_pass, ins_of, lambda it: [slot[(it.id, p)] for p in range(it.num_outputs)],
-            outside, lambda it: cond[it.id] == G.EMPTY and it.id not in once,
+            outside, lambda it: (cond[it.id] == G.EMPTY and it.id not in once
+                                 and it.id not in projected and it.id not in deferred),
             lambda key: new(key), {slot[(it.id, 0)] for _, it in hoisted})
     # Loop-invariant numbers read only by kernels with a scalar fast path: as numpy scalars.
     scalar_enters = tuple(slot[(e.id, 0)] for e in frame_enters if e.is_constant and all(
