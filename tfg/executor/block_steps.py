@@ -23,7 +23,7 @@ width, a source that did not produce blocks this iteration) runs the plain steps
 import numpy as np
 
 from tfg.executor.direct_calls import mask_fits
-from tfg.executor.fused_steps import Fallback
+from tfg.executor.fused_steps import Fallback, tiled
 from tfg.kernels.indexing_ops import strided_slice_index
 
 ndarray = np.ndarray
@@ -33,12 +33,13 @@ def bias_in_place(a, b):
     """_FusedMatMul's bias Add, in the product's memory as its kernel does it (the plain
     step of a column-block write after the product's own step)."""
     add = np.add
+    last = [(None, None, None)]  # (a read-only bias, a shape, the bias tiled to it)
 
     def step_bias_in_place(vals):
         y, v = vals[a], vals[b]
         if type(v) is not ndarray or v.ndim != 1 or v.shape[0] != y.shape[-1]:
             raise Fallback  # the kernel's to decide and word
-        add(y, v, y)
+        add(y, tiled(v, y.shape, last), y)
     return step_bias_in_place
 
 
@@ -57,6 +58,7 @@ def column_blocks(fn, a, b, o, slices, slot, ports_slot, reuse, plain, vector=Fa
     # the same operand arrays as then have the same form and views (an ndarray's shape and
     # dtype do not change); one tuple, thread-safe
     last = [(None,) * 6]
+    tile = [(None, None, None)]
 
     def step_blocks(vals):
         x, y = vals[a], vals[b]
@@ -76,7 +78,11 @@ def column_blocks(fn, a, b, o, slices, slot, ports_slot, reuse, plain, vector=Fa
                 for f in plain:
                     f(vals)
                 return
-            xv, yv = x.reshape(form[1]), y.reshape(form[2])
+            xv = x.reshape(form[1])
+            # (a read-only y, the bias, tiled to x's shape: numpy's plain loop, same values)
+            yv = y.reshape(form[2])
+            if y.shape != x.shape:
+                yv = tiled(yv, form[1], tile)
             lv = (x, xv, y, yv, form, None)
         shape, outs = form[0], form[4]
         # (the buffer, its transposed view and its blocks, kept in the run's own slots)

@@ -67,9 +67,36 @@ def binary(fn, a, b, o, reuse):
     return step2
 
 
+# The most elements a read-only operand is copied broadcast to (tiled) for an add.
+TILE_MAX = 1 << 16
+
+
+def tiled(v, shape, last):
+    """`v` broadcast to `shape` as a contiguous array, the same values: numpy adds two
+    contiguous arrays of one shape in its plain loop, a broadcast vector through its
+    iterator (an LSTM's bias on 8x128: 11.2k -> 5.3k instructions a call). Only for a
+    read-only `v` (a Const's value, a view of one: it cannot change while it is kept in
+    `last`, [(v, shape, tiled)]) of at most TILE_MAX elements after the broadcast; else `v`."""
+    lv = last[0]
+    if v is lv[0] and shape == lv[1]:
+        return lv[2]
+    if v.flags.writeable:
+        return v
+    n = 1
+    for d in shape:
+        n *= d
+    if n > TILE_MAX:
+        return v
+    t = np.empty(shape, v.dtype)
+    t[...] = v
+    last[0] = (v, shape, t)
+    return t
+
+
 def bias_add(a, b, o, reuse, nchw):
     """BiasAdd along the last axis (NHWC, or any format on a matrix)."""
     add = np.add
+    last = [(None, None, None)]  # (a read-only bias, a shape, the bias tiled to it)
 
     def step_bias(vals):
         x, bias = vals[a], vals[b]
@@ -77,12 +104,14 @@ def bias_add(a, b, o, reuse, nchw):
                 or type(bias) is not ndarray or bias.ndim != 1
                 or bias.shape[0] != x.shape[-1]):
             raise Fallback
+        shape = x.shape
+        y = tiled(bias, shape, last)
         if reuse:
             buf = vals[o]
-            if type(buf) is ndarray and buf.shape == x.shape:
-                add(x, bias, buf)
+            if type(buf) is ndarray and buf.shape == shape:
+                add(x, y, buf)
                 return
-        vals[o] = add(x, bias)
+        vals[o] = add(x, y)
     return step_bias
 
 
@@ -120,6 +149,7 @@ def fused_matmul(a, b, bias, o, reuse, ta, tb, limit):
     the kernel does it (tfg/kernels/fused.py: np.add(y, bias, out=y) on its fresh product)."""
     mm = matmul(a, b, o, reuse, ta, tb, limit)
     add = np.add
+    last = [(None, None, None)]  # (a read-only bias, a shape, the bias tiled to it)
 
     def step_fmm(vals):
         v = vals[bias]
@@ -129,7 +159,7 @@ def fused_matmul(a, b, bias, o, reuse, ta, tb, limit):
         y = vals[o]
         if v.shape[0] != y.shape[1]:
             raise Fallback  # the kernel's error to word
-        add(y, v, y)
+        add(y, tiled(v, y.shape, last), y)
     return step_fmm
 
 
