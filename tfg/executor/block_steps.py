@@ -22,8 +22,7 @@ width, a source that did not produce blocks this iteration) runs the plain steps
 """
 import numpy as np
 
-from tfg.executor.direct_calls import mask_fits
-from tfg.executor.fused_steps import Fallback, tiled
+from tfg.executor.fused_steps import Fallback, fits, tiled
 from tfg.kernels.indexing_ops import strided_slice_index
 
 ndarray = np.ndarray
@@ -203,11 +202,13 @@ def shared_select(mask, x, ys, outs, held_slot, broadcast, plain):
     the `plain` steps."""
     n = len(ys)
     copyto = np.copyto
+    fit = [None]  # the last (mask shape, shape) that mask_fits accepted
 
     def step_selects(vals):
         m, v = vals[mask], vals[x]
         if (type(m) is ndarray and type(v) is ndarray and m.dtype.kind == "b" and m.ndim
-                and (m.shape == v.shape or (broadcast and mask_fits(m, v.shape)))):
+                and ((ms := m.shape) == (shape := v.shape)
+                     or (broadcast and fits(m, ms, shape, fit)))):
             held = vals[held_slot]
             stack = held[0] if held is not None else None
             if stack is not None:
@@ -215,14 +216,14 @@ def shared_select(mask, x, ys, outs, held_slot, broadcast, plain):
                     if vals[y] is not row:
                         stack = None
                         break
-            if stack is None or stack.shape[1:] != v.shape or stack.dtype is not v.dtype:
+            if stack is None or stack.shape[1:] != shape or stack.dtype is not v.dtype:
                 stack = _copied(vals, ys, v)
             if stack is not None:
                 # (the previous values copied, then the new ones where the mask is set: the
                 # same bits as np.where, in about half its instructions at these sizes)
                 r = stack.copy()
                 copyto(r, v, where=m)  # (v broadcasts along the stack)
-                rows = tuple(r[k] for k in range(n))
+                rows = (r[0], r[1]) if n == 2 else tuple(r[k] for k in range(n))
                 vals[held_slot] = (r, rows)
                 for o, row in zip(outs, rows):
                     vals[o] = row

@@ -193,13 +193,17 @@ def select(c, a, b, o, broadcast):
     to their shape (a BiLSTM's [8, 1] step mask). A fresh array, as the kernel's."""
     bool_ = np.bool_
     np_where, copyto = np.where, np.copyto
+    fit = [None]  # the last (mask shape, shape) that mask_fits accepted
 
     def step_select(vals):
         m, x, y = vals[c], vals[a], vals[b]
         if (type(m) is not ndarray or type(x) is not ndarray or type(y) is not ndarray
-                or x.shape != y.shape or not m.ndim or m.dtype != bool_):
+                or not m.ndim or m.dtype != bool_):
             raise Fallback
-        if m.shape != x.shape and not (broadcast and mask_fits(m, x.shape)):
+        shape, ms = x.shape, m.shape
+        if shape != y.shape:
+            raise Fallback
+        if ms != shape and not (broadcast and fits(m, ms, shape, fit)):
             raise Fallback
         if x.size >= _WHERE_MIN:
             vals[o] = where(m, x, y)
@@ -212,6 +216,18 @@ def select(c, a, b, o, broadcast):
         else:
             vals[o] = np_where(m, x, y)
     return step_select
+
+
+def fits(m, ms, shape, fit):
+    """mask_fits(m, shape), remembered in `fit` ([(mask shape, shape)] it last accepted):
+    a masked RNN asks it of the same shapes every iteration."""
+    key = (ms, shape)
+    if key == fit[0]:
+        return True
+    if mask_fits(m, shape):
+        fit[0] = key
+        return True
+    return False
 
 
 def sigmoid(a, o, reuse):
