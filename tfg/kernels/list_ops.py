@@ -116,8 +116,29 @@ def _int(value, what):
     return int(v.reshape(-1)[0])
 
 
+# element_shape values read before -> their shape (a Keras RNN's list ops read the same few
+# Consts every step): keyed by dtype, rank and bytes, so what a key gives is what the same
+# value gives
+_SHAPES = {}
+
+
 def _partial_shape(value):
     """An element_shape input: scalar -1 = unknown rank, a vector with -1 for unknown dims."""
+    key = None
+    if type(value) is np.ndarray and value.ndim <= 1 and value.size <= 8:
+        key = (value.dtype.str, value.ndim, value.tobytes())
+        got = _SHAPES.get(key)
+        if got is not None:
+            return got[0]
+    shape = _read_partial_shape(value)
+    if key is not None:
+        if len(_SHAPES) >= 256:
+            _SHAPES.clear()
+        _SHAPES[key] = (shape,)
+    return shape
+
+
+def _read_partial_shape(value):
     v = np.asarray(value)
     if v.dtype.kind not in "iu":
         fail(f"element_shape must be int32 or int64, got {v.dtype.name}")
