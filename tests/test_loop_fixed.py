@@ -187,3 +187,18 @@ def test_tensor_list_stack_of_set_rows_equals_row_by_row():
     with pytest.raises(Exception, match="list element of shape"):
         tensor_list_stack(_ctx(), TensorList(DType.FLOAT, (None, None), bad),
                           np.array([-1, -1], np.int32))
+
+
+def test_element_shapes_read_once_per_value_still_refuse_bad_ones():
+    rng = np.random.default_rng(5)
+    rows = [rng.standard_normal((2, 3)).astype(np.float32) for _ in range(2)]
+    lst = TensorList(DType.FLOAT, None, rows)
+    for dt in (np.int32, np.int64, np.dtype(">i4")):  # same numbers, other bytes
+        for _ in range(2):
+            got = tensor_list_stack(_ctx(), lst, np.array([2, -1], dt))
+            assert got.tobytes() == np.stack(rows).tobytes()
+    for _ in range(2):  # an error is not remembered as a shape
+        with pytest.raises(Exception, match="element_shape must be int32 or int64"):
+            tensor_list_stack(_ctx(), lst, np.array([2.0, 3.0], np.float32))
+        with pytest.raises(Exception, match=r"element_shape \[3,3\]"):
+            tensor_list_stack(_ctx(), lst, np.array([3, 3], np.int32))
