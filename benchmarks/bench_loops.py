@@ -283,7 +283,8 @@ def time_loop_calls(sess, run_step, steps):
     for prep in sess.backend._cache.values():
         for plan in prep.plans:
             for prog in (plan.loops or {}).values():
-                for attr in ("hoisted", "header", "body", "tail", "header_rest", "body_rest"):
+                for attr in ("hoisted", "header", "body", "tail", "header_rest", "body_rest",
+                             "header_fixed", "body_fixed"):
                     setattr(prog, attr, timed(getattr(prog, attr)))
     for _ in range(steps):
         run_step()

@@ -22,8 +22,7 @@ width, a source that did not produce blocks this iteration) runs the plain steps
 """
 import numpy as np
 
-from tfg.executor.direct_calls import mask_fits
-from tfg.executor.fused_steps import Fallback
+from tfg.executor.fused_steps import Fallback, fits, tiled
 from tfg.kernels.indexing_ops import strided_slice_index
 
 ndarray = np.ndarray
@@ -33,12 +32,13 @@ def bias_in_place(a, b):
     """_FusedMatMul's bias Add, in the product's memory as its kernel does it (the plain
     step of a column-block write after the product's own step)."""
     add = np.add
+    last = [(None, None, None)]  # (a read-only bias, a shape, the bias tiled to it)
 
     def step_bias_in_place(vals):
         y, v = vals[a], vals[b]
         if type(v) is not ndarray or v.ndim != 1 or v.shape[0] != y.shape[-1]:
             raise Fallback  # the kernel's to decide and word
-        add(y, v, y)
+        add(y, tiled(v, y.shape, last), y)
     return step_bias_in_place
 
 
@@ -53,35 +53,48 @@ def column_blocks(fn, a, b, o, slices, slot, ports_slot, reuse, plain, vector=Fa
     `vector`: `b` must be a vector (a _FusedMatMul's bias, added to its product `a`)."""
     cache = {}
     empty = np.empty
-    last = [(None, None)]  # (the last x, its (rows, n, k) view): one tuple, thread-safe
+    # (x, its (rows, n, k) view, y, its view, the form, the held buffer) of the last call:
+    # the same operand arrays as then have the same form and views (an ndarray's shape and
+    # dtype do not change); one tuple, thread-safe
+    last = [(None,) * 6]
+    tile = [(None, None, None)]
 
     def step_blocks(vals):
         x, y = vals[a], vals[b]
-        if type(x) is not ndarray or type(y) is not ndarray or (vector and y.ndim != 1):
-            raise Fallback
-        key = (x.shape, y.shape, x.dtype, y.dtype)
-        form = cache.get(key)
-        if form is None:
-            if len(cache) > 16:
-                cache.clear()
-            form = cache[key] = _form(vals, x, y, slices)
-        if form is False:
-            for f in plain:
-                f(vals)
-            return
-        shape, xshape, yshape, ports, outs = form
+        lv = last[0]
+        if x is lv[0] and y is lv[2]:
+            xv, yv, form = lv[1], lv[3], lv[4]
+        else:
+            if type(x) is not ndarray or type(y) is not ndarray or (vector and y.ndim != 1):
+                raise Fallback
+            key = (x.shape, y.shape, x.dtype, y.dtype)
+            form = cache.get(key)
+            if form is None:
+                if len(cache) > 16:
+                    cache.clear()
+                form = cache[key] = _form(vals, x, y, slices)
+            if form is False:
+                for f in plain:
+                    f(vals)
+                return
+            xv = x.reshape(form[1])
+            # (a read-only y, the bias, tiled to x's shape: numpy's plain loop, same values)
+            yv = y.reshape(form[2])
+            if y.shape != x.shape:
+                yv = tiled(yv, form[1], tile)
+            lv = (x, xv, y, yv, form, None)
+        shape, outs = form[0], form[4]
         # (the buffer, its transposed view and its blocks, kept in the run's own slots)
         held = vals[ports_slot] if reuse else None
-        if held is None or held[1].shape != shape or held[1].dtype is not x.dtype:
-            buf = empty(shape, x.dtype)
-            held = (ports, buf, buf.transpose(1, 0, 2), tuple(buf[j] for j in ports.values()))
-        lx = last[0]
-        if lx[0] is x:
-            xv = lx[1]
-        else:
-            xv = x.reshape(xshape)
-            last[0] = (x, xv)
-        fn(xv, y.reshape(yshape), held[2])
+        if held is not lv[5] or held is None:
+            if held is None or held[1].shape != shape or held[1].dtype is not x.dtype:
+                buf = empty(shape, x.dtype)
+                held = (form[3], buf, buf.transpose(1, 0, 2),
+                        tuple(buf[j] for j in form[3].values()))
+            if reuse:
+                lv = lv[:5] + (held,)
+        last[0] = lv
+        fn(xv, yv, held[2])
         vals[slot] = held[1]
         vals[ports_slot] = held
         for out, v in zip(outs, held[3]):
@@ -138,13 +151,23 @@ def paired(fn, first, second, sources, stack, row, plain):
     a2, b2, o2 = second
     (sa, pa), (sb, pb) = sources
     r2 = row + 2
-    last = [(None,) * 8]  # (xa, xb, stack, i, j, and their views): one tuple, thread-safe
+    # (xa, xb, stack, i, j, their views, and the operands u1, u2, v1, v2 then): one tuple,
+    # thread-safe
+    last = [(None,) * 12]
 
     def step_pair(vals):
         held, xa, xb = vals[stack], vals[sa], vals[sb]
+        u1, u2, v1, v2 = vals[a1], vals[a2], vals[b1], vals[b2]
+        lv = last[0]
+        if (u1 is lv[8] and u2 is lv[9] and v1 is lv[10] and v2 is lv[11] and xa is lv[0]
+                and xb is lv[1] and held is not None and held[0] is lv[2]
+                and vals[o1] is held[1][row] and vals[o2] is held[1][row + 1]):
+            # the same operand views of the same buffers as when the form was checked
+            # (block views kept across iterations): the same blocks
+            fn(lv[5], lv[6], lv[7])
+            return
         if held is not None and type(xa) is ndarray and type(xb) is ndarray:
             rows = held[1]
-            u1, u2, v1, v2 = vals[a1], vals[a2], vals[b1], vals[b2]
             if (u1.base is xa and u2.base is xa and v1.base is xb and v2.base is xb
                     and vals[o1] is rows[row] and vals[o2] is rows[row + 1]):
                 ma = pa if type(pa) is dict else vals[pa][0]
@@ -153,13 +176,13 @@ def paired(fn, first, second, sources, stack, row, plain):
                 whole = held[0]
                 if (ma[a2] == i + 1 and mb[b2] == j + 1 and whole.dtype is xa.dtype
                         and whole.shape[1:] == xa.shape[1:] == xb.shape[1:]):
-                    lv = last[0]
                     if (lv[0] is xa and lv[1] is xb and lv[2] is whole and lv[3] == i
                             and lv[4] == j):
+                        last[0] = lv[:8] + (u1, u2, v1, v2)
                         fn(lv[5], lv[6], lv[7])
                         return
                     va, vb, vw = xa[i:i + 2], xb[j:j + 2], whole[row:r2]
-                    last[0] = (xa, xb, whole, i, j, va, vb, vw)
+                    last[0] = (xa, xb, whole, i, j, va, vb, vw, u1, u2, v1, v2)
                     fn(va, vb, vw)
                     return
         for f in plain:
@@ -179,11 +202,13 @@ def shared_select(mask, x, ys, outs, held_slot, broadcast, plain):
     the `plain` steps."""
     n = len(ys)
     copyto = np.copyto
+    fit = [None]  # the last (mask shape, shape) that mask_fits accepted
 
     def step_selects(vals):
         m, v = vals[mask], vals[x]
         if (type(m) is ndarray and type(v) is ndarray and m.dtype.kind == "b" and m.ndim
-                and (m.shape == v.shape or (broadcast and mask_fits(m, v.shape)))):
+                and ((ms := m.shape) == (shape := v.shape)
+                     or (broadcast and fits(m, ms, shape, fit)))):
             held = vals[held_slot]
             stack = held[0] if held is not None else None
             if stack is not None:
@@ -191,14 +216,14 @@ def shared_select(mask, x, ys, outs, held_slot, broadcast, plain):
                     if vals[y] is not row:
                         stack = None
                         break
-            if stack is None or stack.shape[1:] != v.shape or stack.dtype is not v.dtype:
+            if stack is None or stack.shape[1:] != shape or stack.dtype is not v.dtype:
                 stack = _copied(vals, ys, v)
             if stack is not None:
                 # (the previous values copied, then the new ones where the mask is set: the
                 # same bits as np.where, in about half its instructions at these sizes)
                 r = stack.copy()
                 copyto(r, v, where=m)  # (v broadcasts along the stack)
-                rows = tuple(r[k] for k in range(n))
+                rows = (r[0], r[1]) if n == 2 else tuple(r[k] for k in range(n))
                 vals[held_slot] = (r, rows)
                 for o, row in zip(outs, rows):
                     vals[o] = row

@@ -94,6 +94,13 @@ class LoopProgram:
         self.index_read = index_read  # whether a node reads a loop Merge's value_index
         self.scalar_enters = scalar_enters  # slots of 0-d invariants to keep as numpy scalars
         self.header_rest, self.body_rest = header, body  # without the loop invariants
+        # Values fixed by the graph (Consts, and invariants of Consts only): after a run that
+        # computed them, later runs take them from `fixed` ([(slot, value)]) and run the
+        # first iteration's lists without them (`header_fixed`, `body_fixed`); see
+        # _fixed_values.
+        self.fixed_slots = ()
+        self.fixed = None
+        self.header_fixed, self.body_fixed = header, body
         # the Merges whose value changes: a passed-through one keeps its slot as it is
         moving = [m for m in merges if m[0] != m[4]]
         self._outs = tuple(m[0] for m in moving)
@@ -114,13 +121,20 @@ class LoopProgram:
             v = vals[enter_slot]
             vals[out] = v.get() if deref and type(v) is Ref else v
             vals[idx] = INDEX[enter_index]
-        header, body, pred_slot = self.header, self.body, self.pred_slot
+        fixed = self.fixed
+        if fixed is None:
+            hoisted, header, body = self.hoisted, self.header, self.body
+        else:
+            for slot, v in fixed:
+                vals[slot] = v
+            hoisted, header, body = (), self.header_fixed, self.body_fixed
+        pred_slot = self.pred_slot
         outs, nexts = self._outs, self._nexts
         single = len(outs) == 1
         next_values = operator.itemgetter(*nexts) if len(nexts) > 1 else None
         item = None
         try:
-            for call, item in self.hoisted:
+            for call, item in hoisted:
                 call(vals, step)
             first = True
             while True:
@@ -148,6 +162,9 @@ class LoopProgram:
                 if first:
                     first = False
                     header, body = self.header_rest, self.body_rest
+                    if fixed is None and self.fixed_slots:
+                        # (one list, assigned whole: a concurrent run sees it or not)
+                        self.fixed = [(s, vals[s]) for s in self.fixed_slots]
                     if self.index_read or self._deref:
                         self._after_first(vals)
                 elif self._deref:
@@ -324,11 +341,15 @@ def _build(name, frame_enters, items, sources, order, side, cond, loop_merges, l
                      if any(src.kind == P.NEXT and slot[(src.id, 0)] == slot[(mid, 0)]
                             for _, src in data))
     once = set()  # ids of nodes computed in the first iteration only (loop-invariant)
+    # ids of the invariants whose values the graph fixes, the same in every run (_fixed_values)
+    fixed = {e.id for e in frame_enters if e.is_constant and _const_fed(e, sources)}
     for it in order:
         if _invariant(it, sources, invariant, cond, aliased):
             invariant.add(it.id)
             if it.kind == P.KERNEL and it.num_inputs:
                 once.add(it.id)
+            if all(src.id in fixed for src, port, _ in sources[it.id] if port >= 0):
+                fixed.add(it.id)  # (a Const of the frame too: it has no data input)
         if it.id in loop_merges or it.id in aliased:
             continue
         ins, controls = ins_of[it.id]
@@ -393,7 +414,38 @@ def _build(name, frame_enters, items, sources, order, side, cond, loop_merges, l
     program.body_rest = [(c, it) for c, it in true_pass if it.id not in once]
     if static:
         LC.as_blocks(program, order, cond, sources, loop_switches, slot, aliased, same)
+    if optimize and program.header is header and program.body is true_pass:
+        _fixed_values(program, hoisted, once & fixed, outside,
+                      lambda it: [slot[(it.id, p)] for p in range(it.num_outputs)])
     return program
+
+
+def _fixed_values(program, hoisted, fixed_once, outside, outs_of):
+    """Keep the values the graph alone fixes from one run of the loop to the next: the
+    hoisted Consts, and the loop invariants computed from Consts only (a Keras GRU's weight
+    Split and bias Squeezes of its Const kernels: 13 calls, ~100 us a step, that gave the
+    same arrays every run). Stateless kernels (_invariant) of the same values give the same
+    values; nothing in a loop body writes into an input (a fused chain writes only into its
+    own temporaries). Not an invariant that leaves the loop (a loop variable's next value, an
+    Exit: a caller could write into a fetched array), nor in bodies with conds (their lists
+    are blocks, loop_conds.py)."""
+    once = [it for calls in (program.header, program.body) for _, it in calls
+            if it.id in fixed_once and not any(s in outside for s in outs_of(it))]
+    fixed_once = {it.id for it in once}
+    if not hoisted and not fixed_once:
+        return
+    slots = [s for _, it in hoisted for s in outs_of(it)]
+    slots.extend(s for it in once for s in outs_of(it))
+    program.fixed_slots = tuple(dict.fromkeys(slots))
+    program.header_fixed = [(c, it) for c, it in program.header if it.id not in fixed_once]
+    program.body_fixed = [(c, it) for c, it in program.body if it.id not in fixed_once]
+
+
+def _const_fed(enter, sources):
+    """Whether a constant Enter's value comes from a Const (not fed: a fed tensor is a feed
+    item), the same array in every step."""
+    return all(src.kind == P.KERNEL and src.op == "Const" and not src.num_inputs
+               for src, port, _ in sources[enter.id] if port >= 0)
 
 
 def _invariant(it, sources, invariant, cond, aliased):
