@@ -139,6 +139,7 @@ _OP_TABLES = {
     "tfg/kernels/math_ops.py:UNARY": "kernel registration: op -> numpy function",
     "tfg/kernels/fused.py:_ACTIVATIONS": "the fused kernel's activation functions",
     "tfg/kernels/fused.py:_INPLACE_ACTIVATIONS": "the fused kernel's in-place activations",
+    "tfg/kernels/fused.py:_CHUNK_ACTIVATIONS": "per-chunk activations (conv_chunks)",
     "tfg/kernels/gpu/fusion.py:C_EXPRESSIONS": "the GPU fusion's CUDA C expression per op",
     # Per-op functions of one module, the way a shape function is per op.
     "tfg/executor/inplace.py:_VARIANTS": "op -> its in-place kernel variant",

@@ -31,7 +31,7 @@ import numpy  # noqa: F401 - loads its BLAS, so that it shows in the process's m
 
 from tfg.errors import TfgInputError
 from tfg.executor.blas_spin import shorten_idle_spin
-from tfg.executor.contention import adaptive_threads, meter, threads_for, usable_cores
+from tfg.executor.contention import adaptive_threads, meter, usable_cores
 from tfg.kernels import conv_threads
 
 ADAPTIVE = "adaptive"
@@ -46,14 +46,6 @@ _lock = threading.Lock()
 _backend = None  # resolved once: a _Backend, or False when no BLAS can be controlled
 _active = {}  # token -> limit of each step running now
 _saved = None  # the library's setting before the first active step
-
-
-class Floored(int):
-    """A step limit of one BLAS thread set by the GEMM floor (blas_floor.py), not the user:
-    BLAS gets one thread, the small split kernels still the cores that contention leaves."""
-
-
-FLOORED = Floored(1)
 
 
 class _Backend:
@@ -193,34 +185,23 @@ class blas_limit:
         backend = _get_backend()
         if backend is None:
             return self
-        if self.limit == ADAPTIVE:
-            limit = split = adaptive_threads()
-            # Chunked kernels' threads take their chunks from a shared queue, so a thread
-            # that another process deschedules only takes fewer: unlike BLAS's threads, which
-            # wait for each other at every block, they pay under load too (the cnn row at
-            # --load 2: 1.2-1.4x faster on two threads than on one). Adaptive gives them every
-            # usable core; the small split kernels (conv_split.py) the measured count.
-            chunks = usable_cores()
-        elif isinstance(self.limit, Floored):
-            # One BLAS thread (blas_floor.py: small GEMMs), while the small split kernels,
-            # which measure whether their parts pay (conv_choice.py), keep the cores other
-            # processes leave free.
-            limit, split = 1, threads_for(usable_cores(), meter().others())
-            chunks = split
-        else:
-            limit = chunks = split = self.limit
+        limit = adaptive_threads() if self.limit == ADAPTIVE else self.limit
+        # Chunked kernels' threads take their chunks from a shared queue, so a thread that
+        # another process deschedules only takes fewer: unlike BLAS's threads, which wait for
+        # each other at every block, they pay under load too (the cnn row at --load 2: 1.2-1.4x
+        # faster on two threads than on one). Adaptive gives them every usable core.
+        chunks = usable_cores() if self.limit == ADAPTIVE else limit
         with _lock:
             self.token = object()
             if not _active:
                 shorten_idle_spin(_openblas_paths)  # once: see blas_spin.py
                 _saved = backend.get()
                 meter().start()  # contention is measured while steps run
-            _active[self.token] = (limit, chunks, split)
+            _active[self.token] = (limit, chunks)
             want = min(v[0] for v in _active.values())
             if backend.get() != want:
                 backend.set(want)
-            conv_threads.configure(min(v[1] for v in _active.values()), backend.set, want,
-                                   split=min(v[2] for v in _active.values()))
+            conv_threads.configure(min(v[1] for v in _active.values()), backend.set, want)
         return self
 
     def __exit__(self, *exc):
@@ -237,6 +218,5 @@ class blas_limit:
                 backend.set(want)
             # Outside steps, chunked kernels run on the calling thread only.
             chunks = min(v[1] for v in _active.values()) if _active else 1
-            split = min(v[2] for v in _active.values()) if _active else 1
-            conv_threads.configure(chunks, backend.set, want, split=split)
+            conv_threads.configure(chunks, backend.set, want)
         return False

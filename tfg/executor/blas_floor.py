@@ -1,9 +1,8 @@
 """One BLAS thread for steps whose GEMMs are all small: the 'adaptive' setting's size floor.
 
     >>> floor = GemmFloor(graph, needed, feed_refs)   # once per prepared step
-    >>> floor.limit(ADAPTIVE, feed_values)            # every step: 1 (FLOORED) when the step's
-    1                                                 # largest GEMM is under FLOOR_MACS, else
-                                                      # ADAPTIVE
+    >>> floor.limit(ADAPTIVE, feed_values)            # every step: 1 when the step's largest
+    1                                                 # GEMM is under FLOOR_MACS, else ADAPTIVE
 
 Why: on a quiet machine 'adaptive' (tfg/executor/blas.py) gives OpenBLAS both cores, and
 OpenBLAS threads every GEMM above 262,144 multiply-adds (its compiled-in threshold). Between
@@ -26,7 +25,7 @@ multiply-adds (0: no floor, for comparisons).
 """
 import os
 
-from tfg.executor.blas import ADAPTIVE, FLOORED
+from tfg.executor.blas import ADAPTIVE
 from tfg.executor.contention import choices, meter, threads_for, usable_cores
 from tfg.graphdef.infer import infer
 from tfg.schemas.ops import has_trait
@@ -136,7 +135,7 @@ class GemmFloor:
             self.small[key] = small
         if small:
             choices["1 (gemm floor)"] += 1  # what the benchmarks report as adaptive's choices
-            return FLOORED  # == 1: one BLAS thread; split kernels keep adaptive's count
+            return 1
         return limit
 
     def _all_small(self, feed_values, floor):

@@ -58,18 +58,6 @@ def prepared(x_shape, w_shape, g, dtype, thin=False):
     return ChunkedConv(g, (n, g.oh, g.ow, oc), k, oc, spans, dtype, thin)
 
 
-def split(x_shape, w_shape, g, dtype, thin, parts):
-    """A ChunkedConv of about `parts` equal chunks (whole images, or bands of one), for a
-    convolution under MIN_PATCH_BYTES that a step's threads share (conv_split.py); None
-    where `prepared` would refuse it for other reasons than its size."""
-    n, _, _, c = x_shape
-    kh, kw, _, oc = w_shape
-    if np.dtype(dtype) not in _FLOATS or kh == kw == 1 or g.dw != 1:
-        return None
-    spans = _spans(n, g.oh, g.ow, -(-n * g.oh * g.ow // parts))
-    return ChunkedConv(g, (n, g.oh, g.ow, oc), kh * kw * c, oc, spans, dtype, thin)
-
-
 def _spans(n, oh, ow, want_rows):
     """(first image, images, first output row, output rows) per chunk: whole images grouped
     when one image has fewer than `want_rows` patch rows, else even bands of one image."""

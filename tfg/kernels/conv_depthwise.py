@@ -24,7 +24,6 @@ because einsum's speed is the length of its innermost contiguous loop:
   [N, OH, OW, KH, KW, C] with C inner.
 """
 import numpy as np
-
 from tfg.kernels.conv_geom import padded, row_windows, strided, windows
 
 # Measured on every depthwise layer of the keras.applications models (batch 2, 96x96): the
@@ -53,27 +52,21 @@ def _dense_fits(g, h, w, m):
             and g.pl >= g.ow - 1 and g.pl + w <= g.kw)
 
 
-def forward(x, w, g, cache=None, out=None):
+def forward(x, w, g, cache=None):
     """`cache`: the node's dict (ctx.cache), where a read-only filter's tiled copies are kept
-    from step to step (a Const's value is the same read-only array every step). `out`: a
-    C-contiguous [N, OH, OW, C*M] array of the result's dtype to write into (the same
-    values: the einsum's loop is the same), else a fresh one."""
+    from step to step (a Const's value is the same read-only array every step)."""
     n, _, _, c = x.shape
     m = w.shape[3]
     if min(n, c, m, g.oh, g.ow) == 0:
-        z = np.zeros((n, g.oh, g.ow, c * m), np.result_type(x, w))
-        if out is not None:
-            out[...] = z
-            return out
-        return z
+        return np.zeros((n, g.oh, g.ow, c * m), np.result_type(x, w))
     if _dense_fits(g, x.shape[1], x.shape[2], m):
-        return _dense(x, w, g, cache, out)
+        return _dense(x, w, g, cache)
     if m == 1 and g.sw == 1 and (g.ow >= ROWS_MIN_OW or (
             g.ow >= ROWS_NARROW_MIN_OW and c <= ROWS_NARROW_MAX_CHANNELS)):
-        return _rows(padded(x, g), w, g, cache, out)
+        return _rows(padded(x, g), w, g, cache)
     if m == 1 and g.sw > 1 and g.dw == 1 and c < PHASE_MAX_CHANNELS:
-        return _phases(padded(x, g), w, g, cache, out)
-    return _windows(padded(x, g), w, g, out)
+        return _phases(padded(x, g), w, g, cache)
+    return _windows(padded(x, g), w, g)
 
 
 def prepared(x_shape, w_shape, g):
@@ -84,7 +77,7 @@ def prepared(x_shape, w_shape, g):
     n, h, wd, c = x_shape
     m = w_shape[3]
     if min(n, c, m, g.oh, g.ow) > 0 and _dense_fits(g, h, wd, m):
-        return lambda x, w, cache, out=None: _dense(x, w, g, cache, out)
+        return lambda x, w, cache: _dense(x, w, g, cache)
     if min(n, c, m, g.oh, g.ow) == 0 or m != 1 or g.sw != 1 or not (
             g.ow >= ROWS_MIN_OW or (g.ow >= ROWS_NARROW_MIN_OW
                                     and c <= ROWS_NARROW_MAX_CHANNELS)):
@@ -92,16 +85,12 @@ def prepared(x_shape, w_shape, g):
     view_shape = (n, g.oh, g.kh, g.kw, g.ow * c)
     out_shape = (n, g.oh, g.ow, c)
 
-    def run(x, w, cache, out=None):
+    def run(x, w, cache):
         xpad = padded(x, g)
         sn, sh, sw, sc = xpad.strides
         view = strided(xpad, view_shape, (sn, sh * g.sh, sh * g.dh, sw * g.dw, sc))
-        if out is not None:
-            np.einsum("nhijv,ijv->nhv", view, _tiled(w, g.ow, cache), optimize=False,
-                      out=out.reshape(n, g.oh, g.ow * c))
-            return out
-        y = np.einsum("nhijv,ijv->nhv", view, _tiled(w, g.ow, cache), optimize=False)
-        return y.reshape(out_shape)
+        out = np.einsum("nhijv,ijv->nhv", view, _tiled(w, g.ow, cache), optimize=False)
+        return out.reshape(out_shape)
     return run
 
 
@@ -143,28 +132,21 @@ def _spatial(w, g, h, wd, cache=None):
     return spatial
 
 
-def _einsum_into(subscripts, a, b, out, shape, out_view_shape):
-    """np.einsum(subscripts, a, b) reshaped to `shape`, written into `out` (viewed as
-    `out_view_shape`) when given."""
-    if out is None:
-        return np.einsum(subscripts, a, b, optimize=False).reshape(shape)
-    np.einsum(subscripts, a, b, optimize=False, out=out.reshape(out_view_shape))
-    return out
-
-
-def _dense(x, w, g, cache=None, out=None):
+def _dense(x, w, g, cache=None):
     n, h, wd, c = x.shape
-    return _einsum_into("nqc,pqc->npc", x.reshape(n, h * wd, c), _spatial(w, g, h, wd, cache),
-                        out, (n, g.oh, g.ow, c), (n, g.oh * g.ow, c))
+    out = np.einsum("nqc,pqc->npc", x.reshape(n, h * wd, c), _spatial(w, g, h, wd, cache),
+                    optimize=False)
+    return out.reshape(n, g.oh, g.ow, c)
 
 
-def _rows(xpad, w, g, cache=None, out=None):
+def _rows(xpad, w, g, cache=None):
     n, c = xpad.shape[0], xpad.shape[3]
-    return _einsum_into("nhijv,ijv->nhv", row_windows(xpad, g), _tiled(w, g.ow, cache),
-                        out, (n, g.oh, g.ow, c), (n, g.oh, g.ow * c))
+    out = np.einsum("nhijv,ijv->nhv", row_windows(xpad, g), _tiled(w, g.ow, cache),
+                    optimize=False)
+    return out.reshape(n, g.oh, g.ow, c)
 
 
-def _phases(xpad, w, g, cache=None, out=None):
+def _phases(xpad, w, g, cache=None):
     """Stride s > 1 along W, dilation 1 along W: phase b holds padded columns b, b+s, ...
     (one contiguous copy), and filter columns b, b+s, ... read it at offsets 0, 1, ..., so
     each phase is a stride-1 row convolution; the phases' sums add up to the output.
@@ -172,28 +154,22 @@ def _phases(xpad, w, g, cache=None, out=None):
     put a NaN where TensorFlow has an inf.)"""
     n, c = xpad.shape[0], xpad.shape[3]
     s, ow = g.sw, g.ow
-    acc = None if out is None else out.reshape(n, g.oh, ow * c)
-    first = True
+    out = None
     for b in range(min(s, g.kw)):
         xb = np.ascontiguousarray(xpad[:, :, b::s, :])
         wb = _tiled(w, ow, cache, (b, s))
         sn, sh, sw, sc = xb.strides
         view = strided(xb, (n, g.oh, g.kh, wb.shape[1], ow * c),
                        (sn, sh * g.sh, sh * g.dh, sw, sc))
-        if first and acc is not None:
-            np.einsum("nhijv,ijv->nhv", view, wb, optimize=False, out=acc)
-        else:
-            part = np.einsum("nhijv,ijv->nhv", view, wb, optimize=False)
-            acc = part if acc is None else np.add(acc, part, out=acc)
-        first = False
-    return acc.reshape(n, g.oh, ow, c)
+        part = np.einsum("nhijv,ijv->nhv", view, wb, optimize=False)
+        out = part if out is None else np.add(out, part, out=out)
+    return out.reshape(n, g.oh, ow, c)
 
 
-def _windows(xpad, w, g, out=None):
+def _windows(xpad, w, g):
     n, c, m = xpad.shape[0], xpad.shape[3], w.shape[3]
     win = windows(xpad, g)
     if m == 1:
-        return _einsum_into("nhwijc,ijc->nhwc", win, w[:, :, :, 0], out, (n, g.oh, g.ow, c),
-                            (n, g.oh, g.ow, c))
-    return _einsum_into("nhwijc,ijcm->nhwcm", win, w, out, (n, g.oh, g.ow, c * m),
-                        (n, g.oh, g.ow, c, m))
+        return np.einsum("nhwijc,ijc->nhwc", win, w[:, :, :, 0], optimize=False)
+    out = np.einsum("nhwijc,ijcm->nhwcm", win, w, optimize=False)
+    return out.reshape(n, g.oh, g.ow, c * m)

@@ -21,7 +21,7 @@ for a left matrix of 2 or 3 rows (a classifier or a squeeze-excite layer at batc
 pixels are the rows), so those rows go to one GEMV each instead.
 """
 import numpy as np
-from tfg.kernels import conv_chunks, conv_split
+from tfg.kernels import conv_chunks
 from tfg.kernels.conv_geom import padded, padded_nchw, strided
 
 # Measured (OpenBLAS 0.3.31, one thread, float32, M x K @ K x N): with M = 2 or 3 and K*N of
@@ -43,7 +43,10 @@ def matmul(a, b):
     m, (k, n) = a.shape[0], b.shape
     if (m in SKINNY_ROWS and k * n >= SKINNY_MIN_ELEMENTS and a.dtype == b.dtype
             and a.dtype.kind == "f" and a.dtype.itemsize >= 4):
-        return conv_split.skinny_matmul(a, b, np.empty((m, n), a.dtype))
+        out = np.empty((m, n), a.dtype)
+        for r in range(m):
+            np.matmul(a[r], b, out=out[r])
+        return out
     return a @ b
 
 
@@ -55,39 +58,19 @@ def prepared(x_shape, w_shape, g, nchw_layout=False, dtype=np.float32):
         return lambda x, w: nchw(x, w, g)
     n, h, wd, c = x_shape
     kh, kw, _, oc = w_shape
-    out = (n, g.oh, g.ow, oc)
-    rows = n * g.oh * g.ow
     if kh == kw == 1 and not g.has_pad and g.sh == g.sw == 1 and g.oh == h and g.ow == wd:
-        if rows in SKINNY_ROWS:  # GEMVs, on two threads inside matmul when the step has them
+        rows, out = n * h * wd, (n, h, wd, oc)
+        if rows in SKINNY_ROWS:
             return lambda x, w: matmul(x.reshape(rows, c), w.reshape(c, oc)).reshape(out)
-        serial = lambda x, w: (x.reshape(rows, c) @ w.reshape(c, oc)).reshape(out)  # noqa
-        split = conv_split.prepared(serial, lambda x: x.reshape(rows, c), (rows, c, oc), out,
-                                    dtype)
-        return split or serial
+        return lambda x, w: (x.reshape(rows, c) @ w.reshape(c, oc)).reshape(out)
     thin = c <= THIN_MAX_CHANNELS and kh * kw * c <= THIN_MAX_K and not (kh == kw == 1)
     chunked = conv_chunks.prepared(x_shape, w_shape, g, dtype, thin)
     if chunked is not None:
         return chunked
     if thin:
-        serial = lambda x, w: (patches_t_nhwc(x, g).T @ w.reshape(-1, oc)).reshape(out)  # noqa
-        operand = lambda x: patches_t_nhwc(x, g).T  # noqa: E731
-    else:
-        serial = lambda x, w: nhwc(x, w, g)  # noqa: E731
-        operand = (lambda x: _sampled(x, g).reshape(rows, c)) if kh == kw == 1 and not \
-            g.has_pad else (lambda x: patches_nhwc(x, g))
-    if rows in SKINNY_ROWS:
-        return serial
-    k = kh * kw * c
-    # Many rows: each thread copies its own patches (a ChunkedConv of as many chunks).
-    parts = None if rows < 2 * conv_split.MIN_PART_ROWS or kh == kw == 1 else \
-        conv_chunks.split(x_shape, w_shape, g, dtype, thin, 2)
-    split = conv_split.prepared(serial, operand, (rows, k, oc), out, dtype, parts)
-    return split or serial
-
-
-def _sampled(x, g):
-    """The pixels a strided 1x1 convolution reads (a view; reshaping it copies them)."""
-    return x[:, :(g.oh - 1) * g.sh + 1:g.sh, :(g.ow - 1) * g.sw + 1:g.sw, :]
+        out = (n, g.oh, g.ow, oc)
+        return lambda x, w: (patches_t_nhwc(x, g).T @ w.reshape(-1, oc)).reshape(out)
+    return lambda x, w: nhwc(x, w, g)
 
 
 def nhwc(x, w, g):
@@ -95,7 +78,7 @@ def nhwc(x, w, g):
     kh, kw, _, oc = w.shape
     if kh == kw == 1 and not g.has_pad:
         if g.sh != 1 or g.sw != 1 or g.oh != h or g.ow != wd:
-            x = _sampled(x, g)
+            x = x[:, :(g.oh - 1) * g.sh + 1:g.sh, :(g.ow - 1) * g.sw + 1:g.sw, :]
         y = matmul(x.reshape(-1, c), w.reshape(c, oc))  # reshape copies only a strided view
     else:
         y = matmul(patches_nhwc(x, g), w.reshape(-1, oc))

@@ -15,7 +15,7 @@ parsed once per node and input size (conv_geom.py).
 """
 import numpy as np
 
-from tfg.kernels import conv_depthwise, conv_depthwise_split, conv_gemm, conv_grouped
+from tfg.kernels import conv_depthwise, conv_gemm, conv_grouped
 from tfg.kernels._util import fail, from_nhwc, is_nchw, shape_vector, to_nhwc
 from tfg.kernels.conv_geom import geometry
 from tfg.kernels.registry import ALL_DEVICES, kernel
@@ -126,7 +126,7 @@ def conv2d_backprop_filter(ctx, x, filter_sizes, dy):
 @kernel("DepthwiseConv2dNative", device_types=ALL_DEVICES)
 def depthwise_conv2d(ctx, x, w):
     if type(x) is np.ndarray and type(w) is np.ndarray:
-        # The CPU's strategy prepared once per node and signature (conv_depthwise.py)
+        # The CPU's row strategy prepared once per node and signature (conv_depthwise.prepared)
         run = ctx.cache.get(("dw_run", x.shape, w.shape, x.dtype, w.dtype))
         if run is not None:
             return run(x, w, ctx.cache)
@@ -139,11 +139,9 @@ def depthwise_conv2d(ctx, x, w):
         fail(f"input depth {c} must equal the filter's in_channels {wc}")
     g = geometry(ctx, h, wd, kh, kw)
     if xp is np and x.dtype == w.dtype:
-        if not is_nchw(fmt) and type(x) is np.ndarray and type(w) is np.ndarray:
-            # large batches: split over the step's threads (conv_depthwise_split.py)
-            run = conv_depthwise_split.split(x.shape, w.shape, g)
-            if run is None and m == 1:
-                run = conv_depthwise.prepared(x.shape, w.shape, g)
+        if (not is_nchw(fmt) and type(x) is np.ndarray and type(w) is np.ndarray
+                and m == 1):
+            run = conv_depthwise.prepared(x.shape, w.shape, g)
             if run is not None:
                 ctx.cache[("dw_run", x.shape, w.shape, x.dtype, w.dtype)] = run
                 return run(x, w, ctx.cache)

@@ -17,7 +17,6 @@ every block). Outside a step (`configure` not called, or called with 1) everythi
 the calling thread. The helper threads are daemon threads started on first use, one buffer
 each, kept per thread.
 """
-import _thread
 import os
 import queue
 import threading
@@ -26,7 +25,6 @@ import numpy as np
 
 ENV_VAR = "TFG_CONV_THREADS"
 _workers = 1
-_split = 1
 _set_blas = None
 _restore = 1
 _helpers = []  # (task queue) per helper thread
@@ -35,29 +33,20 @@ _start_lock = threading.Lock()
 _inside = [0]  # threaded calls running now: BLAS goes back to the step's count after the last
 
 
-def configure(workers, set_blas=None, blas_threads=None, split=None):
+def configure(workers, set_blas=None, blas_threads=None):
     """Let chunked kernels use `workers` threads (1: serial), calling `set_blas(n)` to put
     BLAS at one thread around a threaded call and back at `blas_threads` (default: `workers`)
-    after. `split` (default `workers`, at most `workers`): the threads of the small kernels
-    of conv_split.py and conv_depthwise_split.py, whose parts do not pay on a core another process
-    holds (the step's measured count, not every core). $TFG_CONV_THREADS = 0 keeps them all
-    serial (then a step's BLAS threads split each chunk's GEMM instead: the comparison for a
-    quiet machine)."""
-    global _workers, _set_blas, _restore, _split
+    after. $TFG_CONV_THREADS = 0 keeps them serial (then a step's BLAS threads split each
+    chunk's GEMM instead: the comparison for a quiet machine)."""
+    global _workers, _set_blas, _restore
     off = os.environ.get(ENV_VAR) == "0"
     _workers = max(1, int(workers)) if set_blas is not None and not off else 1
-    _split = min(_workers, max(1, int(workers if split is None else split)))
     _set_blas = set_blas
     _restore = max(1, int(workers if blas_threads is None else blas_threads))
 
 
 def workers():
     return _workers
-
-
-def split_workers():
-    """The threads the small kernels may split over now (1: run them whole)."""
-    return _split
 
 
 def _buffer(size, dtype):
@@ -95,55 +84,6 @@ def _ensure_helpers(n):
             _helpers.append(tasks)
 
 
-class _Call:
-    """One threaded call's shared state: the spans are handed out one at a time, and the
-    caller waits only for spans that were taken (a helper that wakes after the caller took
-    the last span finds nothing to do and touches nothing: the caller does not wait for it)."""
-
-    __slots__ = ("fn", "spans", "next", "taken", "finished", "waiting", "done", "lock",
-                 "errors", "buf_size", "dtype")
-
-    def __init__(self, fn, spans, buf_size, dtype):
-        self.fn, self.spans, self.buf_size, self.dtype = fn, spans, buf_size, dtype
-        self.next = self.taken = self.finished = 0
-        self.waiting = False
-        self.lock = _thread.allocate_lock()
-        self.done = _thread.allocate_lock()
-        self.done.acquire()
-        self.errors = []
-
-    def work(self):
-        buf = None
-        lock, spans, fn = self.lock, self.spans, self.fn
-        while True:
-            with lock:
-                i = self.next
-                if i >= len(spans) or self.errors:
-                    return
-                self.next = i + 1
-                self.taken += 1
-            try:
-                if buf is None:
-                    buf = _buffer(self.buf_size, self.dtype)
-                fn(spans[i], buf)
-            except BaseException as e:  # noqa: BLE001 - re-raised on the calling thread
-                self.errors.append(e)
-            finally:
-                with lock:
-                    self.finished += 1
-                    if self.waiting and self.finished == self.taken:
-                        self.done.release()
-
-    def wait(self):
-        """After the caller's own `work` returned: no span is handed out any more, so wait
-        for the ones already taken to finish."""
-        with self.lock:
-            if self.finished == self.taken:
-                return
-            self.waiting = True
-        self.done.acquire()
-
-
 def run_chunks(fn, spans, buf_size, dtype):
     """fn(span, buf) for each span, buf a flat scratch array (>= buf_size items) of this
     thread's; on up to `workers` threads (the caller one of them). The first exception is
@@ -155,7 +95,29 @@ def run_chunks(fn, spans, buf_size, dtype):
             fn(span, buf)
         return
     _ensure_helpers(n - 1)
-    call = _Call(fn, spans, buf_size, dtype)
+    it = iter(spans)
+    lock = threading.Lock()
+    errors = []
+    done = threading.Semaphore(0)
+
+    def work():
+        try:
+            buf = _buffer(buf_size, dtype)
+            while True:
+                with lock:
+                    span = next(it, None)
+                if span is None or errors:
+                    return
+                fn(span, buf)
+        except BaseException as e:  # noqa: BLE001 - re-raised on the calling thread
+            errors.append(e)
+
+    def helper_job():
+        try:
+            work()
+        finally:
+            done.release()
+
     set_blas = _set_blas
     with _start_lock:
         if not _inside[0]:
@@ -163,13 +125,14 @@ def run_chunks(fn, spans, buf_size, dtype):
         _inside[0] += 1
     try:
         for tasks in _helpers[:n - 1]:
-            tasks.put(call.work)
-        call.work()
-        call.wait()
+            tasks.put(helper_job)
+        work()
+        for _ in range(n - 1):
+            done.acquire()
     finally:
         with _start_lock:
             _inside[0] -= 1
             if not _inside[0]:
                 set_blas(_restore)
-    if call.errors:
-        raise call.errors[0]
+    if errors:
+        raise errors[0]

@@ -11,7 +11,7 @@ fused result is bit-for-bit the unfused one.
 import numpy as np
 
 from tfg.errors import TfgRuntimeError
-from tfg.kernels import clamp, conv_chunks, conv_depthwise_split, conv_split
+from tfg.kernels import clamp, conv_chunks
 from tfg.kernels._util import fail
 from tfg.kernels.context import KernelContext
 from tfg.kernels.math_ops import sigmoid, sigmoid_into
@@ -215,17 +215,8 @@ def _apply_fused(ctx, y, args):
     return y
 
 
-# The in-place activations a chunked or split convolution applies per chunk or part
-# (conv_chunks.py, conv_split.py, conv_depthwise_split.py), as act(o, out=o): each
-# elementwise, so per part the values of the whole (not Sigmoid: its form depends on the
-# whole tensor's minimum).
-_CHUNK_ACTIVATIONS = {
-    "Identity": None, "Relu": clamp.relu, "Relu6": clamp.relu6,
-    "_MklSwish": lambda o, out: _swish_inplace(o),
-    "_TfgHardSwish": lambda o, out: _hard_swish(np, o, out=o),
-    "_TfgHardSigmoid": lambda o, out: _hard_sigmoid(np, o, out=o),
-}
-_PART_RUNNERS = (conv_chunks.ChunkedConv, conv_split.SplitGemm)
+# The in-place activations a chunked convolution applies per chunk (conv_chunks.py).
+_CHUNK_ACTIVATIONS = {"Identity": None, "Relu": clamp.relu, "Relu6": clamp.relu6}
 
 
 @kernel("_FusedConv2D", device_types=ALL_DEVICES)
@@ -254,7 +245,7 @@ def _remember_chunked(ctx, x, w):
     ops, axis, _, _, quick = _steps(ctx, 4)
     act = ops[1] if len(ops) == 2 else "Identity"
     if quick is not None and act in _CHUNK_ACTIVATIONS and run is not None:
-        if not isinstance(run, _PART_RUNNERS):
+        if not isinstance(run, conv_chunks.ChunkedConv):
             run = _whole(ctx, run)
         ctx.cache["chunked"] = (key, run, _CHUNK_ACTIVATIONS[act])
     else:
@@ -311,29 +302,7 @@ def _bias_tile(b, shape):
 
 @kernel("_FusedDepthwiseConv2dNative", device_types=ALL_DEVICES)
 def fused_depthwise(ctx, x, w, *args):
-    n = int(ctx.attrs.get("num_args", len(args)))
-    if type(x) is np.ndarray and type(w) is np.ndarray and n == 1:
-        # BiasAdd (+ activation) of a depthwise convolution split over the step's threads:
-        # applied to each part of the output (conv_depthwise_split.py; same values).
-        hit = ctx.cache.get("split")
-        b = args[0]
-        if (hit is not None and hit[0] == (x.shape, w.shape, x.dtype, w.dtype)
-                and type(b) is np.ndarray and b.dtype == x.dtype
-                and b.shape == (w.shape[2] * w.shape[3],)):
-            return hit[1](x, w, hit[3], b, hit[2])
-    y = _apply_fused(ctx, _base(ctx, "DepthwiseConv2dNative", x, w), args)
-    if type(x) is np.ndarray and type(w) is np.ndarray and n == 1 and "split" not in ctx.cache:
-        key = (x.shape, w.shape, x.dtype, w.dtype)
-        base_cache = ctx.cache["base"][2].cache
-        run = base_cache.get(("dw_run",) + key)
-        ops, _, _, _, quick = _steps(ctx, 4)
-        act = ops[1] if len(ops) == 2 else "Identity"
-        if (isinstance(run, conv_depthwise_split.DepthwiseSplit) and quick is not None
-                and act in _CHUNK_ACTIVATIONS):
-            ctx.cache["split"] = (key, run, _CHUNK_ACTIVATIONS[act], base_cache)
-        else:
-            ctx.cache["split"] = (None, None, None, None)
-    return y
+    return _apply_fused(ctx, _base(ctx, "DepthwiseConv2dNative", x, w), args)
 
 
 @kernel("_FusedMatMul", device_types=ALL_DEVICES)
