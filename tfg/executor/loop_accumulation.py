@@ -24,7 +24,7 @@ with the input projections (loop_projection.py).
 import numpy as np
 
 from tfg.executor.loop_buffers import BufferPool
-from tfg.executor.loop_calls import LoopNodeError
+from tfg.executor.loop_calls import run_named
 from tfg.executor.loop_fusion import node_kind
 from tfg.executor.loop_projection import enabled
 
@@ -138,11 +138,5 @@ def _collect(lhs, rhs, out, nxt, state, limit, finish, fallback):
                 vals[nxt] = acc  # (the accumulator passes through; the sum comes at the end)
                 return
         finish(vals)  # the sum so far, then this iteration as the nodes compute it
-        for call, item in fallback:
-            try:
-                call(vals, step)
-            except LoopNodeError:
-                raise
-            except Exception as e:  # noqa: BLE001 - named by its node, as not deferred
-                raise LoopNodeError(item, e) from e
+        run_named(fallback, vals, step)
     return collect

@@ -32,6 +32,18 @@ class LoopNodeError(Exception):
         self.item, self.error = item, error
 
 
+def run_named(calls, vals, step):
+    """Run prepared (call, item) pairs in order, an error named by its own node (a fused,
+    projected or deferred call's fallback: the nodes' own calls, as if not replaced)."""
+    for call, item in calls:
+        try:
+            call(vals, step)
+        except LoopNodeError:
+            raise  # named already
+        except Exception as e:  # noqa: BLE001 - the executor names the node
+            raise LoopNodeError(item, e) from e
+
+
 def forward(src, outs, deref):
     """Exit, NextIteration, LoopCond, Identity that must read a Ref (the others are aliased
     to their input's slot at compile time: no call at all)."""

@@ -33,7 +33,7 @@ from tfg.executor import block_steps as B
 from tfg.executor import fused_steps as S
 from tfg.executor import loop_blocks as LB
 from tfg.executor import plan as P
-from tfg.executor.loop_calls import LoopNodeError
+from tfg.executor.loop_calls import run_named
 from tfg.kernels import array_ops, fused, indexing_ops, math_ops, nn_ops
 from tfg.kernels.math_ops import array_kernel
 from tfg.kernels.registry import find_kernel
@@ -403,9 +403,5 @@ def _chain_call(steps, floats, calls):
                 except S.Fallback:
                     pass
             misses[0] += 1
-        for call, it in calls:
-            try:
-                call(vals, step)
-            except Exception as e:  # noqa: BLE001 - named by its node, as unfused
-                raise LoopNodeError(it, e) from e
+        run_named(calls, vals, step)
     return fused

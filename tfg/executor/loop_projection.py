@@ -35,7 +35,7 @@ import numpy as np
 from tfg.executor import plan as P
 from tfg.executor.direct_calls import _index
 from tfg.executor.loop_buffers import BufferPool
-from tfg.executor.loop_calls import LoopNodeError
+from tfg.executor.loop_calls import run_named
 from tfg.executor.loop_fusion import node_kind
 from tfg.kernels.indexing_ops import gather_v2
 from tfg.kernels.list_ops import TensorList, tensor_list_get_item
@@ -170,14 +170,7 @@ def projected_call(fallback, source, index, axis, dtype, w, bias, tb, limit, out
             if i is not None and 0 <= i < p.shape[0]:
                 vals[out] = p[i]
                 return
-        for call, item in fallback:
-            try:
-                call(vals, step)
-            except LoopNodeError:
-                raise
-            except Exception as e:  # noqa: BLE001 - named by its node, as unprojected
-                raise LoopNodeError(item, e) from e
-    project.fallback = fallback
+        run_named(fallback, vals, step)
     return project
 
 
