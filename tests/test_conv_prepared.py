@@ -4,6 +4,8 @@ the depthwise row strategy (conv_depthwise.prepared). Each node is called severa
 fresh inputs, and with a second input shape in between (a cache entry per signature), against
 the brute-force pool and the by-definition convolution; the pools also bit for bit against
 their NCHW general path (the same additions and division)."""
+import threading
+
 import numpy as np
 import pytest
 
@@ -68,6 +70,51 @@ def test_prepared_pools_keep_integers_nan_and_inf():
         assert np.isnan(m[0, :2, :2]).all() and np.isnan(a[0, :2, :2]).all()
         assert m[0, 3, 3, 0] == np.inf and a[0, 3, 3, 0] == np.inf
         assert a[0, 3, 0, 0] == 0 and m[0, 3, 0, 0] == 0
+
+
+@pytest.mark.parametrize("op", ["AvgPool", "MaxPool"])
+def test_pools_reuse_their_padded_buffer_without_leaking_values(op):
+    """Small padded inputs go into a padded buffer the prepared run keeps (border filled
+    once): earlier outputs stay as they were, the border keeps the pad value however large or
+    negative the inputs in between were, and NaN/inf inputs do not stay behind."""
+    fn, ctx = node(op, ksize=[1, 3, 3, 1], strides=[1, 1, 1, 1], padding=b"SAME",
+                   data_format=b"NHWC")
+    shape = (2, 6, 6, 4)
+    xs = [rng.standard_normal(shape).astype(np.float32) + 100,
+          -rng.uniform(1, 2, shape).astype(np.float32),          # every tap negative
+          np.full(shape, np.nan, np.float32),
+          rng.standard_normal(shape).astype(np.float32)]
+    xs[2][0, 0, 0, 0] = np.inf
+    outs = [fn(ctx, x) for x in xs]
+    kept = [fn(ctx, x) for x in xs]  # the second round runs the prepared closure
+    for x, first, second in zip(xs, outs, kept):
+        want = _pool_reference(x, op, (3, 3), (1, 1), "SAME")
+        np.testing.assert_allclose(first, want, rtol=1e-5, atol=1e-6)
+        np.testing.assert_array_equal(second, first)
+    assert (outs[1] < 0).all()  # a zero border would have won every edge window's max
+    assert ("avg_run" if op == "AvgPool" else "max_run", shape, np.dtype("float32")) in ctx.cache
+    assert not any(np.shares_memory(o, x) for o in outs + kept for x in xs)
+
+
+def test_pools_called_from_two_threads_at_once_get_their_own_buffers():
+    fn, ctx = node("AvgPool", ksize=[1, 3, 3, 1], strides=[1, 1, 1, 1], padding=b"SAME",
+                   data_format=b"NHWC")
+    xs = [rng.standard_normal((2, 12, 12, 8)).astype(np.float32) for _ in range(2)]
+    wants = [_pool_reference(x, "AvgPool", (3, 3), (1, 1), "SAME") for x in xs]
+    fn(ctx, xs[0])
+    bad = []
+
+    def work(i):
+        for _ in range(300):
+            got = fn(ctx, xs[i])
+            if not np.allclose(got, wants[i], rtol=1e-5, atol=1e-6):
+                bad.append(i)
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not bad
 
 
 DEPTHWISE = [  # shapes, kernel, strides, padding: all stride 1 along W (the row strategy)
