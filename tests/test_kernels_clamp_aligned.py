@@ -51,6 +51,29 @@ def test_relu6_is_max_then_min(size):
     assert not np.signbit(got[x == 0]).any()
 
 
+@pytest.mark.parametrize("shape", [(2, 3, 3, 176), (2, 12, 12, 44), (16, 1024), (300,)])
+def test_clamps_of_at_most_one_block_in_their_shape_and_any_layout(shape):
+    """Arrays of up to one block are compared with a view of the block in their shape (kept
+    per shape): the same bits as numpy's scalar forms, for views, in place and repeated, and
+    the shared block is never written."""
+    size = int(np.prod(shape))
+    for _ in range(2):
+        x = np.resize(SPECIALS, size).reshape(shape) * np.float32(1.5)
+        x.reshape(-1)[::5] = np.random.default_rng(size).standard_normal(x.reshape(-1)[::5].size)
+        for got_of, want_of in ((clamp.relu, lambda a: np.maximum(a, np.float32(0))),
+                                (clamp.relu6, lambda a: np.minimum(np.maximum(
+                                    a, np.float32(0)), np.float32(6)))):
+            for a in (x, x.T, x[..., ::-1]):
+                want = want_of(a)
+                assert np.array_equal(_bits(got_of(a)), _bits(want))
+                y = a.copy()
+                assert got_of(y, out=y) is y
+                assert np.array_equal(_bits(y), _bits(want))
+    for value in (0, 6):
+        block = clamp._block(np.dtype(np.float32), value)
+        assert not block.flags.writeable and (block == value).all()
+
+
 def test_clamp_handles_views_ints_and_scalars():
     x = np.arange(-40000, 40000, dtype=np.float32).reshape(200, 400)
     view = x[:, ::2]  # not contiguous: the scalar form

@@ -10,12 +10,19 @@ broadcast scalar: on 128x1024 float32, `np.maximum(y, 0)` takes 49 us, `np.maxim
 read-only block of the constant (rows of 16,384 were as fast as a full-size constant, and cost
 64 KB per dtype). Values are exactly those of `np.maximum(x, 0)` / `np.minimum(..., 6)`,
 NaN propagated as there. Small, non-float or non-contiguous arrays take the scalar form.
+
+Arrays of at most one block (most activations of a batch-2 CNN: NASNet's 2x3x3x176 to
+2x12x12x44) are compared with a view of the block in their own shape, kept per shape: one
+ufunc call, without the flattening and slicing (measured, 2x3x3x176 after its 1x1 GEMM: the
+Relu 12 -> 3 us, about what `np.maximum` against a zero array of that shape costs).
 """
 import numpy as np
 
 _BLOCK = 16384
 _SMALL = 256  # below this, one call with the scalar is as fast
 _blocks = {}  # (dtype, value) -> read-only array of _BLOCK copies of value
+_shaped = {}  # (shape, dtype, value) -> read-only view of that block in that shape
+_SHAPED_MAX = 512  # shapes kept (each a view: no memory of its own)
 
 
 def _block(dtype, value):
@@ -30,6 +37,16 @@ def _block(dtype, value):
 
 def _against(ufunc, x, value, out):
     """ufunc(x, value) elementwise into `out` (which may be x itself); a new array if None."""
+    size = x.size
+    if _SMALL <= size <= _BLOCK and x.dtype.kind == "f" and (
+            out is None or (out.shape == x.shape and out.dtype == x.dtype)):
+        key = (x.shape, x.dtype, value)
+        same = _shaped.get(key)
+        if same is None:
+            if len(_shaped) >= _SHAPED_MAX:
+                _shaped.clear()
+            same = _shaped[key] = _block(x.dtype, value)[:size].reshape(x.shape)
+        return ufunc(x, same, out=out)
     if (x.dtype.kind != "f" or x.size < _SMALL or not x.flags.c_contiguous
             or (out is not None and not (out.flags.c_contiguous and out.shape == x.shape
                                          and out.dtype == x.dtype))):
