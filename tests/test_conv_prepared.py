@@ -122,6 +122,11 @@ DEPTHWISE = [  # shapes, kernel, strides, padding: all stride 1 along W (the row
     ([(2, 6, 6, 8)], (3, 3), (1, 1), "SAME"),
     ([(2, 14, 13, 3)], (3, 3), (2, 1), "VALID"),
     ([(1, 12, 12, 2)], (7, 7), (1, 1), "SAME"),
+    # windows (OW = 3; OW = 6 over 320 channels) and W phases (strided, few channels):
+    # prepared too, their small padded inputs in a kept buffer
+    ([(2, 3, 3, 176), (1, 3, 4, 176)], (3, 3), (1, 1), "SAME"),
+    ([(2, 6, 6, 336)], (5, 5), (1, 1), "SAME"),
+    ([(2, 12, 12, 8), (2, 11, 13, 8)], (3, 3), (2, 2), "SAME"),
 ]
 
 
@@ -140,6 +145,28 @@ def test_prepared_depthwise_matches_the_definition(case):
         assert got.dtype == np.float32 and got.shape == want.shape
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
     assert sum(key[0] == "dw_run" for key in ctx.cache) == len(shapes)
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 3, 16), (2, 12, 12, 8), (1, 9, 9, 4)])
+def test_depthwise_kept_padding_leaves_nothing_behind(shape):
+    """A kept padded buffer's border stays zero and its interior is all the new input: an
+    inf at the edge of one call, then ordinary inputs, each as the definition gives."""
+    strides = (2, 2) if shape[1] == 9 else (1, 1)  # (the W phases at 9x9)
+    fn, ctx = node("DepthwiseConv2dNative", strides=[1, *strides, 1], dilations=[1, 1, 1, 1],
+                   padding=b"SAME", data_format=b"NHWC")
+    w = rng.uniform(0.5, 1.5, (3, 3, shape[3], 1)).astype(np.float32)
+    w.flags.writeable = False
+    for k in range(4):
+        x = rng.standard_normal(shape).astype(np.float32)
+        if k == 1:
+            x[:, 0, 0, :], x[:, -1, -1, :] = np.inf, -1e30
+        want = reference(x.astype(np.float64), w.astype(np.float64), strides, (1, 1), "SAME",
+                         depthwise=True)
+        got = fn(ctx, x, w)
+        assert np.array_equal(np.isinf(got), np.isinf(want)) and not np.isnan(got).any()
+        finite = np.isfinite(want) & (np.abs(want) < 1e20)
+        np.testing.assert_allclose(got[finite], want[finite], rtol=1e-4, atol=1e-4)
+    assert sum(key[0] == "dw_run" for key in ctx.cache) == 1
 
 
 def test_depthwise_a_new_filter_is_not_served_a_stale_tiling():

@@ -25,6 +25,7 @@ because einsum's speed is the length of its innermost contiguous loop:
 """
 import numpy as np
 from tfg.kernels.conv_geom import padded, row_windows, strided, windows
+from tfg.kernels.kept_pad import kept_padder
 
 # Measured on every depthwise layer of the keras.applications models (batch 2, 96x96): the
 # strided layers' W phases pay off below 64 channels (1.5-2.7x at C = 11..32, 0.9x at 72);
@@ -69,29 +70,50 @@ def forward(x, w, g, cache=None):
     return _windows(padded(x, g), w, g)
 
 
-def prepared(x_shape, w_shape, g):
+def prepared(x_shape, w_shape, g, dtype=None):
     """`run(x, w, cache)` for NHWC numpy inputs of these shapes (dtypes equal), the strategy
     and views chosen once: what `forward` decides on every call (NASNet's 160 depthwise calls
     per step are 3x3 to 12x12 images, where that Python was a visible share). Same values as
-    `forward`: the same padded copy, views and einsum. None when `forward` must decide."""
+    `forward`: the same strategy, views and einsums on the same padded values; given the
+    `dtype`, a small input is padded into a buffer the run keeps (kept_pad.py). None when
+    `forward` must decide (a channel multiplier, empty shapes)."""
     n, h, wd, c = x_shape
     m = w_shape[3]
-    if min(n, c, m, g.oh, g.ow) > 0 and _dense_fits(g, h, wd, m):
-        return lambda x, w, cache: _dense(x, w, g, cache)
-    if min(n, c, m, g.oh, g.ow) == 0 or m != 1 or g.sw != 1 or not (
-            g.ow >= ROWS_MIN_OW or (g.ow >= ROWS_NARROW_MIN_OW
-                                    and c <= ROWS_NARROW_MAX_CHANNELS)):
+    if min(n, c, m, g.oh, g.ow) == 0 or m != 1:
         return None
-    view_shape = (n, g.oh, g.kh, g.kw, g.ow * c)
-    out_shape = (n, g.oh, g.ow, c)
+    if _dense_fits(g, h, wd, m):
+        return lambda x, w, cache: _dense(x, w, g, cache)
+    pad = None if dtype is None else kept_padder(g, x_shape, dtype)
+    if g.sw == 1 and (g.ow >= ROWS_MIN_OW or (g.ow >= ROWS_NARROW_MIN_OW
+                                               and c <= ROWS_NARROW_MAX_CHANNELS)):
+        view_shape = (n, g.oh, g.kh, g.kw, g.ow * c)
+        out_shape = (n, g.oh, g.ow, c)
 
-    def run(x, w, cache):
-        xpad = padded(x, g)
-        sn, sh, sw, sc = xpad.strides
-        view = strided(xpad, view_shape, (sn, sh * g.sh, sh * g.dh, sw * g.dw, sc))
-        out = np.einsum("nhijv,ijv->nhv", view, _tiled(w, g.ow, cache), optimize=False)
-        return out.reshape(out_shape)
-    return run
+        def rows(x, w, cache):
+            xpad = padded(x, g) if pad is None else pad(x)
+            sn, sh, sw, sc = xpad.strides
+            view = strided(xpad, view_shape, (sn, sh * g.sh, sh * g.dh, sw * g.dw, sc))
+            out = np.einsum("nhijv,ijv->nhv", view, _tiled(w, g.ow, cache), optimize=False)
+            if pad is not None:
+                pad.give_back(xpad)
+            return out.reshape(out_shape)
+        return rows
+    if pad is None:
+        return None
+    if g.sw > 1 and g.dw == 1 and c < PHASE_MAX_CHANNELS:
+        def phases(x, w, cache):
+            xpad = pad(x)
+            out = _phases(xpad, w, g, cache)
+            pad.give_back(xpad)
+            return out
+        return phases
+
+    def windows(x, w, cache):
+        xpad = pad(x)
+        out = _windows(xpad, w, g)
+        pad.give_back(xpad)
+        return out
+    return windows
 
 
 def _tiled(w, ow, cache=None, phase=None):

@@ -141,7 +141,7 @@ def depthwise_conv2d(ctx, x, w):
     if xp is np and x.dtype == w.dtype:
         if (not is_nchw(fmt) and type(x) is np.ndarray and type(w) is np.ndarray
                 and m == 1):
-            run = conv_depthwise.prepared(x.shape, w.shape, g)
+            run = conv_depthwise.prepared(x.shape, w.shape, g, x.dtype)
             if run is not None:
                 ctx.cache[("dw_run", x.shape, w.shape, x.dtype, w.dtype)] = run
                 return run(x, w, ctx.cache)

@@ -18,10 +18,10 @@ core), each half the same calls on fewer images, so the same values.
 import numpy as np
 
 from tfg.kernels import conv_threads
-from tfg.kernels.conv_geom import SMALL_PAD_BYTES, padded
+from tfg.kernels.conv_geom import padded
+from tfg.kernels.kept_pad import kept_padder
 
 SPLIT_MIN_BYTES = 1 << 20
-_KEPT_BUFFERS = 2  # padded buffers a prepared run keeps (more only while threads overlap)
 
 
 def prepared(g, shape, dtype, op, value, divisor):
@@ -38,7 +38,7 @@ def prepared(g, shape, dtype, op, value, divisor):
     second_row, more_rows = (rows[1], rows[2:]) if g.kh > 1 else (None, ())
     first_col = cols[0]
     second_col, more_cols = (cols[1], cols[2:]) if g.kw > 1 else (None, ())
-    pad_into = _padder(g, shape, dtype, value)
+    pad_into = kept_padder(g, shape, dtype, value)
 
     def run(x):
         xpad = padded(x, g, value) if pad_into is None else pad_into(x)
@@ -88,38 +88,3 @@ def prepared(g, shape, dtype, op, value, divisor):
 
     return split_run
 
-
-class _Padder:
-    """`pad_into(x)`: x copied into the interior of a padded buffer whose border holds
-    `value` (filled when the buffer was made; nothing else ever writes it). A buffer is taken
-    from the kept ones (a new one when a thread running the same node holds them all: pop and
-    append are atomic under the GIL) and given back once the pool read it for the last time,
-    so two overlapping calls never share one."""
-
-    def __init__(self, g, shape, dtype, value):
-        n, h, w, c = shape
-        self.shape = g.padded_shape(n, h, w, c)
-        self.dtype, self.value = dtype, value
-        self.interior = (slice(None), slice(g.pt, g.pt + h), slice(g.pl, g.pl + w))
-        self.kept = []
-
-    def __call__(self, x):
-        try:
-            xpad = self.kept.pop()
-        except IndexError:
-            xpad = np.full(self.shape, self.value, self.dtype)
-        xpad[self.interior] = x
-        return xpad
-
-    def give_back(self, xpad):
-        if len(self.kept) < _KEPT_BUFFERS:
-            self.kept.append(xpad)
-
-
-def _padder(g, shape, dtype, value):
-    """A _Padder for small padded NHWC inputs; None where `padded` is used (no padding, or
-    inputs from SMALL_PAD_BYTES, which `padded` fills border by border into reused heap)."""
-    n, h, w, c = shape
-    if not g.has_pad or n * h * w * c * np.dtype(dtype).itemsize >= SMALL_PAD_BYTES:
-        return None
-    return _Padder(g, shape, dtype, value)
