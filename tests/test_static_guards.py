@@ -107,3 +107,24 @@ def test_the_switch_keeps_the_per_call_check(monkeypatch):
     sess = Session(_mlp(), max_memory="1M")
     sess.run("out", {"x": np.ones((2, 4), np.float32)})
     assert _guards(sess) is None
+
+
+def test_a_static_graph_over_the_limit_is_refused_on_every_step():
+    """Every shape known from the feed's signature and the Consts: the first step runs
+    guarded, the second verifies (still guarded), and as the verdict is a refusal nothing is
+    remembered: each step refuses, naming the node, and a smaller fetch still runs."""
+    with tb.Graph() as b:
+        x = tb.placeholder(tb.float32, [4, 4], name="x")
+        tb.identity(x * 2.0, name="small")
+        tb.identity(tb.tile(x, tb.constant(np.array([1 << 14, 1 << 14], np.int32))),
+                    name="big")
+    sess = Session(b.graph, max_memory="64M")
+    feed = {"x": np.ones((4, 4), np.float32)}
+    for _ in range(3):
+        with pytest.raises(TfgRuntimeError, match=r"node '\S*' \(Tile\) failed: would "
+                                                  r"allocate 16.00 GiB .* over the memory "
+                                                  r"limit of 64.00 MiB"):
+            sess.run("big", feed)
+    assert _guards(sess)._by_sig == {}
+    for _ in range(3):
+        np.testing.assert_array_equal(sess.run("small", feed), np.full((4, 4), 2.0))
