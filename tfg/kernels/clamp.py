@@ -23,6 +23,7 @@ _SMALL = 256  # below this, one call with the scalar is as fast
 _blocks = {}  # (dtype, value) -> read-only array of _BLOCK copies of value
 _shaped = {}  # (shape, dtype, value) -> read-only view of that block in that shape
 _SHAPED_MAX = 512  # shapes kept (each a view: no memory of its own)
+_SHAPED_UPTO = _BLOCK  # arrays up to this size take the shaped view (0: never; benchmarks)
 
 
 def _block(dtype, value):
@@ -38,7 +39,7 @@ def _block(dtype, value):
 def _against(ufunc, x, value, out):
     """ufunc(x, value) elementwise into `out` (which may be x itself); a new array if None."""
     size = x.size
-    if _SMALL <= size <= _BLOCK and x.dtype.kind == "f" and (
+    if _SMALL <= size <= _SHAPED_UPTO and x.dtype.kind == "f" and (
             out is None or (out.shape == x.shape and out.dtype == x.dtype)):
         key = (x.shape, x.dtype, value)
         same = _shaped.get(key)

@@ -10,10 +10,10 @@ because einsum's speed is the length of its innermost contiguous loop:
   so the inner loop runs over OW*C adjacent values of both the input and a filter tiled OW
   times, instead of over C values: 1.5-7x faster than windows with C inner (at OW = 6
   up to 320 channels).
-- W stride s > 1, dilation 1, M == 1, few channels: the input is split into its W phases
-  (columns b, b+s, b+2s, ... for each b < s: one copy of the input in all), after which
-  phase b is a stride-1 convolution with the filter columns b, b+s, ...: s einsums over
-  OW*C runs, summed.
+- W stride s > 1, dilation 1, M == 1, few channels or outputs at least 12 wide: the input
+  is split into its W phases (columns b, b+s, b+2s, ... for each b < s, straight from the
+  input: conv_phases.py), after which phase b is a stride-1 convolution with the filter
+  columns b, b+s, ...: s einsums over OW*C runs, summed.
 - tiny images under big filters, stride and dilation 1, M == 1 (NASNet's 3x3 cells under
   5x5 and 7x7 filters, MobileNetV3Small's 3x3x576 under 5x5): every output pixel's window
   reaches every input pixel, so the convolution is a [P, Q] spatial matrix per channel
@@ -24,6 +24,7 @@ because einsum's speed is the length of its innermost contiguous loop:
   [N, OH, OW, KH, KW, C] with C inner.
 """
 import numpy as np
+from tfg.kernels import conv_phases
 from tfg.kernels.conv_geom import padded, row_windows, strided, windows
 from tfg.kernels.kept_pad import kept_padder
 
@@ -36,6 +37,11 @@ from tfg.kernels.kept_pad import kept_padder
 # channels (MobileNetV3Small's 6x6x240 and 6x6x288 5x5), 0.86-0.93 hot but 1.0-1.15 cold
 # from 384 (MobileNetV2's 6x6x384 and 6x6x576 3x3, EfficientNet's 6x6x480 5x5): so 320.
 PHASE_MAX_CHANNELS = 64
+# ... and from 64 channels at OW >= 12, once the phases came straight from the input (one
+# copy, not two: conv_phases.py): 2x48x48x96 3x3/2 windows 1017 -> phases 908 us,
+# 2x24x24x144 5x5/2 506 -> 372, 2x24x24x144 3x3/2 307 -> 279; at OW = 6 windows stay
+# faster (2x12x12x96 5x5/2 103 against 116, 2x6x6x288 84 against 111).
+PHASE_WIDE_MIN_OW = 12
 ROWS_MIN_OW = 12
 ROWS_NARROW_MIN_OW, ROWS_NARROW_MAX_CHANNELS = 6, 320
 # The spatial matrix `_dense` keeps per node is P*Q*C values (3x3 -> 3x3: 81*C, 3.2x a 5x5
@@ -65,9 +71,14 @@ def forward(x, w, g, cache=None):
     if m == 1 and g.sw == 1 and (g.ow >= ROWS_MIN_OW or (
             g.ow >= ROWS_NARROW_MIN_OW and c <= ROWS_NARROW_MAX_CHANNELS)):
         return _rows(padded(x, g), w, g, cache)
-    if m == 1 and g.sw > 1 and g.dw == 1 and c < PHASE_MAX_CHANNELS:
-        return _phases(padded(x, g), w, g, cache)
+    if _phases_fit(g, c, m):
+        return _phases(x, w, g, cache)
     return _windows(padded(x, g), w, g)
+
+
+def _phases_fit(g, c, m):
+    return (m == 1 and g.sw > 1 and g.dw == 1
+            and (c < PHASE_MAX_CHANNELS or g.ow >= PHASE_WIDE_MIN_OW))
 
 
 def prepared(x_shape, w_shape, g, dtype=None):
@@ -75,14 +86,18 @@ def prepared(x_shape, w_shape, g, dtype=None):
     and views chosen once: what `forward` decides on every call (NASNet's 160 depthwise calls
     per step are 3x3 to 12x12 images, where that Python was a visible share). Same values as
     `forward`: the same strategy, views and einsums on the same padded values; given the
-    `dtype`, a small input is padded into a buffer the run keeps (kept_pad.py). None when
-    `forward` must decide (a channel multiplier, empty shapes)."""
+    `dtype`, a small input is padded into a buffer the run keeps (kept_pad.py), and W phases
+    go into buffers it keeps (conv_phases.py). None when `forward` must decide (a channel
+    multiplier, empty shapes, large padded inputs outside the rows strategy)."""
     n, h, wd, c = x_shape
     m = w_shape[3]
     if min(n, c, m, g.oh, g.ow) == 0 or m != 1:
         return None
     if _dense_fits(g, h, wd, m):
         return lambda x, w, cache: _dense(x, w, g, cache)
+    if dtype is not None and _phases_fit(g, c, m):  # its own buffers (conv_phases.py)
+        split = conv_phases.PhaseSplit(x_shape, dtype, g, keep=True)
+        return lambda x, w, cache: _phases(x, w, g, cache, split)
     pad = None if dtype is None else kept_padder(g, x_shape, dtype)
     if g.sw == 1 and (g.ow >= ROWS_MIN_OW or (g.ow >= ROWS_NARROW_MIN_OW
                                                and c <= ROWS_NARROW_MAX_CHANNELS)):
@@ -100,13 +115,6 @@ def prepared(x_shape, w_shape, g, dtype=None):
         return rows
     if pad is None:
         return None
-    if g.sw > 1 and g.dw == 1 and c < PHASE_MAX_CHANNELS:
-        def phases(x, w, cache):
-            xpad = pad(x)
-            out = _phases(xpad, w, g, cache)
-            pad.give_back(xpad)
-            return out
-        return phases
 
     def windows(x, w, cache):
         xpad = pad(x)
@@ -168,24 +176,9 @@ def _rows(xpad, w, g, cache=None):
     return out.reshape(n, g.oh, g.ow, c)
 
 
-def _phases(xpad, w, g, cache=None):
-    """Stride s > 1 along W, dilation 1 along W: phase b holds padded columns b, b+s, ...
-    (one contiguous copy), and filter columns b, b+s, ... read it at offsets 0, 1, ..., so
-    each phase is a stride-1 row convolution; the phases' sums add up to the output.
-    (Not one einsum over zero-padded phase filters: a zero weight times an inf input would
-    put a NaN where TensorFlow has an inf.)"""
-    n, c = xpad.shape[0], xpad.shape[3]
-    s, ow = g.sw, g.ow
-    out = None
-    for b in range(min(s, g.kw)):
-        xb = np.ascontiguousarray(xpad[:, :, b::s, :])
-        wb = _tiled(w, ow, cache, (b, s))
-        sn, sh, sw, sc = xb.strides
-        view = strided(xb, (n, g.oh, g.kh, wb.shape[1], ow * c),
-                       (sn, sh * g.sh, sh * g.dh, sw, sc))
-        part = np.einsum("nhijv,ijv->nhv", view, wb, optimize=False)
-        out = part if out is None else np.add(out, part, out=out)
-    return out.reshape(n, g.oh, ow, c)
+def _phases(x, w, g, cache=None, split=None):
+    tiles = [_tiled(w, g.ow, cache, (b, g.sw)) for b in range(min(g.sw, g.kw))]
+    return conv_phases.phases(x, tiles, g, split)
 
 
 def _windows(xpad, w, g):

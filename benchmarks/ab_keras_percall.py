@@ -1,0 +1,82 @@
+#!/usr/bin/env python3
+"""Stop 30's per-call changes off and on in one process, steps interleaved (A B B A).
+
+    python3 benchmarks/ab_keras_percall.py DIR --models nasnetmobile,mobilenetv3small \
+        --pairs 40
+
+DIR is a folder bench_keras.py wrote (--keep). Two Sessions per model on the same graph, one
+BLAS thread: A with the changes off (pools and depthwise convolutions padding into a fresh
+array per call, Relu/Relu6 of small arrays flattened against the block, strided depthwise
+convolutions of 64+ channels by windows at any width), B as the code is. (Not switched off:
+W phases filled straight from the input, one copy where there were two: bit for bit the
+same values, tests/test_conv_strategies.py.)
+Both are asked in turn in one process, so a load that comes and goes lands on both alike
+(two checkouts in two processes, ab_checkouts.py, could not resolve a few percent on a
+machine whose step time moves 1.6x from one run to the next). Prints per model the median
+process CPU ms per step of A and B, and the median of the per-pair ratios B / A. Outputs
+of A and B are compared bit for bit.
+"""
+import argparse
+import contextlib
+import json
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.getcwd())
+
+
+@contextlib.contextmanager
+def changes_off():
+    from tfg.kernels import clamp, conv_depthwise, pool_fast
+    saved = (pool_fast.kept_padder, conv_depthwise.kept_padder, clamp._SHAPED_UPTO,
+             conv_depthwise.PHASE_WIDE_MIN_OW)
+    pool_fast.kept_padder = conv_depthwise.kept_padder = lambda *a, **k: None
+    clamp._SHAPED_UPTO, conv_depthwise.PHASE_WIDE_MIN_OW = 0, 1 << 30
+    try:
+        yield
+    finally:
+        (pool_fast.kept_padder, conv_depthwise.kept_padder, clamp._SHAPED_UPTO,
+         conv_depthwise.PHASE_WIDE_MIN_OW) = saved
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("folder")
+    ap.add_argument("--models", default="nasnetmobile,mobilenetv3small")
+    ap.add_argument("--pairs", type=int, default=40)
+    a = ap.parse_args()
+    import tfg
+    from tfg.executor import Session
+    for name in a.models.split(","):
+        meta = json.load(open(os.path.join(a.folder, name + ".json")))
+        feed = {meta["input"]: np.load(os.path.join(a.folder, name + "_x.npy"))}
+        graph = tfg.load(os.path.join(a.folder, name + ".pb"))
+        old, new = Session(graph, blas_threads=1), Session(graph, blas_threads=1)
+
+        def step(sess, off):
+            with changes_off() if off else contextlib.nullcontext():
+                c = time.process_time()
+                out = sess.run(meta["output"], feed)
+                return time.process_time() - c, out
+        for _ in range(4):  # prepared kernels made (with the changes off for A)
+            ya, yb = step(old, True)[1], step(new, False)[1]
+        diff = float(np.max(np.abs(ya - yb)) / max(np.max(np.abs(ya)), 1e-30))
+        ta, tb = [], []
+        for i in range(a.pairs):
+            order = ((old, True, ta), (new, False, tb))
+            for sess, off, times in (order if i % 2 == 0 else order[::-1]):
+                times.append(step(sess, off)[0])
+        ratio = statistics.median(b / a for a, b in zip(ta, tb))
+        print(f"{name:18} off {statistics.median(ta) * 1e3:7.2f} ms  on "
+              f"{statistics.median(tb) * 1e3:7.2f} ms  (min {min(ta) * 1e3:.2f} -> "
+              f"{min(tb) * 1e3:.2f})  on/off {ratio:.3f}  max |on - off| / max |off| "
+              f"{diff:.2g}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
