@@ -38,7 +38,11 @@ def prepared(g, shape, dtype, op, value, divisor):
     second_row, more_rows = (rows[1], rows[2:]) if g.kh > 1 else (None, ())
     first_col = cols[0]
     second_col, more_cols = (cols[1], cols[2:]) if g.kw > 1 else (None, ())
-    pad_into = kept_padder(g, shape, dtype, value)
+    n = shape[0]
+    split = n >= 2 and n * shape[1] * shape[2] * shape[3] * np.dtype(dtype).itemsize \
+        >= SPLIT_MIN_BYTES
+    # (the batch halves of a split pool are other shapes: padded per call, as before)
+    pad_into = None if split else kept_padder(g, shape, dtype, value)
 
     def run(x):
         xpad = padded(x, g, value) if pad_into is None else pad_into(x)
@@ -69,8 +73,7 @@ def prepared(g, shape, dtype, op, value, divisor):
             np.divide(out, divisor, out=out)
         return out
 
-    n = shape[0]
-    if n < 2 or n * shape[1] * shape[2] * shape[3] * np.dtype(dtype).itemsize < SPLIT_MIN_BYTES:
+    if not split:
         return run
     halves = [(0, n // 2), (n // 2, n)]
     out_shape = (n, g.oh, g.ow, shape[3])
