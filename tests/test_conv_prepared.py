@@ -1,6 +1,6 @@
 """The kernels' per-node prepared paths (a closure kept in the node's ctx.cache per input
 signature, run from the second call on): NHWC MaxPool/AvgPool (tfg/kernels/pool_fast.py) and
-the depthwise row strategy (conv_depthwise.prepared). Each node is called several times with
+the depthwise strategies (conv_depthwise.prepared). Each node is called several times with
 fresh inputs, and with a second input shape in between (a cache entry per signature), against
 the brute-force pool and the by-definition convolution; the pools also bit for bit against
 their NCHW general path (the same additions and division)."""
@@ -123,7 +123,7 @@ DEPTHWISE = [  # shapes, kernel, strides, padding: all stride 1 along W (the row
     ([(2, 14, 13, 3)], (3, 3), (2, 1), "VALID"),
     ([(1, 12, 12, 2)], (7, 7), (1, 1), "SAME"),
     # windows (OW = 3; OW = 6 over 320 channels) and W phases (strided, few channels):
-    # prepared too, their small padded inputs in a kept buffer
+    # prepared too
     ([(2, 3, 3, 176), (1, 3, 4, 176)], (3, 3), (1, 1), "SAME"),
     ([(2, 6, 6, 336)], (5, 5), (1, 1), "SAME"),
     ([(2, 12, 12, 8), (2, 11, 13, 8)], (3, 3), (2, 2), "SAME"),
@@ -148,9 +148,9 @@ def test_prepared_depthwise_matches_the_definition(case):
 
 
 @pytest.mark.parametrize("shape", [(2, 3, 3, 16), (2, 12, 12, 8), (1, 9, 9, 4)])
-def test_depthwise_kept_padding_leaves_nothing_behind(shape):
-    """A kept padded buffer's border stays zero and its interior is all the new input: an
-    inf at the edge of one call, then ordinary inputs, each as the definition gives."""
+def test_prepared_depthwise_strategies_carry_nothing_from_call_to_call(shape):
+    """Windows, rows and W phases prepared per node: an inf at the edge of one call, then
+    ordinary inputs, each as the definition gives (inf where it has inf, no NaN)."""
     strides = (2, 2) if shape[1] == 9 else (1, 1)  # (the W phases at 9x9)
     fn, ctx = node("DepthwiseConv2dNative", strides=[1, *strides, 1], dilations=[1, 1, 1, 1],
                    padding=b"SAME", data_format=b"NHWC")

@@ -10,8 +10,7 @@ because einsum's speed is the length of its innermost contiguous loop:
   so the inner loop runs over OW*C adjacent values of both the input and a filter tiled OW
   times, instead of over C values: 1.5-7x faster than windows with C inner (at OW = 6
   up to 320 channels).
-- W stride s > 1, dilation 1, M == 1, few channels or outputs at least 12 wide: the input
-  is split into its W phases (columns b, b+s, b+2s, ... for each b < s, straight from the
+- W stride s > 1, dilation 1, M == 1, few channels: the input is split into its W phases (columns b, b+s, b+2s, ... for each b < s, straight from the
   input: conv_phases.py), after which phase b is a stride-1 convolution with the filter
   columns b, b+s, ...: s einsums over OW*C runs, summed.
 - tiny images under big filters, stride and dilation 1, M == 1 (NASNet's 3x3 cells under
@@ -26,7 +25,6 @@ because einsum's speed is the length of its innermost contiguous loop:
 import numpy as np
 from tfg.kernels import conv_phases
 from tfg.kernels.conv_geom import padded, row_windows, strided, windows
-from tfg.kernels.kept_pad import kept_padder
 
 # Measured on every depthwise layer of the keras.applications models (batch 2, 96x96): the
 # strided layers' W phases pay off below 64 channels (1.5-2.7x at C = 11..32, 0.9x at 72);
@@ -36,12 +34,11 @@ from tfg.kernels.kept_pad import kept_padder
 # (evicted between calls): rows/windows 0.79-0.85 hot and 0.93-0.97 cold at 240-288
 # channels (MobileNetV3Small's 6x6x240 and 6x6x288 5x5), 0.86-0.93 hot but 1.0-1.15 cold
 # from 384 (MobileNetV2's 6x6x384 and 6x6x576 3x3, EfficientNet's 6x6x480 5x5): so 320.
+# Phases straight from the input (one copy, not two: conv_phases.py) are faster alone from
+# 64 channels too at OW >= 12 (2x48x48x96 3x3/2: windows 1017, phases 908 us; 2x24x24x144
+# 5x5/2: 506 against 372), but not inside a model's step (MobileNetV2, EfficientNetB0,
+# V3Small's stride-2 layers, interleaved in one process: 0.97-1.03), so those stay windows.
 PHASE_MAX_CHANNELS = 64
-# ... and from 64 channels at OW >= 12, once the phases came straight from the input (one
-# copy, not two: conv_phases.py): 2x48x48x96 3x3/2 windows 1017 -> phases 908 us,
-# 2x24x24x144 5x5/2 506 -> 372, 2x24x24x144 3x3/2 307 -> 279; at OW = 6 windows stay
-# faster (2x12x12x96 5x5/2 103 against 116, 2x6x6x288 84 against 111).
-PHASE_WIDE_MIN_OW = 12
 ROWS_MIN_OW = 12
 ROWS_NARROW_MIN_OW, ROWS_NARROW_MAX_CHANNELS = 6, 320
 # The spatial matrix `_dense` keeps per node is P*Q*C values (3x3 -> 3x3: 81*C, 3.2x a 5x5
@@ -77,51 +74,37 @@ def forward(x, w, g, cache=None):
 
 
 def _phases_fit(g, c, m):
-    return (m == 1 and g.sw > 1 and g.dw == 1
-            and (c < PHASE_MAX_CHANNELS or g.ow >= PHASE_WIDE_MIN_OW))
+    return m == 1 and g.sw > 1 and g.dw == 1 and c < PHASE_MAX_CHANNELS
 
 
-def prepared(x_shape, w_shape, g, dtype=None):
+def prepared(x_shape, w_shape, g):
     """`run(x, w, cache)` for NHWC numpy inputs of these shapes (dtypes equal), the strategy
     and views chosen once: what `forward` decides on every call (NASNet's 160 depthwise calls
     per step are 3x3 to 12x12 images, where that Python was a visible share). Same values as
-    `forward`: the same strategy, views and einsums on the same padded values; given the
-    `dtype`, a small input is padded into a buffer the run keeps (kept_pad.py), and W phases
-    go into buffers it keeps (conv_phases.py). None when `forward` must decide (a channel
-    multiplier, empty shapes, large padded inputs outside the rows strategy)."""
+    `forward`: the same strategy, padded copy, views and einsums. None when `forward` must
+    decide (a channel multiplier, empty shapes)."""
     n, h, wd, c = x_shape
     m = w_shape[3]
     if min(n, c, m, g.oh, g.ow) == 0 or m != 1:
         return None
     if _dense_fits(g, h, wd, m):
         return lambda x, w, cache: _dense(x, w, g, cache)
-    if dtype is not None and _phases_fit(g, c, m):  # its own buffers (conv_phases.py)
-        split = conv_phases.PhaseSplit(x_shape, dtype, g, keep=True)
-        return lambda x, w, cache: _phases(x, w, g, cache, split)
-    pad = None if dtype is None else kept_padder(g, x_shape, dtype)
-    if g.sw == 1 and (g.ow >= ROWS_MIN_OW or (g.ow >= ROWS_NARROW_MIN_OW
-                                               and c <= ROWS_NARROW_MAX_CHANNELS)):
-        view_shape = (n, g.oh, g.kh, g.kw, g.ow * c)
-        out_shape = (n, g.oh, g.ow, c)
+    if not (g.sw == 1 and (g.ow >= ROWS_MIN_OW or (g.ow >= ROWS_NARROW_MIN_OW
+                                                    and c <= ROWS_NARROW_MAX_CHANNELS))):
+        if _phases_fit(g, c, m):
+            split = conv_phases.PhaseSplit(x_shape, g)
+            return lambda x, w, cache: _phases(x, w, g, cache, split)
+        return lambda x, w, cache: _windows(padded(x, g), w, g)
+    view_shape = (n, g.oh, g.kh, g.kw, g.ow * c)
+    out_shape = (n, g.oh, g.ow, c)
 
-        def rows(x, w, cache):
-            xpad = padded(x, g) if pad is None else pad(x)
-            sn, sh, sw, sc = xpad.strides
-            view = strided(xpad, view_shape, (sn, sh * g.sh, sh * g.dh, sw * g.dw, sc))
-            out = np.einsum("nhijv,ijv->nhv", view, _tiled(w, g.ow, cache), optimize=False)
-            if pad is not None:
-                pad.give_back(xpad)
-            return out.reshape(out_shape)
-        return rows
-    if pad is None:
-        return None
-
-    def windows(x, w, cache):
-        xpad = pad(x)
-        out = _windows(xpad, w, g)
-        pad.give_back(xpad)
-        return out
-    return windows
+    def run(x, w, cache):
+        xpad = padded(x, g)
+        sn, sh, sw, sc = xpad.strides
+        view = strided(xpad, view_shape, (sn, sh * g.sh, sh * g.dh, sw * g.dw, sc))
+        out = np.einsum("nhijv,ijv->nhv", view, _tiled(w, g.ow, cache), optimize=False)
+        return out.reshape(out_shape)
+    return run
 
 
 def _tiled(w, ow, cache=None, phase=None):

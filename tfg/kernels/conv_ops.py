@@ -126,7 +126,7 @@ def conv2d_backprop_filter(ctx, x, filter_sizes, dy):
 @kernel("DepthwiseConv2dNative", device_types=ALL_DEVICES)
 def depthwise_conv2d(ctx, x, w):
     if type(x) is np.ndarray and type(w) is np.ndarray:
-        # The CPU's row strategy prepared once per node and signature (conv_depthwise.prepared)
+        # The CPU's strategy prepared once per node and signature (conv_depthwise.prepared)
         run = ctx.cache.get(("dw_run", x.shape, w.shape, x.dtype, w.dtype))
         if run is not None:
             return run(x, w, ctx.cache)
@@ -141,7 +141,7 @@ def depthwise_conv2d(ctx, x, w):
     if xp is np and x.dtype == w.dtype:
         if (not is_nchw(fmt) and type(x) is np.ndarray and type(w) is np.ndarray
                 and m == 1):
-            run = conv_depthwise.prepared(x.shape, w.shape, g, x.dtype)
+            run = conv_depthwise.prepared(x.shape, w.shape, g)
             if run is not None:
                 ctx.cache[("dw_run", x.shape, w.shape, x.dtype, w.dtype)] = run
                 return run(x, w, ctx.cache)

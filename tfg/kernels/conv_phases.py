@@ -1,6 +1,6 @@
 """Strided depthwise convolutions by W phases, each phase copied once from the input.
 
-    split = PhaseSplit(x.shape, x.dtype, g, keep=True)   # per node and signature
+    split = PhaseSplit(x.shape, g)       # per node and signature
     out = phases(x, tiles, g, split)     # tiles[b]: phase b's filter columns, [KH, KW_b, OW*C]
 
 A stride s > 1 along W (dilation 1 along W): phase b holds the padded columns b, b+s, ...
@@ -10,24 +10,19 @@ conv_depthwise's rows); the phases' sums add up to the output. Not one einsum ov
 zero-padded phase filters: a zero weight times an inf input would put a NaN where TensorFlow
 has an inf.
 
-Each phase is filled straight from the input (its pad rows and columns zero): one copy of the
-input, where padding it first and then copying each phase out of the padded array made two,
-and only the OW + KW_b - 1 columns a phase is read at. The values are those of the phases of
-the padded input, bit for bit. A prepared kernel keeps its phase buffers (`keep`, up to
-KEEP_MAX_BYTES): their pad stays zero from when they were made and only the interior is
-written per call; a buffer set is popped from the kept list and appended back after the
-einsums (list pop/append are atomic under the GIL: two threads never share one).
+Each phase is filled straight from the input (its pad rows and columns zeroed): one copy of
+the input, where padding it first and then copying each phase out of the padded array made
+two, and only the OW + KW_b - 1 columns a phase is read at. The values are those of the
+phases of the padded input, bit for bit. (Phase buffers kept by the node from step to step,
+their pad zeroed once, measured no faster inside a step than fresh ones: not kept.)
 
-Measured alone, one thread, CPU us (padded then split -> this): 2x48x48x96 3x3/2 1080 -> 908
-(windows, the choice before for 64+ channels: 1017), 2x24x24x144 5x5/2 490 -> 372 (windows
-506), 2x24x24x72 3x3/2 216 -> 171 (windows 228), 2x47x47x32 7x7/2 722 -> 677.
+Measured alone, one thread, CPU us (padded then split -> this): NASNet's 2x47x47x32 7x7/2
+722 -> 677, 2x47x47x11 5x5/2 294 -> 263, 2x24x24x22 5x5/2 166 -> 147, 2x24x24x22 7x7/2
+229 -> 193; 2x48x48x96 3x3/2 1080 -> 908.
 """
 import numpy as np
 
 from tfg.kernels.conv_geom import fill_border, strided
-
-KEEP_MAX_BYTES = 4 << 20
-_KEPT = 2  # buffer sets kept per split (more exist only while threads overlap)
 
 
 class PhaseSplit:
@@ -35,11 +30,10 @@ class PhaseSplit:
     shape [N, H + pads, OW + KW_b - 1, C], the phase columns k0:k1 that hold input columns
     (src, src + s, ...), the rest pad."""
 
-    def __init__(self, shape, dtype, g, keep=False):
+    def __init__(self, shape, g):
         n, h, wd, c = shape
         s = g.sw
         self.parts = []
-        total = 0
         for b in range(min(s, g.kw)):
             kw_b = len(range(b, g.kw, s))
             nb = g.ow + kw_b - 1
@@ -47,43 +41,30 @@ class PhaseSplit:
             k1 = max(k0, min(nb, -(-(wd + g.pl - b) // s)))  # past the last one
             src = b + k0 * s - g.pl
             part_shape = (n, h + g.pt + g.pb, nb, c)
-            self.parts.append((b, part_shape, k0, k1, src, src + (k1 - k0 - 1) * s + 1))
-            total += int(np.prod(part_shape)) * np.dtype(dtype).itemsize
+            self.parts.append((part_shape, k0, k1, src, src + (k1 - k0 - 1) * s + 1))
         self.rows = slice(g.pt, g.pt + h)
-        self.s, self.dtype = s, np.dtype(dtype)
-        self.kept = [] if keep and total <= KEEP_MAX_BYTES else None
+        self.s = s
 
     def split(self, x):
-        """The phases of `x` (kept buffers when there are; fresh ones, pad zeroed, if not)."""
-        bufs = None
-        if self.kept is not None:
-            try:
-                bufs = self.kept.pop()
-            except IndexError:
-                pass
-        fresh = bufs is None
-        if fresh:
-            bufs = [np.empty(p[1], self.dtype) for p in self.parts]
+        """The phases of `x`: fresh arrays (np.empty reuses freed heap memory), pad zeroed."""
         rows, s = self.rows, self.s
-        for (_, _, k0, k1, start, stop), xb in zip(self.parts, bufs):
-            if fresh:
-                fill_border(xb, rows.start, rows.stop, k0, k1, 0)
+        bufs = []
+        for shape, k0, k1, start, stop in self.parts:
+            xb = np.empty(shape, x.dtype)
+            fill_border(xb, rows.start, rows.stop, k0, k1, 0)
             if k1 > k0:
                 xb[:, rows, k0:k1] = x[:, :, start:stop:s]
+            bufs.append(xb)
         return bufs
-
-    def give_back(self, bufs):
-        if self.kept is not None and len(self.kept) < _KEPT:
-            self.kept.append(bufs)
 
 
 def phases(x, tiles, g, split=None):
     """The depthwise convolution of NHWC `x` with geometry `g` (stride > 1 and dilation 1
     along W) by phases: tiles[b] holds the filter columns b, b+s, ... each repeated OW times
-    ([KH, KW_b, OW*C], conv_depthwise._tiled); `split`: a PhaseSplit for x's shape and dtype
-    (a throwaway one when None)."""
+    ([KH, KW_b, OW*C], conv_depthwise._tiled); `split`: a PhaseSplit for x's shape (a
+    throwaway one when None)."""
     n, c = x.shape[0], x.shape[3]
-    split = split or PhaseSplit(x.shape, x.dtype, g)
+    split = split or PhaseSplit(x.shape, g)
     bufs = split.split(x)
     ow = g.ow
     out = None
@@ -93,5 +74,4 @@ def phases(x, tiles, g, split=None):
                        (sn, sh * g.sh, sh * g.dh, sw, sc))
         part = np.einsum("nhijv,ijv->nhv", view, wb, optimize=False)
         out = part if out is None else np.add(out, part, out=out)
-    split.give_back(bufs)
     return out.reshape(n, g.oh, ow, c)

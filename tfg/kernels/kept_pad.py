@@ -6,11 +6,13 @@
     pad.give_back(xpad)      # after its last read
 
 conv_geom.padded makes a fresh padded array per call; under SMALL_PAD_BYTES that is np.zeros
-and the interior copied in: two numpy calls and an allocation. A prepared pool or depthwise
-convolution (one closure per node and input signature) keeps its padded buffer instead,
-whose border still holds the pad value from when it was made (only the interior is ever
-written): one numpy call a step. Measured alone, NASNet's 3x3 stride-1 SAME AvgPools
-2x12x12x44 43.4 -> 39.8 us, 2x6x6x88 32.3 -> 29.4 us.
+and the interior copied in: two numpy calls and an allocation. A prepared pool (pool_fast.py:
+one closure per node and input signature) keeps its padded buffer instead, whose border
+still holds the pad value from when it was made (only the interior is ever written): one
+numpy call a step. Measured alone, NASNet's 3x3 stride-1 SAME AvgPools 2x12x12x44 43.4 ->
+39.8 us, 2x6x6x88 32.3 -> 29.4 us; inside its step, the 36 AvgPools 2.64 -> 2.44 ms.
+(Depthwise convolutions keeping theirs measured no faster inside a step: a kept buffer is
+cold there, where a fresh one is the heap memory just freed, still in cache.)
 
 Two threads may run the same node at once (one Session run from two threads): a buffer is
 popped from the kept list (a new one is made when it is empty) and appended back after its
