@@ -10,9 +10,10 @@ because einsum's speed is the length of its innermost contiguous loop:
   so the inner loop runs over OW*C adjacent values of both the input and a filter tiled OW
   times, instead of over C values: 1.5-7x faster than windows with C inner (at OW = 6
   up to 320 channels).
-- W stride s > 1, dilation 1, M == 1, few channels: the input is split into its W phases (columns b, b+s, b+2s, ... for each b < s, straight from the
-  input: conv_phases.py), after which phase b is a stride-1 convolution with the filter
-  columns b, b+s, ...: s einsums over OW*C runs, summed.
+- W stride s > 1, dilation 1, M == 1, few channels: the input is split into its W phases
+  (columns b, b+s, b+2s, ... for each b < s, straight from the input: conv_phases.py),
+  after which phase b is a stride-1 convolution with the filter columns b, b+s, ...: s
+  einsums over OW*C runs, summed.
 - tiny images under big filters, stride and dilation 1, M == 1 (NASNet's 3x3 cells under
   5x5 and 7x7 filters, MobileNetV3Small's 3x3x576 under 5x5): every output pixel's window
   reaches every input pixel, so the convolution is a [P, Q] spatial matrix per channel

@@ -10,6 +10,8 @@ broadcast divide (OH*OW inner loops of C values) most of their time: a 12x12x44 
 from ~50 to ~25 us alone. Here the slices are tuples made once, and the divisor is the count
 table repeated over C (`divisor`, [1, OH, OW, C]): one OH*OW*C-long loop per image. The
 values are pool_ops' bit for bit (same additions in the same order, the same division).
+A small padded input goes into a padded buffer the prepared run keeps, its border filled once
+(kept_pad.py): one numpy call instead of an allocation, a fill and the copy.
 
 Inside a step that may use two cores (conv_threads.workers() > 1), a pool of 1 MB or more
 runs its two batch halves on two threads (the cnn row's 32x32x32x32 MaxPool: ~1.1 ms on one
@@ -90,4 +92,3 @@ def prepared(g, shape, dtype, op, value, divisor):
         return out
 
     return split_run
-
