@@ -52,7 +52,7 @@ def defer_accumulations(body, tail, order, slot, aliased, ins_of, merges, pred_s
                 readers.setdefault(s, set()).add(iid)
     calls = {it.id: call for call, it in body}
     nexts = {m[4] for m in merges}
-    replaced, finals, deferred = {}, [], set()
+    found = []  # (AddV2, MatMul, acc slot, next slot, A slot, G slot, limit)
     for out, _, _, _, nxt, _, deref in merges:
         add = producer.get(nxt)
         if deref or out == nxt or out in nexts or out == pred_slot or add is None \
@@ -70,73 +70,117 @@ def defer_accumulations(body, tail, order, slot, aliased, ins_of, merges, pred_s
         if kind is None or kind[0] != "matmul" or kind[1][:2] != (True, False):
             continue
         lhs, rhs = ins_of[mm.id][0]
-        # what the call reads now, for the chains' order and buffers (loop_fusion.py)
-        ins_of[add.id] = ([a, b, lhs, rhs], ins_of[add.id][1] + ins_of[mm.id][1])
-        state = new_slot((add.id, "deferred"))
-        finish = _finish(out, state)
-        replaced[add.id] = _collect(lhs, rhs, out, nxt, state, kind[1][2], finish,
-                                    ((calls[mm.id], mm), (calls[add.id], add)))
-        finals.append((finish, add))
-        deferred.update((mm.id, add.id))
-    if not deferred:
-        return body, tail, deferred
+        found.append((add, mm, out, nxt, lhs, rhs, kind[1][2]))
+    if not found:
+        return body, tail, set()
+    # Accumulations of one G (dW and dU: both h^T g and x^T g) share its buffer and one
+    # GEMM: [A_1 A_2]^T G, made where the last of them was.
+    groups = {}
+    for acc in found:
+        groups.setdefault(acc[5], []).append(acc)
+    position = {it.id: i for i, (_, it) in enumerate(body)}
+    replaced, finals, deferred = {}, [], set()
+    for rhs, members in groups.items():
+        last = max(members, key=lambda m: position[m[0].id])[0]
+        # (what the call reads now, for the chains' order and buffers: loop_fusion.py)
+        ins_of[last.id] = ([s for m in members for s in (m[2], m[4])] + [rhs],
+                           [s for m in members for s in ins_of[m[0].id][1] + ins_of[m[1].id][1]])
+        state = new_slot((last.id, "deferred"))
+        outs = tuple(m[2] for m in members)
+        # (its buffers, reused across runs: each member's A and the G)
+        finish = _finish(outs, state)
+        fallback = [pair for m in members
+                    for pair in ((calls[m[1].id], m[1]), (calls[m[0].id], m[0]))]
+        limit = min((m[6] for m in members if m[6] is not None), default=None)
+        replaced[last.id] = _collect(tuple((m[4], m[2], m[3]) for m in members), rhs, state,
+                                     limit, finish, fallback)
+        finals.append((finish, last))
+        deferred.update(i for m in members for i in (m[0].id, m[1].id))
     body = [(replaced.get(it.id, call), it) for call, it in body if it.id not in deferred
             or it.id in replaced]
     return body, finals + list(tail), deferred
 
 
-def _finish(out, state):
-    """The call that makes the sum: vals[out] = acc0 + A^T G over the rows kept."""
+def _finish(outs, state):
+    """The call that makes the sums: acc_i = acc0_i + A_i^T G over the rows kept."""
     def finish(vals, step=None):
         held = vals[state]
         if held is None:
             return
         vals[state] = None
-        acc, a, g, rows = held
-        vals[out] = np.add(acc, np.matmul(a[:rows].T, g[:rows]))
+        accs, abufs, gbuf, rows = held
+        g = gbuf[:rows]
+        for out, acc, a in zip(outs, accs, abufs):
+            vals[out] = np.add(acc, np.matmul(a[:rows].T, g))
     return finish
 
 
-def _collect(lhs, rhs, out, nxt, state, limit, finish, fallback):
-    """The call that copies A_t and G_t into the rows of two buffers (so that neither stays
-    alive: less memory than keeping them, and no stack to concatenate at the end), or makes
-    the sum so far and runs `fallback`, the (prepared call, item) of the MatMul and the
-    AddV2, each error named by its node."""
+def _collect(members, rhs, state, limit, finish, fallback):
+    """The call that copies each A_t and G_t into the next rows of a buffer each, G_t once
+    for all the members (so that none stays alive: less memory than keeping them, no heap
+    grown and trimmed each run, and no stack to concatenate at the end), or makes the sums
+    so far and runs `fallback`, the (prepared call, item) of each member's MatMul and AddV2,
+    each error named by its node. Buffers stay within the memory guard's per-tensor `limit`
+    (None: none): past it, the sums so far are made first. `members`: (A slot, accumulator
+    slot, next slot) of each accumulation of G."""
     ndarray = np.ndarray
-    pool = BufferPool(keep=4)  # (the two buffers, reused across runs; grown ones)
+    nexts = tuple(m[2] for m in members)
+    pool = BufferPool(keep=2 * (len(members) + 1))  # (reused across runs; grown ones)
     hint = [0]  # rows the last run kept: the buffers' first size
 
     def collect(vals, step):
-        acc, a, g = vals[out], vals[lhs], vals[rhs]
-        held = vals[state]
-        if (type(a) is ndarray and type(g) is ndarray and type(acc) is ndarray
-                and a.ndim == 2 and g.ndim == 2 and a.dtype is g.dtype
-                and a.dtype is acc.dtype and a.shape[0] == g.shape[0]
-                and acc.shape == (a.shape[1], g.shape[1]) and a.dtype in _FLOATS):
-            if held is None:
-                rows, cap, abuf, gbuf = 0, 0, None, None
+        g = vals[rhs]
+        if type(g) is ndarray and g.ndim == 2 and g.dtype in _FLOATS:
+            dtype, n, width = g.dtype, g.shape[0], g.shape[1]
+            accs, parts = [], []
+            for a_slot, out, _ in members:
+                acc, a = vals[out], vals[a_slot]
+                if not (type(a) is ndarray and type(acc) is ndarray and a.ndim == 2
+                        and a.dtype is dtype and acc.dtype is dtype and a.shape[0] == n
+                        and acc.shape == (a.shape[1], g.shape[1])):
+                    break
+                accs.append(acc)
+                parts.append(a)
+                width = max(width, a.shape[1])
             else:
-                _, abuf, gbuf, rows = held
-                cap = abuf.shape[0]
-            need = rows + a.shape[0]
-            if need > cap:  # a first or larger buffer (the rows so far copied over)
-                cap = max(need, 2 * cap, hint[0])
-                if limit is not None and cap * max(acc.shape) * a.itemsize > limit:
-                    cap = need
-                if limit is None or cap * max(acc.shape) * a.itemsize <= limit:
-                    new_a = pool.take((cap, a.shape[1]), a.dtype)
-                    new_g = pool.take((cap, g.shape[1]), g.dtype)
-                    if rows:
-                        new_a[:rows] = abuf[:rows]
-                        new_g[:rows] = gbuf[:rows]
-                    abuf, gbuf = new_a, new_g
-            if abuf is not None and need <= abuf.shape[0]:
-                abuf[rows:need] = a
-                gbuf[rows:need] = g
-                vals[state] = (acc, abuf, gbuf, need)
-                hint[0] = max(hint[0], need)
-                vals[nxt] = acc  # (the accumulator passes through; the sum comes at the end)
-                return
-        finish(vals)  # the sum so far, then this iteration as the nodes compute it
+                row_bytes = width * g.itemsize
+                held = vals[state]
+                if held is not None and (held[2].shape[1] != g.shape[1] or any(
+                        b.shape[1] != a.shape[1] for b, a in zip(held[1], parts))):
+                    finish(vals)  # (other widths: the sums so far, then anew)
+                    held = None
+                    accs = [vals[m[1]] for m in members]
+                rows = 0 if held is None else held[3]
+                need = rows + n
+                if held is None or need > held[2].shape[0]:
+                    # a first or larger set of buffers (the rows so far copied over)
+                    cap = max(need, 2 * rows, hint[0])
+                    if limit is not None and cap * row_bytes > limit:
+                        cap = max(need, limit // row_bytes)
+                    if limit is not None and cap * row_bytes > limit:
+                        if held is not None:
+                            finish(vals)  # the sums so far: the next rows start anew
+                            accs = [vals[m[1]] for m in members]
+                        held, rows, need = None, 0, n
+                        cap = max(n, limit // row_bytes)
+                    if limit is None or cap * row_bytes <= limit:
+                        old = held
+                        held = (accs, [pool.take((cap, a.shape[1]), dtype) for a in parts],
+                                pool.take((cap, g.shape[1]), dtype), rows)
+                        if rows:
+                            for new, prev in zip(held[1] + [held[2]], old[1] + [old[2]]):
+                                new[:rows] = prev[:rows]
+                if held is not None:
+                    abufs, gbuf = held[1], held[2]
+                    for buf, a in zip(abufs, parts):
+                        buf[rows:need] = a
+                    gbuf[rows:need] = g
+                    vals[state] = (accs, abufs, gbuf, need)
+                    if need > hint[0]:
+                        hint[0] = need
+                    for nxt, acc in zip(nexts, accs):
+                        vals[nxt] = acc  # (passes through; the sum comes at the end)
+                    return
+        finish(vals)  # the sums so far, then this iteration as the nodes compute it
         run_named(fallback, vals, step)
     return collect
