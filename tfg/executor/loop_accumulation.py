@@ -108,7 +108,7 @@ def _finish(outs, state):
         if held is None:
             return
         vals[state] = None
-        accs, abufs, gbuf, rows = held
+        accs, abufs, gbuf, rows, _ = held
         g = gbuf[:rows]
         for out, acc, a in zip(outs, accs, abufs):
             vals[out] = np.add(acc, np.matmul(a[:rows].T, g))
@@ -124,63 +124,80 @@ def _collect(members, rhs, state, limit, finish, fallback):
     (None: none): past it, the sums so far are made first. `members`: (A slot, accumulator
     slot, next slot) of each accumulation of G."""
     ndarray = np.ndarray
-    nexts = tuple(m[2] for m in members)
+    pairs = tuple((m[2], m[1]) for m in members)  # (next slot, accumulator slot)
     pool = BufferPool(keep=2 * (len(members) + 1))  # (reused across runs; grown ones)
     hint = [0]  # rows the last run kept: the buffers' first size
 
     def collect(vals, step):
         g = vals[rhs]
         if type(g) is ndarray and g.ndim == 2 and g.dtype in _FLOATS:
-            dtype, n, width = g.dtype, g.shape[0], g.shape[1]
-            accs, parts = [], []
+            dtype = g.dtype
+            n, gw = g.shape
+            parts, widths = [], []
             for a_slot, out, _ in members:
                 acc, a = vals[out], vals[a_slot]
                 if not (type(a) is ndarray and type(acc) is ndarray and a.ndim == 2
-                        and a.dtype is dtype and acc.dtype is dtype and a.shape[0] == n
-                        and acc.shape == (a.shape[1], g.shape[1])):
+                        and a.dtype is dtype and acc.dtype is dtype):
                     break
-                accs.append(acc)
+                r, c = a.shape
+                if r != n or acc.shape != (c, gw):
+                    break
                 parts.append(a)
-                width = max(width, a.shape[1])
+                widths.append(c)
             else:
-                row_bytes = width * g.itemsize
+                # held: [accumulators, A buffers, G buffer, rows kept, A widths]
                 held = vals[state]
-                if held is not None and (held[2].shape[1] != g.shape[1] or any(
-                        b.shape[1] != a.shape[1] for b, a in zip(held[1], parts))):
-                    finish(vals)  # (other widths: the sums so far, then anew)
-                    held = None
-                    accs = [vals[m[1]] for m in members]
-                rows = 0 if held is None else held[3]
-                need = rows + n
-                if held is None or need > held[2].shape[0]:
-                    # a first or larger set of buffers (the rows so far copied over)
-                    cap = max(need, 2 * rows, hint[0])
-                    if limit is not None and cap * row_bytes > limit:
-                        cap = max(need, limit // row_bytes)
-                    if limit is not None and cap * row_bytes > limit:
-                        if held is not None:
-                            finish(vals)  # the sums so far: the next rows start anew
-                            accs = [vals[m[1]] for m in members]
-                        held, rows, need = None, 0, n
-                        cap = max(n, limit // row_bytes)
-                    if limit is None or cap * row_bytes <= limit:
-                        old = held
-                        held = (accs, [pool.take((cap, a.shape[1]), dtype) for a in parts],
-                                pool.take((cap, g.shape[1]), dtype), rows)
-                        if rows:
-                            for new, prev in zip(held[1] + [held[2]], old[1] + [old[2]]):
-                                new[:rows] = prev[:rows]
-                if held is not None:
-                    abufs, gbuf = held[1], held[2]
-                    for buf, a in zip(abufs, parts):
-                        buf[rows:need] = a
-                    gbuf[rows:need] = g
-                    vals[state] = (accs, abufs, gbuf, need)
-                    if need > hint[0]:
-                        hint[0] = need
-                    for nxt, acc in zip(nexts, accs):
-                        vals[nxt] = acc  # (passes through; the sum comes at the end)
+                if held is not None and held[4] == widths and held[2].shape[1] == gw:
+                    rows = held[3]
+                    need = rows + n
+                    if need <= held[2].shape[0]:  # (the usual iteration)
+                        for buf, a in zip(held[1], parts):
+                            buf[rows:need] = a
+                        held[2][rows:need] = g
+                        held[3] = need
+                        if need > hint[0]:
+                            hint[0] = need
+                        for nxt, out in pairs:
+                            vals[nxt] = vals[out]  # (the sum comes at the end)
+                        return
+                if _take(vals, held, parts, widths, g):
                     return
         finish(vals)  # the sums so far, then this iteration as the nodes compute it
         run_named(fallback, vals, step)
+
+    def _take(vals, held, parts, widths, g):
+        """Buffers for this iteration's rows: larger ones (the rows so far copied over),
+        or new ones after the sums so far (other widths, or past the limit); then the
+        rows copied. False where one iteration's rows exceed the limit."""
+        n, gw = g.shape
+        row_bytes = max(widths + [gw]) * g.itemsize
+        if held is not None and (held[4] != widths or held[2].shape[1] != gw):
+            finish(vals)  # (other widths: the sums so far, then anew)
+            held = None
+        rows = 0 if held is None else held[3]
+        need = rows + n
+        cap = max(need, 2 * rows, hint[0])
+        if limit is not None and cap * row_bytes > limit:
+            cap = max(need, limit // row_bytes)
+            if cap * row_bytes > limit:  # the sums so far: the next rows start anew
+                if held is not None:
+                    finish(vals)
+                held, rows, need = None, 0, n
+                cap = max(n, limit // row_bytes)
+                if cap * row_bytes > limit:
+                    return False
+        accs = [vals[m[1]] for m in members] if held is None else held[0]
+        new = [accs, [pool.take((cap, c), g.dtype) for c in widths],
+               pool.take((cap, gw), g.dtype), need, widths]
+        if rows:
+            for buf, prev in zip(new[1] + [new[2]], held[1] + [held[2]]):
+                buf[:rows] = prev[:rows]
+        for buf, a in zip(new[1], parts):
+            buf[rows:need] = a
+        new[2][rows:need] = g
+        vals[state] = new
+        hint[0] = max(hint[0], need)
+        for nxt, out in pairs:
+            vals[nxt] = vals[out]
+        return True
     return collect
