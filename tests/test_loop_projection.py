@@ -383,9 +383,9 @@ def test_deferred_accumulations_float32_within_rounding(monkeypatch):
 
 def test_deferred_accumulations_within_the_memory_limit(monkeypatch):
     """dW's buffers ([rows, 5] float64, 40 bytes a row, 4 rows an iteration) under a
-    512-byte limit hold 12 rows: the sum so far is made when the next would not fit, that
-    iteration runs its nodes, the next starts anew; no error, and the values the loop's
-    adding one by one, within rounding."""
+    512-byte limit hold 12 rows: the sums so far are made when the next rows would not fit
+    and new buffers start with them; no error, and the values the loop's adding one by one,
+    within rounding."""
     from tfg.executor.loop_buffers import BufferPool
 
     taken = []

@@ -4,9 +4,10 @@
     Before (the `rnn` benchmark's gradient loop, 50 iterations, twice: dW and dU):
       acc = Merge(zeros, NextIteration(acc'))
       acc' = AddV2(acc, MatMul(A_t, G_t, transpose_a=True))   # [128, 32] x [32, 128]
-    After: each iteration copies A_t and G_t into the next rows of two buffers and passes
-    acc through unchanged; when the loop exits, acc = acc0 + A^T G ([128, 1600] x
-    [1600, 128], one GEMM), which the Exit then reads.
+    After: each iteration copies A_t and G_t into the next rows of buffers and passes acc
+    through unchanged; when the loop exits, acc = acc0 + A^T G ([128, 1600] x [1600, 128],
+    one GEMM), which the Exit then reads. Accumulations of the same G (dW = sum h^T g and
+    dU = sum x^T g) are collected by one call, which copies G once.
 
 Only where nothing else sees the accumulator during the loop: its Merge's value is read by
 the AddV2 alone (its Switch, Exit and Identities share its slot), the product by the AddV2
@@ -16,9 +17,9 @@ the GEMM sums the same terms in its own blocks (values within float rounding;
 tests/test_loop_projection.py). An iteration whose operands the GEMM does not take (not
 float32/float64 matrices of the accumulator's dtype and shape, a Ref) first makes the sum so
 far, then runs the nodes' own calls (their errors); the buffers stay within the memory
-guard's per-tensor limit (past it, the sum so far is made and the iteration runs its nodes)
-and are reused from one run to the next (loop_buffers.py). A
-zero-iteration loop leaves the accumulator as it came. TFG_LOOP_PROJECT=0 turns this off
+guard's per-tensor limit (past it, the sums so far are made and new rows start; an
+iteration whose rows alone exceed it runs its nodes) and are reused from one run to the
+next (loop_buffers.py). A zero-iteration loop leaves the accumulator as it came. TFG_LOOP_PROJECT=0 turns this off
 with the input projections (loop_projection.py).
 """
 import numpy as np
@@ -74,7 +75,8 @@ def defer_accumulations(body, tail, order, slot, aliased, ins_of, merges, pred_s
     if not found:
         return body, tail, set()
     # Accumulations of one G (dW and dU: both h^T g and x^T g) share its buffer and one
-    # GEMM: [A_1 A_2]^T G, made where the last of them was.
+    # call, made where the last of them was (one GEMM of the joined A's measured the same
+    # as one each, so each keeps its own).
     groups = {}
     for acc in found:
         groups.setdefault(acc[5], []).append(acc)
@@ -84,11 +86,10 @@ def defer_accumulations(body, tail, order, slot, aliased, ins_of, merges, pred_s
         last = max(members, key=lambda m: position[m[0].id])[0]
         # (what the call reads now, for the chains' order and buffers: loop_fusion.py)
         ins_of[last.id] = ([s for m in members for s in (m[2], m[4])] + [rhs],
-                           [s for m in members for s in ins_of[m[0].id][1] + ins_of[m[1].id][1]])
+                           [s for m in members
+                            for s in ins_of[m[0].id][1] + ins_of[m[1].id][1]])
         state = new_slot((last.id, "deferred"))
-        outs = tuple(m[2] for m in members)
-        # (its buffers, reused across runs: each member's A and the G)
-        finish = _finish(outs, state)
+        finish = _finish(tuple(m[2] for m in members), state)
         fallback = [pair for m in members
                     for pair in ((calls[m[1].id], m[1]), (calls[m[0].id], m[0]))]
         limit = min((m[6] for m in members if m[6] is not None), default=None)
