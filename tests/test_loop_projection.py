@@ -351,13 +351,16 @@ def _collects(sess):
 def test_deferred_gradient_accumulations(n, monkeypatch):
     """dW and dU of the gradient loop summed by one GEMM each when it exits: the values of
     the loop adding the products one by one (within rounding), numpy's BPTT; zero
-    iterations: the zeros the accumulators start from."""
+    iterations: the zeros the accumulators start from. dW and dU multiply the same G (the
+    TanhGrad): one call collects both, and one GEMM makes both sums."""
     graph, (w, u) = _rnn_grad(n)
     x = np.random.default_rng(n).standard_normal((max(n, 1), B, F))
     fetches = ["loss", "grad/W", "grad/U"]
     got, sess = _run(graph, fetches, {"x": x}, True, monkeypatch)
     want, plain = _run(graph, fetches, {"x": x}, False, monkeypatch)
-    assert len(_collects(sess)) == 2 and not _collects(plain)
+    assert len(_collects(sess)) == 1 and not _collects(plain)
+    assert not any(it.op == "MatMul" and it.ctx.attrs.get("transpose_a")
+                   for prog in _programs(sess) for _, it in prog.body_rest)
     for a, b in zip(got, want):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-13)
     dw, du = _rnn_grad_reference(x, w, u, n)
@@ -380,9 +383,9 @@ def test_deferred_accumulations_float32_within_rounding(monkeypatch):
 
 def test_deferred_accumulations_within_the_memory_limit(monkeypatch):
     """dW's buffers ([rows, 5] float64, 40 bytes a row, 4 rows an iteration) under a
-    512-byte limit hold 12 rows: the sum so far is made when the next would not fit, that
-    iteration runs its nodes, the next starts anew; no error, and the values the loop's
-    adding one by one, within rounding."""
+    512-byte limit hold 12 rows: the sums so far are made when the next rows would not fit
+    and new buffers start with them; no error, and the values the loop's adding one by one,
+    within rounding."""
     from tfg.executor.loop_buffers import BufferPool
 
     taken = []

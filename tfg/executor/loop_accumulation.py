@@ -4,9 +4,10 @@
     Before (the `rnn` benchmark's gradient loop, 50 iterations, twice: dW and dU):
       acc = Merge(zeros, NextIteration(acc'))
       acc' = AddV2(acc, MatMul(A_t, G_t, transpose_a=True))   # [128, 32] x [32, 128]
-    After: each iteration copies A_t and G_t into the next rows of two buffers and passes
-    acc through unchanged; when the loop exits, acc = acc0 + A^T G ([128, 1600] x
-    [1600, 128], one GEMM), which the Exit then reads.
+    After: each iteration copies A_t and G_t into the next rows of buffers and passes acc
+    through unchanged; when the loop exits, acc = acc0 + A^T G ([128, 1600] x [1600, 128],
+    one GEMM), which the Exit then reads. Accumulations of the same G (dW = sum h^T g and
+    dU = sum x^T g) are collected by one call, which copies G once.
 
 Only where nothing else sees the accumulator during the loop: its Merge's value is read by
 the AddV2 alone (its Switch, Exit and Identities share its slot), the product by the AddV2
@@ -16,9 +17,9 @@ the GEMM sums the same terms in its own blocks (values within float rounding;
 tests/test_loop_projection.py). An iteration whose operands the GEMM does not take (not
 float32/float64 matrices of the accumulator's dtype and shape, a Ref) first makes the sum so
 far, then runs the nodes' own calls (their errors); the buffers stay within the memory
-guard's per-tensor limit (past it, the sum so far is made and the iteration runs its nodes)
-and are reused from one run to the next (loop_buffers.py). A
-zero-iteration loop leaves the accumulator as it came. TFG_LOOP_PROJECT=0 turns this off
+guard's per-tensor limit (past it, the sums so far are made and new rows start; an
+iteration whose rows alone exceed it runs its nodes) and are reused from one run to the
+next (loop_buffers.py). A zero-iteration loop leaves the accumulator as it came. TFG_LOOP_PROJECT=0 turns this off
 with the input projections (loop_projection.py).
 """
 import numpy as np
@@ -52,7 +53,7 @@ def defer_accumulations(body, tail, order, slot, aliased, ins_of, merges, pred_s
                 readers.setdefault(s, set()).add(iid)
     calls = {it.id: call for call, it in body}
     nexts = {m[4] for m in merges}
-    replaced, finals, deferred = {}, [], set()
+    found = []  # (AddV2, MatMul, acc slot, next slot, A slot, G slot, limit)
     for out, _, _, _, nxt, _, deref in merges:
         add = producer.get(nxt)
         if deref or out == nxt or out in nexts or out == pred_slot or add is None \
@@ -70,73 +71,134 @@ def defer_accumulations(body, tail, order, slot, aliased, ins_of, merges, pred_s
         if kind is None or kind[0] != "matmul" or kind[1][:2] != (True, False):
             continue
         lhs, rhs = ins_of[mm.id][0]
-        # what the call reads now, for the chains' order and buffers (loop_fusion.py)
-        ins_of[add.id] = ([a, b, lhs, rhs], ins_of[add.id][1] + ins_of[mm.id][1])
-        state = new_slot((add.id, "deferred"))
-        finish = _finish(out, state)
-        replaced[add.id] = _collect(lhs, rhs, out, nxt, state, kind[1][2], finish,
-                                    ((calls[mm.id], mm), (calls[add.id], add)))
-        finals.append((finish, add))
-        deferred.update((mm.id, add.id))
-    if not deferred:
-        return body, tail, deferred
+        found.append((add, mm, out, nxt, lhs, rhs, kind[1][2]))
+    if not found:
+        return body, tail, set()
+    # Accumulations of one G (dW and dU: both h^T g and x^T g) share its buffer and one
+    # call, made where the last of them was (one GEMM of the joined A's measured the same
+    # as one each, so each keeps its own).
+    groups = {}
+    for acc in found:
+        groups.setdefault(acc[5], []).append(acc)
+    position = {it.id: i for i, (_, it) in enumerate(body)}
+    replaced, finals, deferred = {}, [], set()
+    for rhs, members in groups.items():
+        last = max(members, key=lambda m: position[m[0].id])[0]
+        # (what the call reads now, for the chains' order and buffers: loop_fusion.py)
+        ins_of[last.id] = ([s for m in members for s in (m[2], m[4])] + [rhs],
+                           [s for m in members
+                            for s in ins_of[m[0].id][1] + ins_of[m[1].id][1]])
+        state = new_slot((last.id, "deferred"))
+        finish = _finish(tuple(m[2] for m in members), state)
+        fallback = [pair for m in members
+                    for pair in ((calls[m[1].id], m[1]), (calls[m[0].id], m[0]))]
+        limit = min((m[6] for m in members if m[6] is not None), default=None)
+        replaced[last.id] = _collect(tuple((m[4], m[2], m[3]) for m in members), rhs, state,
+                                     limit, finish, fallback)
+        finals.append((finish, last))
+        deferred.update(i for m in members for i in (m[0].id, m[1].id))
     body = [(replaced.get(it.id, call), it) for call, it in body if it.id not in deferred
             or it.id in replaced]
     return body, finals + list(tail), deferred
 
 
-def _finish(out, state):
-    """The call that makes the sum: vals[out] = acc0 + A^T G over the rows kept."""
+def _finish(outs, state):
+    """The call that makes the sums: acc_i = acc0_i + A_i^T G over the rows kept."""
     def finish(vals, step=None):
         held = vals[state]
         if held is None:
             return
         vals[state] = None
-        acc, a, g, rows = held
-        vals[out] = np.add(acc, np.matmul(a[:rows].T, g[:rows]))
+        accs, abufs, gbuf, rows, _ = held
+        g = gbuf[:rows]
+        for out, acc, a in zip(outs, accs, abufs):
+            vals[out] = np.add(acc, np.matmul(a[:rows].T, g))
     return finish
 
 
-def _collect(lhs, rhs, out, nxt, state, limit, finish, fallback):
-    """The call that copies A_t and G_t into the rows of two buffers (so that neither stays
-    alive: less memory than keeping them, and no stack to concatenate at the end), or makes
-    the sum so far and runs `fallback`, the (prepared call, item) of the MatMul and the
-    AddV2, each error named by its node."""
+def _collect(members, rhs, state, limit, finish, fallback):
+    """The call that copies each A_t and G_t into the next rows of a buffer each, G_t once
+    for all the members (so that none stays alive: less memory than keeping them, no heap
+    grown and trimmed each run, and no stack to concatenate at the end), or makes the sums
+    so far and runs `fallback`, the (prepared call, item) of each member's MatMul and AddV2,
+    each error named by its node. Buffers stay within the memory guard's per-tensor `limit`
+    (None: none): past it, the sums so far are made first. `members`: (A slot, accumulator
+    slot, next slot) of each accumulation of G."""
     ndarray = np.ndarray
-    pool = BufferPool(keep=4)  # (the two buffers, reused across runs; grown ones)
+    pairs = tuple((m[2], m[1]) for m in members)  # (next slot, accumulator slot)
+    pool = BufferPool(keep=2 * (len(members) + 1))  # (reused across runs; grown ones)
     hint = [0]  # rows the last run kept: the buffers' first size
 
     def collect(vals, step):
-        acc, a, g = vals[out], vals[lhs], vals[rhs]
-        held = vals[state]
-        if (type(a) is ndarray and type(g) is ndarray and type(acc) is ndarray
-                and a.ndim == 2 and g.ndim == 2 and a.dtype is g.dtype
-                and a.dtype is acc.dtype and a.shape[0] == g.shape[0]
-                and acc.shape == (a.shape[1], g.shape[1]) and a.dtype in _FLOATS):
-            if held is None:
-                rows, cap, abuf, gbuf = 0, 0, None, None
+        g = vals[rhs]
+        if type(g) is ndarray and g.ndim == 2 and g.dtype in _FLOATS:
+            dtype = g.dtype
+            n, gw = g.shape
+            parts, widths = [], []
+            for a_slot, out, _ in members:
+                acc, a = vals[out], vals[a_slot]
+                if not (type(a) is ndarray and type(acc) is ndarray and a.ndim == 2
+                        and a.dtype is dtype and acc.dtype is dtype):
+                    break
+                r, c = a.shape
+                if r != n or acc.shape != (c, gw):
+                    break
+                parts.append(a)
+                widths.append(c)
             else:
-                _, abuf, gbuf, rows = held
-                cap = abuf.shape[0]
-            need = rows + a.shape[0]
-            if need > cap:  # a first or larger buffer (the rows so far copied over)
-                cap = max(need, 2 * cap, hint[0])
-                if limit is not None and cap * max(acc.shape) * a.itemsize > limit:
-                    cap = need
-                if limit is None or cap * max(acc.shape) * a.itemsize <= limit:
-                    new_a = pool.take((cap, a.shape[1]), a.dtype)
-                    new_g = pool.take((cap, g.shape[1]), g.dtype)
-                    if rows:
-                        new_a[:rows] = abuf[:rows]
-                        new_g[:rows] = gbuf[:rows]
-                    abuf, gbuf = new_a, new_g
-            if abuf is not None and need <= abuf.shape[0]:
-                abuf[rows:need] = a
-                gbuf[rows:need] = g
-                vals[state] = (acc, abuf, gbuf, need)
-                hint[0] = max(hint[0], need)
-                vals[nxt] = acc  # (the accumulator passes through; the sum comes at the end)
-                return
-        finish(vals)  # the sum so far, then this iteration as the nodes compute it
+                # held: [accumulators, A buffers, G buffer, rows kept, A widths]
+                held = vals[state]
+                if held is not None and held[4] == widths and held[2].shape[1] == gw:
+                    rows = held[3]
+                    need = rows + n
+                    if need <= held[2].shape[0]:  # (the usual iteration)
+                        for buf, a in zip(held[1], parts):
+                            buf[rows:need] = a
+                        held[2][rows:need] = g
+                        held[3] = need
+                        if need > hint[0]:
+                            hint[0] = need
+                        for nxt, out in pairs:
+                            vals[nxt] = vals[out]  # (the sum comes at the end)
+                        return
+                if _take(vals, held, parts, widths, g):
+                    return
+        finish(vals)  # the sums so far, then this iteration as the nodes compute it
         run_named(fallback, vals, step)
+
+    def _take(vals, held, parts, widths, g):
+        """Buffers for this iteration's rows: larger ones (the rows so far copied over),
+        or new ones after the sums so far (other widths, or past the limit); then the
+        rows copied. False where one iteration's rows exceed the limit."""
+        n, gw = g.shape
+        row_bytes = max(widths + [gw]) * g.itemsize
+        if held is not None and (held[4] != widths or held[2].shape[1] != gw):
+            finish(vals)  # (other widths: the sums so far, then anew)
+            held = None
+        rows = 0 if held is None else held[3]
+        need = rows + n
+        cap = max(need, 2 * rows, hint[0])
+        if limit is not None and cap * row_bytes > limit:
+            cap = max(need, limit // row_bytes)
+            if cap * row_bytes > limit:  # the sums so far: the next rows start anew
+                if held is not None:
+                    finish(vals)
+                held, rows, need = None, 0, n
+                cap = max(n, limit // row_bytes)
+                if cap * row_bytes > limit:
+                    return False
+        accs = [vals[m[1]] for m in members] if held is None else held[0]
+        new = [accs, [pool.take((cap, c), g.dtype) for c in widths],
+               pool.take((cap, gw), g.dtype), need, widths]
+        if rows:
+            for buf, prev in zip(new[1] + [new[2]], held[1] + [held[2]]):
+                buf[:rows] = prev[:rows]
+        for buf, a in zip(new[1], parts):
+            buf[rows:need] = a
+        new[2][rows:need] = g
+        vals[state] = new
+        hint[0] = max(hint[0], need)
+        for nxt, out in pairs:
+            vals[nxt] = vals[out]
+        return True
     return collect

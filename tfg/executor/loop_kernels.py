@@ -81,8 +81,9 @@ def elementwise_call(call, fn, ctx, ins, out, limit):
 
 
 def gather_call(call, ins, out, limit, batch_dims):
-    """GatherV2 of one integer index (an RNN's `x[t]`): the kernel's own copied slice
-    (tfg.kernels.indexing_ops._gather), with the memory guard's verdict (the slice's size
+    """GatherV2 of one integer index (an RNN's `x[t]`): along axis 0 of a C-contiguous array
+    the row as a view, along another axis the kernel's own copied slice
+    (tfg.kernels.indexing_ops._gather); with the memory guard's verdict (the slice's size
     against `limit`) tested here; anything else: the prepared kernel call."""
     p_slot, i_slot, a_slot = ins
     ndarray = np.ndarray
@@ -101,7 +102,14 @@ def gather_call(call, ins, out, limit, batch_dims):
                     a += n
                 if 0 <= a < n and 0 <= i < params.shape[a] and (
                         limit is None or params.nbytes // params.shape[a] <= limit):
-                    vals[out] = params[(slice(None),) * a + (i,)].copy()
+                    if a == 0 and params.flags.c_contiguous:
+                        # a view (rows of a C-contiguous array are contiguous): nothing in
+                        # tfg writes into its inputs' memory, and a loop-invariant array
+                        # stays as it is while views of it are alive (the RNN's x_t, which
+                        # the gradient's stack keeps: a 16 KB copy an iteration saved)
+                        vals[out] = params[i]
+                    else:
+                        vals[out] = params[(slice(None),) * a + (i,)].copy()
                     return
         call(vals, step)
     return gather
