@@ -97,6 +97,32 @@ def test_lazy_shapes_are_a_snapshot():
     assert lazy.get(("w", 0)) is None
 
 
+def test_const_values_cached_on_nodes_follow_writes_and_copies():
+    """RewriteContext.const_value is cached with the node's decoded attrs: a new value is read
+    after set_attr, a copy keeps its own answer after the original is rewritten, and a splat
+    too large to decode stays refused however often it is asked for."""
+    from tfg.passes.rewrite import MAX_SPLAT_DECODE_BYTES, RewriteContext
+    from tfg.graphdef.names import TensorRef
+
+    g = G().const("c", [1.0, 2.0]).op("y", "Neg", "c").g
+    ctx = RewriteContext(g)
+    assert ctx.const_value(TensorRef("c", 0)).tolist() == [1.0, 2.0]
+    copy = g.copy()
+    g["c"].set_attr("value", np.array([3.0, 4.0], np.float32))
+    assert ctx.const_value(TensorRef("c", 0)).tolist() == [3.0, 4.0]
+    assert RewriteContext(copy).const_value(TensorRef("c", 0)).tolist() == [1.0, 2.0]
+    ctx.morph(g["c"], "Neg", ["y"], {"T": F})  # no longer a Const: no value
+    assert ctx.const_value(TensorRef("c", 0)) is None
+
+    splat = G().const("s", np.float32(1)).g
+    t = splat["s"].attr["value"].tensor
+    t.tensor_shape.dim.add().size = MAX_SPLAT_DECODE_BYTES  # 4 bytes each: 4 MiB from one
+    splat["s"].set_attr("dtype", F)  # drops what was decoded before the edit above
+    ctx = RewriteContext(splat)
+    assert [ctx.const_value(TensorRef("s", 0)) for _ in range(3)] == [None] * 3
+    assert RewriteContext(splat.copy()).const_value(TensorRef("s", 0)) is None
+
+
 def test_optimize_leaves_the_callers_graph_alone():
     g = _mlp_with_cond()
     before = g.to_proto().SerializeToString(deterministic=True)

@@ -120,6 +120,25 @@ class Node:
         cache[name] = value
         return value
 
+    def attr_fact(self, key, compute):
+        """`compute(self)`, cached with the decoded attrs: dropped by set_attr/del_attr and
+        carried by copies (which share the NodeDef). For what passes derive from attr messages
+        again and again: a Const's value, when small enough to decode, is asked for by every
+        pattern that reads it. `key` is a tuple, so it never names an attr.
+
+            >>> c.attr_fact(("nbytes",), lambda n: n.get_attr("value").nbytes)  # a [4] float32
+            16
+        """
+        cache = self._attr_cache
+        if cache is not None and key in cache:
+            return cache[key]
+        value = compute(self)
+        cache = self._attr_cache  # compute may have decoded attrs into a new cache
+        if cache is None:
+            cache = self._attr_cache = {}
+        cache[key] = value
+        return value
+
     def has_attr(self, name):
         return name in self._nd.attr
 

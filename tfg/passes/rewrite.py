@@ -115,6 +115,8 @@ def _match_ref(ctx, pat, ref, binds):
     node = ctx.graph.get(ref.node)
     if node is None or ref.port != 0:
         return False
+    if pat.ops is not None and node.op not in pat.ops:
+        return False  # before is_interior, which walks consumers: most candidates fail here
     if pat.one_consumer and not ctx.is_interior(node):
         return False
     more = pat.match(ctx, node, dict(binds))
@@ -232,14 +234,11 @@ class RewriteContext:
             return None
         if node.name in self.opts.feeds:
             return None
-        av = node.attr_view.get("value")
-        if av is None or expands(av.tensor, MAX_SPLAT_DECODE_BYTES):
-            return None
-        try:
-            value = node.get_attr("value")
-        except TfgError:
-            return None
-        return value if isinstance(value, np.ndarray) else None
+        # Cached on the node (and so on its copies in later passes): sizing the message for
+        # the splat check and decoding it cost more than the matching around them, and the
+        # patterns ask for each Const again and again (benchmarks/bench_optimize.py's graph:
+        # 68,728 asks for 4,688 values).
+        return node.attr_fact(_DECODED_VALUE, _decoded_value)
 
     def dtype(self, ref):
         """The DType of a tensor, or None if its op has no signature."""
@@ -386,6 +385,22 @@ class RewriteContext:
             producers = [r.node for r in node.input_refs]
             self.remove(node)
             stack.extend(producers)
+
+
+_DECODED_VALUE = ("const_value", MAX_SPLAT_DECODE_BYTES)
+
+
+def _decoded_value(node):
+    """A Const node's value as a numpy array; None for a splat that would decode to more than
+    MAX_SPLAT_DECODE_BYTES beyond its message, or a value that does not decode."""
+    av = node.attr_view.get("value")
+    if av is None or expands(av.tensor, MAX_SPLAT_DECODE_BYTES):
+        return None
+    try:
+        value = node.get_attr("value")
+    except TfgError:
+        return None
+    return value if isinstance(value, np.ndarray) else None
 
 
 def removable(ctx, node):
