@@ -96,8 +96,25 @@ def _steps(plan):
             whole.setdefault(n, []).append((p, outs[0]))
     whole = {n: v for n, v in whole.items() if len(v) >= 2}
     skipped = {o for v in whole.values() for _, o in v}
+    # Selects of one mask and one x (a masked RNN's new output and new state): one step at
+    # the last of them, over a stack of their y's
+    shared = {}
+    for n, (kind, fn, ins, outs) in enumerate(plan):
+        if kind == "select":
+            shared.setdefault((ins[0], ins[1], fn), []).append(n)
+    at = {}  # member -> the members of its shared select, at the last one
+    for group in shared.values():
+        if len(group) >= 2:
+            at.update((n, None) for n in group)
+            at[group[-1]] = group
     steps = []
     for n, (kind, fn, ins, outs) in enumerate(plan):
+        if n in at:
+            group = at[n]
+            if group is not None:
+                steps.append(_selects(ins[0], ins[1], tuple(plan[g][2][2] for g in group),
+                                      tuple(plan[g][3][0] for g in group), fn))
+            continue
         if kind == "ufunc":
             steps.append(_unary(fn, ins[0], outs[0]) if len(ins) == 1
                          else _binary(fn, ins[0], ins[1], outs[0]))
@@ -241,25 +258,58 @@ def _bias(a, b, o):
 
 
 def _split(axis, a, outs, sigmoids):
+    """Split into len(outs) pieces along a constant axis. Along the last axis of a
+    C-contiguous stack, the pieces are copied into one (n, ...) buffer of contiguous blocks
+    (the same values; the ufuncs after it then take numpy's contiguous loops, as
+    fused_steps.split's blocks); else views. `sigmoids`: ((port, output index), ...) of
+    the Sigmoids of the pieces, taken as one Sigmoid over the whole."""
     n = len(outs)
+    copyto, empty = np.copyto, np.empty
+    forms = {}  # (shape, axis) -> (blocks form or None, piece indices)
+
+    def form(shape, ax):
+        r = len(shape) - 1
+        if ax < 0:
+            ax += r
+        if not 0 <= ax < r or shape[ax + 1] % n:
+            raise Fallback
+        w = shape[ax + 1] // n
+        lead = (slice(None),) * (ax + 1)
+        index = tuple(lead + (slice(p * w, (p + 1) * w),) for p in range(n))
+        blocks = None
+        if ax == r - 1:
+            nd = len(shape)
+            blocks = (shape[:-1] + (n, w), (nd - 1,) + tuple(range(nd - 1)) + (nd,),
+                      (n,) + shape[:-1] + (w,))
+        if len(forms) > 16:
+            forms.clear()
+        f = forms[(shape, ax)] = (blocks, index)
+        return f
 
     def step(bv):
         x, ax = bv[a], bv[axis]
-        r = x.ndim - 1
-        if ax < 0:
-            ax += r
-        if not 0 <= ax < r or x.shape[ax + 1] % n:
-            raise Fallback
-        w = x.shape[ax + 1] // n
-        lead = (slice(None),) * (ax + 1)
-        for p, o in enumerate(outs):
-            bv[o] = x[lead + (slice(p * w, (p + 1) * w),)]
+        f = forms.get((x.shape, ax)) or form(x.shape, ax)
+        blocks, index = f
+        if blocks is not None and x.flags.c_contiguous:
+            src = empty(blocks[2], x.dtype)
+            copyto(src, x.reshape(blocks[0]).transpose(blocks[1]))
+            for p, o in enumerate(outs):
+                bv[o] = src[p]
+            if sigmoids:
+                s = sigmoid_into(src)
+                if s is None:
+                    raise Fallback
+                for p, o in sigmoids:
+                    bv[o] = s[p]
+            return
+        for o, i in zip(outs, index):
+            bv[o] = x[i]
         if sigmoids:
             s = sigmoid_into(x)
             if s is None:
                 raise Fallback
             for p, o in sigmoids:
-                bv[o] = s[lead + (slice(p * w, (p + 1) * w),)]
+                bv[o] = s[index[p]]
     return step
 
 
@@ -280,4 +330,41 @@ def _select(c, a, b, o, broadcast):
         r = y.copy()
         copyto(r, x, where=m)
         bv[o] = r
+    return step
+
+
+def _selects(c, a, ys, outs, broadcast):
+    """Selects of one mask and one x: where(m, x, y) for each y, as the rows of one stack
+    (the y's copied in, then x where the mask is set: one masked copy for all). Where the
+    y's are the rows the last call made (an RNN's states), one copy of that stack."""
+    copyto, empty, bool_ = np.copyto, np.empty, np.bool_
+    k = len(ys)
+    made = [(None, ())]  # (the last stack made, its rows)
+
+    def step(bv):
+        m, x = bv[c], bv[a]
+        shape = x.shape
+        if m.dtype != bool_ or m.ndim != x.ndim:
+            raise Fallback
+        if m.shape != shape:
+            if not broadcast:
+                raise Fallback
+            for d, e in zip(m.shape[1:], shape[1:]):
+                if d != 1 and d != e:
+                    raise Fallback
+        yv = [bv[y] for y in ys]
+        last, rows = made[0]
+        if last is not None and all(y is r for y, r in zip(yv, rows)):
+            r = last.copy()
+        else:
+            r = empty((k,) + shape, x.dtype)
+            for j, y in enumerate(yv):
+                if y.shape != shape:
+                    raise Fallback
+                copyto(r[j], y)
+        copyto(r, x, where=m)
+        rows = tuple(r[j] for j in range(k))
+        made[0] = (r, rows)
+        for o, v in zip(outs, rows):
+            bv[o] = v
     return step
