@@ -43,7 +43,8 @@ _NO_GROUP = _NoGroup()
 
 
 class _Mismatch(Exception):
-    """The two loops' predicates differ in one iteration."""
+    """The two loops' predicates differ in one iteration (or their chain is no longer in
+    their lists): the pair runs its loops one after the other from then on."""
 
 
 def enabled():
@@ -89,7 +90,9 @@ def pair_runner(pa, pb):
     def cut(lst, chain):
         c = cuts.get(id(lst))
         if c is None or c[0] is not lst:
-            k = next(n for n, (call, _) in enumerate(lst) if call is chain)
+            k = next((n for n, (call, _) in enumerate(lst) if call is chain), None)
+            if k is None:  # (the lists were rewritten since: a profiler's wrappers)
+                raise _Mismatch
             c = cuts[id(lst)] = (lst, tuple(lst[:k]), tuple(lst[k + 1:]))
         return c[1], c[2]
     state = {"off": False}
