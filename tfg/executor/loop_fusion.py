@@ -318,6 +318,12 @@ def _fused(group, ins_of, outs_of, readers, outside, new_slot):
     call = _chain_call(tuple(steps), tuple(dict.fromkeys(floats)), calls)
     call.members = tuple(it for _, it in calls)
     call.steps = tuple(steps)
+    # what a batched twin of the chain reads (tfg/executor/loop_pairs.py): each member's
+    # kind, input and output slots, in an order of the steps' dependencies, and the slots
+    # read outside the chain
+    call.io = tuple((it, kind, tuple(ins_of[it.id][0]), tuple(outs_of(it)))
+                    for _, it, kind in group)
+    call.escaping = tuple(s for s in dict.fromkeys(produced) if escapes(s))
     return call, calls[-1][1]
 
 

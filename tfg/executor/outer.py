@@ -29,6 +29,7 @@ import numpy as np
 
 from tfg.executor import plan as P
 from tfg.executor.executor import node_error
+from tfg.executor.loop_pairs import PAIR_OP, pair_loops
 from tfg.executor.loops import LoopNodeError, compile_loops
 from tfg.graphdef.names import CONTROL
 from tfg.kernels.resources import Ref
@@ -148,8 +149,11 @@ def outer_view(plan):
     for name, nid in loops.items():
         view_items[nid].fetch_ports = tuple(
             (k, fi) for k, e in enumerate(exits_of[name]) for _, fi in e.fetch_ports)
-    return OuterView(plan.device, view_items, plan.fetches,
-                     [view_items[nid] for nid in loops.values()])
+    # two independent loops of the same cell (a Bidirectional layer's) as one call that
+    # runs them in lockstep, their cells batched (loop_pairs.py)
+    loop_items = pair_loops(view_items, [view_items[nid] for nid in loops.values()],
+                            _pair_item)
+    return OuterView(plan.device, view_items, plan.fetches, loop_items)
 
 
 def _members(items, enters, frame_of):
@@ -204,5 +208,37 @@ def _loop_item(nid, name, frame_enters, exits, program):
         return tuple(v for _, v in got) if n_out != 1 else got[0][1]
 
     run_loop.program = program
+    run_loop.enter_ids, run_loop.exits = ids, exits
     item.fn = run_loop
+    return item
+
+
+def _pair_item(a, b, runner):
+    """The call of two loop items `a` and `b` (_loop_item) run in lockstep by `runner`
+    (loop_pairs.pair_runner): inputs a's then b's, outputs likewise."""
+    fa, fb = a.fn, b.fn
+    item = P.Item(a.id, f"{a.name} with {b.name}", PAIR_OP, P.KERNEL)
+    na = a.num_inputs
+    item.num_inputs = na + b.num_inputs
+    item.num_outputs = a.num_outputs + b.num_outputs
+    item.needs_step = True
+    item.ref_inputs = tuple(range(item.num_inputs))
+    item.ctx = _LoopContext(item.name, list(fa.exits) + list(fb.exits))
+    ids_a, ids_b = fa.enter_ids, fb.enter_ids
+    one_a, one_b = a.num_outputs == 1, b.num_outputs == 1
+
+    def run_pair(ctx, step, *values):
+        if any(type(v) is Ref for v in values):  # read as each loop item reads them, in turn
+            ga, gb = fa(a.ctx, step, *values[:na]), fb(b.ctx, step, *values[na:])
+            return (((ga,) if one_a else tuple(ga)) + ((gb,) if one_b else tuple(gb)))
+        try:
+            ga, gb = runner(dict(zip(ids_a, values[:na])), dict(zip(ids_b, values[na:])),
+                            step)
+        except LoopNodeError as e:
+            raise node_error(e.item, e.error) from e.error
+        return tuple(v for _, v in ga) + tuple(v for _, v in gb)
+
+    run_pair.programs = (fa.program, fb.program)
+    run_pair.runner = runner
+    item.fn = run_pair
     return item

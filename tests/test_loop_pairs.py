@@ -1,0 +1,175 @@
+"""Two independent compiled loops of one cell run in lockstep, their fused chains as one call on
+stacked operands (tfg/executor/loop_pairs.py, batched_chain.py): the values are the
+sequential run's, bit for bit (TFG_LOOP_PAIR=0), and TensorFlow's on the frozen Keras masked
+BiLSTM; two trip counts, two cells, a loop that reads the other, operands the stacked steps
+do not take and a bad input run the loops one after the other, with the same values and
+errors."""
+import json
+
+import numpy as np
+import pytest
+
+from conftest import FIXTURES
+from tfg import builder as tb
+from tfg.errors import TfgRuntimeError
+from tfg.executor import Session
+from tfg.executor import batched_chain as BC
+from tfg.graphdef import io
+
+B, H = 4, 3
+
+
+@pytest.fixture
+def batched(monkeypatch):
+    """{True: stacked calls done, False: declined}: every call of a batched chain."""
+    got = {True: 0, False: 0}
+    real = BC._runner
+
+    def counting(*args):
+        run = real(*args)
+
+        def count(va, vb, last):
+            ok = run(va, vb, last)
+            got[ok] += 1
+            return ok
+        count.kept = run.kept
+        return count
+    monkeypatch.setattr(BC, "_runner", counting)
+    return got
+
+
+def _cell(h, c, m, u, b, plain=False):
+    z = tb.bias_add(tb.add(tb.matmul(h, tb.constant(u)), tb.matmul(c, tb.constant(u[::-1]))),
+                    tb.constant(b))
+    if plain:  # another cell: no Split, no Sigmoid
+        h2 = tb.tanh(tb.matmul(z, tb.constant(np.eye(3 * H, H, dtype=u.dtype))))
+        return tb.where(m, h2, h), c
+    i, f, g = tb.split(z, 3, axis=1)
+    c2 = tb.add(tb.multiply(tb.sigmoid(f), c), tb.multiply(tb.sigmoid(i), tb.tanh(g)))
+    h2 = tb.multiply(tb.tanh(c2), tb.sigmoid(i))
+    return tb.where(m, h2, h), tb.where(m, c2, c)
+
+
+def _graph(plain_b=False, chained=False, dtype=tb.float32):
+    """Two while loops of n_a and n_b iterations of a masked cell (weights of their own),
+    fed h0_a, h0_b; `chained`: loop b starts from loop a's h."""
+    npd = np.float32 if dtype == tb.float32 else np.float64
+    rng = np.random.default_rng(3)
+    with tb.Graph() as g:
+        outs = []
+        for k, name in enumerate("ab"):
+            u = rng.standard_normal((H, 3 * H)).astype(npd)
+            b = rng.standard_normal(3 * H).astype(npd)
+            n = tb.placeholder(tb.int32, [], name=f"n_{name}")
+            h0 = tb.placeholder(dtype, [None, None], name=f"h0_{name}")
+            if chained and k:
+                h0 = tb.add(h0, outs[0])
+            m = tb.placeholder(tb.bool_, [None, 1], name=f"m_{name}")
+            plain = plain_b and k == 1
+            _, h, c = tb.while_loop(
+                lambda i, h, c: tb.less(i, n),
+                lambda i, h, c, m=m, u=u, b=b, plain=plain: (i + 1,) + _cell(h, c, m, u, b,
+                                                                            plain),
+                [tb.constant(0), h0, tb.multiply(h0, 0.0)], name=f"loop_{name}")
+            outs.append(tb.identity(tb.add(h, c), name=f"out_{name}"))
+    return g.graph
+
+
+def _feeds(n_a=5, n_b=5, scale=1.0, npd=np.float32):
+    rng = np.random.default_rng(7)
+    return {"n_a": np.int32(n_a), "n_b": np.int32(n_b),
+            "h0_a": (scale * rng.standard_normal((B, H))).astype(npd),
+            "h0_b": (scale * rng.standard_normal((B, H))).astype(npd),
+            "m_a": rng.random((B, 1)) > 0.3, "m_b": rng.random((B, 1)) > 0.3}
+
+
+def _run(graph, feeds, pair, monkeypatch, fetches=("out_a", "out_b")):
+    monkeypatch.setenv("TFG_LOOP_PAIR", "1" if pair else "0")
+    sess = Session(graph)
+    out = sess.run(list(fetches), feeds)
+    again = sess.run(list(fetches), feeds)  # (the second run takes the kept values)
+    for a, b in zip(out, again):
+        assert a.tobytes() == b.tobytes()
+    return out
+
+
+def _same(a, b):
+    assert len(a) == len(b)
+    for x, y in zip(a, b):
+        assert x.dtype == y.dtype and x.shape == y.shape and x.tobytes() == y.tobytes()
+
+
+@pytest.mark.parametrize("npd, dtype", [(np.float32, tb.float32), (np.float64, tb.float64)])
+def test_paired_loops_give_the_sequential_bytes(npd, dtype, batched, monkeypatch):
+    graph = _graph(dtype=dtype)
+    feeds = _feeds(npd=npd)
+    got = _run(graph, feeds, True, monkeypatch)
+    assert batched[True] == 2 * 5 and not batched[False]  # every iteration of both runs
+    want = _run(graph, feeds, False, monkeypatch)
+    _same(got, want)
+    assert not np.array_equal(got[0], got[1])  # (two loops of their own weights)
+
+
+def test_two_trip_counts_run_one_after_the_other(batched, monkeypatch):
+    graph = _graph()
+    feeds = _feeds(n_a=5, n_b=3)
+    got = _run(graph, feeds, True, monkeypatch)
+    _same(got, _run(graph, feeds, False, monkeypatch))
+    # lockstep until the third iteration's predicates differ, then never again
+    assert batched[True] == 3 and not batched[False]
+
+
+def test_zero_iterations(batched, monkeypatch):
+    graph = _graph()
+    feeds = _feeds(n_a=0, n_b=0)
+    got = _run(graph, feeds, True, monkeypatch)
+    _same(got, _run(graph, feeds, False, monkeypatch))
+    np.testing.assert_array_equal(got[0], feeds["h0_a"])
+
+
+def test_two_cells_or_a_loop_reading_the_other_are_not_paired(batched, monkeypatch):
+    for graph in (_graph(plain_b=True), _graph(chained=True)):
+        feeds = _feeds()
+        got = _run(graph, feeds, True, monkeypatch)
+        _same(got, _run(graph, feeds, False, monkeypatch))
+    assert batched == {True: 0, False: 0}
+
+
+def test_operands_the_stacked_steps_do_not_take_run_the_chains(batched, monkeypatch):
+    """h0 of 200 puts a Sigmoid's input below its overflow floor: the stacked call declines,
+    each chain decides (its kernels' two-sided Sigmoid)."""
+    graph = _graph()
+    feeds = _feeds(scale=200.0)
+    got = _run(graph, feeds, True, monkeypatch)
+    _same(got, _run(graph, feeds, False, monkeypatch))
+    assert batched[False] > 0
+    assert all(np.isfinite(g).all() for g in got)
+
+
+def test_a_bad_input_is_the_sequential_runs_error(monkeypatch):
+    graph = _graph()
+    feeds = _feeds()
+    feeds["h0_b"] = np.zeros((B, H + 1), np.float32)
+    errors = []
+    for pair in (True, False):
+        monkeypatch.setenv("TFG_LOOP_PAIR", "1" if pair else "0")
+        with pytest.raises(TfgRuntimeError, match="loop_b") as e:
+            Session(graph).run(["out_a", "out_b"], feeds)
+        errors.append(str(e.value))
+    assert errors[0] == errors[1]
+
+
+def test_frozen_keras_bilstm_is_paired(batched, monkeypatch):
+    """The real-model suite's masked BiLSTM (tools/gen_real_models.py, TensorFlow's values):
+    its forward and backward loops run as one pair, every iteration stacked; the outputs
+    are TensorFlow's, and the sequential run's bit for bit."""
+    case = FIXTURES / "real_models" / "keras_bilstm_masked"
+    meta = json.loads((case / "case.json").read_text())
+    feeds = dict(np.load(case / "feeds.npz"))
+    expected = np.load(case / "expected.npz")
+    graph = io.load(str(case / "graph.pb"))
+    got = _run(graph, feeds, True, monkeypatch, meta["fetches"])
+    assert batched[True] > 0 and not batched[False]
+    _same(got, _run(graph, feeds, False, monkeypatch, meta["fetches"]))
+    for key, a in zip(meta["fetches"], got):
+        np.testing.assert_allclose(a, expected[key], rtol=meta["rtol"], atol=meta["atol"])
