@@ -67,14 +67,14 @@ def test_a_signature_s_first_step_keeps_adaptive_and_infers_nothing(monkeypatch)
     f = _floor(_mm_graph(32, 128, 128))
     x = np.zeros((32, 128), np.float32)
     assert f.limit(blas.ADAPTIVE, [x]) == blas.ADAPTIVE and not f.small  # a one-shot run
-    assert f.limit(blas.ADAPTIVE, [x]) == blas.FLOORED and len(f.small) == 1
+    assert f.limit(blas.ADAPTIVE, [x]) == 1 and len(f.small) == 1
 
 
 def test_small_gemms_run_on_one_thread_large_ones_adaptive(monkeypatch):
     monkeypatch.delenv("TFG_GEMM_FLOOR", raising=False)
     small = _floor(_mm_graph(32, 128, 128))  # the rnn row's products: 0.5M multiply-adds
     x = np.zeros((32, 128), np.float32)
-    assert _decided(small, blas.ADAPTIVE, [x]) == blas.FLOORED
+    assert _decided(small, blas.ADAPTIVE, [x]) == 1
     assert _decided(small, 2, [x]) == 2  # an explicit count is the user's
     assert _decided(small, None, [x]) is None  # BLAS left alone (a BLAS variable was set)
     large = _floor(_mm_graph(128, 784, 1024))  # the mlp row's first layer: 103M
@@ -84,17 +84,17 @@ def test_small_gemms_run_on_one_thread_large_ones_adaptive(monkeypatch):
 def test_the_decision_follows_the_fed_shapes(monkeypatch):
     monkeypatch.delenv("TFG_GEMM_FLOOR", raising=False)
     f = _floor(_mm_graph(None, 256, 256))
-    assert _decided(f, blas.ADAPTIVE, [np.zeros((8, 256), np.float32)]) == blas.FLOORED
+    assert _decided(f, blas.ADAPTIVE, [np.zeros((8, 256), np.float32)]) == 1
     rows = FLOOR_MACS // (256 * 256)  # exactly at the floor: large
     assert _decided(f, blas.ADAPTIVE, [np.zeros((rows, 256), np.float32)]) == blas.ADAPTIVE
-    assert _decided(f, blas.ADAPTIVE, [np.zeros((rows - 1, 256), np.float32)]) == blas.FLOORED
+    assert _decided(f, blas.ADAPTIVE, [np.zeros((rows - 1, 256), np.float32)]) == 1
 
 
 def test_floor_inside_a_loop_and_env_off(monkeypatch):
     monkeypatch.delenv("TFG_GEMM_FLOOR", raising=False)
     f = _floor(_mm_graph(32, 128, 128, loop=True))
     x = np.zeros((32, 128), np.float32)
-    assert _decided(f, blas.ADAPTIVE, [x]) == blas.FLOORED
+    assert _decided(f, blas.ADAPTIVE, [x]) == 1
     monkeypatch.setenv("TFG_GEMM_FLOOR", "0")
     assert _decided(f, blas.ADAPTIVE, [x]) == blas.ADAPTIVE
     monkeypatch.setenv("TFG_GEMM_FLOOR", str(1 << 10))
@@ -115,7 +115,7 @@ def test_not_decided_while_adaptive_gives_one_thread(monkeypatch):
     monkeypatch.setattr(blas_floor, "adaptive_count", lambda: 1)  # a loaded machine
     assert _decided(f, blas.ADAPTIVE, [x]) == blas.ADAPTIVE and not f.small  # nothing inferred
     monkeypatch.setattr(blas_floor, "adaptive_count", lambda: 2)  # the load went away
-    assert _decided(f, blas.ADAPTIVE, [x]) == blas.FLOORED and len(f.small) == 1
+    assert _decided(f, blas.ADAPTIVE, [x]) == 1 and len(f.small) == 1
 
 
 def test_large_graphs_are_not_inferred(monkeypatch):
@@ -124,7 +124,7 @@ def test_large_graphs_are_not_inferred(monkeypatch):
     assert _decided(f, blas.ADAPTIVE, [np.zeros((32, 128), np.float32)]) == blas.ADAPTIVE
 
 
-@pytest.mark.parametrize("rows,want", [(32, blas.FLOORED), (2048, blas.ADAPTIVE)])
+@pytest.mark.parametrize("rows,want", [(32, 1), (2048, blas.ADAPTIVE)])
 def test_session_applies_the_floor(monkeypatch, rows, want):
     for k in (blas.ENV_VAR, "TFG_GEMM_FLOOR") + blas._USER_ENV:
         monkeypatch.delenv(k, raising=False)

@@ -101,31 +101,6 @@ def test_adaptive_gives_chunked_kernels_every_core_even_under_load(monkeypatch):
 
 
 @needs_control
-def test_wide_gemm_widens_only_a_floored_step_running_alone(monkeypatch):
-    from tfg.executor.blas_floor import FLOOR_MACS, widened_for
-    monkeypatch.setattr(blas, "adaptive_threads", lambda: 2)  # quiet: two cores free
-    monkeypatch.delenv("TFG_GEMM_FLOOR", raising=False)
-    before = blas.current_blas_threads()
-    with blas.blas_limit(blas.FLOORED):
-        assert blas.current_blas_threads() == 1  # the loop's small products: one thread
-        with widened_for(FLOOR_MACS):
-            assert blas.current_blas_threads() == 2  # a hoisted or deferred product
-        assert blas.current_blas_threads() == 1
-        with widened_for(FLOOR_MACS - 1):  # under the floor: stays on one
-            assert blas.current_blas_threads() == 1
-        with blas.blas_limit(1):  # a second step runs: the smallest limit stands
-            with blas.wide_gemm():
-                assert blas.current_blas_threads() == 1
-    with blas.blas_limit(1):  # an explicit count is the user's: never widened
-        with blas.wide_gemm():
-            assert blas.current_blas_threads() == 1
-    monkeypatch.setattr(blas, "adaptive_threads", lambda: 1)  # loaded: nothing to widen to
-    with blas.blas_limit(blas.FLOORED), blas.wide_gemm():
-        assert blas.current_blas_threads() == 1
-    assert blas.current_blas_threads() == before
-
-
-@needs_control
 def test_overlapping_steps_restore_the_original():
     before = blas.current_blas_threads()
     a, b = blas.blas_limit(1), blas.blas_limit(1)

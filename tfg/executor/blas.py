@@ -35,9 +35,6 @@ from tfg.executor.contention import adaptive_threads, meter, usable_cores
 from tfg.kernels import conv_threads
 
 ADAPTIVE = "adaptive"
-# A step the GEMM floor (blas_floor.py) put on one BLAS thread: 1 for its calls, but the few
-# large GEMMs it makes at run time may widen to the adaptive count (wide_gemm).
-FLOORED = "floored"
 ENV_VAR = "TFG_BLAS_THREADS"
 _USER_ENV = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "GOTO_NUM_THREADS")
 _SET_NAMES = ("openblas_set_num_threads", "scipy_openblas_set_num_threads64_",
@@ -47,7 +44,7 @@ _GET_NAMES = ("openblas_get_num_threads", "scipy_openblas_get_num_threads64_",
 
 _lock = threading.Lock()
 _backend = None  # resolved once: a _Backend, or False when no BLAS can be controlled
-_active = {}  # token -> (BLAS limit, chunk threads, floored?) of each step running now
+_active = {}  # token -> limit of each step running now
 _saved = None  # the library's setting before the first active step
 
 
@@ -188,9 +185,7 @@ class blas_limit:
         backend = _get_backend()
         if backend is None:
             return self
-        floored = self.limit == FLOORED
-        limit = (adaptive_threads() if self.limit == ADAPTIVE
-                 else 1 if floored else self.limit)
+        limit = adaptive_threads() if self.limit == ADAPTIVE else self.limit
         # Chunked kernels' threads take their chunks from a shared queue, so a thread that
         # another process deschedules only takes fewer: unlike BLAS's threads, which wait for
         # each other at every block, they pay under load too (the cnn row at --load 2: 1.2-1.4x
@@ -202,7 +197,7 @@ class blas_limit:
                 shorten_idle_spin(_openblas_paths)  # once: see blas_spin.py
                 _saved = backend.get()
                 meter().start()  # contention is measured while steps run
-            _active[self.token] = (limit, chunks, floored)
+            _active[self.token] = (limit, chunks)
             want = min(v[0] for v in _active.values())
             if backend.get() != want:
                 backend.set(want)
@@ -224,45 +219,4 @@ class blas_limit:
             # Outside steps, chunked kernels run on the calling thread only.
             chunks = min(v[1] for v in _active.values()) if _active else 1
             conv_threads.configure(chunks, backend.set, want)
-        return False
-
-
-class wide_gemm:
-    """Context manager around one large GEMM made inside a floored step (FLOORED): BLAS gets
-    the adaptive count for it, then one thread again. Anywhere else it changes nothing.
-
-    Why: the floor gives a loop's graph one BLAS thread because each of its products is small
-    (the rnn row's 100 of 32x128x128 a step: one thread is 1.8x faster for them), but a
-    compiled loop also makes a few products the graph does not show, over all its iterations
-    at once: the hoisted input projection (loop_projection.py) and the deferred gradient sums
-    (loop_accumulation.py), 26M multiply-adds each on the rnn row, where two threads win
-    (FLOOR_MACS is where they start to). Only while this step is the only one running: with
-    concurrent steps the smallest limit stands (blas_limit).
-    """
-
-    __slots__ = ("widened",)
-
-    def __init__(self):
-        self.widened = False
-
-    def __enter__(self):
-        if len(_active) != 1:
-            return self
-        backend = _get_backend()
-        with _lock:
-            if len(_active) != 1 or not next(iter(_active.values()))[2]:
-                return self
-            wide = adaptive_threads()
-            if wide > 1:
-                backend.set(wide)
-                self.widened = True
-        return self
-
-    def __exit__(self, *exc):
-        if self.widened:
-            self.widened = False
-            with _lock:
-                want = min(v[0] for v in _active.values()) if _active else _saved
-                if want is not None:
-                    _get_backend().set(want)
         return False

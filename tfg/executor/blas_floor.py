@@ -1,9 +1,8 @@
 """One BLAS thread for steps whose GEMMs are all small: the 'adaptive' setting's size floor.
 
     >>> floor = GemmFloor(graph, needed, feed_refs)   # once per prepared step
-    >>> floor.limit(ADAPTIVE, feed_values)            # every step: FLOORED (one thread) when
-    'floored'                                         # the step's largest GEMM is under
-                                                      # FLOOR_MACS, else ADAPTIVE
+    >>> floor.limit(ADAPTIVE, feed_values)            # every step: 1 when the step's largest
+    1                                                 # GEMM is under FLOOR_MACS, else ADAPTIVE
 
 Why: on a quiet machine 'adaptive' (tfg/executor/blas.py) gives OpenBLAS both cores, and
 OpenBLAS threads every GEMM above 262,144 multiply-adds (its compiled-in threshold). Between
@@ -24,10 +23,9 @@ would cost 0.1-0.6 s once) keep the adaptive count, as does an explicit count (`
 2`, `--blas-threads`, $TFG_BLAS_THREADS): the user's. $TFG_GEMM_FLOOR sets the floor in
 multiply-adds (0: no floor, for comparisons).
 """
-import contextlib
 import os
 
-from tfg.executor.blas import ADAPTIVE, FLOORED, wide_gemm
+from tfg.executor.blas import ADAPTIVE
 from tfg.executor.contention import choices, meter, threads_for, usable_cores
 from tfg.graphdef.infer import infer
 from tfg.schemas.ops import has_trait
@@ -46,16 +44,6 @@ def floor_macs():
         return max(0, int(text)) if text else FLOOR_MACS
     except ValueError:
         return FLOOR_MACS
-
-
-_NO_WIDENING = contextlib.nullcontext()
-
-
-def widened_for(macs):
-    """Around a GEMM of `macs` multiply-adds made at run time (a compiled loop's hoisted or
-    deferred product): blas.wide_gemm() at or over the floor, else nothing.
-    Before: one BLAS thread (a floored step). After: the adaptive count for that GEMM."""
-    return wide_gemm() if macs >= floor_macs() else _NO_WIDENING
 
 
 def adaptive_count():
@@ -147,7 +135,7 @@ class GemmFloor:
             self.small[key] = small
         if small:
             choices["1 (gemm floor)"] += 1  # what the benchmarks report as adaptive's choices
-            return FLOORED  # one thread, but wide_gemm may widen a loop's large products
+            return 1
         return limit
 
     def _all_small(self, feed_values, floor):

@@ -24,7 +24,6 @@ with the input projections (loop_projection.py).
 """
 import numpy as np
 
-from tfg.executor.blas_floor import widened_for
 from tfg.executor.loop_buffers import BufferPool
 from tfg.executor.loop_calls import run_named
 from tfg.executor.loop_fusion import node_kind
@@ -112,9 +111,8 @@ def _finish(outs, state):
         vals[state] = None
         accs, abufs, gbuf, rows, _ = held
         g = gbuf[:rows]
-        with widened_for(rows * g.shape[-1] * abufs[0].shape[-1] if abufs else 0):
-            for out, acc, a in zip(outs, accs, abufs):
-                vals[out] = np.add(acc, np.matmul(a[:rows].T, g))
+        for out, acc, a in zip(outs, accs, abufs):
+            vals[out] = np.add(acc, np.matmul(a[:rows].T, g))
     return finish
 
 

@@ -33,7 +33,6 @@ import os
 import numpy as np
 
 from tfg.executor import plan as P
-from tfg.executor.blas_floor import widened_for
 from tfg.executor.direct_calls import _index
 from tfg.executor.loop_buffers import BufferPool
 from tfg.executor.loop_calls import run_named
@@ -206,9 +205,7 @@ def _project(src, w, bias, axis, dtype, tb, limit, pool):
         x = np.stack(src.items, out=pool.take((t, b, f), w.dtype))
     else:
         x = src if src.flags.c_contiguous else np.ascontiguousarray(src)
-    with widened_for(t * b * f * n):
-        p = np.matmul(x.reshape(t * b, f), w.T if tb else w,
-                      out=pool.take((t * b, n), w.dtype))
+    p = np.matmul(x.reshape(t * b, f), w.T if tb else w, out=pool.take((t * b, n), w.dtype))
     if bias is not None:
         np.add(p, bias, p)  # (as the _FusedMatMul kernel adds it to its product)
     return p.reshape(t, b, n)
