@@ -313,6 +313,12 @@ def _split(axis, a, outs, sigmoids):
     return step
 
 
+def _mask_fits(mshape, shape, broadcast):
+    """Whether a Select's mask of `mshape` (another shape than its x's) broadcasts over all
+    but the first axis, as the chain's verdict said it may."""
+    return broadcast and all(d == 1 or d == e for d, e in zip(mshape[1:], shape[1:]))
+
+
 def _select(c, a, b, o, broadcast):
     copyto, bool_ = np.copyto, np.bool_
 
@@ -321,12 +327,8 @@ def _select(c, a, b, o, broadcast):
         shape = x.shape
         if m.dtype != bool_ or shape != y.shape or m.ndim != x.ndim:
             raise Fallback
-        if m.shape != shape:
-            if not broadcast:
-                raise Fallback
-            for d, e in zip(m.shape[1:], shape[1:]):
-                if d != 1 and d != e:
-                    raise Fallback
+        if m.shape != shape and not _mask_fits(m.shape, shape, broadcast):
+            raise Fallback
         r = y.copy()
         copyto(r, x, where=m)
         bv[o] = r
@@ -346,12 +348,8 @@ def _selects(c, a, ys, outs, broadcast):
         shape = x.shape
         if m.dtype != bool_ or m.ndim != x.ndim:
             raise Fallback
-        if m.shape != shape:
-            if not broadcast:
-                raise Fallback
-            for d, e in zip(m.shape[1:], shape[1:]):
-                if d != 1 and d != e:
-                    raise Fallback
+        if m.shape != shape and not _mask_fits(m.shape, shape, broadcast):
+            raise Fallback
         yv = [bv[y] for y in ys]
         last, rows = made[0]
         if last is not None and all(y is r for y, r in zip(yv, rows)):

@@ -110,25 +110,6 @@ def pair_runner(pa, pb):
     return run
 
 
-def _start(p, enter_values):
-    """LoopProgram.run's set-up: the slots, and the hoisted, header and body lists."""
-    vals = [None] * p.nslots
-    for iid, slot in p.enter_slots.items():
-        vals[slot] = enter_values[iid]
-    for slot in p.scalar_enters:
-        v = vals[slot]
-        if type(v) is np.ndarray and v.ndim == 0 and v.dtype.kind in "biuf":
-            vals[slot] = v[()]
-    for out, idx, enter_slot, _, _, _, _ in p.merges:
-        vals[out] = vals[enter_slot]
-    fixed = p.fixed
-    if fixed is None:
-        return vals, p.hoisted, p.header, p.body, fixed
-    for slot, v in fixed:
-        vals[slot] = v
-    return vals, (), p.header_fixed, p.body_fixed, fixed
-
-
 def _pred(v):
     if type(v) is not np.bool_:
         if type(v) is Ref:
@@ -148,8 +129,8 @@ def _merge(p, vals):
 
 
 def _lockstep(pa, pb, ca, cb, both, cut, ea, eb, step):
-    va, hoisted_a, header_a, body_a, fixed_a = _start(pa, ea)
-    vb, hoisted_b, header_b, body_b, fixed_b = _start(pb, eb)
+    va, hoisted_a, header_a, body_a, fixed_a = pa.start(ea)
+    vb, hoisted_b, header_b, body_b, fixed_b = pb.start(eb)
     for call, _ in hoisted_a:
         call(va, step)
     for call, _ in hoisted_b:

@@ -107,9 +107,10 @@ class LoopProgram:
         self._nexts = tuple(m[4] for m in moving)
         self._deref = any(m[6] for m in merges)
 
-    def run(self, enter_values, step, group):
-        """Run the loop from {Enter item id: value}; -> [(Exit item, value)], or None when
-        the step failed elsewhere meanwhile. A kernel's error propagates as (item, error)."""
+    def start(self, enter_values):
+        """A run's slots from {Enter item id: value}, and the lists it runs:
+        (vals, hoisted, header, body, fixed); `fixed` is None until the kept values exist
+        (then the hoisted calls are not run again). loop_pairs.py starts its two loops here."""
         vals = [None] * self.nslots
         for iid, slot in self.enter_slots.items():
             vals[slot] = enter_values[iid]
@@ -123,11 +124,15 @@ class LoopProgram:
             vals[idx] = INDEX[enter_index]
         fixed = self.fixed
         if fixed is None:
-            hoisted, header, body = self.hoisted, self.header, self.body
-        else:
-            for slot, v in fixed:
-                vals[slot] = v
-            hoisted, header, body = (), self.header_fixed, self.body_fixed
+            return vals, self.hoisted, self.header, self.body, fixed
+        for slot, v in fixed:
+            vals[slot] = v
+        return vals, (), self.header_fixed, self.body_fixed, fixed
+
+    def run(self, enter_values, step, group):
+        """Run the loop from {Enter item id: value}; -> [(Exit item, value)], or None when
+        the step failed elsewhere meanwhile. A kernel's error propagates as (item, error)."""
+        vals, hoisted, header, body, fixed = self.start(enter_values)
         pred_slot = self.pred_slot
         outs, nexts = self._outs, self._nexts
         single = len(outs) == 1
