@@ -6,24 +6,22 @@
 
 The two directions count 0, 1, 2, ... against the same limits, but nothing in the graph says
 so: the check is made at run time, call by call. Two calls at the same place of their lists
-are merged when they are the same kernel with the same attrs (an op of SCALAR_OPS: binary,
-stateless), and each is then shared only where its two inputs are the same object or equal
-numbers of one integer or bool type (where == means the same bits: no -0.0 == 0.0, no NaN);
-or, for values the graph fixes (Consts), equal 0-d arrays of one integer or bool dtype; an
-equal input of B's is replaced by A's object, so later iterations find the same object.
-B's output takes A's result only when it is an immutable number (a numpy scalar, a Python
-int, float or bool: nothing writes into those); else, or where an input differs, both calls
-run. Same kernel, attrs and inputs give the same value, and the same error: an error of A's
-call drops the pair, whose sequential re-run raises it, named by its own node.
+are merged when they are the same kernel with the same attrs (an op of math_ops.SCALAR_OPS:
+binary, stateless); each iteration the merged call is computed once where its two inputs
+are the same object, equal numbers of one integer or bool type (where == means the same
+bits: no -0.0 == 0.0, no NaN) or, for values the graph fixes (Consts), equal 0-d arrays of
+one integer or bool dtype. An equal input of B's is replaced by A's object, so later
+iterations find the same object. B's output takes A's result only when it is an immutable
+number (a numpy scalar, a Python int, float or bool: nothing writes into those); else, or
+where an input differs, both calls run. Same kernel, attrs and inputs give the same value
+and the same error: an error of A's call drops the pair, whose sequential re-run raises it,
+named by its own node.
 """
 import numpy as np
 
+from tfg.kernels.math_ops import SCALAR_OPS  # (binary, stateless: the loops' scalar paths)
 from tfg.kernels.registry import get_kernel
 
-# binary kernels without state whose loop calls are the loop's scalar fast paths
-SCALAR_OPS = frozenset({"Less", "LessEqual", "Greater", "GreaterEqual", "Equal", "NotEqual",
-                        "LogicalAnd", "LogicalOr", "AddV2", "Add", "Sub", "Mul", "Maximum",
-                        "Minimum"})
 # types whose == means equal bits
 _EXACT = frozenset({bool, int, np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8,
                     np.uint16, np.uint32, np.uint64})
