@@ -10,7 +10,8 @@ Before: the forward loop's 20 iterations, then the backward loop's, each iterati
 fused chain of ~20 numpy calls on [8, 32] states. After: iteration t of both, then t + 1:
 each program's own calls (counters, predicate, list reads and writes) in its own order, its
 chain's steps once on the two chains' operands stacked ([2, 8, 32] @ [2, 32, 128] as one
-np.matmul), values bit for bit the chains' own.
+np.matmul), values bit for bit the chains' own; the two loops' equal counters and
+predicates computed once (tfg/executor/pair_scalars.py).
 
 Interleaving two loops is one of the orders the dataflow executor may take when neither
 reads the other: the outer schedule pairs two loop items only where no path joins them,
