@@ -100,6 +100,8 @@ def pair_runner(pa, pb):
             p = plans[key] = ((header_a, header_b, body_a, body_b), (
                 PS.merged(header_a, header_b, pa, pb), PS.merged(before_a, before_b, pa, pb),
                 PS.merged(after_a, after_b, pa, pb)))
+            both.rows.clear()
+            both.rows.update(_projected_rows(both.external, before_a, before_b))
         return p[1]
     state = {"off": False}
 
@@ -114,6 +116,17 @@ def pair_runner(pa, pb):
         return (pa.run(ea, step, _NO_GROUP), pb.run(eb, step, _NO_GROUP))
     run.state = state
     return run
+
+
+def _projected_rows(external, before_a, before_b):
+    """{external index: (state, index slots of A's projected call, of B's)} for the chain
+    operands that are the rows of the two loops' input projections, set by calls that run
+    before the chain (batched_chain._row stacks them as a view)."""
+    def outs(lst):
+        return {c.row_of[2]: c.row_of[:2] for c, _ in lst if hasattr(c, "row_of")}
+    oa, ob = outs(before_a), outs(before_b)
+    return {k: oa[sa] + ob[sb] for k, sa, sb, role in external
+            if role == "float" and sa in oa and sb in ob}
 
 
 def _cut(lst, chain):
