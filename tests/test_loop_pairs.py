@@ -14,6 +14,7 @@ from tfg import builder as tb
 from tfg.errors import TfgRuntimeError
 from tfg.executor import Session
 from tfg.executor import batched_chain as BC
+from tfg.executor import pair_scalars as PS
 from tfg.graphdef import io
 
 B, H = 4, 3
@@ -32,7 +33,7 @@ def batched(monkeypatch):
             ok = run(va, vb, last)
             got[ok] += 1
             return ok
-        count.kept = run.kept
+        count.kept, count.rows, count.external = run.kept, run.rows, run.external
         return count
     monkeypatch.setattr(BC, "_runner", counting)
     return got
@@ -50,9 +51,10 @@ def _cell(h, c, m, u, b, plain=False):
     return tb.where(m, h2, h), tb.where(m, c2, c)
 
 
-def _graph(plain_b=False, chained=False, dtype=tb.float32):
+def _graph(plain_b=False, chained=False, dtype=tb.float32, start_b=0):
     """Two while loops of n_a and n_b iterations of a masked cell (weights of their own),
-    fed h0_a, h0_b; `chained`: loop b starts from loop a's h."""
+    fed h0_a, h0_b; `chained`: loop b starts from loop a's h; `start_b`: loop b counts from
+    it (loop a from 0). Fetch i_a, i_b: the counters' last values."""
     npd = np.float32 if dtype == tb.float32 else np.float64
     rng = np.random.default_rng(3)
     with tb.Graph() as g:
@@ -66,12 +68,14 @@ def _graph(plain_b=False, chained=False, dtype=tb.float32):
                 h0 = tb.add(h0, outs[0])
             m = tb.placeholder(tb.bool_, [None, 1], name=f"m_{name}")
             plain = plain_b and k == 1
-            _, h, c = tb.while_loop(
+            i, h, c = tb.while_loop(
                 lambda i, h, c: tb.less(i, n),
                 lambda i, h, c, m=m, u=u, b=b, plain=plain: (i + 1,) + _cell(h, c, m, u, b,
                                                                             plain),
-                [tb.constant(0), h0, tb.multiply(h0, 0.0)], name=f"loop_{name}")
+                [tb.constant(start_b if k else 0), h0, tb.multiply(h0, 0.0)],
+                name=f"loop_{name}")
             outs.append(tb.identity(tb.add(h, c), name=f"out_{name}"))
+            tb.identity(i, name=f"i_{name}")
     return g.graph
 
 
@@ -173,3 +177,88 @@ def test_frozen_keras_bilstm_is_paired(batched, monkeypatch):
     _same(got, _run(graph, feeds, False, monkeypatch, meta["fetches"]))
     for key, a in zip(meta["fetches"], got):
         np.testing.assert_allclose(a, expected[key], rtol=meta["rtol"], atol=meta["atol"])
+
+
+@pytest.fixture
+def shared(monkeypatch):
+    """{(op, shared): count}: every merged scalar call of a pair; shared: B's own call did not
+    run (its output slot took A's result)."""
+    got = {}
+    real = PS._shared
+
+    def spy(ca, ia, pa, cb, ib, pb):
+        ran = []
+
+        def own(vals, step):
+            ran.append(1)
+            cb(vals, step)
+        ins, outs, _ = pb.call_slots[ib.id]
+        pb.call_slots[ib.id] = (ins, outs, own)
+        f = real(ca, ia, pa, own, ib, pb)
+        if f is None:
+            return None
+
+        def count(va, vb, step):
+            ran.clear()
+            f(va, vb, step)
+            assert vb[outs[0]] is not None
+            key = (ia.op, not ran)
+            got[key] = got.get(key, 0) + 1
+        return count
+    monkeypatch.setattr(PS, "_shared", spy)
+    return got
+
+
+FETCH_I = ("out_a", "out_b", "i_a", "i_b")
+
+
+def test_equal_counters_are_computed_once(batched, shared, monkeypatch):
+    """Both loops count 0..5 against equal limits: each iteration's Less and i + 1 run once,
+    B taking A's numpy scalar; the values are the sequential run's bytes."""
+    graph = _graph()
+    feeds = _feeds()
+    got = _run(graph, feeds, True, monkeypatch, FETCH_I)
+    assert batched[True] == 2 * 5
+    # two runs: 6 predicates and 5 increments each, all shared (the limits, fed as two
+    # equal numpy scalars, are compared once a run; the counters are then one object)
+    assert shared == {("Less", True): 12, ("AddV2", True): 10}
+    _same(got, _run(graph, feeds, False, monkeypatch, FETCH_I))
+    assert got[2] == got[3] == 5
+
+
+@pytest.mark.parametrize("start_b, n_b", [(1, 6), (0, 7)])
+def test_unequal_counters_are_not_shared(start_b, n_b, batched, shared, monkeypatch):
+    """Loop b counts from 1 to 6 (the same trip count, other values), or against another
+    limit: no Less is shared, nor (from 1) an increment; values and counters as sequential."""
+    graph = _graph(start_b=start_b)
+    feeds = _feeds(n_a=5, n_b=n_b)
+    got = _run(graph, feeds, True, monkeypatch, FETCH_I)
+    assert not shared.get(("Less", True))
+    if start_b:
+        assert batched[True] == 2 * 5 and not shared.get(("AddV2", True))
+    _same(got, _run(graph, feeds, False, monkeypatch, FETCH_I))
+    assert (got[2], got[3]) == (5, 6 if start_b else 7)
+
+
+def test_projection_rows_are_a_view_of_one_stack(batched, monkeypatch):
+    """The frozen Keras BiLSTM's two input projections: from the second iteration the stacked
+    call reads both rows as one view of a [T, 2, B, N] copy (batched_chain._row), and the
+    outputs are the sequential run's bytes."""
+    case = FIXTURES / "real_models" / "keras_bilstm_masked"
+    meta = json.loads((case / "case.json").read_text())
+    feeds = dict(np.load(case / "feeds.npz"))
+    graph = io.load(str(case / "graph.pb"))
+    views = {True: 0, False: 0}
+    real = BC._row
+
+    def row(*args):
+        st = real(*args)
+        views[st is not None] += 1
+        if st is not None:
+            assert st.base is not None and st.shape[0] == 2
+        return st
+    monkeypatch.setattr(BC, "_row", row)
+    got = _run(graph, feeds, True, monkeypatch, meta["fetches"])
+    # two runs; the first iteration's counter is still a 0-d array, which the view declines
+    assert views[True] > 0 and views[False] == 2
+    _same(got, _run(graph, feeds, False, monkeypatch, meta["fetches"]))

@@ -137,6 +137,7 @@ def _steps(plan):
 def _runner(n, external, steps, escaping):
     empty, concatenate = np.empty, np.concatenate
     kept = {}  # external index -> (value of A, value of B, their stack): the same objects
+    rows = {}  # external index -> projection slots (loop_pairs.py sets them: _row)
 
     def run(va, vb, last):
         """The stacked steps on va's and vb's values; the escaping values set in both as
@@ -166,6 +167,8 @@ def _runner(n, external, steps, escaping):
                 c = kept.get(k)
                 if c is not None and c[0] is a and c[1] is b:
                     st = c[2]
+                elif k in rows and (st := _row(rows[k], k, va, vb, kept)) is not None:
+                    pass
                 else:
                     if (type(a) is not ndarray or type(b) is not ndarray or a.shape != b.shape
                             or a.dtype is not b.dtype):
@@ -198,7 +201,34 @@ def _runner(n, external, steps, escaping):
             last[id(ra)] = (ra, rb, st)
         return True
     run.kept = kept
+    run.rows = rows
+    run.external = external
     return run
+
+
+def _row(slots, k, va, vb, kept):
+    """The stack of the two projection rows P_a[i] and P_b[i] the loops' projected calls
+    (tfg/executor/loop_projection.py) set this iteration, as a view of one [T, 2, B, N] copy
+    of both projections made once a run (kept[('rows', k)]; `kept` is cleared each run), or
+    None. `slots`: (state, index) slots of A's call, then of B's. The call sets its output to
+    P[i] exactly when its kept tuple's P is an array and its index an int32 or int64 scalar
+    in range: those conditions are tested here, so the view holds the rows' own values."""
+    state_a, index_a, state_b, index_b = slots
+    ha, hb = va[state_a], vb[state_b]
+    if ha is None or hb is None:
+        return None
+    pa, pb = ha[4], hb[4]
+    i, j = va[index_a], vb[index_b]
+    t = type(i)
+    if (pa is None or pb is None or (t is not np.int32 and t is not np.int64)
+            or (i is not j and (type(j) is not t or i != j)) or not 0 <= i < pa.shape[0]):
+        return None
+    c = kept.get(("rows", k))
+    if c is None or c[0] is not ha or c[1] is not hb:
+        if pa.shape != pb.shape or pa.dtype is not pb.dtype:
+            return None
+        c = kept[("rows", k)] = (ha, hb, np.stack((pa, pb), axis=1))
+    return c[2][i]
 
 
 def _unary(fn, a, o):

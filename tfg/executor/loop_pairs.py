@@ -10,7 +10,8 @@ Before: the forward loop's 20 iterations, then the backward loop's, each iterati
 fused chain of ~20 numpy calls on [8, 32] states. After: iteration t of both, then t + 1:
 each program's own calls (counters, predicate, list reads and writes) in its own order, its
 chain's steps once on the two chains' operands stacked ([2, 8, 32] @ [2, 32, 128] as one
-np.matmul), values bit for bit the chains' own.
+np.matmul), values bit for bit the chains' own; the two loops' equal counters and
+predicates computed once (tfg/executor/pair_scalars.py).
 
 Interleaving two loops is one of the orders the dataflow executor may take when neither
 reads the other: the outer schedule pairs two loop items only where no path joins them,
@@ -25,6 +26,7 @@ import os
 
 import numpy as np
 
+from tfg.executor import pair_scalars as PS
 from tfg.executor import plan as P
 from tfg.executor.batched_chain import batched
 from tfg.executor.devices import to_host
@@ -85,22 +87,28 @@ def pair_runner(pa, pb):
     both = batched(ca, cb)
     if both is None:
         return None
-    cuts = {}  # id(list) -> (list, calls before the chain, after it)
+    plans = {}  # ids of the four lists -> (the lists, header, before the chain, after it)
 
-    def cut(lst, chain):
-        c = cuts.get(id(lst))
-        if c is None or c[0] is not lst:
-            k = next((n for n, (call, _) in enumerate(lst) if call is chain), None)
-            if k is None:  # (the lists were rewritten since: a profiler's wrappers)
-                raise _Mismatch
-            c = cuts[id(lst)] = (lst, tuple(lst[:k]), tuple(lst[k + 1:]))
-        return c[1], c[2]
+    def plan(header_a, header_b, body_a, body_b):
+        """The lockstep's three sequences of pair_scalars.merged for these lists."""
+        key = (id(header_a), id(header_b), id(body_a), id(body_b))
+        p = plans.get(key)
+        if p is None or any(x is not y for x, y in zip(p[0], (header_a, header_b, body_a,
+                                                             body_b))):
+            before_a, after_a = _cut(body_a, ca)
+            before_b, after_b = _cut(body_b, cb)
+            p = plans[key] = ((header_a, header_b, body_a, body_b), (
+                PS.merged(header_a, header_b, pa, pb), PS.merged(before_a, before_b, pa, pb),
+                PS.merged(after_a, after_b, pa, pb)))
+            both.rows.clear()
+            both.rows.update(_projected_rows(both.external, before_a, before_b))
+        return p[1]
     state = {"off": False}
 
     def run(ea, eb, step):
         if not state["off"]:
             try:
-                return _lockstep(pa, pb, ca, cb, both, cut, ea, eb, step)
+                return _lockstep(pa, pb, ca, cb, both, plan, ea, eb, step)
             except _Mismatch:
                 state["off"] = True
             except Exception:  # noqa: BLE001 - the sequential run below raises it, named
@@ -108,6 +116,25 @@ def pair_runner(pa, pb):
         return (pa.run(ea, step, _NO_GROUP), pb.run(eb, step, _NO_GROUP))
     run.state = state
     return run
+
+
+def _projected_rows(external, before_a, before_b):
+    """{external index: (state, index slots of A's projected call, of B's)} for the chain
+    operands that are the rows of the two loops' input projections, set by calls that run
+    before the chain (batched_chain._row stacks them as a view)."""
+    def outs(lst):
+        return {c.row_of[2]: c.row_of[:2] for c, _ in lst if hasattr(c, "row_of")}
+    oa, ob = outs(before_a), outs(before_b)
+    return {k: oa[sa] + ob[sb] for k, sa, sb, role in external
+            if role == "float" and sa in oa and sb in ob}
+
+
+def _cut(lst, chain):
+    """(the calls of `lst` before `chain`, those after it)."""
+    k = next((n for n, (call, _) in enumerate(lst) if call is chain), None)
+    if k is None:  # (the lists were rewritten since: a profiler's wrappers)
+        raise _Mismatch
+    return lst[:k], lst[k + 1:]
 
 
 def _pred(v):
@@ -128,7 +155,7 @@ def _merge(p, vals):
             vals[s] = v
 
 
-def _lockstep(pa, pb, ca, cb, both, cut, ea, eb, step):
+def _lockstep(pa, pb, ca, cb, both, plan, ea, eb, step):
     va, hoisted_a, header_a, body_a, fixed_a = pa.start(ea)
     vb, hoisted_b, header_b, body_b, fixed_b = pb.start(eb)
     for call, _ in hoisted_a:
@@ -138,36 +165,43 @@ def _lockstep(pa, pb, ca, cb, both, cut, ea, eb, step):
     both.kept.clear()  # (a fed array may have been written into since the last run)
     last = {}
     first = True
+    steps = plan(header_a, header_b, body_a, body_b)
     while True:
-        for call, _ in header_a:
-            call(va, step)
-        for call, _ in header_b:
-            call(vb, step)
+        header, before, after = steps
+        for fa, fb in header:
+            if fb is None:
+                fa(va, vb, step)
+            else:
+                fa(va, step)
+                fb(vb, step)
         qa, qb = _pred(va[pa.pred_slot]), _pred(vb[pb.pred_slot])
         if qa != qb:
             raise _Mismatch
         if not qa:
             break
-        before_a, after_a = cut(body_a, ca)
-        before_b, after_b = cut(body_b, cb)
-        for call, _ in before_a:
-            call(va, step)
-        for call, _ in before_b:
-            call(vb, step)
+        for fa, fb in before:
+            if fb is None:
+                fa(va, vb, step)
+            else:
+                fa(va, step)
+                fb(vb, step)
         if not both(va, vb, last):
             last.clear()
             ca(va, step)
             cb(vb, step)
-        for call, _ in after_a:
-            call(va, step)
-        for call, _ in after_b:
-            call(vb, step)
+        for fa, fb in after:
+            if fb is None:
+                fa(va, vb, step)
+            else:
+                fa(va, step)
+                fb(vb, step)
         _merge(pa, va)
         _merge(pb, vb)
         if first:
             first = False
             header_a, body_a = pa.header_rest, pa.body_rest
             header_b, body_b = pb.header_rest, pb.body_rest
+            steps = plan(header_a, header_b, body_a, body_b)
             if fixed_a is None and pa.fixed_slots:
                 pa.fixed = [(s, va[s]) for s in pa.fixed_slots]
             if fixed_b is None and pb.fixed_slots:

@@ -171,6 +171,7 @@ def projected_call(fallback, source, index, axis, dtype, w, bias, tb, limit, out
                 vals[out] = p[i]
                 return
         run_named(fallback, vals, step)
+    project.row_of = (state, index, out)  # (loop_pairs.py: the pair's stacked rows)
     return project
 
 

@@ -101,6 +101,7 @@ class LoopProgram:
         self.fixed_slots = ()
         self.fixed = None
         self.header_fixed, self.body_fixed = header, body
+        self.call_slots = {}  # item id -> (input slots, output slots, call) (_build)
         # the Merges whose value changes: a passed-through one keeps its slot as it is
         moving = [m for m in merges if m[0] != m[4]]
         self._outs = tuple(m[0] for m in moving)
@@ -339,6 +340,7 @@ def _build(name, frame_enters, items, sources, order, side, cond, loop_merges, l
     # of a side: a ControlTrigger after the body's pivot, the stack pops after it).
     header_ids = G.ancestors(pred, {it.id for it in order}, sources)
     hoisted, header, true_pass, false_pass = [], [], [], []
+    call_slots = {}  # item id -> (input slots, output slots, its call): loop_pairs.py's
     invariant = {e.id for e in frame_enters if e.is_constant}
     # a loop variable passed through unchanged (a lowered While carries its captures so):
     # its NextIteration shares the Merge's slot
@@ -376,6 +378,7 @@ def _build(name, frame_enters, items, sources, order, side, cond, loop_merges, l
                 call = guarded(call, guard, outs, own)
         if call is None:
             continue
+        call_slots[it.id] = (tuple(ins), tuple(outs), call)
         if it.op == "Const" and not it.num_inputs and cond[it.id] == G.EMPTY:
             # The same value every iteration: computed once. A number read only by kernels
             # with a scalar fast path is kept as a numpy scalar for them (`i + 1`, `x * c`).
@@ -413,6 +416,7 @@ def _build(name, frame_enters, items, sources, order, side, cond, loop_merges, l
     program = LoopProgram(name, len(slot_count), {e.id: slot[(e.id, 0)] for e in frame_enters},
                           merges, hoisted, header, slot[(pred.id, 0)], true_pass, false_pass,
                           [(e, slot[(e.id, 0)]) for e in exits], index_read, scalar_enters)
+    program.call_slots = call_slots
     # From the second iteration on, the invariant nodes keep their first values in their
     # slots (nothing else writes them): the lists without them.
     program.header_rest = [(c, it) for c, it in header if it.id not in once]
