@@ -137,6 +137,17 @@ def _cut(lst, chain):
     return lst[:k], lst[k + 1:]
 
 
+def _each(calls, va, vb, step):
+    """Run a plan's (A's call, B's call) pairs in order; a shared call (B's None) takes
+    both loops' slots (pair_scalars.py)."""
+    for fa, fb in calls:
+        if fb is None:
+            fa(va, vb, step)
+        else:
+            fa(va, step)
+            fb(vb, step)
+
+
 def _pred(v):
     if type(v) is not np.bool_:
         if type(v) is Ref:
@@ -168,33 +179,18 @@ def _lockstep(pa, pb, ca, cb, both, plan, ea, eb, step):
     steps = plan(header_a, header_b, body_a, body_b)
     while True:
         header, before, after = steps
-        for fa, fb in header:
-            if fb is None:
-                fa(va, vb, step)
-            else:
-                fa(va, step)
-                fb(vb, step)
+        _each(header, va, vb, step)
         qa, qb = _pred(va[pa.pred_slot]), _pred(vb[pb.pred_slot])
         if qa != qb:
             raise _Mismatch
         if not qa:
             break
-        for fa, fb in before:
-            if fb is None:
-                fa(va, vb, step)
-            else:
-                fa(va, step)
-                fb(vb, step)
+        _each(before, va, vb, step)
         if not both(va, vb, last):
             last.clear()
             ca(va, step)
             cb(vb, step)
-        for fa, fb in after:
-            if fb is None:
-                fa(va, vb, step)
-            else:
-                fa(va, step)
-                fb(vb, step)
+        _each(after, va, vb, step)
         _merge(pa, va)
         _merge(pb, vb)
         if first:
