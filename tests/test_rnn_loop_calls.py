@@ -111,6 +111,28 @@ def test_matmul_transpose_b_of_a_new_operand_each_iteration():
     assert mms and _transposed_copy(mms[0])[1] is None
 
 
+def test_matmul_transpose_b_of_a_fed_weight_changed_in_place_between_runs():
+    """A fed W that the caller updates in place between runs (a numpy training loop's
+    `W -= lr * g`) is the same object each run: its transpose must not be kept (only a
+    read-only Const's is), or the second run would use the first run's W."""
+    rng = np.random.default_rng(3)
+    h0 = rng.standard_normal((8, 16)).astype(np.float32)
+    with tb.Graph() as g:
+        wfeed = tb.placeholder(tb.float32, [16, 16], name="W")
+
+        def body(i, h):
+            return i + 1, tb.matmul(h, wfeed, transpose_b=True, name="dh")
+
+        _, h = tb.while_loop(lambda i, h: i < 6, body, [tb.constant(0), tb.constant(h0)],
+                             name="loop")
+        tb.identity(h, name="out")
+    sess, plain = Session(g.graph), Session(g.graph, fast_path=False)
+    w = (rng.standard_normal((16, 16)) / 4).astype(np.float32)
+    for _ in range(3):
+        np.testing.assert_array_equal(sess.run("out", {"W": w}), plain.run("out", {"W": w}))
+        w *= np.float32(0.5)  # in place: the same array object next run
+
+
 @pytest.mark.parametrize("axis", [0, 1])
 def test_gather_of_one_index(axis):
     """x[:, i] or x[i] of a fed array summed over a loop: the compiled loop's gather (a view

@@ -25,6 +25,18 @@ _GEMV_ROWS = max(SKINNY_ROWS + (1,))
 _COPY_MAX = 1 << 20
 
 
+def _immutable(a):
+    """Whether nothing can write into `a`'s memory: it and every array it views are
+    read-only, down to memory it owns or an immutable bytes object (a Const's value). A fed
+    array can be written in place by its caller between runs (a numpy training loop's
+    `W -= lr * g`) and stay the same object, so a copy made of it once would go stale."""
+    while isinstance(a, np.ndarray):
+        if a.flags.writeable:
+            return False
+        a = a.base
+    return a is None or isinstance(a, bytes)
+
+
 def mask_fits(m, shape):
     """Whether the bool mask `m` broadcasts to `shape` without growing it (a BiLSTM's [8, 1]
     time-step mask against its [8, 32] states): np.where then gives an array of `shape`."""
@@ -69,8 +81,8 @@ def matmul_call(call, fn, ctx, ins, out, limit):
     and cache key: 2-3 us of a 10 us call); anything else: the prepared call. An RNN's
     gradient loop runs three a step.
 
-    With transpose_b and the same right operand as in the call before (a loop-invariant
-    weight: an RNN's dh = g W^T), the product reads a contiguous copy of W^T made once
+    With transpose_b and the same read-only right operand as in the call before (a Const
+    loop-invariant weight: an RNN's dh = g W^T), the product reads a contiguous copy of W^T made once
     instead of the transposed view: OpenBLAS packs both into the same panels, so the GEMM
     (at least 4 rows and 2 columns, not the kernel's per-row GEMVs of 2-3 rows; a weight of
     at most a million elements) gives the same bits, 3-4 us sooner on 32x128 by 128x128
@@ -89,9 +101,14 @@ def matmul_call(call, fn, ctx, ins, out, limit):
             if limit is None or n * x.itemsize <= limit:
                 if tb and not ta:
                     last, yt = seen[0]  # (one tuple: a concurrent run sees one or the other)
-                    if (y is last and x.shape[0] > _GEMV_ROWS and y.shape[0] > 1
-                            and x.shape[1] == y.shape[1] and y.size <= _COPY_MAX):
+                    if (y is last and yt is not False and x.shape[0] > _GEMV_ROWS
+                            and y.shape[0] > 1 and x.shape[1] == y.shape[1]
+                            and y.size <= _COPY_MAX):
                         if yt is None:
+                            if not _immutable(y):  # (a fed or computed array: False)
+                                seen[0] = (y, False)
+                                vals[out] = fn(ctx, x, y)
+                                return
                             yt = np.ascontiguousarray(y.T)
                             seen[0] = (y, yt)
                         vals[out] = matmul(x, yt)

@@ -27,8 +27,14 @@ def const(ctx):
         # 64-byte aligned, as TensorFlow's tensors: BLAS reads aligned weights faster.
         value = aligned.copy(value)
         # Every step shares this array: a kernel writing into its input would corrupt the
-        # constant, so make that fail loudly instead.
-        value.setflags(write=False)
+        # constant, so make that fail loudly instead. The arrays it views too (the aligned
+        # copy's buffer, the decoded flat array): nothing can then write the constant's
+        # memory, which is what lets a loop keep a copy made of it once (W^T in
+        # direct_calls.matmul_call).
+        view = value
+        while isinstance(view, np.ndarray):
+            view.setflags(write=False)
+            view = view.base
         if ctx.xp is not np:
             value = ctx.xp.asarray(value)
         ctx.cache["value"] = value
