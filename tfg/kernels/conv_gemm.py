@@ -21,7 +21,7 @@ for a left matrix of 2 or 3 rows (a classifier or a squeeze-excite layer at batc
 pixels are the rows), so those rows go to one GEMV each instead.
 """
 import numpy as np
-from tfg.kernels import conv_chunks
+from tfg.kernels import conv_chunks, conv_kn2row
 from tfg.kernels.conv_geom import padded, padded_nchw, strided
 
 # Measured (OpenBLAS 0.3.31, one thread, float32, M x K @ K x N): with M = 2 or 3 and K*N of
@@ -50,12 +50,17 @@ def matmul(a, b):
     return a @ b
 
 
-def prepared(x_shape, w_shape, g, nchw_layout=False, dtype=np.float32):
+def prepared(x_shape, w_shape, g, nchw_layout=False, dtype=np.float32, kn2row=True):
     """`run(x, w)` for inputs of these shapes: what `nhwc`/`nchw` do, with the choice of
     path and the GEMM's dimensions made once (Conv2D keeps it per node and signature). NHWC
-    convolutions with a large patch matrix run in cache-sized chunks (conv_chunks.py)."""
+    convolutions with a large patch matrix run in cache-sized chunks (conv_chunks.py); the
+    stride-1 ones conv_kn2row.wanted picks run as one GEMM against all taps, then shifted
+    adds (read-only filters; `kn2row=False`: never)."""
     if nchw_layout:
         return lambda x, w: nchw(x, w, g)
+    if kn2row and conv_kn2row.wanted(x_shape, w_shape, g, dtype):
+        return conv_kn2row.prepared(x_shape, w_shape, g,
+                                    prepared(x_shape, w_shape, g, False, dtype, False))
     n, h, wd, c = x_shape
     kh, kw, _, oc = w_shape
     if kh == kw == 1 and not g.has_pad and g.sh == g.sw == 1 and g.oh == h and g.ow == wd:

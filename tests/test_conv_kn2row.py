@@ -1,0 +1,98 @@
+"""Stride-1 Conv2D as one GEMM against all taps, then shifted adds (tfg/kernels/conv_kn2row.py):
+values against the convolution by definition, the rule that picks it, a writable (fed) filter
+never served a kept transpose, and _FusedConv2D's bias and Relu on top of it."""
+import numpy as np
+import pytest
+
+from test_conv_fast_paths import reference
+from tfg.graphdef.graph import Graph
+from tfg.kernels import conv_gemm, conv_kn2row
+from tfg.kernels.conv_geom import Geom
+from tfg.kernels.context import KernelContext
+from tfg.kernels.registry import get_kernel
+
+rng = np.random.default_rng(21)
+SAME = {"strides": [1, 1, 1, 1], "padding": b"SAME"}
+
+
+def _node(op, **attrs):
+    return get_kernel(op).fn, KernelContext(Graph().add_node("n", op), {**SAME, **attrs})
+
+
+def _read_only(a):
+    a.flags.writeable = False
+    return a
+
+
+@pytest.mark.parametrize("xs,ks", [((2, 16, 16, 16), (3, 3)), ((1, 16, 20, 12), (3, 5)),
+                                   ((2, 12, 12, 8), (1, 3)), ((2, 12, 11, 8), (5, 1)),
+                                   ((1, 17, 16, 8), (2, 2)), ((2, 24, 24, 128), (3, 3))])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_kn2row_matches_the_definition(xs, ks, dtype):
+    oc = max(1, xs[3] // 4)
+    x = rng.standard_normal(xs).astype(dtype)
+    w = _read_only(rng.standard_normal((*ks, xs[3], oc)).astype(dtype))
+    g = Geom(SAME, xs[1], xs[2], *ks)
+    assert conv_kn2row.wanted(xs, w.shape, g, dtype)
+    fn, ctx = _node("Conv2D")
+    for _ in range(2):  # the second call: the kept transposed filter
+        got = fn(ctx, x, w)
+        want = reference(x.astype(np.float64), w.astype(np.float64), (1, 1), (1, 1), "SAME")
+        assert got.dtype == dtype and got.shape == want.shape
+        tol = 2e-5 if dtype == np.float32 else 1e-12
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.abs(want).max())
+
+
+def test_kn2row_inf_and_nan_where_the_definition_has_them():
+    x = rng.standard_normal((1, 16, 16, 8)).astype(np.float32)
+    x[0, 0, 0, 1] = np.inf  # a corner: its taps at the border are padding, not 0 * inf
+    x[0, 7, 9, 2] = np.nan
+    w = _read_only(rng.standard_normal((3, 3, 8, 2)).astype(np.float32))
+    fn, ctx = _node("Conv2D")
+    got = fn(ctx, x, w)
+    want = reference(x.astype(np.float64), w.astype(np.float64), (1, 1), (1, 1), "SAME")
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_array_equal(np.isposinf(got), np.isposinf(want))
+    np.testing.assert_array_equal(np.isneginf(got), np.isneginf(want))
+
+
+@pytest.mark.parametrize("xs,ws,padding,strides,want", [
+    ((2, 24, 24, 128), (3, 3, 128, 32), b"SAME", 1, True),    # DenseNet's 3x3 layers
+    ((2, 12, 12, 128), (3, 3, 128, 32), b"SAME", 1, True),
+    ((2, 6, 6, 128), (3, 3, 128, 32), b"SAME", 1, False),     # too few rows: the adds' calls
+    ((2, 24, 24, 64), (3, 3, 64, 64), b"SAME", 1, False),     # as many channels out as in
+    ((2, 24, 24, 128), (3, 3, 128, 32), b"VALID", 1, False),  # no tap covers every output
+    ((2, 24, 24, 128), (3, 3, 128, 32), b"SAME", 2, False),   # strided
+    ((2, 24, 24, 128), (1, 1, 128, 32), b"SAME", 1, False)])  # 1x1: already one GEMM
+def test_kn2row_rule(xs, ws, padding, strides, want):
+    g = Geom({"strides": [1, strides, strides, 1], "padding": padding}, xs[1], xs[2], *ws[:2])
+    assert conv_kn2row.wanted(xs, ws, g, np.float32) is want
+
+
+def test_a_writable_filter_takes_im2col_and_no_kept_copy():
+    xs, ws = (1, 16, 16, 16), (3, 3, 16, 4)
+    g = Geom(SAME, 16, 16, 3, 3)
+    x = rng.standard_normal(xs).astype(np.float32)
+    run = conv_gemm.prepared(xs, ws, g, False, np.float32)
+    im2col = conv_gemm.prepared(xs, ws, g, False, np.float32, kn2row=False)
+    w = rng.standard_normal(ws).astype(np.float32)  # writable: a fed filter
+    np.testing.assert_array_equal(run(x, w), im2col(x, w))
+    w[...] = rng.standard_normal(ws)  # changed in place: the next call sees the new values
+    np.testing.assert_array_equal(run(x, w), im2col(x, w))
+    ro = _read_only(w.copy())
+    a = run(x, ro)
+    ro2 = _read_only(rng.standard_normal(ws).astype(np.float32))  # another filter, same node
+    b = run(x, ro2)
+    np.testing.assert_allclose(a, im2col(x, ro), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(b, im2col(x, ro2), rtol=1e-5, atol=1e-5)
+
+
+def test_fused_conv_bias_relu_on_kn2row():
+    x = rng.standard_normal((2, 16, 16, 16)).astype(np.float32)
+    w = _read_only(rng.standard_normal((3, 3, 16, 4)).astype(np.float32))
+    b = _read_only(rng.standard_normal(4).astype(np.float32))
+    fn, ctx = _node("_FusedConv2D", num_args=1, fused_ops=[b"BiasAdd", b"Relu"])
+    conv, cctx = _node("Conv2D")
+    for _ in range(3):  # first call, then the remembered whole path
+        got = fn(ctx, x, w, b)
+        np.testing.assert_array_equal(got, np.maximum(conv(cctx, x, w) + b, 0))
