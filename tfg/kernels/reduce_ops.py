@@ -76,54 +76,12 @@ def _mean(xp, x, axes, keep):
         for a in axes:
             count *= x.shape[a]
         if count:  # np.mean's sum and division, without its Python wrapper and errstate
-            total = _middle_sum(x, axes, keep)
-            if total is None:
-                total = np.add.reduce(x, axis=axes, dtype=x.dtype, keepdims=keep)
+            total = np.add.reduce(x, axis=axes, dtype=x.dtype, keepdims=keep)
             if type(total) is np.ndarray:
                 return np.true_divide(total, count, out=total)
             return np.true_divide(total, count)
     with errstate(xp, invalid="ignore", divide="ignore"):
         return xp.mean(x, axis=axes, keepdims=keep, dtype=x.dtype)
-
-
-# A float Mean over a run of middle axes of a C-contiguous array (the global average pool of
-# a squeeze-excite block: NHWC over H and W) as ones[R] @ x[pre, R, post]: one BLAS GEMV per
-# image, where np.add.reduce loops over C-long rows (EfficientNetB0's 2x48x48x32: 115 -> 18 us
-# of CPU alone, 2x24x24x144: 43 -> 18, 2x6x6x672: 12 -> 7; TensorFlow 29 us in its step).
-# The sum's order is BLAS's, not numpy's pairwise one: the last bits differ, the error
-# against a float64 sum is no larger (3e-7 against 9e-7 on 2x48x48x32). Below MIDDLE_MIN_POST
-# channels a GEMV's rows are too short to pay.
-MIDDLE_MIN_POST = 16
-_ONES = {}  # (length, dtype) -> read-only ones
-
-
-def _middle_sum(x, axes, keep):
-    """The sum of float `x` over `axes` by GEMV, or None where that does not apply."""
-    nd = x.ndim
-    if (nd < 2 or x.dtype.itemsize < 4 or not x.flags.c_contiguous or axes[-1] >= nd - 1
-            or tuple(axes) != tuple(range(axes[0], axes[-1] + 1))):
-        return None
-    shape = x.shape
-    post = 1
-    for d in shape[axes[-1] + 1:]:
-        post *= d
-    if post < MIDDLE_MIN_POST:
-        return None
-    pre, r = 1, 1
-    for d in shape[:axes[0]]:
-        pre *= d
-    for a in axes:
-        r *= shape[a]
-    key = (r, x.dtype)
-    ones = _ONES.get(key)
-    if ones is None:
-        ones = np.ones(r, x.dtype)
-        ones.flags.writeable = False
-        _ONES[key] = ones
-    total = np.matmul(ones, x.reshape(pre, r, post))
-    out = tuple(1 if a in axes else d for a, d in enumerate(shape)) if keep else \
-        tuple(d for a, d in enumerate(shape) if a not in axes)
-    return total.reshape(out)
 
 
 _reduction("Sum", _sum, kinds="fciu")
