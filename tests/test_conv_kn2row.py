@@ -6,7 +6,7 @@ import pytest
 
 from test_conv_fast_paths import reference
 from tfg.graphdef.graph import Graph
-from tfg.kernels import conv_gemm, conv_kn2row
+from tfg.kernels import conv_chunks, conv_gemm, conv_kn2row, conv_threads
 from tfg.kernels.conv_geom import Geom
 from tfg.kernels.context import KernelContext
 from tfg.kernels.registry import get_kernel
@@ -96,3 +96,17 @@ def test_fused_conv_bias_relu_on_kn2row():
     for _ in range(3):  # first call, then the remembered whole path
         got = fn(ctx, x, w, b)
         np.testing.assert_array_equal(got, np.maximum(conv(cctx, x, w) + b, 0))
+
+
+def test_a_chunked_layer_keeps_its_chunks_when_two_cores_may_run_them(monkeypatch):
+    xs, ws = (2, 24, 24, 128), (3, 3, 128, 32)
+    g = Geom(SAME, 24, 24, 3, 3)
+    x = rng.standard_normal(xs).astype(np.float32)
+    w = _read_only(rng.standard_normal(ws).astype(np.float32))
+    im2col = conv_gemm.prepared(xs, ws, g, False, np.float32, kn2row=False)
+    assert isinstance(im2col, conv_chunks.ChunkedConv)
+    run = conv_gemm.prepared(xs, ws, g, False, np.float32)
+    one_core = run(x, w)
+    monkeypatch.setattr(conv_threads, "workers", lambda: 2)  # what a step on two cores sets
+    np.testing.assert_array_equal(run(x, w), im2col(x, w))
+    assert not np.array_equal(one_core, im2col(x, w))  # (so the two paths were both taken)
