@@ -110,3 +110,52 @@ def test_a_chunked_layer_keeps_its_chunks_when_two_cores_may_run_them(monkeypatc
     monkeypatch.setattr(conv_threads, "workers", lambda: 2)  # what a step on two cores sets
     np.testing.assert_array_equal(run(x, w), im2col(x, w))
     assert not np.array_equal(one_core, im2col(x, w))  # (so the two paths were both taken)
+
+
+def _read_only_view(base):
+    view = base[...]
+    view.flags.writeable = False
+    return view
+
+
+def test_a_read_only_view_of_a_writable_filter_is_never_served_a_stale_copy():
+    """A read-only view of memory someone else can write (a variable's buffer, a caller's
+    array) stays the same object while the values under it change: no kept transpose."""
+    xs, ws = (1, 16, 16, 16), (3, 3, 16, 4)
+    g = Geom(SAME, 16, 16, 3, 3)
+    x = rng.standard_normal(xs).astype(np.float32)
+    run = conv_gemm.prepared(xs, ws, g, False, np.float32)
+    im2col = conv_gemm.prepared(xs, ws, g, False, np.float32, kn2row=False)
+    base = rng.standard_normal(ws).astype(np.float32)
+    w = _read_only_view(base)
+    np.testing.assert_array_equal(run(x, w), im2col(x, w))
+    base[...] = rng.standard_normal(ws)
+    np.testing.assert_array_equal(run(x, w), im2col(x, w))
+
+
+@pytest.mark.parametrize("xs,ks,strides", [((2, 12, 12, 8), (3, 3), 1),    # rows
+                                           ((2, 3, 3, 8), (5, 5), 1),      # dense
+                                           ((2, 12, 12, 8), (3, 3), 2)])   # phases
+def test_depthwise_kept_tilings_follow_a_read_only_view_of_a_writable_filter(xs, ks, strides):
+    attrs = {**SAME, "strides": [1, strides, strides, 1]}
+    fn, ctx = _node("DepthwiseConv2dNative", strides=attrs["strides"])
+    x = rng.standard_normal(xs).astype(np.float32)
+    base = rng.standard_normal((*ks, xs[3], 1)).astype(np.float32)
+    w = _read_only_view(base)
+    for _ in range(3):
+        got = fn(ctx, x, w)
+        want = np.einsum("nhwijc,ijc->nhwc", _depthwise_windows(x, ks, strides), base[..., 0])
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+        base[...] = rng.standard_normal(base.shape)  # the next call must see these values
+
+
+def _depthwise_windows(x, ks, s):
+    """SAME windows [N, OH, OW, KH, KW, C] by definition (zero padding)."""
+    n, h, w, c = x.shape
+    oh, ow = -(-h // s), -(-w // s)
+    ph = max((oh - 1) * s + ks[0] - h, 0)
+    pw = max((ow - 1) * s + ks[1] - w, 0)
+    xp = np.pad(x, ((0, 0), (ph // 2, ph - ph // 2), (pw // 2, pw - pw // 2), (0, 0)))
+    return np.stack([np.stack([xp[:, i:i + s * oh:s, j:j + s * ow:s, :]
+                               for j in range(ks[1])], axis=3)
+                     for i in range(ks[0])], axis=3)

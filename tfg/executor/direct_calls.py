@@ -12,6 +12,7 @@ the kernels' own.
 """
 import numpy as np
 
+from tfg.kernels._util import immutable
 from tfg.kernels.conv_gemm import SKINNY_ROWS
 from tfg.kernels.list_ops import TensorList, compatible
 from tfg.kernels.select import MIN_SIZE as _WHERE_MIN, where
@@ -23,18 +24,6 @@ _GEMV_ROWS = max(SKINNY_ROWS + (1,))
 # the largest right operand kept transposed (elements): a small weight's copy, not a second
 # copy of a large one (where the view's cost is a smaller part of the product's anyway)
 _COPY_MAX = 1 << 20
-
-
-def _immutable(a):
-    """Whether nothing can write into `a`'s memory: it and every array it views are
-    read-only, down to memory it owns or an immutable bytes object (a Const's value). A fed
-    array can be written in place by its caller between runs (a numpy training loop's
-    `W -= lr * g`) and stay the same object, so a copy made of it once would go stale."""
-    while isinstance(a, np.ndarray):
-        if a.flags.writeable:
-            return False
-        a = a.base
-    return a is None or isinstance(a, bytes)
 
 
 def mask_fits(m, shape):
@@ -105,7 +94,7 @@ def matmul_call(call, fn, ctx, ins, out, limit):
                             and y.shape[0] > 1 and x.shape[1] == y.shape[1]
                             and y.size <= _COPY_MAX):
                         if yt is None:
-                            if not _immutable(y):  # (a fed or computed array: False)
+                            if not immutable(y):  # (a fed or computed array: False)
                                 seen[0] = (y, False)
                                 vals[out] = fn(ctx, x, y)
                                 return

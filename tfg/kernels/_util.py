@@ -14,6 +14,20 @@ from tfg.errors import TfgInputError, TfgRuntimeError
 from tfg.schemas.dtypes import DType
 
 
+def immutable(a):
+    """Whether nothing can write into `a`'s memory: it and every array it views are
+    read-only, down to memory it owns or an immutable bytes object (a Const's value). What a
+    kernel may key a kept copy on (a filter's transpose or tiling): a fed array can be written
+    in place by its caller between runs (a numpy training loop's `W -= lr * g`), and a
+    read-only view of a variable's buffer by an assignment, both staying the same object, so
+    a copy made of them once would go stale."""
+    while isinstance(a, np.ndarray):
+        if a.flags.writeable:
+            return False
+        a = a.base
+    return a is None or isinstance(a, bytes)
+
+
 def fail(msg):
     """Raise the error a kernel reports for bad values at run time (TensorFlow's
     InvalidArgument): one line, the executor prefixes the node name and op."""

@@ -24,6 +24,7 @@ another process takes fewer chunks rather than stalling the other.
 import numpy as np
 
 from tfg.kernels import conv_threads
+from tfg.kernels._util import immutable
 from tfg.kernels.conv_geom import padded, strided
 
 # Patch bytes per chunk (benchmarks/bench_conv_chunks.py, one thread, min CPU of 20 rounds:
@@ -101,7 +102,7 @@ class ChunkedConv:
         if bias is None or self.oc * bias.itemsize > TILE_MAX_ROW:
             return None
         last, tile = self.tiled
-        if last is bias and not bias.flags.writeable:
+        if last is bias and immutable(bias):
             return tile
         tile = np.tile(bias, max(1, TILE_BYTES // (self.oc * bias.itemsize)))
         self.tiled = (bias, tile)

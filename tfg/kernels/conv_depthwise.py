@@ -25,6 +25,7 @@ because einsum's speed is the length of its innermost contiguous loop:
 """
 import numpy as np
 from tfg.kernels import conv_phases
+from tfg.kernels._util import immutable
 from tfg.kernels.conv_geom import padded, row_windows, strided, windows
 
 # Measured on every depthwise layer of the keras.applications models (batch 2, 96x96): the
@@ -58,7 +59,7 @@ def _dense_fits(g, h, w, m):
 
 
 def forward(x, w, g, cache=None):
-    """`cache`: the node's dict (ctx.cache), where a read-only filter's tiled copies are kept
+    """`cache`: the node's dict (ctx.cache), where an immutable filter's tiled copies are kept
     from step to step (a Const's value is the same read-only array every step)."""
     n, _, _, c = x.shape
     m = w.shape[3]
@@ -110,17 +111,17 @@ def prepared(x_shape, w_shape, g):
 
 def _tiled(w, ow, cache=None, phase=None):
     """w[KH, KW, C, 1] (the columns of `phase` = (start, step) only) -> [KH, KW', OW*C]:
-    each tap's C weights repeated for the OW output columns. Kept in `cache` for a
-    read-only `w` (the cache holds `w` itself, so the identity test cannot be fooled by a
-    freed array's address reused)."""
+    each tap's C weights repeated for the OW output columns. Kept in `cache` for a `w`
+    nothing can write (`_util.immutable`: a Const's value; the cache holds `w` itself, so
+    the identity test cannot be fooled by a freed array's address reused)."""
     key = ("tiled", ow, phase)
-    if cache is not None and not w.flags.writeable:
+    if cache is not None and immutable(w):
         hit = cache.get(key)
         if hit is not None and hit[0] is w:
             return hit[1]
     v = w[:, :, :, 0] if phase is None else w[:, phase[0]::phase[1], :, 0]
     tiled = np.repeat(v[..., None, :], ow, axis=-2).reshape(*v.shape[:-1], ow * v.shape[-1])
-    if cache is not None and not w.flags.writeable:
+    if cache is not None and immutable(w):
         tiled.flags.writeable = False
         cache[key] = (w, tiled)
     return tiled
@@ -128,10 +129,10 @@ def _tiled(w, ow, cache=None, phase=None):
 
 def _spatial(w, g, h, wd, cache=None):
     """w[KH, KW, C, 1] -> [P, Q, C]: the weight output pixel p gives input pixel q (every
-    pair within the filter's reach: `_dense_fits`). Kept in `cache` for a read-only `w`,
+    pair within the filter's reach: `_dense_fits`). Kept in `cache` for an immutable `w`,
     as `_tiled` keeps its tiling."""
     key = ("spatial", h, wd)
-    if cache is not None and not w.flags.writeable:
+    if cache is not None and immutable(w):
         hit = cache.get(key)
         if hit is not None and hit[0] is w:
             return hit[1]
@@ -140,7 +141,7 @@ def _spatial(w, g, h, wd, cache=None):
     i = qh[None, :] - ph[:, None] + g.pt
     j = qw[None, :] - pw[:, None] + g.pl
     spatial = w[i, j, :, 0]  # fancy indexing: a fresh C-contiguous [P, Q, C]
-    if cache is not None and not w.flags.writeable:
+    if cache is not None and immutable(w):
         spatial.flags.writeable = False
         cache[key] = (w, spatial)
     return spatial

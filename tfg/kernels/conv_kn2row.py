@@ -18,15 +18,17 @@ Values: each output's taps are summed in a different order from im2col's one dot
 (per tap over C, then the taps in (i, j) order, the centre first): the last bits differ,
 within TensorFlow's tolerance (its oneDNN kernels sum in their own order too).
 
-The transposed filter is kept per node for a read-only filter (a Const's value: the same
-array every step; the entry holds the filter itself, so a freed array's address reused cannot
-fool the identity test). A writable filter (fed, or a variable's value) takes the im2col path
-on every call, never a kept copy; so does a chunked layer in a step that may use two cores
+The transposed filter is kept per node for a filter nothing can write (`_util.immutable`:
+a Const's value, the same array every step; the entry holds the filter itself, so a freed
+array's address reused cannot fool the identity test). Any other filter (fed, or a
+variable's value, even through a read-only view) takes the im2col path on every call, never
+a kept copy; so does a chunked layer in a step that may use two cores
 (conv_threads.workers() > 1: the chunks split over both, unmeasured against kn2row).
 """
 import numpy as np
 
 from tfg.kernels import conv_chunks, conv_threads
+from tfg.kernels._util import immutable
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 # benchmarks/bench_conv_kn2row.py, one BLAS thread, filters cycled as in a model's step.
@@ -53,7 +55,7 @@ def wanted(x_shape, w_shape, g, dtype):
 
 
 def prepared(x_shape, w_shape, g, fallback):
-    """`run(x, w)`: kn2row for read-only filters, `fallback(x, w)` (im2col) otherwise."""
+    """`run(x, w)`: kn2row for immutable filters, `fallback(x, w)` (im2col) otherwise."""
     n, h, wd, c = x_shape
     kh, kw, _, oc = w_shape
     taps = []  # (tap index, output slices, input slices) in (i, j) order
@@ -73,14 +75,14 @@ def prepared(x_shape, w_shape, g, fallback):
                 taps.append(tap)
     rows, t = n * h * wd, kh * kw
     y_shape, out_shape = (n, h, wd, t, oc), (n, g.oh, g.ow, oc)
-    kept = [None]  # (filter, its transpose [C, KH*KW*O]) of the last read-only filter
+    kept = [None]  # (filter, its transpose [C, KH*KW*O]) of the last immutable filter
     # A chunked im2col runs on the step's two cores when it may (conv_threads.py: the copy,
     # GEMM, bias and Relu of each chunk); kn2row's shifted adds would run on one. Measured
     # only with one core (this machine was loaded all along), so there the chunks keep it.
     threaded = isinstance(fallback, conv_chunks.ChunkedConv)
 
     def run(x, w):
-        if (w.flags.writeable or x.dtype != w.dtype
+        if (not immutable(w) or x.dtype != w.dtype
                 or (threaded and conv_threads.workers() > 1)):
             return fallback(x, w)
         hit = kept[0]
