@@ -1,0 +1,110 @@
+"""The worker thread of tfg/executor/loop_side.py: a gradient loop's deferred sums (dW, dU)
+made side by side give the bits of the one-thread run; errors reach the waiting thread;
+TFG_LOOP_SIDE forces the choice."""
+import os
+import threading
+
+import numpy as np
+import pytest
+
+from test_loop_projection import B, F, _rnn_grad
+from tfg import builder as tb
+from tfg.executor import Session
+from tfg.executor import loop_accumulation as LA
+from tfg.executor import loop_side as LS
+
+
+def test_a_job_returns_its_result_on_another_thread():
+    seen = []
+
+    def where(x):
+        seen.append(threading.current_thread().name)
+        return x + 1
+    job = LS.submit(where, np.float64(2))
+    assert job.wait() == 3 and job.wait() == 3  # (a second wait returns at once)
+    assert seen == ["tfg-loop-side"]
+
+
+def test_a_jobs_error_is_raised_where_it_is_awaited():
+    job = LS.submit(np.matmul, np.ones((2, 3)), np.ones((2, 3)))
+    with pytest.raises(ValueError, match="matmul"):
+        job.wait()
+    assert LS.submit(np.add, 1, 2).wait() == 3  # (the worker goes on)
+
+
+@pytest.mark.parametrize("value, want", [("0", False), ("1", True)])
+def test_the_environment_forces_the_choice(value, want, monkeypatch):
+    monkeypatch.setenv("TFG_LOOP_SIDE", value)
+    assert LS.side_free() is want
+
+
+def test_not_on_one_core(monkeypatch):
+    monkeypatch.delenv("TFG_LOOP_SIDE", raising=False)
+    monkeypatch.setattr(LS, "usable_cores", lambda: 1)
+    assert LS.side_free() is False
+
+
+def _run(graph, fetches, feeds, side, monkeypatch, **kw):
+    monkeypatch.setenv("TFG_LOOP_SIDE", side)
+    sent = []
+    real = LS.submit
+
+    def counting(fn, *args):
+        sent.append(fn)
+        return real(fn, *args)
+    monkeypatch.setattr(LA, "submit", counting)
+    sess = Session(graph, **kw)
+    return [sess.run(fetches, feeds) for _ in range(2)], sent
+
+
+@pytest.mark.parametrize("n, dtype", [(0, tb.float64), (1, tb.float64), (7, tb.float64),
+                                      (30, tb.float32)])
+def test_deferred_sums_on_the_worker_are_the_same_bits(n, dtype, monkeypatch):
+    """dU's sum on the worker while dW's is made here: the same values, bit for bit, as
+    both on this thread (each run, and a second run of the same Session); the worker is
+    used once a run where the loop ran (a zero-iteration loop has no sums to make)."""
+    graph, _ = _rnn_grad(n, dtype)
+    npd = np.float32 if dtype == tb.float32 else np.float64
+    x = np.random.default_rng(n).standard_normal((max(n, 1), B, F)).astype(npd)
+    fetches = ["loss", "grad/W", "grad/U"]
+    side, sent = _run(graph, fetches, {"x": x}, "1", monkeypatch)
+    alone, none = _run(graph, fetches, {"x": x}, "0", monkeypatch)
+    assert len(sent) == (2 if n else 0) and not none
+    for run_side, run_alone in zip(side, alone):
+        for a, b in zip(run_side, run_alone):
+            assert a.dtype == b.dtype
+            np.testing.assert_array_equal(a, b)
+
+
+def test_sums_made_within_the_memory_limit_on_the_worker(monkeypatch):
+    """Under a 512-byte limit the sums so far are made several times a run (new buffers
+    start): each time side by side, the same bits as on one thread."""
+    graph, _ = _rnn_grad(10)
+    x = np.random.default_rng(3).standard_normal((10, B, F))
+    fetches = ["grad/W", "grad/U"]
+    side, sent = _run(graph, fetches, {"x": x}, "1", monkeypatch, max_memory=512)
+    alone, _ = _run(graph, fetches, {"x": x}, "0", monkeypatch, max_memory=512)
+    assert len(sent) > 2
+    for run_side, run_alone in zip(side, alone):
+        for a, b in zip(run_side, run_alone):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_the_worker_restarts_in_a_forked_child():
+    if not hasattr(os, "fork"):
+        pytest.skip("no fork")
+    assert LS.submit(np.add, 1, 1).wait() == 2
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: the parent's worker thread does not exist here
+        try:
+            ok = LS.submit(np.add, 2, 3).wait() == 5
+        except BaseException:  # noqa: BLE001
+            ok = False
+        os.write(w, b"1" if ok else b"0")
+        os._exit(0)
+    os.close(w)
+    got = os.read(r, 1)
+    os.waitpid(pid, 0)
+    os.close(r)
+    assert got == b"1"
