@@ -1,5 +1,6 @@
 """The worker thread of tfg/executor/loop_side.py: a gradient loop's deferred sums (dW, dU)
-made side by side give the bits of the one-thread run; errors reach the waiting thread;
+made side by side, and a large input projection's later blocks made while the loop's first
+iterations run, give the bits of the one-thread run; errors reach the waiting thread;
 TFG_LOOP_SIDE forces the choice."""
 import os
 import threading
@@ -7,7 +8,7 @@ import threading
 import numpy as np
 import pytest
 
-from test_loop_projection import B, F, _rnn_grad
+from test_loop_projection import B, F, H, _reference, _rnn, _rnn_grad
 from tfg import builder as tb
 from tfg.executor import Session
 from tfg.executor import loop_accumulation as LA
@@ -53,6 +54,7 @@ def _run(graph, fetches, feeds, side, monkeypatch, **kw):
         sent.append(fn)
         return real(fn, *args)
     monkeypatch.setattr(LA, "submit", counting)
+    monkeypatch.setattr(LS, "submit", counting)
     sess = Session(graph, **kw)
     return [sess.run(fetches, feeds) for _ in range(2)], sent
 
@@ -108,3 +110,57 @@ def test_the_worker_restarts_in_a_forked_child():
     os.waitpid(pid, 0)
     os.close(r)
     assert got == b"1"
+
+
+def test_block_cuts():
+    assert LS.block_cuts(50) == [0, 2, 6, 18, 50]
+    assert LS.block_cuts(8) == [0, 2, 6, 8]
+
+
+def _big_feeds(n, t=40, batch=64, f=400, npd=np.float64):
+    """t * batch * f * H = 5.1M multiply-adds: over CHUNKED_MACS, so made in blocks."""
+    rng = np.random.default_rng(n)
+    return {"x": rng.standard_normal((t, batch, f)).astype(npd), "n": np.int32(n),
+            "h0": rng.standard_normal((batch, H)).astype(npd)}
+
+
+@pytest.mark.parametrize("read", ["list", "gather"])
+@pytest.mark.parametrize("n", [1, 5, 40])
+def test_a_large_projection_in_blocks_on_the_worker_is_the_same_bits(read, n, monkeypatch):
+    """Its later blocks on the worker while the first iterations run: the bits of the same
+    blocks made on this thread, each run (n = 1 and 5: the loop ends before the worker's
+    blocks are read); the values of the per-iteration products and numpy's within
+    rounding."""
+    assert 40 * 64 * 400 * H >= LS.CHUNKED_MACS
+    graph, weights = _rnn(read, True, f=400)
+    feeds = _big_feeds(n)
+    side, sent = _run(graph, "h", feeds, "1", monkeypatch)
+    alone, none = _run(graph, "h", feeds, "0", monkeypatch)
+    assert [fn.__name__ for fn in sent] == ["_later_blocks"] * 2 and not none
+    for a, b in zip(side, alone):
+        np.testing.assert_array_equal(a, b)
+    monkeypatch.setenv("TFG_LOOP_PROJECT", "0")
+    plain = Session(graph).run("h", feeds)
+    np.testing.assert_allclose(side[0], plain, rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(side[0], _reference(feeds, weights), rtol=1e-10, atol=1e-12)
+
+
+def test_a_blocks_error_is_the_projected_nodes(monkeypatch):
+    """The worker's block fails (here: a MemoryError put in its GEMM): the iteration that
+    waits for it fails with that error, named by the projected MatMul's node."""
+    from tfg.errors import TfgRuntimeError
+
+    real = LS._block
+    calls = []
+
+    def failing(x, w, bias, flat, a, c):
+        calls.append(a)
+        if a:  # (the worker's blocks; the first is made on the calling thread)
+            raise MemoryError("no memory for the block")
+        return real(x, w, bias, flat, a, c)
+    monkeypatch.setattr(LS, "_block", failing)
+    graph, _ = _rnn("gather", False, f=400)
+    monkeypatch.setenv("TFG_LOOP_SIDE", "1")
+    with pytest.raises(TfgRuntimeError, match="proj.*no memory for the block"):
+        Session(graph).run("h", _big_feeds(40))
+    assert calls and calls[0] == 0
