@@ -39,10 +39,28 @@ def test_the_environment_forces_the_choice(value, want, monkeypatch):
     assert LS.side_free() is want
 
 
-def test_not_on_one_core(monkeypatch):
+class _Meter:
+    def __init__(self, others):
+        self.value = others
+
+    def others(self):
+        return self.value
+
+
+@pytest.mark.parametrize("cores, blas, others, want", [
+    (2, 1, 0.0, True),    # a quiet machine, BLAS on one thread (the GEMM floor's steps)
+    (1, 1, 0.0, False),   # one core
+    (2, 2, 0.0, False),   # OpenBLAS's own threads would contend with the worker's call
+    (2, None, 0.0, False),  # BLAS's threads unknown
+    (2, 1, 0.9, False),   # another process keeps a core busy
+    (4, 1, 1.0, True),    # ... of four
+])
+def test_by_default_only_where_a_core_is_free(cores, blas, others, want, monkeypatch):
     monkeypatch.delenv("TFG_LOOP_SIDE", raising=False)
-    monkeypatch.setattr(LS, "usable_cores", lambda: 1)
-    assert LS.side_free() is False
+    monkeypatch.setattr(LS, "usable_cores", lambda: cores)
+    monkeypatch.setattr(LS, "current_blas_threads", lambda: blas)
+    monkeypatch.setattr(LS, "meter", lambda: _Meter(others))
+    assert LS.side_free() is want
 
 
 def _run(graph, fetches, feeds, side, monkeypatch, **kw):
