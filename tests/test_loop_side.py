@@ -82,7 +82,9 @@ def _run(graph, fetches, feeds, side, monkeypatch, **kw):
 def test_deferred_sums_on_the_worker_are_the_same_bits(n, dtype, monkeypatch):
     """dU's sum on the worker while dW's is made here: the same values, bit for bit, as
     both on this thread (each run, and a second run of the same Session); the worker is
-    used once a run where the loop ran (a zero-iteration loop has no sums to make)."""
+    used once a run where the loop ran (a zero-iteration loop has no sums to make). (These
+    sums are small: the size floor is lowered for them.)"""
+    monkeypatch.setattr(LA, "CHUNKED_MACS", 0)
     graph, _ = _rnn_grad(n, dtype)
     npd = np.float32 if dtype == tb.float32 else np.float64
     x = np.random.default_rng(n).standard_normal((max(n, 1), B, F)).astype(npd)
@@ -96,9 +98,18 @@ def test_deferred_sums_on_the_worker_are_the_same_bits(n, dtype, monkeypatch):
             np.testing.assert_array_equal(a, b)
 
 
+def test_small_sums_stay_on_the_loops_thread(monkeypatch):
+    """Sums under the size floor (here 7 x 4 rows of 3 and 5 columns): no wake-up."""
+    graph, _ = _rnn_grad(7)
+    x = np.random.default_rng(7).standard_normal((7, B, F))
+    _, sent = _run(graph, ["grad/W", "grad/U"], {"x": x}, "1", monkeypatch)
+    assert sent == []
+
+
 def test_sums_made_within_the_memory_limit_on_the_worker(monkeypatch):
     """Under a 512-byte limit the sums so far are made several times a run (new buffers
     start): each time side by side, the same bits as on one thread."""
+    monkeypatch.setattr(LA, "CHUNKED_MACS", 0)
     graph, _ = _rnn_grad(10)
     x = np.random.default_rng(3).standard_normal((10, B, F))
     fetches = ["grad/W", "grad/U"]

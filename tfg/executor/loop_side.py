@@ -98,7 +98,8 @@ def side_free():
 # A projection (loop_projection.py) of at least this many multiply-adds and MIN_STEPS time
 # steps is made in blocks of time steps (block_cuts), on the worker but for the first block
 # where side_free() says so: the loop's first iterations run meanwhile. Smaller ones (the
-# Keras cells' 0.65M) stay one GEMM: a wake-up would cost more than the product.
+# Keras cells' 0.65M) stay one GEMM: a wake-up would cost more than the product. The same
+# floor for a deferred sum to go to the worker (loop_accumulation.py).
 CHUNKED_MACS = 4 * 2**20
 MIN_STEPS = 8
 
