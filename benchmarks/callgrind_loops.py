@@ -4,6 +4,8 @@ that does not move with the machine's load, for A/B comparisons of loop changes.
 
     python3 benchmarks/bench_loops.py --cases lstm,gru,bilstm --save /tmp/cases
     python3 benchmarks/callgrind_loops.py /tmp/cases --cases lstm,gru,bilstm [--steps 5]
+    python3 benchmarks/callgrind_loops.py /tmp/rnn --cases rnn --keep /tmp/cg.out
+    callgrind_annotate /tmp/cg.out | head -40      # where the instructions go, by function
 
 For each case saved by bench_loops.py's --save, runs the Session under callgrind with the
 instrumentation off, switches it on (callgrind_control) after 3 warm-up steps for `--steps`
@@ -59,13 +61,14 @@ def _wait(sync, name, proc=None):
         time.sleep(0.05)
 
 
-def instructions(folder, case, steps):
+def instructions(folder, case, steps, keep=None):
     """Instructions of `steps` steps alone: instrumentation on only around them (after the
-    warm-up, so neither the import, the load nor the compile counts)."""
+    warm-up, so neither the import, the load nor the compile counts). `keep`: a file for
+    callgrind's profile (for callgrind_annotate), else none is written."""
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
     with tempfile.TemporaryDirectory() as sync:
         proc = subprocess.Popen(["valgrind", "--tool=callgrind", "--instr-atstart=no",
-                                 "--callgrind-out-file=/dev/null", sys.executable,
+                                 "--callgrind-out-file=" + (keep or "/dev/null"), sys.executable,
                                  os.path.abspath(__file__), "--child", folder, case,
                                  str(steps), sync],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
@@ -92,6 +95,8 @@ def main():
     ap.add_argument("folder", help="cases saved by bench_loops.py --save")
     ap.add_argument("--cases", default="lstm,gru,bilstm")
     ap.add_argument("--steps", type=int, default=5)
+    ap.add_argument("--keep", metavar="FILE", help="keep callgrind's profile of the (last) "
+                    "case in FILE, for callgrind_annotate")
     a = ap.parse_args()
     if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
         print("callgrind_loops.py: valgrind is not installed", file=sys.stderr)
@@ -100,7 +105,7 @@ def main():
         if not os.path.exists(os.path.join(a.folder, case + ".pb")):
             print(f"callgrind_loops.py: no case {case!r} in {a.folder}", file=sys.stderr)
             return 2
-        per_step = instructions(a.folder, case, a.steps) // a.steps
+        per_step = instructions(a.folder, case, a.steps, a.keep) // a.steps
         iters = ITERATIONS.get(case)
         extra = f", {per_step // iters:,} per iteration" if iters else ""
         print(f"{case:10} {per_step:,} instructions per step{extra}")

@@ -28,6 +28,7 @@ from tfg.executor.loop_buffers import BufferPool
 from tfg.executor.loop_calls import run_named
 from tfg.executor.loop_fusion import node_kind
 from tfg.executor.loop_projection import enabled
+from tfg.executor.loop_side import CHUNKED_MACS, side_free, submit
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -111,9 +112,24 @@ def _finish(outs, state):
         vals[state] = None
         accs, abufs, gbuf, rows, _ = held
         g = gbuf[:rows]
+        if len(outs) > 1 and rows * g.shape[1] * abufs[1].shape[1] >= CHUNKED_MACS \
+                and side_free():
+            # (the sums do not depend on each other: all but the first on the worker,
+            # loop_side.py; the same calls on the same operands, the same bits; small ones
+            # stay here, where a wake-up would cost more than the product)
+            jobs = [submit(_sum, acc, a[:rows], g) for acc, a in zip(accs[1:], abufs[1:])]
+            vals[outs[0]] = _sum(accs[0], abufs[0][:rows], g)
+            for out, job in zip(outs[1:], jobs):
+                vals[out] = job.wait()
+            return
         for out, acc, a in zip(outs, accs, abufs):
-            vals[out] = np.add(acc, np.matmul(a[:rows].T, g))
+            vals[out] = _sum(acc, a[:rows], g)
     return finish
+
+
+def _sum(acc, a, g):
+    """acc + a^T g."""
+    return np.add(acc, np.matmul(a.T, g))
 
 
 def _collect(members, rhs, state, limit, finish, fallback):

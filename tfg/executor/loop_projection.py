@@ -24,7 +24,11 @@ projection (or the stacked input) over the memory guard's per-tensor limit
 that reaches it, so a zero-iteration loop computes nothing, and kept in the run's own slots.
 Its arrays are reused from one run to the next where nothing refers to them any more
 (tfg/executor/loop_buffers.py: a fresh 800 KB array a run cost more page faults than the
-GEMM saved). The one GEMM blocks the sums differently from the small ones: values agree within float
+GEMM saved). A projection of 4M multiply-adds or more and 8 time steps or more is made in
+blocks of time steps (tfg/executor/loop_side.py: the first two steps here, the later blocks on
+a worker thread where a core is free, while the first iterations run; the same blocks on one
+thread otherwise, so the same bits either way); an iteration waits only for its own block.
+The one GEMM blocks the sums differently from the small ones: values agree within float
 rounding (tests/test_loop_projection.py: rtol 1e-6 against TFG_LOOP_PROJECT=0, which turns
 this off, and against TensorFlow's fixtures).
 """
@@ -36,6 +40,7 @@ from tfg.executor import plan as P
 from tfg.executor.direct_calls import _index
 from tfg.executor.loop_buffers import BufferPool
 from tfg.executor.loop_calls import run_named
+from tfg.executor.loop_side import CHUNKED_MACS, MIN_STEPS, Blocks, blocked_product
 from tfg.executor.loop_fusion import node_kind
 from tfg.kernels.indexing_ops import gather_v2
 from tfg.kernels.list_ops import TensorList, tensor_list_get_item
@@ -159,8 +164,9 @@ def projected_call(fallback, source, index, axis, dtype, w, bias, tb, limit, out
             src, wv = vals[source], vals[w]
             bv = None if bias is None else vals[bias]
             av = None if axis is None else vals[axis]
-            held = vals[state] = (src, wv, bv, av,
-                                  _project(src, wv, bv, av, dtype, tb, limit, pool))
+            p = _project(src, wv, bv, av, dtype, tb, limit, pool)
+            held = vals[state] = ((src, wv, bv, av, None, p) if type(p) is Blocks
+                                  else (src, wv, bv, av, p))
         p = held[4]
         if p is not None:
             i = vals[index]
@@ -169,6 +175,16 @@ def projected_call(fallback, source, index, axis, dtype, w, bias, tb, limit, out
                 i = _index(i)
             if i is not None and 0 <= i < p.shape[0]:
                 vals[out] = p[i]
+                return
+        elif len(held) > 5:  # blocks the worker is still making (loop_side.py)
+            blocks = held[5]
+            i = _index(vals[index])
+            if i is not None and 0 <= i < blocks.p.shape[0]:
+                if i >= blocks.ready:
+                    blocks.wait(i)
+                if blocks.ready >= blocks.p.shape[0]:  # all made: as one from now on
+                    vals[state] = held[:4] + (blocks.p,)
+                vals[out] = blocks.p[i]
                 return
         run_named(fallback, vals, step)
     project.row_of = (state, index, out)  # (loop_pairs.py: the pair's stacked rows)
@@ -206,7 +222,11 @@ def _project(src, w, bias, axis, dtype, tb, limit, pool):
         x = np.stack(src.items, out=pool.take((t, b, f), w.dtype))
     else:
         x = src if src.flags.c_contiguous else np.ascontiguousarray(src)
-    p = np.matmul(x.reshape(t * b, f), w.T if tb else w, out=pool.take((t * b, n), w.dtype))
+    p = pool.take((t, b, n), w.dtype)
+    if t >= MIN_STEPS and t * b * f * n >= CHUNKED_MACS:
+        # in blocks of time steps, the later ones on a second core where one is free
+        return blocked_product(x.reshape(t * b, f), w.T if tb else w, bias, p, b) or p
+    flat = np.matmul(x.reshape(t * b, f), w.T if tb else w, out=p.reshape(t * b, n))
     if bias is not None:
-        np.add(p, bias, p)  # (as the _FusedMatMul kernel adds it to its product)
-    return p.reshape(t, b, n)
+        np.add(flat, bias, flat)  # (as the _FusedMatMul kernel adds it to its product)
+    return p
