@@ -1,9 +1,9 @@
 """Two independent compiled loops of one cell run in lockstep, their fused chains as one call on
-stacked operands (tfg/executor/loop_pairs.py, batched_chain.py): the values are the
-sequential run's, bit for bit (TFG_LOOP_PAIR=0), and TensorFlow's on the frozen Keras masked
-BiLSTM; two trip counts, two cells, a loop that reads the other, operands the stacked steps
-do not take and a bad input run the loops one after the other, with the same values and
-errors."""
+stacked operands (tfg/executor/loop_pairs.py, loop_lockstep.py, batched_chain.py): the
+values are the sequential run's, bit for bit (TFG_LOOP_PAIR=0), and TensorFlow's on the
+frozen Keras masked BiLSTM; two trip counts, two cells, a loop that reads the other,
+operands the stacked steps do not take and a bad input run the loops one after the other,
+with the same values and errors."""
 import json
 
 import numpy as np
@@ -13,7 +13,7 @@ from conftest import FIXTURES
 from tfg import builder as tb
 from tfg.errors import TfgRuntimeError
 from tfg.executor import Session
-from tfg.executor import batched_chain as BC
+from tfg.executor import batched_run as BR
 from tfg.executor import pair_scalars as PS
 from tfg.graphdef import io
 
@@ -24,7 +24,7 @@ B, H = 4, 3
 def batched(monkeypatch):
     """{True: stacked calls done, False: declined}: every call of a batched chain."""
     got = {True: 0, False: 0}
-    real = BC._runner
+    real = BR.runner
 
     def counting(*args):
         run = real(*args)
@@ -35,7 +35,7 @@ def batched(monkeypatch):
             return ok
         count.kept, count.rows, count.external = run.kept, run.rows, run.external
         return count
-    monkeypatch.setattr(BC, "_runner", counting)
+    monkeypatch.setattr(BR, "runner", counting)
     return got
 
 
@@ -242,14 +242,14 @@ def test_unequal_counters_are_not_shared(start_b, n_b, batched, shared, monkeypa
 
 def test_projection_rows_are_a_view_of_one_stack(batched, monkeypatch):
     """The frozen Keras BiLSTM's two input projections: from the second iteration the stacked
-    call reads both rows as one view of a [T, 2, B, N] copy (batched_chain._row), and the
+    call reads both rows as one view of a [T, 2, B, N] copy (batched_run._row), and the
     outputs are the sequential run's bytes."""
     case = FIXTURES / "real_models" / "keras_bilstm_masked"
     meta = json.loads((case / "case.json").read_text())
     feeds = dict(np.load(case / "feeds.npz"))
     graph = io.load(str(case / "graph.pb"))
     views = {True: 0, False: 0}
-    real = BC._row
+    real = BR._row
 
     def row(*args):
         st = real(*args)
@@ -257,7 +257,7 @@ def test_projection_rows_are_a_view_of_one_stack(batched, monkeypatch):
         if st is not None:
             assert st.base is not None and st.shape[0] == 2
         return st
-    monkeypatch.setattr(BC, "_row", row)
+    monkeypatch.setattr(BR, "_row", row)
     got = _run(graph, feeds, True, monkeypatch, meta["fetches"])
     # two runs; the first iteration's counter is still a 0-d array, which the view declines
     assert views[True] > 0 and views[False] == 2
