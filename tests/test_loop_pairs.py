@@ -34,6 +34,7 @@ def batched(monkeypatch):
             got[ok] += 1
             return ok
         count.kept, count.rows, count.external = run.kept, run.rows, run.external
+        count.masks = run.masks
         return count
     monkeypatch.setattr(BR, "runner", counting)
     return got

@@ -77,7 +77,22 @@ def batched(ca, cb):
     steps = _steps(plan)
     if steps is None:
         return None
-    return BR.runner(len(index), tuple(external), tuple(steps), tuple(escaping))
+    return BR.runner(len(index), tuple(external), tuple(steps), tuple(escaping),
+                     _mask_uses(plan, roles))
+
+
+def _mask_uses(plan, roles):
+    """{mask's index: (the x indices of its Selects, ...)} for the external masks whose
+    Selects all broadcast (SelectV2): a mask expanded to their x's shape selects the same
+    elements (batched_run._mask_row expands the mask rows so, once a run)."""
+    uses, narrow = {}, set()
+    for kind, fn, ins, _ in plan:
+        k = ins[0] if kind == "select" else None
+        if k is not None and roles.get(k) == "mask":
+            uses.setdefault(k, []).append(ins[1])
+            if not fn:
+                narrow.add(k)
+    return tuple((k, tuple(xs)) for k, xs in uses.items() if k not in narrow)
 
 
 def _steps(plan):

@@ -20,14 +20,18 @@ from tfg.executor.batched_steps import Fallback
 ndarray = np.ndarray
 
 
-def runner(n, external, steps, escaping):
+def runner(n, external, steps, escaping, mask_uses=()):
     """run(va, vb, last) -> bool for a plan of `n` stacked values: `external` ((index, slot
     of A, slot of B, role), ...) the operands read from the loops' slots, `steps` the stacked
     steps in order, `escaping` ((index, slot of A, slot of B), ...) the values the loops read
-    after the chain. run.kept and run.rows are the caller's to clear and fill (loop_lockstep)."""
+    after the chain, `mask_uses` ((mask's index, its Selects' x indices), ...) the masks
+    that may be expanded to their Selects' shape. run.kept, run.rows and run.masks are the
+    caller's to clear and fill (loop_lockstep.py)."""
     empty, concatenate = np.empty, np.concatenate
     kept = {}  # external index -> (value of A, value of B, their stack): the same objects
     rows = {}  # external index -> projection slots (loop_lockstep.py sets them: _row)
+    masks = {}  # external index -> list slots (loop_lockstep.py sets them: _mask_row)
+    shapes = {}  # mask's index -> the shape of its Selects' x's, seen in an earlier call
 
     def run(va, vb, last):
         """The stacked steps on va's and vb's values; the escaping values set in both as
@@ -62,6 +66,9 @@ def runner(n, external, steps, escaping):
                     st = c[2]
                 elif k in rows and (st := _row(rows[k], k, va, vb, kept)) is not None:
                     pass
+                elif k in masks and (st := _mask_row(masks[k], k, va, vb, kept,
+                                                     shapes.get(k))) is not None:
+                    pass
                 else:
                     if (type(a) is not ndarray or type(b) is not ndarray or a.shape != b.shape
                             or a.dtype is not b.dtype):
@@ -85,7 +92,16 @@ def runner(n, external, steps, escaping):
             for f in steps:
                 f(bv)
         except Fallback:
+            if shapes:  # (an expanded mask may be what the Select declined: not again)
+                shapes.clear()
+                for k in masks:
+                    kept.pop(("masks", k), None)
             return False
+        for k, xs in mask_uses:
+            if k not in shapes:
+                shape = bv[xs[0]].shape
+                if all(bv[x].shape == shape for x in xs):
+                    shapes[k] = shape
         last.clear()
         for k, sa, sb in escaping:
             st = bv[k]
@@ -95,6 +111,7 @@ def runner(n, external, steps, escaping):
         return True
     run.kept = kept
     run.rows = rows
+    run.masks = masks
     run.external = external
     return run
 
@@ -122,3 +139,49 @@ def _row(slots, k, va, vb, kept):
             return None
         c = kept[("rows", k)] = (ha, hb, np.stack((pa, pb), axis=1))
     return c[2][i]
+
+
+def _mask_row(slots, k, va, vb, kept, shape):
+    """The stack of the two masks m_a and m_b the loops' TensorListGetItem calls read this
+    iteration, as row i of one [T, 2, ...] copy of both lists' items made once a run
+    (kept[('masks', k)]), or None. `slots`: (list, index, output) slots of A's call, then of
+    B's. The row holds the masks' own values: each call's output is checked to be its
+    list's item i. `shape`: the Selects' operand shape, to which the copy expands the masks
+    (a SelectV2 broadcasts them so: the same elements taken, and numpy's masked copy runs
+    its contiguous loop instead of a broadcast one); None: the masks' own shape."""
+    list_a, index_a, out_a, list_b, index_b, out_b = slots
+    la, lb = va[list_a], vb[list_b]
+    i, j = va[index_a], vb[index_b]
+    t = type(i)
+    if (t is not np.int32 and t is not np.int64) or (i is not j and (
+            type(j) is not t or i != j)):
+        return None
+    c = kept.get(("masks", k))
+    if c is None or c[0] is not la or c[1] is not lb:
+        c = kept[("masks", k)] = (la, lb, _mask_stack(la, lb, shape))
+    st = c[2]
+    if (st is None or not 0 <= i < st.shape[0] or va[out_a] is not la.items[i]
+            or vb[out_b] is not lb.items[i]):
+        return None
+    return st[i]
+
+
+def _mask_stack(la, lb, shape):
+    """[T, 2, ...] of the two lists' items (bool arrays of one shape, all set), expanded to
+    `shape` where they broadcast to it; None where the items are not such."""
+    ia, ib = getattr(la, "items", None), getattr(lb, "items", None)
+    if type(ia) is not list or type(ib) is not list or len(ia) != len(ib) or not ia:
+        return None
+    first = ia[0]
+    if type(first) is not ndarray or first.dtype != np.bool_:
+        return None
+    for a in ia + ib:
+        if type(a) is not ndarray or a.shape != first.shape or a.dtype != first.dtype:
+            return None
+    if shape is None or len(shape) != first.ndim + 1 or not all(
+            d == 1 or d == e for d, e in zip(first.shape, shape[1:])):
+        shape = (2,) + first.shape
+    st = np.empty((len(ia),) + shape, np.bool_)
+    np.copyto(st[:, 0], np.stack(ia))
+    np.copyto(st[:, 1], np.stack(ib))
+    return st

@@ -47,9 +47,11 @@ class Plans:
             p = self._made[key] = ((header_a, header_b, body_a, body_b), (
                 PS.merged(header_a, header_b, pa, pb), PS.merged(before_a, before_b, pa, pb),
                 PS.merged(after_a, after_b, pa, pb)))
-            rows = self.both.rows
+            rows, masks = self.both.rows, self.both.masks
             rows.clear()
             rows.update(_projected_rows(self.both.external, before_a, before_b))
+            masks.clear()
+            masks.update(_list_rows(self.both.external, before_a, before_b, pa, pb))
         return p[1]
 
 
@@ -62,6 +64,23 @@ def _projected_rows(external, before_a, before_b):
     oa, ob = outs(before_a), outs(before_b)
     return {k: oa[sa] + ob[sb] for k, sa, sb, role in external
             if role == "float" and sa in oa and sb in ob}
+
+
+def _list_rows(external, before_a, before_b, pa, pb):
+    """{external index: (list, index and output slots of A's TensorListGetItem, of B's)} for
+    the chain's masks that the two loops read from lists before the chain (a masked RNN's
+    mask, one row a time step: batched_run._mask_row stacks them as a view)."""
+    def outs(lst, p):
+        got = {}
+        for c, it in lst:
+            s = p.call_slots.get(it.id)
+            if it.op == "TensorListGetItem" and s is not None and s[2] is c and len(
+                    s[0]) == 3 and len(s[1]) == 1:
+                got[s[1][0]] = (s[0][0], s[0][1], s[1][0])
+        return got
+    oa, ob = outs(before_a, pa), outs(before_b, pb)
+    return {k: oa[sa] + ob[sb] for k, sa, sb, role in external
+            if role == "mask" and sa in oa and sb in ob}
 
 
 def _cut(lst, chain):
