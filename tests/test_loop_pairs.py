@@ -14,8 +14,10 @@ from tfg import builder as tb
 from tfg.errors import TfgRuntimeError
 from tfg.executor import Session
 from tfg.executor import batched_run as BR
+from tfg.executor import loop_list_writes as LW
 from tfg.executor import pair_scalars as PS
 from tfg.graphdef import io
+from tfg.kernels.list_ops import TensorList
 
 B, H = 4, 3
 
@@ -263,3 +265,64 @@ def test_projection_rows_are_a_view_of_one_stack(batched, monkeypatch):
     # two runs; the first iteration's counter is still a 0-d array, which the view declines
     assert views[True] > 0 and views[False] == 2
     _same(got, _run(graph, feeds, False, monkeypatch, meta["fetches"]))
+
+
+def test_masks_are_a_view_of_one_expanded_stack(batched, monkeypatch):
+    """The frozen Keras BiLSTM's masks, read from the two loops' lists: from the second
+    iteration the stacked call reads both as one view of a [T, 2, B, N] copy
+    (batched_run._mask_row; from the second run expanded to the Selects' shape), and the
+    outputs are the sequential run's bytes."""
+    case = FIXTURES / "real_models" / "keras_bilstm_masked"
+    meta = json.loads((case / "case.json").read_text())
+    feeds = dict(np.load(case / "feeds.npz"))
+    graph = io.load(str(case / "graph.pb"))
+    views = {True: 0, False: 0}
+    shapes = set()
+    real = BR._mask_row
+
+    def mask_row(*args):
+        st = real(*args)
+        views[st is not None] += 1
+        if st is not None:
+            assert st.base is not None and st.dtype == np.bool_ and st.shape[0] == 2
+            shapes.add(st.shape)
+        return st
+    monkeypatch.setattr(BR, "_mask_row", mask_row)
+    got = _run(graph, feeds, True, monkeypatch, meta["fetches"])
+    # the first iteration's counter is still a 0-d array, which the view declines
+    assert views[True] > 0 and views[False] == 2 and not batched[False]
+    assert any(s[-1] > 1 for s in shapes)  # expanded along the state's last axis
+    _same(got, _run(graph, feeds, False, monkeypatch, meta["fetches"]))
+
+
+def test_list_writes_in_place_only_on_a_list_of_their_own():
+    """loop_list_writes._writer: the first write of a run is the normal call (a new list),
+    whose copy the writer owns; later writes of an item of that dtype and shape at an index
+    in range change only that list; the list the loop started from, and a list of an
+    earlier run (reset), are never written."""
+    calls = []
+
+    def normal(vals, step):  # (what TensorListSetItem does: a new list, the item set)
+        calls.append(1)
+        lst, i = vals[0], int(vals[1])
+        items = list(lst.items)
+        items[i] = vals[2]
+        vals[3] = lst.with_items(items)
+    write = LW._writer(normal, 0, 1, 2, 3)
+    start = TensorList(tb.float32, (2,), [None] * 3)
+    a, b = np.ones(2, np.float32), np.full(2, 2.0, np.float32)
+    vals = [start, np.int32(0), a, None]
+    write(vals, None)
+    first = vals[3]
+    assert len(calls) == 1 and first is not start and start.items == [None] * 3
+    vals[:3] = [first, np.int32(1), b]
+    write(vals, None)
+    assert len(calls) == 1 and vals[3] is first and first.items[1] is b
+    vals[:3] = [first, np.int32(2), b.astype(np.float64)]  # another dtype: the normal call
+    write(vals, None)
+    assert len(calls) == 2 and vals[3] is not first and first.items[2] is None
+    write.reset()  # a new run, from the last run's list (a caller holds it)
+    held = vals[3]
+    vals[:3] = [held, np.int32(0), b]
+    write(vals, None)
+    assert len(calls) == 3 and vals[3] is not held and held.items[0] is a

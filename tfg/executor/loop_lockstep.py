@@ -17,6 +17,7 @@ the caller drops the pair and runs the loops one after the other.
 import numpy as np
 
 from tfg.executor import pair_scalars as PS
+from tfg.executor.loop_list_writes import in_place
 from tfg.executor.devices import to_host
 from tfg.kernels.resources import Ref
 
@@ -35,6 +36,12 @@ class Plans:
     def __init__(self, pa, pb, ca, cb, both):
         self.pa, self.pb, self.ca, self.cb, self.both = pa, pb, ca, cb, both
         self._made = {}  # ids of the four lists -> (the lists, the three sequences)
+        self._resets = []  # the in-place list writers' (loop_list_writes.py)
+
+    def reset(self):
+        """At a run's start: the list writers own no list yet."""
+        for r in self._resets:
+            r()
 
     def __call__(self, header_a, header_b, body_a, body_b):
         key = (id(header_a), id(header_b), id(body_a), id(body_b))
@@ -44,6 +51,12 @@ class Plans:
             pa, pb = self.pa, self.pb
             before_a, after_a = _cut(body_a, self.ca)
             before_b, after_b = _cut(body_b, self.cb)
+            if body_a is pa.body_rest and body_b is pb.body_rest:
+                # (the later iterations' lists: the first iteration's writes make the lists
+                # the writers copy once, then change in place)
+                after_a, resets_a = in_place(after_a, pa, (header_a, body_a))
+                after_b, resets_b = in_place(after_b, pb, (header_b, body_b))
+                self._resets.extend(resets_a + resets_b)
             p = self._made[key] = ((header_a, header_b, body_a, body_b), (
                 PS.merged(header_a, header_b, pa, pb), PS.merged(before_a, before_b, pa, pb),
                 PS.merged(after_a, after_b, pa, pb)))
@@ -132,6 +145,7 @@ def lockstep(plan, ea, eb, step):
     for call, _ in hoisted_b:
         call(vb, step)
     both.kept.clear()  # (a fed array may have been written into since the last run)
+    plan.reset()
     last = {}
     first = True
     steps = plan(header_a, header_b, body_a, body_b)
