@@ -15,6 +15,7 @@ from tfg.errors import TfgRuntimeError
 from tfg.executor import Session
 from tfg.executor import batched_run as BR
 from tfg.executor import loop_list_writes as LW
+from tfg.executor import loop_lockstep as LS
 from tfg.executor import pair_scalars as PS
 from tfg.graphdef import io
 from tfg.kernels.list_ops import TensorList
@@ -31,8 +32,8 @@ def batched(monkeypatch):
     def counting(*args):
         run = real(*args)
 
-        def count(va, vb, last):
-            ok = run(va, vb, last)
+        def count(va, vb, last, lazy=False):
+            ok = run(va, vb, last, lazy)
             got[ok] += 1
             return ok
         count.kept, count.rows, count.external = run.kept, run.rows, run.external
@@ -326,3 +327,48 @@ def test_list_writes_in_place_only_on_a_list_of_their_own():
     vals[:3] = [held, np.int32(0), b]
     write(vals, None)
     assert len(calls) == 3 and vals[3] is not held and held.items[0] is a
+
+
+def _keras_bilstm():
+    case = FIXTURES / "real_models" / "keras_bilstm_masked"
+    meta = json.loads((case / "case.json").read_text())
+    return io.load(str(case / "graph.pb")), dict(np.load(case / "feeds.npz")), meta["fetches"]
+
+
+def test_row_reads_wait_for_a_declined_batched_call(monkeypatch):
+    """The frozen Keras BiLSTM: from the second iteration its projection rows and mask reads
+    are deferred (lockstep_deferral.py); a batched call that declines in a later iteration
+    runs them, then the two chains, and the run goes on eager: the sequential bytes."""
+    graph, feeds, fetches = _keras_bilstm()
+    waits = []
+    real_deferrable = LS.deferrable
+
+    def deferrable(*args):
+        waits.append(real_deferrable(*args))
+        return waits[-1]
+    monkeypatch.setattr(LS, "deferrable", deferrable)
+    real = BR.runner
+    seen = {"calls": 0, "lazy": 0, "declined": 0, "run": 0}
+
+    def declining(*args):
+        run = real(*args)
+
+        def once_declined(va, vb, last, lazy=False):
+            if not run.kept:  # (a run's first call: the lockstep cleared them)
+                seen["run"] = 0
+            seen["calls"] += 1
+            seen["run"] += 1
+            seen["lazy"] += lazy
+            if seen["run"] == 4:  # (the fourth iteration of each run)
+                seen["declined"] += 1
+                return False
+            return run(va, vb, last, lazy)
+        once_declined.kept, once_declined.rows = run.kept, run.rows
+        once_declined.external, once_declined.masks = run.external, run.masks
+        return once_declined
+    monkeypatch.setattr(BR, "runner", declining)
+    got = _run(graph, feeds, True, monkeypatch, fetches)
+    assert waits == [True] and seen["declined"] == 2
+    # lazy from the second iteration to the declined fourth, eager after it (7 a run)
+    assert seen["calls"] == 14 and seen["lazy"] == 6
+    _same(got, _run(graph, feeds, False, monkeypatch, fetches))

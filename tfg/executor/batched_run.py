@@ -33,15 +33,17 @@ def runner(n, external, steps, escaping, mask_uses=()):
     masks = {}  # external index -> list slots (loop_lockstep.py sets them: _mask_row)
     shapes = {}  # mask's index -> the shape of its Selects' x's, seen in an earlier call
 
-    def run(va, vb, last):
+    def run(va, vb, last, lazy=False):
         """The stacked steps on va's and vb's values; the escaping values set in both as
         the rows of their stacks. `last`: {id(row of A): (row of A, row of B, stack)} of
-        the previous call (its rows are this call's states), replaced. False: nothing done."""
+        the previous call (its rows are this call's states), replaced. `lazy`: the calls
+        that set the row operands' slots did not run (False where a row is not at hand).
+        False: nothing done."""
         bv = [None] * n
         dt = None
         for k, sa, sb, role in external:
-            a, b = va[sa], vb[sb]
             if role == "axis":
+                a, b = va[sa], vb[sb]
                 if type(a) is not int:
                     if getattr(a, "ndim", 1) != 0 or a.dtype.kind not in "iu":
                         return False
@@ -54,32 +56,37 @@ def runner(n, external, steps, escaping, mask_uses=()):
                     return False
                 bv[k] = a
                 continue
-            # cheapest first: the states are the rows of the stacks the last call made (no
-            # copy); the weights the same two objects as before (their stack kept); the
-            # projection rows a view of one stack of both projections; else a new stack
-            m = last.get(id(a))
-            if m is not None and m[0] is a and m[1] is b:
-                st = m[2]
+            # the rows of a per-run stack first (where the calls that set the slots were
+            # deferred, the slots hold an earlier iteration's values: lockstep_deferral.py);
+            # then the states, the rows of the stacks the last call made (no copy); the
+            # weights, the same two objects as before (their stack kept); else a new stack
+            if k in rows and (st := _row(rows[k], k, va, vb, kept)) is not None:
+                pass
+            elif k in masks and (st := _mask_row(masks[k], k, va, vb, kept, shapes.get(k),
+                                                 lazy)) is not None:
+                pass
+            elif lazy and (k in rows or k in masks):
+                return False
             else:
-                c = kept.get(k)
-                if c is not None and c[0] is a and c[1] is b:
-                    st = c[2]
-                elif k in rows and (st := _row(rows[k], k, va, vb, kept)) is not None:
-                    pass
-                elif k in masks and (st := _mask_row(masks[k], k, va, vb, kept,
-                                                     shapes.get(k))) is not None:
-                    pass
+                a, b = va[sa], vb[sb]
+                m = last.get(id(a))
+                if m is not None and m[0] is a and m[1] is b:
+                    st = m[2]
                 else:
-                    if (type(a) is not ndarray or type(b) is not ndarray or a.shape != b.shape
-                            or a.dtype is not b.dtype):
-                        return False
-                    if a.ndim:  # (one call: the two rows, then a view of them)
-                        st = concatenate((a, b)).reshape((2,) + a.shape)
+                    c = kept.get(k)
+                    if c is not None and c[0] is a and c[1] is b:
+                        st = c[2]
                     else:
-                        st = empty((2,) + a.shape, a.dtype)
-                        st[0] = a
-                        st[1] = b
-                    kept[k] = (a, b, st)
+                        if (type(a) is not ndarray or type(b) is not ndarray
+                                or a.shape != b.shape or a.dtype is not b.dtype):
+                            return False
+                        if a.ndim:  # (one call: the two rows, then a view of them)
+                            st = concatenate((a, b)).reshape((2,) + a.shape)
+                        else:
+                            st = empty((2,) + a.shape, a.dtype)
+                            st[0] = a
+                            st[1] = b
+                        kept[k] = (a, b, st)
             if role == "float":
                 if dt is None:
                     dt = st.dtype
@@ -141,12 +148,13 @@ def _row(slots, k, va, vb, kept):
     return c[2][i]
 
 
-def _mask_row(slots, k, va, vb, kept, shape):
+def _mask_row(slots, k, va, vb, kept, shape, lazy=False):
     """The stack of the two masks m_a and m_b the loops' TensorListGetItem calls read this
     iteration, as row i of one [T, 2, ...] copy of both lists' items made once a run
     (kept[('masks', k)]), or None. `slots`: (list, index, output) slots of A's call, then of
     B's. The row holds the masks' own values: each call's output is checked to be its
-    list's item i. `shape`: the Selects' operand shape, to which the copy expands the masks
+    list's item i (`lazy`: the calls did not run; lockstep_deferral.py says why the row is
+    what they return). `shape`: the Selects' operand shape, to which the copy expands the masks
     (a SelectV2 broadcasts them so: the same elements taken, and numpy's masked copy runs
     its contiguous loop instead of a broadcast one); None: the masks' own shape."""
     list_a, index_a, out_a, list_b, index_b, out_b = slots
@@ -160,8 +168,8 @@ def _mask_row(slots, k, va, vb, kept, shape):
     if c is None or c[0] is not la or c[1] is not lb:
         c = kept[("masks", k)] = (la, lb, _mask_stack(la, lb, shape))
     st = c[2]
-    if (st is None or not 0 <= i < st.shape[0] or va[out_a] is not la.items[i]
-            or vb[out_b] is not lb.items[i]):
+    if st is None or not 0 <= i < st.shape[0] or not lazy and (
+            va[out_a] is not la.items[i] or vb[out_b] is not lb.items[i]):
         return None
     return st[i]
 

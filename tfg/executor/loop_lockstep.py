@@ -17,6 +17,7 @@ the caller drops the pair and runs the loops one after the other.
 import numpy as np
 
 from tfg.executor import pair_scalars as PS
+from tfg.executor.lockstep_deferral import deferrable
 from tfg.executor.loop_list_writes import in_place
 from tfg.executor.devices import to_host
 from tfg.kernels.resources import Ref
@@ -43,8 +44,11 @@ class Plans:
         for r in self._resets:
             r()
 
-    def __call__(self, header_a, header_b, body_a, body_b):
-        key = (id(header_a), id(header_b), id(body_a), id(body_b))
+    def __call__(self, header_a, header_b, body_a, body_b, lazy=False):
+        """(header, before, after, deferred): `deferred` the calls before the chain that
+        wait for the batched call to decline (lockstep_deferral.py; `before` then holds
+        the others), None where `lazy` is False or they may not wait."""
+        key = (id(header_a), id(header_b), id(body_a), id(body_b), lazy)
         p = self._made.get(key)
         if p is None or any(x is not y for x, y in zip(p[0], (header_a, header_b, body_a,
                                                              body_b))):
@@ -57,14 +61,19 @@ class Plans:
                 after_a, resets_a = in_place(after_a, pa, (header_a, body_a))
                 after_b, resets_b = in_place(after_b, pb, (header_b, body_b))
                 self._resets.extend(resets_a + resets_b)
-            p = self._made[key] = ((header_a, header_b, body_a, body_b), (
-                PS.merged(header_a, header_b, pa, pb), PS.merged(before_a, before_b, pa, pb),
-                PS.merged(after_a, after_b, pa, pb)))
             rows, masks = self.both.rows, self.both.masks
             rows.clear()
             rows.update(_projected_rows(self.both.external, before_a, before_b))
             masks.clear()
             masks.update(_list_rows(self.both.external, before_a, before_b, pa, pb))
+            before = PS.merged(before_a, before_b, pa, pb)
+            deferred = None
+            if lazy and body_a is pa.body_rest and deferrable(before_a, before_b, pa, pb,
+                                                              self.both):
+                before, deferred = (), before
+            p = self._made[key] = ((header_a, header_b, body_a, body_b), (
+                PS.merged(header_a, header_b, pa, pb), before,
+                PS.merged(after_a, after_b, pa, pb), deferred))
         return p[1]
 
 
@@ -150,7 +159,7 @@ def lockstep(plan, ea, eb, step):
     first = True
     steps = plan(header_a, header_b, body_a, body_b)
     while True:
-        header, before, after = steps
+        header, before, after, deferred = steps
         _each(header, va, vb, step)
         qa, qb = _pred(va[pa.pred_slot]), _pred(vb[pb.pred_slot])
         if qa != qb:
@@ -158,8 +167,11 @@ def lockstep(plan, ea, eb, step):
         if not qa:
             break
         _each(before, va, vb, step)
-        if not both(va, vb, last):
+        if not both(va, vb, last, deferred is not None):
             last.clear()
+            if deferred is not None:  # (then eager for the rest of the run)
+                _each(deferred, va, vb, step)
+                steps = plan(header_a, header_b, body_a, body_b)
             ca(va, step)
             cb(vb, step)
         _each(after, va, vb, step)
@@ -171,7 +183,7 @@ def lockstep(plan, ea, eb, step):
             first = False
             header_a, body_a = pa.header_rest, pa.body_rest
             header_b, body_b = pb.header_rest, pb.body_rest
-            steps = plan(header_a, header_b, body_a, body_b)
+            steps = plan(header_a, header_b, body_a, body_b, True)
             if fixed_a is None and pa.fixed_slots:
                 pa.fixed = [(s, va[s]) for s in pa.fixed_slots]
             if fixed_b is None and pb.fixed_slots:
