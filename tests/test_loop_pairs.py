@@ -13,9 +13,10 @@ from conftest import FIXTURES
 from tfg import builder as tb
 from tfg.errors import TfgRuntimeError
 from tfg.executor import Session
+from tfg.executor import batched_rows as BRW
 from tfg.executor import batched_run as BR
+from tfg.executor import lockstep_plans as LPL
 from tfg.executor import loop_list_writes as LW
-from tfg.executor import loop_lockstep as LS
 from tfg.executor import pair_scalars as PS
 from tfg.graphdef import io
 from tfg.kernels.list_ops import TensorList
@@ -246,14 +247,14 @@ def test_unequal_counters_are_not_shared(start_b, n_b, batched, shared, monkeypa
 
 def test_projection_rows_are_a_view_of_one_stack(batched, monkeypatch):
     """The frozen Keras BiLSTM's two input projections: from the second iteration the stacked
-    call reads both rows as one view of a [T, 2, B, N] copy (batched_run._row), and the
-    outputs are the sequential run's bytes."""
+    call reads both rows as one view of a [T, 2, B, N] copy (batched_rows.projection_row),
+    and the outputs are the sequential run's bytes."""
     case = FIXTURES / "real_models" / "keras_bilstm_masked"
     meta = json.loads((case / "case.json").read_text())
     feeds = dict(np.load(case / "feeds.npz"))
     graph = io.load(str(case / "graph.pb"))
     views = {True: 0, False: 0}
-    real = BR._row
+    real = BRW.projection_row
 
     def row(*args):
         st = real(*args)
@@ -261,7 +262,7 @@ def test_projection_rows_are_a_view_of_one_stack(batched, monkeypatch):
         if st is not None:
             assert st.base is not None and st.shape[0] == 2
         return st
-    monkeypatch.setattr(BR, "_row", row)
+    monkeypatch.setattr(BRW, "projection_row", row)
     got = _run(graph, feeds, True, monkeypatch, meta["fetches"])
     # two runs; the first iteration's counter is still a 0-d array, which the view declines
     assert views[True] > 0 and views[False] == 2
@@ -271,7 +272,7 @@ def test_projection_rows_are_a_view_of_one_stack(batched, monkeypatch):
 def test_masks_are_a_view_of_one_expanded_stack(batched, monkeypatch):
     """The frozen Keras BiLSTM's masks, read from the two loops' lists: from the second
     iteration the stacked call reads both as one view of a [T, 2, B, N] copy
-    (batched_run._mask_row; from the second run expanded to the Selects' shape), and the
+    (batched_rows.mask_row; from the second run expanded to the Selects' shape), and the
     outputs are the sequential run's bytes."""
     case = FIXTURES / "real_models" / "keras_bilstm_masked"
     meta = json.loads((case / "case.json").read_text())
@@ -279,7 +280,7 @@ def test_masks_are_a_view_of_one_expanded_stack(batched, monkeypatch):
     graph = io.load(str(case / "graph.pb"))
     views = {True: 0, False: 0}
     shapes = set()
-    real = BR._mask_row
+    real = BRW.mask_row
 
     def mask_row(*args):
         st = real(*args)
@@ -288,7 +289,7 @@ def test_masks_are_a_view_of_one_expanded_stack(batched, monkeypatch):
             assert st.base is not None and st.dtype == np.bool_ and st.shape[0] == 2
             shapes.add(st.shape)
         return st
-    monkeypatch.setattr(BR, "_mask_row", mask_row)
+    monkeypatch.setattr(BRW, "mask_row", mask_row)
     got = _run(graph, feeds, True, monkeypatch, meta["fetches"])
     # the first iteration's counter is still a 0-d array, which the view declines
     assert views[True] > 0 and views[False] == 2 and not batched[False]
@@ -341,12 +342,12 @@ def test_row_reads_wait_for_a_declined_batched_call(monkeypatch):
     runs them, then the two chains, and the run goes on eager: the sequential bytes."""
     graph, feeds, fetches = _keras_bilstm()
     waits = []
-    real_deferrable = LS.deferrable
+    real_deferrable = LPL.deferrable
 
     def deferrable(*args):
         waits.append(real_deferrable(*args))
         return waits[-1]
-    monkeypatch.setattr(LS, "deferrable", deferrable)
+    monkeypatch.setattr(LPL, "deferrable", deferrable)
     real = BR.runner
     seen = {"calls": 0, "lazy": 0, "declined": 0, "run": 0}
 

@@ -84,7 +84,7 @@ def batched(ca, cb):
 def _mask_uses(plan, roles):
     """{mask's index: (the x indices of its Selects, ...)} for the external masks whose
     Selects all broadcast (SelectV2): a mask expanded to their x's shape selects the same
-    elements (batched_run._mask_row expands the mask rows so, once a run)."""
+    elements (batched_rows.mask_row expands the mask rows so, once a run)."""
     uses, narrow = {}, set()
     for kind, fn, ins, _ in plan:
         k = ins[0] if kind == "select" else None

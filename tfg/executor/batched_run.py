@@ -15,6 +15,7 @@ caller (tfg/executor/loop_lockstep.py) then runs the two chains one after the ot
 """
 import numpy as np
 
+from tfg.executor import batched_rows as R
 from tfg.executor.batched_steps import Fallback
 
 ndarray = np.ndarray
@@ -26,11 +27,11 @@ def runner(n, external, steps, escaping, mask_uses=()):
     steps in order, `escaping` ((index, slot of A, slot of B), ...) the values the loops read
     after the chain, `mask_uses` ((mask's index, its Selects' x indices), ...) the masks
     that may be expanded to their Selects' shape. run.kept, run.rows and run.masks are the
-    caller's to clear and fill (loop_lockstep.py)."""
+    caller's to clear and fill (loop_lockstep.py, lockstep_plans.py)."""
     empty, concatenate = np.empty, np.concatenate
     kept = {}  # external index -> (value of A, value of B, their stack): the same objects
-    rows = {}  # external index -> projection slots (loop_lockstep.py sets them: _row)
-    masks = {}  # external index -> list slots (loop_lockstep.py sets them: _mask_row)
+    rows = {}  # external index -> projection slots (lockstep_plans.py sets them)
+    masks = {}  # external index -> list slots (lockstep_plans.py sets them)
     shapes = {}  # mask's index -> the shape of its Selects' x's, seen in an earlier call
 
     def run(va, vb, last, lazy=False):
@@ -60,10 +61,10 @@ def runner(n, external, steps, escaping, mask_uses=()):
             # deferred, the slots hold an earlier iteration's values: lockstep_deferral.py);
             # then the states, the rows of the stacks the last call made (no copy); the
             # weights, the same two objects as before (their stack kept); else a new stack
-            if k in rows and (st := _row(rows[k], k, va, vb, kept)) is not None:
+            if k in rows and (st := R.projection_row(rows[k], k, va, vb, kept)) is not None:
                 pass
-            elif k in masks and (st := _mask_row(masks[k], k, va, vb, kept, shapes.get(k),
-                                                 lazy)) is not None:
+            elif k in masks and (st := R.mask_row(masks[k], k, va, vb, kept, shapes.get(k),
+                                                  lazy)) is not None:
                 pass
             elif lazy and (k in rows or k in masks):
                 return False
@@ -121,75 +122,3 @@ def runner(n, external, steps, escaping, mask_uses=()):
     run.masks = masks
     run.external = external
     return run
-
-
-def _row(slots, k, va, vb, kept):
-    """The stack of the two projection rows P_a[i] and P_b[i] the loops' projected calls
-    (tfg/executor/loop_projection.py) set this iteration, as a view of one [T, 2, B, N] copy
-    of both projections made once a run (kept[('rows', k)]; `kept` is cleared each run), or
-    None. `slots`: (state, index) slots of A's call, then of B's. The call sets its output to
-    P[i] exactly when its kept tuple's P is an array and its index an int32 or int64 scalar
-    in range: those conditions are tested here, so the view holds the rows' own values."""
-    state_a, index_a, state_b, index_b = slots
-    ha, hb = va[state_a], vb[state_b]
-    if ha is None or hb is None:
-        return None
-    pa, pb = ha[4], hb[4]
-    i, j = va[index_a], vb[index_b]
-    t = type(i)
-    if (pa is None or pb is None or (t is not np.int32 and t is not np.int64)
-            or (i is not j and (type(j) is not t or i != j)) or not 0 <= i < pa.shape[0]):
-        return None
-    c = kept.get(("rows", k))
-    if c is None or c[0] is not ha or c[1] is not hb:
-        if pa.shape != pb.shape or pa.dtype is not pb.dtype:
-            return None
-        c = kept[("rows", k)] = (ha, hb, np.stack((pa, pb), axis=1))
-    return c[2][i]
-
-
-def _mask_row(slots, k, va, vb, kept, shape, lazy=False):
-    """The stack of the two masks m_a and m_b the loops' TensorListGetItem calls read this
-    iteration, as row i of one [T, 2, ...] copy of both lists' items made once a run
-    (kept[('masks', k)]), or None. `slots`: (list, index, output) slots of A's call, then of
-    B's. The row holds the masks' own values: each call's output is checked to be its
-    list's item i (`lazy`: the calls did not run; lockstep_deferral.py says why the row is
-    what they return). `shape`: the Selects' operand shape, to which the copy expands the masks
-    (a SelectV2 broadcasts them so: the same elements taken, and numpy's masked copy runs
-    its contiguous loop instead of a broadcast one); None: the masks' own shape."""
-    list_a, index_a, out_a, list_b, index_b, out_b = slots
-    la, lb = va[list_a], vb[list_b]
-    i, j = va[index_a], vb[index_b]
-    t = type(i)
-    if (t is not np.int32 and t is not np.int64) or (i is not j and (
-            type(j) is not t or i != j)):
-        return None
-    c = kept.get(("masks", k))
-    if c is None or c[0] is not la or c[1] is not lb:
-        c = kept[("masks", k)] = (la, lb, _mask_stack(la, lb, shape))
-    st = c[2]
-    if st is None or not 0 <= i < st.shape[0] or not lazy and (
-            va[out_a] is not la.items[i] or vb[out_b] is not lb.items[i]):
-        return None
-    return st[i]
-
-
-def _mask_stack(la, lb, shape):
-    """[T, 2, ...] of the two lists' items (bool arrays of one shape, all set), expanded to
-    `shape` where they broadcast to it; None where the items are not such."""
-    ia, ib = getattr(la, "items", None), getattr(lb, "items", None)
-    if type(ia) is not list or type(ib) is not list or len(ia) != len(ib) or not ia:
-        return None
-    first = ia[0]
-    if type(first) is not ndarray or first.dtype != np.bool_:
-        return None
-    for a in ia + ib:
-        if type(a) is not ndarray or a.shape != first.shape or a.dtype != first.dtype:
-            return None
-    if shape is None or len(shape) != first.ndim + 1 or not all(
-            d == 1 or d == e for d, e in zip(first.shape, shape[1:])):
-        shape = (2,) + first.shape
-    st = np.empty((len(ia),) + shape, np.bool_)
-    np.copyto(st[:, 0], np.stack(ia))
-    np.copyto(st[:, 1], np.stack(ib))
-    return st

@@ -1,5 +1,5 @@
 """The calls a lockstep pair-iteration runs before the batched chain only to make operands
-the batched call reads as rows of its own stacks (tfg/executor/batched_run.py: the
+the batched call reads as rows of its own stacks (tfg/executor/batched_rows.py: the
 projection rows, the masks): deferred, run only where the batched call declines.
 
     Before (each later pair-iteration of a masked BiLSTM):

@@ -1,7 +1,8 @@
 """Two independent compiled loops run in lockstep, their fused cells as one batched call an
 iteration (tfg/executor/batched_chain.py): the forward and backward loops of a Keras
 Bidirectional layer. This module decides which two loop programs may pair and what runs
-when the lockstep cannot; tfg/executor/loop_lockstep.py runs the iterations and
+when the lockstep cannot; tfg/executor/loop_lockstep.py runs the iterations (what each
+runs: lockstep_plans.py) and
 tfg/executor/loop_pair_items.py merges the two items of the outer schedule.
 
     >>> view = outer_view(plan)            # tfg/executor/outer.py pairs them
@@ -29,6 +30,7 @@ import os
 from tfg.executor import loop_lockstep as LS
 from tfg.executor import plan as P
 from tfg.executor.batched_chain import batched
+from tfg.executor.lockstep_plans import Mismatch, Plans
 from tfg.schemas.ops import get_op, has_op
 
 PAIR_OP = "_CompiledLoopPair"
@@ -79,14 +81,14 @@ def pair_runner(pa, pb):
     both = batched(ca, cb)
     if both is None:
         return None
-    plan = LS.Plans(pa, pb, ca, cb, both)
+    plan = Plans(pa, pb, ca, cb, both)
     state = {"off": False}
 
     def run(ea, eb, step):
         if not state["off"]:
             try:
                 return LS.lockstep(plan, ea, eb, step)
-            except LS.Mismatch:
+            except Mismatch:
                 state["off"] = True  # (two trip counts: the next runs go in turn at once)
             except Exception:  # noqa: BLE001 - the sequential run below raises it, named
                 pass
