@@ -1,9 +1,9 @@
 """Two independent compiled loops of one cell run in lockstep, their fused chains as one call on
-stacked operands (tfg/executor/loop_pairs.py, batched_chain.py): the values are the
-sequential run's, bit for bit (TFG_LOOP_PAIR=0), and TensorFlow's on the frozen Keras masked
-BiLSTM; two trip counts, two cells, a loop that reads the other, operands the stacked steps
-do not take and a bad input run the loops one after the other, with the same values and
-errors."""
+stacked operands (tfg/executor/loop_pairs.py, loop_lockstep.py, batched_chain.py): the
+values are the sequential run's, bit for bit (TFG_LOOP_PAIR=0), and TensorFlow's on the
+frozen Keras masked BiLSTM; two trip counts, two cells, a loop that reads the other,
+operands the stacked steps do not take and a bad input run the loops one after the other,
+with the same values and errors."""
 import json
 
 import numpy as np
@@ -13,9 +13,13 @@ from conftest import FIXTURES
 from tfg import builder as tb
 from tfg.errors import TfgRuntimeError
 from tfg.executor import Session
-from tfg.executor import batched_chain as BC
+from tfg.executor import batched_rows as BRW
+from tfg.executor import batched_run as BR
+from tfg.executor import lockstep_plans as LPL
+from tfg.executor import loop_list_writes as LW
 from tfg.executor import pair_scalars as PS
 from tfg.graphdef import io
+from tfg.kernels.list_ops import TensorList
 
 B, H = 4, 3
 
@@ -24,18 +28,19 @@ B, H = 4, 3
 def batched(monkeypatch):
     """{True: stacked calls done, False: declined}: every call of a batched chain."""
     got = {True: 0, False: 0}
-    real = BC._runner
+    real = BR.runner
 
     def counting(*args):
         run = real(*args)
 
-        def count(va, vb, last):
-            ok = run(va, vb, last)
+        def count(va, vb, last, lazy=False):
+            ok = run(va, vb, last, lazy)
             got[ok] += 1
             return ok
         count.kept, count.rows, count.external = run.kept, run.rows, run.external
+        count.masks = run.masks
         return count
-    monkeypatch.setattr(BC, "_runner", counting)
+    monkeypatch.setattr(BR, "runner", counting)
     return got
 
 
@@ -242,14 +247,14 @@ def test_unequal_counters_are_not_shared(start_b, n_b, batched, shared, monkeypa
 
 def test_projection_rows_are_a_view_of_one_stack(batched, monkeypatch):
     """The frozen Keras BiLSTM's two input projections: from the second iteration the stacked
-    call reads both rows as one view of a [T, 2, B, N] copy (batched_chain._row), and the
-    outputs are the sequential run's bytes."""
+    call reads both rows as one view of a [T, 2, B, N] copy (batched_rows.projection_row),
+    and the outputs are the sequential run's bytes."""
     case = FIXTURES / "real_models" / "keras_bilstm_masked"
     meta = json.loads((case / "case.json").read_text())
     feeds = dict(np.load(case / "feeds.npz"))
     graph = io.load(str(case / "graph.pb"))
     views = {True: 0, False: 0}
-    real = BC._row
+    real = BRW.projection_row
 
     def row(*args):
         st = real(*args)
@@ -257,8 +262,114 @@ def test_projection_rows_are_a_view_of_one_stack(batched, monkeypatch):
         if st is not None:
             assert st.base is not None and st.shape[0] == 2
         return st
-    monkeypatch.setattr(BC, "_row", row)
+    monkeypatch.setattr(BRW, "projection_row", row)
     got = _run(graph, feeds, True, monkeypatch, meta["fetches"])
     # two runs; the first iteration's counter is still a 0-d array, which the view declines
     assert views[True] > 0 and views[False] == 2
     _same(got, _run(graph, feeds, False, monkeypatch, meta["fetches"]))
+
+
+def test_masks_are_a_view_of_one_expanded_stack(batched, monkeypatch):
+    """The frozen Keras BiLSTM's masks, read from the two loops' lists: from the second
+    iteration the stacked call reads both as one view of a [T, 2, B, N] copy
+    (batched_rows.mask_row; from the second run expanded to the Selects' shape), and the
+    outputs are the sequential run's bytes."""
+    case = FIXTURES / "real_models" / "keras_bilstm_masked"
+    meta = json.loads((case / "case.json").read_text())
+    feeds = dict(np.load(case / "feeds.npz"))
+    graph = io.load(str(case / "graph.pb"))
+    views = {True: 0, False: 0}
+    shapes = set()
+    real = BRW.mask_row
+
+    def mask_row(*args):
+        st = real(*args)
+        views[st is not None] += 1
+        if st is not None:
+            assert st.base is not None and st.dtype == np.bool_ and st.shape[0] == 2
+            shapes.add(st.shape)
+        return st
+    monkeypatch.setattr(BRW, "mask_row", mask_row)
+    got = _run(graph, feeds, True, monkeypatch, meta["fetches"])
+    # the first iteration's counter is still a 0-d array, which the view declines
+    assert views[True] > 0 and views[False] == 2 and not batched[False]
+    assert any(s[-1] > 1 for s in shapes)  # expanded along the state's last axis
+    _same(got, _run(graph, feeds, False, monkeypatch, meta["fetches"]))
+
+
+def test_list_writes_in_place_only_on_a_list_of_their_own():
+    """loop_list_writes._writer: the first write of a run is the normal call (a new list),
+    whose copy the writer owns; later writes of an item of that dtype and shape at an index
+    in range change only that list; the list the loop started from, and a list of an
+    earlier run (reset), are never written."""
+    calls = []
+
+    def normal(vals, step):  # (what TensorListSetItem does: a new list, the item set)
+        calls.append(1)
+        lst, i = vals[0], int(vals[1])
+        items = list(lst.items)
+        items[i] = vals[2]
+        vals[3] = lst.with_items(items)
+    write = LW._writer(normal, 0, 1, 2, 3)
+    start = TensorList(tb.float32, (2,), [None] * 3)
+    a, b = np.ones(2, np.float32), np.full(2, 2.0, np.float32)
+    vals = [start, np.int32(0), a, None]
+    write(vals, None)
+    first = vals[3]
+    assert len(calls) == 1 and first is not start and start.items == [None] * 3
+    vals[:3] = [first, np.int32(1), b]
+    write(vals, None)
+    assert len(calls) == 1 and vals[3] is first and first.items[1] is b
+    vals[:3] = [first, np.int32(2), b.astype(np.float64)]  # another dtype: the normal call
+    write(vals, None)
+    assert len(calls) == 2 and vals[3] is not first and first.items[2] is None
+    write.reset()  # a new run, from the last run's list (a caller holds it)
+    held = vals[3]
+    vals[:3] = [held, np.int32(0), b]
+    write(vals, None)
+    assert len(calls) == 3 and vals[3] is not held and held.items[0] is a
+
+
+def _keras_bilstm():
+    case = FIXTURES / "real_models" / "keras_bilstm_masked"
+    meta = json.loads((case / "case.json").read_text())
+    return io.load(str(case / "graph.pb")), dict(np.load(case / "feeds.npz")), meta["fetches"]
+
+
+def test_row_reads_wait_for_a_declined_batched_call(monkeypatch):
+    """The frozen Keras BiLSTM: from the second iteration its projection rows and mask reads
+    are deferred (lockstep_deferral.py); a batched call that declines in a later iteration
+    runs them, then the two chains, and the run goes on eager: the sequential bytes."""
+    graph, feeds, fetches = _keras_bilstm()
+    waits = []
+    real_deferrable = LPL.deferrable
+
+    def deferrable(*args):
+        waits.append(real_deferrable(*args))
+        return waits[-1]
+    monkeypatch.setattr(LPL, "deferrable", deferrable)
+    real = BR.runner
+    seen = {"calls": 0, "lazy": 0, "declined": 0, "run": 0}
+
+    def declining(*args):
+        run = real(*args)
+
+        def once_declined(va, vb, last, lazy=False):
+            if not run.kept:  # (a run's first call: the lockstep cleared them)
+                seen["run"] = 0
+            seen["calls"] += 1
+            seen["run"] += 1
+            seen["lazy"] += lazy
+            if seen["run"] == 4:  # (the fourth iteration of each run)
+                seen["declined"] += 1
+                return False
+            return run(va, vb, last, lazy)
+        once_declined.kept, once_declined.rows = run.kept, run.rows
+        once_declined.external, once_declined.masks = run.external, run.masks
+        return once_declined
+    monkeypatch.setattr(BR, "runner", declining)
+    got = _run(graph, feeds, True, monkeypatch, fetches)
+    assert waits == [True] and seen["declined"] == 2
+    # lazy from the second iteration to the declined fourth, eager after it (7 a run)
+    assert seen["calls"] == 14 and seen["lazy"] == 6
+    _same(got, _run(graph, feeds, False, monkeypatch, fetches))

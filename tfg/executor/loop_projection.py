@@ -187,7 +187,10 @@ def projected_call(fallback, source, index, axis, dtype, w, bias, tb, limit, out
                 vals[out] = blocks.p[i]
                 return
         run_named(fallback, vals, step)
-    project.row_of = (state, index, out)  # (loop_pairs.py: the pair's stacked rows)
+    project.row_of = (state, index, out)  # (loop_lockstep.py: the pair's stacked rows)
+    # (lockstep_deferral.py: the invariants it reads, which a deferred call must find as
+    # they were)
+    project.reads = tuple(s for s in (source, w, bias, axis) if s is not None)
     return project
 
 

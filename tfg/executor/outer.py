@@ -29,7 +29,8 @@ import numpy as np
 
 from tfg.executor import plan as P
 from tfg.executor.executor import node_error
-from tfg.executor.loop_pairs import PAIR_OP, pair_loops
+from tfg.executor.loop_pair_items import pair_loops
+from tfg.executor.loop_pairs import PAIR_OP
 from tfg.executor.loops import LoopNodeError, compile_loops
 from tfg.graphdef.names import CONTROL
 from tfg.kernels.resources import Ref
