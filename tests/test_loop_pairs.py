@@ -330,6 +330,25 @@ def test_list_writes_in_place_only_on_a_list_of_their_own():
     assert len(calls) == 3 and vals[3] is not held and held.items[0] is a
 
 
+
+def test_list_writes_read_a_writable_index_array_by_value():
+    """A 0-d index array some call updates in place keeps its identity, not its value: the
+    writer reads its value each write (only an index nothing can write is remembered)."""
+    def normal(vals, step):
+        lst, i = vals[0], int(vals[1])
+        items = list(lst.items)
+        items[i] = vals[2]
+        vals[3] = lst.with_items(items)
+    write = LW._writer(normal, 0, 1, 2, 3)
+    idx = np.zeros((), np.int32)  # writable: a counter an in-place AddV2 advances
+    a, b = np.ones(2, np.float32), np.full(2, 2.0, np.float32)
+    vals = [TensorList(tb.float32, (2,), [None] * 3), idx, a, None]
+    write(vals, None)
+    idx[...] = 2
+    vals[:3] = [vals[3], idx, b]
+    write(vals, None)
+    assert vals[3].items[0] is a and vals[3].items[2] is b and vals[3].items[1] is None
+
 def _keras_bilstm():
     case = FIXTURES / "real_models" / "keras_bilstm_masked"
     meta = json.loads((case / "case.json").read_text())

@@ -17,6 +17,7 @@ what the normal calls would have made. Anything else runs the normal call.
 """
 import numpy as np
 
+from tfg.kernels._util import immutable
 from tfg.kernels.list_ops import TensorList
 
 ndarray = np.ndarray
@@ -92,7 +93,10 @@ def _writer(call, h, i, v, o):
                 and 0 <= k < len(new.items) and new.items[k] is item):
             # (a copy: the returned list may be one another reader holds)
             own[0] = vals[o] = new.with_items(list(new.items))
-            own[1], own[2], own[3], own[4] = item.dtype, item.shape, idx, k
+            # (the index object is remembered only where nothing can write into it: a
+            # 0-d array some in-place call updates would keep its identity, not its value)
+            own[1], own[2], own[3], own[4] = (item.dtype, item.shape,
+                                              idx if immutable(idx) else None, k)
 
     def reset():
         own[0] = None

@@ -20,7 +20,9 @@ def immutable(a):
     kernel may key a kept copy on (a filter's transpose or tiling): a fed array can be written
     in place by its caller between runs (a numpy training loop's `W -= lr * g`), and a
     read-only view of a variable's buffer by an assignment, both staying the same object, so
-    a copy made of them once would go stale."""
+    a copy made of them once would go stale. A numpy scalar (np.int32(3)) is immutable."""
+    if isinstance(a, np.generic):
+        return True
     while isinstance(a, np.ndarray):
         if a.flags.writeable:
             return False
