@@ -147,12 +147,20 @@ SPECS = {
     "BroadcastTo": ([P(r(3)), C([2, 3], i32)], {}),
     "Fill": ([C([2, 3], i32), P(np.array(0.7))], {}),
     "ReadVariableOp": None,  # needs a resource variable: see test_grad_structure
+    # float32 outputs whatever the image dtype: float32 finite differences
+    "ResizeBilinear": ([P(r(1, 3, 4, 2)), C([5, 3], i32)], {"half_pixel_centers": True},
+                       1e-3, 2e-3),
+    "ResizeBicubic": ([P(r(1, 4, 3, 2)), C([3, 6], i32)], {"align_corners": True}, 1e-3, 2e-3),
+    "ResizeNearestNeighbor": ([P(r(2, 3, 4, 1)), C([5, 2], i32)], {"half_pixel_centers": True}),
 }
 SKIP = {"Switch", "RefSwitch", "Merge", "RefMerge", "Enter", "RefEnter", "Exit", "RefExit",
         "NextIteration", "RefNextIteration", "RefIdentity", "PreventGradient", "ReadVariableOp"}
 # Ops over TensorArray handles and TensorLists: their gradients are checked against
 # TensorFlow's and finite differences in test_tensor_array.py and test_tensor_list_grad.py.
 SKIP |= {op for op in registered() if op.startswith(("TensorArray", "TensorList"))}
+# Complex inputs or outputs (the harness differentiates real values): checked against
+# TensorFlow's gradients and finite differences in test_spectral_ops.py.
+SKIP |= {"FFT", "IFFT", "RFFT", "IRFFT", "Complex", "Real", "Imag", "ComplexAbs", "Conj"}
 
 
 def _build(op, inputs, attrs, static=False):

@@ -51,6 +51,11 @@ DepthwiseConv2dNativeBackpropInput DepthwiseConv2dNativeBackpropFilter
 Acos Asin Atan Atan2 Sinh Cosh Xdivy SoftsignGrad Bitcast RefIdentity MaxPoolGradV2
 FusedBatchNormGradV2 QueueIsClosedV2 PlaceholderV2
 Einsum MirrorPadGrad VariableShape MatrixBandPart
+ResizeBilinear ResizeNearestNeighbor ResizeBicubic ResizeBilinearGrad ResizeNearestNeighborGrad
+ResizeBicubicGrad FFT IFFT FFT2D IFFT2D FFT3D IFFT3D RFFT IRFFT RFFT2D IRFFT2D RFFT3D IRFFT3D
+Complex Real Imag ComplexAbs Angle Conj ApplyCenteredRMSProp ApplyAdadelta ApplyAdagradV2
+ApplyAdaMax ResourceApplyCenteredRMSProp ResourceApplyAdadelta ResourceApplyAdagradV2
+ResourceApplyAdaMax
 """.split()
 
 

@@ -2,7 +2,8 @@
 
     RFFT(x [..., 16], fft_length [16]) -> complex64 [..., 9]
 
-RFFT/IRFFT crop or zero-pad each transformed axis to fft_length first, as TensorFlow does;
+RFFT/IRFFT crop each transformed axis to fft_length first (an input shorter than that is an
+error, as in TensorFlow: tf.signal pads before calling them);
 IRFFT ignores the imaginary parts of the zero and Nyquist bins (numpy does the same).
 """
 import numpy as np
@@ -20,12 +21,20 @@ def _axes(x, k):
     return tuple(range(-k, 0))
 
 
-def _lengths(fft_length, k):
+def _lengths(x, fft_length, k, forward):
+    """fft_length, checked as fft_ops.cc does: the op crops its input, never pads it
+    (tf.signal.rfft pads before calling it)."""
     n = [int(v) for v in np.asarray(fft_length).reshape(-1)]
     if len(n) != k:
         fail(f"fft_length must have {k} elements, got {len(n)}")
     if any(v < 0 for v in n):
         fail(f"fft_length must be non-negative, got {n}")
+    for i, v in enumerate(n):
+        need = v if forward or i < k - 1 else v // 2 + 1
+        dim = x.ndim - k + i
+        if x.shape[dim] < need:
+            fail(f"Input dimension {dim} must have length of at least {need} but got: "
+                 f"{x.shape[dim]}")
     return n
 
 
@@ -46,7 +55,7 @@ def rfft(ctx, x, fft_length):
     x = np.asarray(x)
     k = _rank(ctx.op)
     axes = _axes(x, k)
-    return _complex_out(ctx, np.fft.rfftn(x, s=_lengths(fft_length, k), axes=axes))
+    return _complex_out(ctx, np.fft.rfftn(x, s=_lengths(x, fft_length, k, True), axes=axes))
 
 
 @kernel(["IRFFT", "IRFFT2D", "IRFFT3D"], host_inputs=(1,))
@@ -54,8 +63,8 @@ def irfft(ctx, x, fft_length):
     x = np.asarray(x)
     k = _rank(ctx.op)
     axes = _axes(x, k)
-    n = _lengths(fft_length, k)
-    # numpy crops/pads the input to s[-1] // 2 + 1 bins on the last axis, as TensorFlow does
+    n = _lengths(x, fft_length, k, False)
+    # numpy crops the input to s[-1] // 2 + 1 bins on the last axis, as TensorFlow does
     out = np.fft.irfftn(x, s=n, axes=axes) if all(n) else np.zeros(x.shape[:-k] + tuple(n))
     return out.astype(np_dtype(ctx.attrs["Treal"]), copy=False)
 

@@ -28,15 +28,47 @@ def _static_length(b, op):
 
 
 def _last_dim(b, op, i):
+    """(rank or None, innermost size): the size an int when shape inference knows it, else a
+    scalar int32 tensor read from Shape at run time."""
     s = b.static_shape(op.inputs[i])
-    if s is None or s[-1] is None:
-        raise TfgInputError(f"tfg grad: {op.type} node {op.name!r} needs a known innermost "
-                            "dimension to be differentiated")
-    return len(s), s[-1]
+    if s is not None:
+        return len(s), s[-1]
+    shape = b.op("Shape", [op.inputs[i]], {"out_type": I32})
+    last = b.op("StridedSlice", [shape, b.const([-1], I32), b.const([0], I32),
+                                 b.const([1], I32)],
+                {"shrink_axis_mask": 1, "end_mask": 1})
+    return b.builder.static_rank(op.inputs[i]), last
+
+
+def _size_as(b, n, dtype):
+    """n (an int or a scalar int32 tensor) as a scalar of `dtype`."""
+    if isinstance(n, int):
+        return b.const(n, dtype)
+    return b.op("Cast", [n], {"DstT": dtype})
 
 
 def _fit_last(b, t, rank, have, want):
-    """Crop or zero-pad t's innermost axis from `have` to `want` elements."""
+    """Crop or zero-pad t's innermost axis from `have` to `want` elements (`want` an int, or
+    a scalar tensor not below `have`: zero-padding only). rank None: known only at run time."""
+    if rank is None and isinstance(want, int) and have > want:
+        # t[..., :want]: an ellipsis slice needs no rank
+        return b.op("StridedSlice", [t, b.const([0, 0], I32), b.const([0, want], I32),
+                                     b.const([1, 1], I32)],
+                    {"ellipsis_mask": 1, "begin_mask": 2})
+    if rank is None and isinstance(want, int) and have < want:
+        want = b.const(want, I32)
+    if not isinstance(want, int):
+        extra = b.op("Sub", [want, b.const(have, I32)])
+        row = b.op("Reshape", [b.op("Pack", [b.const(0, I32), extra], {"axis": 0}),
+                               b.const([1, 2], I32)])
+        if rank is not None:
+            lead = b.const(np.zeros((rank - 1, 2), np.int32), I32)
+        else:  # rank known only at run time: Fill([Rank(t) - 1, 2], 0)
+            outer = b.op("Sub", [b.op("Rank", [t]), b.const(1, I32)])
+            dims = b.op("Pack", [outer, b.const(2, I32)], {"axis": 0})
+            lead = b.op("Fill", [dims, b.const(0, I32)])
+        pads = b.op("ConcatV2", [lead, row, b.const(0, I32)])
+        return b.op("Pad", [t, pads])
     if have > want:
         return b.op("Slice", [t, b.const([0] * rank, I32),
                               b.const([-1] * (rank - 1) + [want], I32)])
@@ -54,13 +86,15 @@ def _complex(b, re, im):
 @unary("FFT")
 def _fft(b, op, g):
     n = _last_dim(b, op, 0)[1]
-    return b.op("Mul", [b.op("IFFT", [g]), b.const(n, op.input_dtype(0))])
+    return b.op("Mul", [b.op("IFFT", [g]), _size_as(b, n, op.input_dtype(0))])
 
 
 @unary("IFFT")
 def _ifft(b, op, g):
     n = _last_dim(b, op, 0)[1]
-    return b.op("Mul", [b.op("FFT", [g]), b.const(1.0 / max(n, 1), op.input_dtype(0))])
+    if isinstance(n, int):
+        return b.op("Mul", [b.op("FFT", [g]), b.const(1.0 / max(n, 1), op.input_dtype(0))])
+    return b.op("DivNoNan", [b.op("FFT", [g]), _size_as(b, n, op.input_dtype(0))])
 
 
 @gradient("RFFT")

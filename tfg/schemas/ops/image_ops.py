@@ -14,7 +14,7 @@ _RESIZE_ATTRS = ["align_corners: bool = false", "half_pixel_centers: bool = fals
 
 def resize(ctx):
     """images [N, H, W, C], size = [h, w] -> [N, h, w, C]."""
-    s = with_rank(ctx.shape(0), 4, "images")
+    s = with_rank(ctx.shape(0), 4, "images")  # (None,) * 4 when unknown
     size = ctx.elems(1)
     if ctx.shape(1) is not None:
         merge(with_rank(ctx.shape(1), 1, "size"), (2,))
@@ -24,8 +24,6 @@ def resize(ctx):
     for d in (h, w):
         if d is not None and d <= 0:
             raise ShapeError(f"size must be positive, got {list(size)}")
-    if s is None:
-        return [(None, h, w, None)]
     return [(s[0], h, w, s[3])]
 
 
@@ -55,7 +53,7 @@ op("ResizeNearestNeighbor",
 op("ResizeBicubic",
    inputs=["images: T", "size: int32"],
    outputs=["resized_images: float"],
-   attrs=["T: {int8, uint8, int16, uint16, int32, int64, half, float, double}"]
+   attrs=["T: {int8, uint8, int16, uint16, int32, int64, half, float, double, bfloat16}"]
    + _RESIZE_ATTRS,
    shape_fn=resize)
 op("ResizeBilinearGrad",
