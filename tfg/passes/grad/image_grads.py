@@ -17,8 +17,11 @@ def _flags(op):
     return {k: op.attr(k, False) for k in ("align_corners", "half_pixel_centers")}
 
 
-def _float_image(op):
-    return op.input_dtype(0) in (DType.FLOAT, DType.DOUBLE, DType.HALF, DType.BFLOAT16)
+def _float_image(op, types=(DType.FLOAT, DType.DOUBLE, DType.HALF, DType.BFLOAT16)):
+    # unknown (the image comes from an op without a signature): differentiate, as the
+    # gradient pass does for every tensor of unknown dtype
+    dt = op.input_dtype(0)
+    return dt is None or dt in types
 
 
 @gradient("ResizeBilinear")
@@ -30,7 +33,7 @@ def _resize_bilinear(b, op, grads):
 
 @gradient("ResizeBicubic")
 def _resize_bicubic(b, op, grads):
-    if op.input_dtype(0) not in (DType.FLOAT, DType.DOUBLE):
+    if not _float_image(op, (DType.FLOAT, DType.DOUBLE)):
         return [None, None]
     return [b.op("ResizeBicubicGrad", [grads[0], op.inputs[0]], _flags(op)), None]
 
