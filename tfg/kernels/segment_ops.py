@@ -1,0 +1,99 @@
+"""Segment reductions (sorted ids), sparse-segment reductions (rows picked by `indices`, then
+reduced by sorted `segment_ids`), and Roll.
+
+    SegmentMax(d [5, 3], ids [0, 0, 1, 3, 3]) -> [4, 3]; the empty segment 2 is 0
+    SparseSegmentSqrtN(d, indices [3, 1, 1], ids [0, 0, 2]) -> row 0: (d[3] + d[1]) / sqrt(2)
+
+Ids must be sorted and in range, as TensorFlow's CPU kernels require (errors name the id).
+"""
+import numpy as np
+
+from tfg.kernels._util import fail
+from tfg.kernels.registry import ALL_DEVICES, kernel
+
+
+def _check_sorted(ids, what="segment_ids"):
+    if ids.size and np.any(ids < 0):
+        fail(f"{what} must be non-negative, got {int(ids.min())}")
+    if ids.size > 1 and np.any(np.diff(ids) < 0):
+        fail(f"{what} are not increasing")
+
+
+def _reduce(kind, rows, ids, n):
+    """Reduce rows [k, ...] into n segments by ids [k]."""
+    out_shape = (n,) + rows.shape[1:]
+    if kind in ("Sum", "Mean", "SqrtN"):
+        out = np.zeros(out_shape, rows.dtype)
+        np.add.at(out, ids, rows)
+        if kind != "Sum":
+            count = np.bincount(ids, minlength=n)[:n].astype(np.float64)
+            div = count if kind == "Mean" else np.sqrt(count)
+            div = np.where(count > 0, div, 1).reshape((n,) + (1,) * (rows.ndim - 1))
+            out = (out / div).astype(rows.dtype) if rows.dtype.kind in "fc" else out // \
+                div.astype(out.dtype)
+        return out
+    if kind == "Prod":
+        out = np.ones(out_shape, rows.dtype)
+        np.multiply.at(out, ids, rows)
+        return out
+    ufunc = np.maximum if kind == "Max" else np.minimum
+    if rows.dtype.kind == "f":
+        init = -np.inf if kind == "Max" else np.inf
+    else:
+        info = np.iinfo(rows.dtype)
+        init = info.min if kind == "Max" else info.max
+    out = np.full(out_shape, init, rows.dtype)
+    ufunc.at(out, ids, rows)
+    present = np.bincount(ids, minlength=n)[:n] > 0
+    out[~present] = 0  # TensorFlow: an empty segment's max/min is 0
+    return out
+
+
+@kernel(["SegmentSum", "SegmentMean", "SegmentMax", "SegmentMin", "SegmentProd"])
+def segment(ctx, data, segment_ids):
+    data, ids = np.asarray(data), np.asarray(segment_ids).astype(np.int64)
+    if ids.ndim != 1 or data.ndim < 1 or data.shape[0] != ids.shape[0]:
+        fail(f"segment_ids should be a vector the size of data's first dimension, got "
+             f"{list(ids.shape)} for data {list(data.shape)}")
+    _check_sorted(ids)
+    n = int(ids[-1]) + 1 if ids.size else 0
+    return _reduce(ctx.op[len("Segment"):], data, ids, n)
+
+
+_SPARSE = ["SparseSegmentSum", "SparseSegmentMean", "SparseSegmentSqrtN"]
+
+
+@kernel(_SPARSE + [n + "WithNumSegments" for n in _SPARSE], host_inputs=(3,))
+def sparse_segment(ctx, data, indices, segment_ids, num_segments=None):
+    data = np.asarray(data)
+    idx = np.asarray(indices).astype(np.int64).reshape(-1)
+    ids = np.asarray(segment_ids).astype(np.int64).reshape(-1)
+    if idx.shape != ids.shape:
+        fail(f"segment_ids and indices should have the same size, got {ids.size} and "
+             f"{idx.size}")
+    if idx.size and (idx.min() < 0 or idx.max() >= data.shape[0]):
+        bad = idx[(idx < 0) | (idx >= data.shape[0])][0]
+        fail(f"bad index {int(bad)}: not in [0, {data.shape[0]})")
+    if num_segments is None:
+        _check_sorted(ids)
+        n = int(ids[-1]) + 1 if ids.size else 0
+    else:
+        n = int(np.asarray(num_segments).reshape(()))
+        if ids.size and (ids.min() < 0 or ids.max() >= n):
+            fail(f"segment ids must be in [0, {n}), got {int(ids.max())}")
+    kind = ctx.op[len("SparseSegment"):].replace("WithNumSegments", "")
+    return _reduce(kind, data[idx], ids, n)
+
+
+@kernel("Roll", device_types=ALL_DEVICES, host_inputs=(1, 2))
+def roll(ctx, x, shift, axis):
+    xp = ctx.xp
+    x = xp.asarray(x)
+    shift = [int(v) for v in np.asarray(shift).reshape(-1)]
+    axis = [int(v) for v in np.asarray(axis).reshape(-1)]
+    if len(shift) != len(axis):
+        fail(f"shift and axis must have the same size, got {len(shift)} and {len(axis)}")
+    for a in axis:
+        if not -x.ndim <= a < x.ndim:
+            fail(f"axis {a} is out of range for a tensor of rank {x.ndim}")
+    return xp.roll(x, shift, axis) if shift else x
