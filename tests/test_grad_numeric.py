@@ -152,7 +152,22 @@ SPECS = {
                        1e-3, 2e-3),
     "ResizeBicubic": ([P(r(1, 4, 3, 2)), C([3, 6], i32)], {"align_corners": True}, 1e-3, 2e-3),
     "ResizeNearestNeighbor": ([P(r(2, 3, 4, 1)), C([5, 2], i32)], {"half_pixel_centers": True}),
+    "SpaceToBatchND": ([P(r(2, 3, 4, 1)), C([2, 2], i32), C([[1, 0], [0, 2]], i32)], {}),
+    "BatchToSpaceND": ([P(r(4, 2, 3, 1)), C([2, 2], i32), C([[1, 0], [0, 2]], i32)], {}),
+    "DepthToSpace": ([P(r(1, 2, 3, 8))], {"block_size": 2}),
+    "SpaceToDepth": ([P(r(1, 4, 2, 3))], {"block_size": 2}),
+    "Roll": ([P(r(3, 4)), C([2, -1], i32), C([0, 1], i32)], {}),
+    "UnsortedSegmentSum": ([P(r(4, 2)), C([1, -1, 0, 1], i32), C(3, i32)], {}),
+    "SegmentSum": ([P(r(4, 2)), C([0, 0, 2, 2], i32)], {}),
+    "SegmentMean": ([P(r(4, 2)), C([0, 0, 0, 2], i32)], {}),
+    "SegmentMax": ([P(away(4, 2)), C([0, 1, 1, 1], i32)], {}),
+    "SegmentMin": ([P(away(4, 2)), C([0, 0, 1, 1], i32)], {}),
 }
+for _kind in ("Sum", "Mean", "SqrtN"):
+    SPECS[f"SparseSegment{_kind}"] = (
+        [P(r(4, 3)), C([3, 1, 1, 0], i32), C([0, 0, 1, 3], i32)], {})
+    SPECS[f"SparseSegment{_kind}WithNumSegments"] = (
+        [P(r(4, 3)), C([3, 1, 2], i32), C([0, 2, 2], i32), C(5, i32)], {})
 SKIP = {"Switch", "RefSwitch", "Merge", "RefMerge", "Enter", "RefEnter", "Exit", "RefExit",
         "NextIteration", "RefNextIteration", "RefIdentity", "PreventGradient", "ReadVariableOp"}
 # Ops over TensorArray handles and TensorLists: their gradients are checked against

@@ -137,6 +137,9 @@ _OP_TABLES = {
     "tfg/kernels/spectral_ops.py:rfft": "kernel registration (RFFT of rank 1-3)",
     "tfg/kernels/spectral_ops.py:irfft": "kernel registration (IRFFT of rank 1-3)",
     "tfg/kernels/spectral_ops.py:complex_part": "kernel registration: op -> numpy function",
+    "tfg/kernels/segment_ops.py:segment": "kernel registration (the Segment* reductions)",
+    "tfg/kernels/segment_ops.py:_SPARSE": "kernel registration (the SparseSegment* "
+                                          "reductions, with and without num_segments)",
     "tfg/kernels/batchnorm.py:fused_batch_norm_grad": "kernel registration",
     "tfg/kernels/nn_ops.py:batch_matmul": "kernel registration",
     "tfg/kernels/math_ops.py:BINARY": "kernel registration: op -> numpy function",

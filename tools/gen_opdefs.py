@@ -55,7 +55,10 @@ ResizeBilinear ResizeNearestNeighbor ResizeBicubic ResizeBilinearGrad ResizeNear
 ResizeBicubicGrad FFT IFFT FFT2D IFFT2D FFT3D IFFT3D RFFT IRFFT RFFT2D IRFFT2D RFFT3D IRFFT3D
 Complex Real Imag ComplexAbs Angle Conj ApplyCenteredRMSProp ApplyAdadelta ApplyAdagradV2
 ApplyAdaMax ResourceApplyCenteredRMSProp ResourceApplyAdadelta ResourceApplyAdagradV2
-ResourceApplyAdaMax
+ResourceApplyAdaMax SpaceToBatchND BatchToSpaceND DepthToSpace SpaceToDepth Roll SegmentSum
+SegmentMean SegmentMax SegmentMin SegmentProd SparseSegmentSum SparseSegmentMean
+SparseSegmentSqrtN SparseSegmentSumWithNumSegments SparseSegmentMeanWithNumSegments
+SparseSegmentSqrtNWithNumSegments
 """.split()
 
 

@@ -143,9 +143,79 @@ def second_order_grads(gr):
     gr.case("strided_slice_grad_grad", [tf.identity(first * first, name="t_ssg2")], [x])
 
 
+# --------------------------------------------------------------------------- the real-model
+# sweep's ops (dilated Keras convs, pixel shuffle, embedding_lookup_sparse, tf.math.segment_*,
+# tf.roll), from their own generator so the values above stay put
+rng2 = np.random.default_rng(3333)
+
+
+def g32(*shape, lo=-1.0, hi=1.0):
+    return rng2.uniform(lo, hi, shape).astype(np.float32)
+
+
+i32 = np.int32
+kcase("space_to_batch_2d", "SpaceToBatchND", input=g32(2, 5, 6, 3),
+      block_shape=np.array([2, 3], i32), paddings=np.array([[1, 2], [0, 3]], i32))
+kcase("space_to_batch_1d_rest", "SpaceToBatchND", input=g32(3, 7, 2, 2),
+      block_shape=np.array([4], np.int64), paddings=np.array([[0, 1]], np.int64))
+kcase("batch_to_space_2d", "BatchToSpaceND", input=g32(12, 3, 3, 2),
+      block_shape=np.array([2, 3], i32), crops=np.array([[1, 0], [2, 1]], i32))
+kcase("depth_to_space", "DepthToSpace", input=g32(2, 3, 2, 12), block_size=2)
+kcase("space_to_depth", "SpaceToDepth", input=g32(2, 6, 9, 2), block_size=3)
+kcase("roll_multi_axis", "Roll", input=g32(3, 4, 5), shift=np.array([1, -2, 7], i32),
+      axis=np.array([0, 2, 2], i32))
+SEG_IDS = np.array([0, 0, 2, 3, 3, 3], i32)
+SEG_DATA = np.round(g32(6, 4) * 4) / 4  # ties for max/min
+for kind in ("Sum", "Mean", "Max", "Min", "Prod"):
+    kcase(f"segment_{kind.lower()}", f"Segment{kind}", data=SEG_DATA, segment_ids=SEG_IDS)
+SP_IDX = np.array([4, 1, 1, 0, 3], i32)
+SP_SEG = np.array([0, 0, 1, 3, 3], i32)
+for kind in ("Sum", "Mean", "SqrtN"):
+    kcase(f"sparse_segment_{kind.lower()}", f"SparseSegment{kind}", data=g32(5, 3),
+          indices=SP_IDX, segment_ids=SP_SEG)
+    kcase(f"sparse_segment_{kind.lower()}_num", f"SparseSegment{kind}WithNumSegments",
+          data=g32(5, 3), indices=SP_IDX, segment_ids=np.array([0, 0, 2, 3, 5], i32),
+          num_segments=np.int32(6))
+
+
+def sweep_grads(gr):
+    x = gr.ph("s2b_x", g32(2, 5, 6, 3))
+    y = tf.space_to_batch_nd(x, [2, 3], [[1, 2], [0, 3]])
+    gr.case("space_to_batch", [tf.identity(y * tf.constant(g32(*y.shape)), name="t_s2b")], [x])
+    x = gr.ph("b2s_x", g32(12, 3, 3, 2))
+    y = tf.compat.v1.batch_to_space_nd(x, [2, 3], [[1, 0], [2, 1]])
+    gr.case("batch_to_space", [tf.identity(y * tf.constant(g32(*y.shape)), name="t_b2s")], [x])
+    x = gr.ph("d2s_x", g32(2, 3, 2, 12))
+    y = tf.nn.space_to_depth(tf.nn.depth_to_space(x, 2) * tf.constant(g32(2, 6, 4, 3)), 2)
+    gr.case("depth_space", [tf.identity(y * tf.constant(g32(*y.shape)), name="t_d2s")], [x])
+    x = gr.ph("roll_x", g32(3, 4, 5))
+    y = tf.roll(x, [1, -2, 7], [0, 2, 2])
+    gr.case("roll", [tf.identity(y * tf.constant(g32(3, 4, 5)), name="t_roll")], [x])
+    d = gr.ph("seg_d", SEG_DATA)
+    for kind, fn in (("sum", tf.math.segment_sum), ("mean", tf.math.segment_mean),
+                     ("max", tf.math.segment_max), ("min", tf.math.segment_min)):
+        y = fn(d, SEG_IDS)
+        gr.case(f"segment_{kind}", [tf.identity(y * tf.constant(g32(4, 4)),
+                                                name=f"t_seg_{kind}")], [d])
+    d = gr.ph("sps_d", g32(5, 3))
+    for kind, fn in (("sum", tf.sparse.segment_sum), ("mean", tf.sparse.segment_mean),
+                     ("sqrt_n", tf.sparse.segment_sqrt_n)):
+        y = fn(d, SP_IDX, SP_SEG)
+        gr.case(f"sparse_segment_{kind}", [tf.identity(y * tf.constant(g32(4, 3)),
+                                                       name=f"t_sps_{kind}")], [d])
+        y = fn(d, SP_IDX, np.array([0, 0, 2, 3, 5], i32), num_segments=6)
+        gr.case(f"sparse_segment_{kind}_num", [tf.identity(y * tf.constant(g32(6, 3)),
+                                                           name=f"t_spsn_{kind}")], [d])
+    d = gr.ph("uss_d", g32(5, 2, 3))
+    y = tf.math.unsorted_segment_sum(d, np.array([[1, -1], [0, 2], [-1, -1], [3, 1], [0, 0]],
+                                                 i32), 4)
+    gr.case("unsorted_segment_sum_negative_ids",
+            [tf.identity(y * tf.constant(g32(4, 3)), name="t_uss")], [d])
+
+
 tf1 = tf.compat.v1
 GRAD_GROUPS = [("grad", [einsum_grads, mirror_pad_grads, band_part_grads, block_grads,
-                         second_order_grads])]
+                         second_order_grads, sweep_grads])]
 
 
 def main():

@@ -74,8 +74,8 @@ def sparse_segment(ctx, data, indices, segment_ids, num_segments=None):
     if idx.size and (idx.min() < 0 or idx.max() >= data.shape[0]):
         bad = idx[(idx < 0) | (idx >= data.shape[0])][0]
         fail(f"bad index {int(bad)}: not in [0, {data.shape[0]})")
+    _check_sorted(ids)  # sorted with num_segments too, as TensorFlow's CPU kernel checks
     if num_segments is None:
-        _check_sorted(ids)
         n = int(ids[-1]) + 1 if ids.size else 0
     else:
         n = int(np.asarray(num_segments).reshape(()))
