@@ -58,7 +58,7 @@ ApplyAdaMax ResourceApplyCenteredRMSProp ResourceApplyAdadelta ResourceApplyAdag
 ResourceApplyAdaMax SpaceToBatchND BatchToSpaceND DepthToSpace SpaceToDepth Roll SegmentSum
 SegmentMean SegmentMax SegmentMin SegmentProd SparseSegmentSum SparseSegmentMean
 SparseSegmentSqrtN SparseSegmentSumWithNumSegments SparseSegmentMeanWithNumSegments
-SparseSegmentSqrtNWithNumSegments
+SparseSegmentSqrtNWithNumSegments MatrixInverse Cholesky MatrixTriangularSolve
 """.split()
 
 

@@ -213,9 +213,47 @@ def sweep_grads(gr):
             [tf.identity(y * tf.constant(g32(4, 3)), name="t_uss")], [d])
 
 
+def _spd(n, batch=()):
+    a = g32(*batch, n, n)
+    return (a @ np.swapaxes(a, -1, -2) + 2 * np.eye(n, dtype=np.float32)).astype(np.float32)
+
+
+def _tri(n, batch=()):
+    return (g32(*batch, n, n) + 3 * np.eye(n, dtype=np.float32)).astype(np.float32)
+
+
+for adj in (False, True):
+    kcase(f"matrix_inverse_adj{int(adj)}", "MatrixInverse", input=_tri(3, (2,)), adjoint=adj)
+kcase("cholesky", "Cholesky", input=_spd(4, (2,)) + np.triu(g32(4, 4), 1))  # upper ignored
+for lower in (True, False):
+    for adj in (False, True):
+        kcase(f"triangular_solve_l{int(lower)}_a{int(adj)}", "MatrixTriangularSolve",
+              matrix=_tri(3, (2,)), rhs=g32(2, 3, 2), lower=lower, adjoint=adj)
+kcase("triangular_solve_bcast", "MatrixTriangularSolve", matrix=_tri(3), rhs=g32(2, 3, 4))
+
+
+def linalg_grads(gr):
+    for adj in (False, True):
+        a = gr.ph(f"inv_a{int(adj)}", _tri(3, (2,)))
+        y = tf.raw_ops.MatrixInverse(input=a, adjoint=adj)
+        gr.case(f"matrix_inverse_adj{int(adj)}",
+                [tf.identity(y * tf.constant(g32(2, 3, 3)), name=f"t_inv{int(adj)}")], [a])
+    a = gr.ph("chol_a", _spd(4, (2,)))
+    y = tf.linalg.cholesky(a)
+    gr.case("cholesky", [tf.identity(y * tf.constant(g32(2, 4, 4)), name="t_chol")], [a])
+    for lower in (True, False):
+        for adj in (False, True):
+            m = gr.ph(f"ts_m{int(lower)}{int(adj)}", _tri(3, (2,)))
+            r = gr.ph(f"ts_r{int(lower)}{int(adj)}", g32(2, 3, 2))
+            y = tf.linalg.triangular_solve(m, r, lower=lower, adjoint=adj)
+            gr.case(f"triangular_solve_l{int(lower)}_a{int(adj)}",
+                    [tf.identity(y * tf.constant(g32(2, 3, 2)),
+                                 name=f"t_ts{int(lower)}{int(adj)}")], [m, r])
+
+
 tf1 = tf.compat.v1
 GRAD_GROUPS = [("grad", [einsum_grads, mirror_pad_grads, band_part_grads, block_grads,
-                         second_order_grads, sweep_grads])]
+                         second_order_grads, sweep_grads, linalg_grads])]
 
 
 def main():

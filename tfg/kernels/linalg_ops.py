@@ -79,3 +79,60 @@ def matrix_band_part(ctx, x, num_lower, num_upper):
     if upper >= 0:
         keep &= -diff <= upper
     return xp.where(keep, x, xp.zeros((), dtype=x.dtype))
+
+
+def _matrices(x, what):
+    x = np.asarray(x)
+    if x.ndim < 2:
+        fail(f"{what} must have rank >= 2, got shape {list(x.shape)}")
+    return x
+
+
+def _adjoint(x):
+    return np.conj(np.swapaxes(x, -1, -2))
+
+
+@kernel("MatrixInverse")
+def matrix_inverse(ctx, x):
+    x = _matrices(x, "input")
+    if x.shape[-1] != x.shape[-2]:
+        fail(f"input must be square, got {list(x.shape)}")
+    if ctx.attrs.get("adjoint", False):
+        x = _adjoint(x)
+    try:
+        return np.linalg.inv(x).astype(x.dtype, copy=False)
+    except np.linalg.LinAlgError:
+        fail("Input is not invertible.")
+
+
+@kernel("Cholesky")
+def cholesky(ctx, x):
+    """Reads the lower triangle only, as TensorFlow does."""
+    x = _matrices(x, "input")
+    if x.shape[-1] != x.shape[-2]:
+        fail(f"input must be square, got {list(x.shape)}")
+    low = np.tril(x)
+    sym = low + _adjoint(np.tril(x, -1))
+    try:
+        return np.linalg.cholesky(sym).astype(x.dtype, copy=False)
+    except np.linalg.LinAlgError:
+        fail("Cholesky decomposition was not successful. The input might not be valid.")
+
+
+@kernel("MatrixTriangularSolve")
+def matrix_triangular_solve(ctx, matrix, rhs):
+    """Solves with the lower (or upper) triangle of matrix only; adjoint solves A^H x = b."""
+    a, b = _matrices(matrix, "matrix"), _matrices(rhs, "rhs")
+    if a.shape[-1] != a.shape[-2] or a.shape[-1] != b.shape[-2]:
+        fail(f"matrix must be square and match rhs: {list(a.shape)} vs {list(b.shape)}")
+    a = np.tril(a) if ctx.attrs.get("lower", True) else np.triu(a)
+    if ctx.attrs.get("adjoint", False):
+        a = _adjoint(a)
+    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    a = np.broadcast_to(a, batch + a.shape[-2:])
+    b = np.broadcast_to(b, batch + b.shape[-2:])
+    try:
+        out = np.linalg.solve(a, b)
+    except np.linalg.LinAlgError:
+        fail("Input matrix is not invertible.")
+    return out.astype(np.result_type(matrix, rhs), copy=False)

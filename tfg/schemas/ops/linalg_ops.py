@@ -1,5 +1,6 @@
-"""Signatures of the linear-algebra ops tfg runs: Einsum (TensorFlow's linalg_ops.cc) and
-MatrixBandPart (array_ops.cc; Python's tf.linalg.band_part).
+"""Signatures of the linear-algebra ops tfg runs: Einsum, MatrixInverse, Cholesky,
+MatrixTriangularSolve (TensorFlow's linalg_ops.cc) and MatrixBandPart (array_ops.cc; Python's
+tf.linalg.band_part).
 
     >>> parse_einsum("bqhd,bkhd->bhqk", 2)
     (['bqhd', 'bkhd'], 'bhqk', [None, None], None)
@@ -7,7 +8,7 @@ MatrixBandPart (array_ops.cc; Python's tf.linalg.band_part).
     [0, None]
 """
 from tfg.schemas.ops.registry import op
-from tfg.schemas.ops.shape_fns import ShapeError, broadcast, merge_dim, with_rank, \
+from tfg.schemas.ops.shape_fns import ShapeError, broadcast, fmt, merge_dim, with_rank, \
     with_rank_at_least
 
 
@@ -98,3 +99,40 @@ op("MatrixBandPart",
    outputs=["band: T"],
    attrs=["T: type", "Tindex: {int32, int64} = DT_INT64"],
    shape_fn=band_part)
+
+
+def square_matrices(ctx):
+    """MatrixInverse, Cholesky: a batch of square matrices, the same shape out."""
+    s = with_rank_at_least(ctx.shape(0), 2, f"{ctx.node.op} input")
+    if s is not None and s[-1] is not None and s[-2] is not None and s[-1] != s[-2]:
+        raise ShapeError(f"{ctx.node.op} input must be square, got {fmt(s)}")
+    return [s]
+
+
+def triangular_solve(ctx):
+    """matrix [..., M, M], rhs [..., M, K] -> [broadcast batch, M, K]."""
+    a = with_rank_at_least(ctx.shape(0), 2, "matrix")
+    rhs = with_rank_at_least(ctx.shape(1), 2, "rhs")
+    if a is None or rhs is None:
+        return [None]
+    batch = broadcast(tuple(a[:-2]), tuple(rhs[:-2]))
+    return [None if batch is None else tuple(batch) + tuple(rhs[-2:])]
+
+
+_LINALG_T = "T: {double, float, half, complex64, complex128}"
+op("MatrixInverse",
+   inputs=["input: T"],
+   outputs=["output: T"],
+   attrs=["adjoint: bool = false", _LINALG_T],
+   shape_fn=square_matrices)
+op("Cholesky",
+   inputs=["input: T"],
+   outputs=["output: T"],
+   attrs=[_LINALG_T],
+   shape_fn=square_matrices)
+op("MatrixTriangularSolve",
+   inputs=["matrix: T", "rhs: T"],
+   outputs=["output: T"],
+   attrs=["lower: bool = true", "adjoint: bool = false",
+          "T: {bfloat16, double, float, half, complex64, complex128}"],
+   shape_fn=triangular_solve)
