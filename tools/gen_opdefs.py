@@ -59,6 +59,8 @@ ResourceApplyAdaMax SpaceToBatchND BatchToSpaceND DepthToSpace SpaceToDepth Roll
 SegmentMean SegmentMax SegmentMin SegmentProd SparseSegmentSum SparseSegmentMean
 SparseSegmentSqrtN SparseSegmentSumWithNumSegments SparseSegmentMeanWithNumSegments
 SparseSegmentSqrtNWithNumSegments MatrixInverse Cholesky MatrixTriangularSolve
+SparseSegmentSumGrad SparseSegmentMeanGrad SparseSegmentSqrtNGrad SparseSegmentSumGradV2
+SparseSegmentMeanGradV2 SparseSegmentSqrtNGradV2
 """.split()
 
 

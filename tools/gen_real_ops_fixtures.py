@@ -213,6 +213,16 @@ def sweep_grads(gr):
             [tf.identity(y * tf.constant(g32(4, 3)), name="t_uss")], [d])
 
 
+# TensorFlow's own sparse-segment gradient ops (in graphs holding tf.gradients of
+# embedding_lookup_sparse)
+for kind in ("Sum", "Mean", "SqrtN"):
+    for v2 in ("", "V2"):
+        kw = {"dense_output_dim0" if v2 else "output_dim0": np.int32(6)}
+        kcase(f"sparse_segment_{kind.lower()}_grad{v2.lower()}", f"SparseSegment{kind}Grad{v2}",
+              grad=g32(4, 3), indices=np.array([4, 1, 1, 0, 5], i32),
+              segment_ids=np.array([0, 0, 1, 3, 3], i32), **kw)
+
+
 def _spd(n, batch=()):
     a = g32(*batch, n, n)
     return (a @ np.swapaxes(a, -1, -2) + 2 * np.eye(n, dtype=np.float32)).astype(np.float32)

@@ -85,6 +85,40 @@ def sparse_segment(ctx, data, indices, segment_ids, num_segments=None):
     return _reduce(kind, data[idx], ids, n)
 
 
+_SPARSE_GRADS = [f"SparseSegment{k}Grad" for k in ("Sum", "Mean", "SqrtN")]
+
+
+@kernel(_SPARSE_GRADS + [n + "V2" for n in _SPARSE_GRADS], host_inputs=(3,))
+def sparse_segment_grad(ctx, grad, indices, segment_ids, output_dim0):
+    """output[indices[k]] += grad[segment_ids[k]] (divided by the segment's size, or its
+    square root, for Mean and SqrtN); V2 keeps only the rows of the sorted unique indices."""
+    g = np.asarray(grad)
+    idx = np.asarray(indices).astype(np.int64).reshape(-1)
+    ids = np.asarray(segment_ids).astype(np.int64).reshape(-1)
+    dim0 = int(np.asarray(output_dim0).reshape(()))
+    if idx.shape != ids.shape:
+        fail(f"segment_ids and indices should have the same size, got {ids.size} and "
+             f"{idx.size}")
+    if ids.size and (ids.min() < 0 or ids.max() >= g.shape[0]):
+        fail(f"segment id {int(ids.max())} out of range [0, {g.shape[0]})")
+    if idx.size and (idx.min() < 0 or idx.max() >= dim0):
+        fail(f"index {int(idx.max())} out of range [0, {dim0})")
+    rows = g[ids].astype(g.dtype, copy=True)
+    kind = ctx.op[len("SparseSegment"):].split("Grad")[0]
+    if kind != "Sum":
+        count = np.bincount(ids, minlength=g.shape[0]).astype(np.float64)[ids]
+        scale = count if kind == "Mean" else np.sqrt(count)
+        rows = (rows / scale.reshape((-1,) + (1,) * (g.ndim - 1))).astype(g.dtype)
+    if not ctx.op.endswith("V2"):
+        out = np.zeros((dim0,) + g.shape[1:], g.dtype)
+        np.add.at(out, idx, rows)
+        return out
+    unique, where = np.unique(idx, return_inverse=True)
+    out = np.zeros((unique.size,) + g.shape[1:], g.dtype)
+    np.add.at(out, where.reshape(-1), rows)
+    return out, unique.astype(np.asarray(indices).dtype)
+
+
 @kernel("Roll", device_types=ALL_DEVICES, host_inputs=(1, 2))
 def roll(ctx, x, shift, axis):
     xp = ctx.xp

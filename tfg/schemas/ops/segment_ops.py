@@ -70,3 +70,31 @@ op("Roll",
    outputs=["output: T"],
    attrs=["T: type", "Tshift: {int32, int64}", "Taxis: {int32, int64}"],
    shape_fn=unchanged)
+
+
+def sparse_segment_grad(ctx):
+    """[output_dim0] + grad.shape[1:] (V2: [unique indices] + grad.shape[1:], and them)."""
+    g = ctx.shape(0)
+    dim0 = ctx.scalar(3)
+    if ctx.node.op.endswith("V2"):
+        return [None if g is None else (None,) + tuple(g[1:]), (None,)]
+    return [None if g is None else (dim0,) + tuple(g[1:])]
+
+
+# TensorFlow's own gradients of the sparse-segment reductions (a graph that holds
+# tf.gradients of embedding_lookup_sparse has them); V2 returns only the touched rows.
+_GRAD_T = "T: {bfloat16, half, float, double}"
+for _kind in ("Sum", "Mean", "SqrtN"):
+    op(f"SparseSegment{_kind}Grad",
+       inputs=["grad: T", "indices: Tidx", "segment_ids: Tsegmentids", "output_dim0: int32"],
+       outputs=["output: T"],
+       attrs=[_GRAD_T, "Tidx: {int32, int64} = DT_INT32",
+              "Tsegmentids: {int32, int64} = DT_INT32"],
+       shape_fn=sparse_segment_grad)
+    op(f"SparseSegment{_kind}GradV2",
+       inputs=["grad: T", "indices: Tidx", "segment_ids: Tsegmentids",
+               "dense_output_dim0: int32"],
+       outputs=["output: T", "sorted_unique_indices: Tidx"],
+       attrs=[_GRAD_T, "Tidx: {int32, int64} = DT_INT32",
+              "Tsegmentids: {int32, int64} = DT_INT32"],
+       shape_fn=sparse_segment_grad)
