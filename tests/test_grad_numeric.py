@@ -168,6 +168,11 @@ SPECS.update({
     "MatrixInverse": ([P(_M)], {"adjoint": True}),
     "MatrixTriangularSolve": ([P(_M), P(r(2, 3, 2))], {"lower": False}),
 })
+SPECS.update({
+    "MatrixDiagV3": ([P(r(2, 3, 4)), C([-1, 1], i32), C(-1, i32), C(5, i32), C(0.0)],
+                     {"align": b"LEFT_RIGHT"}),
+    "MatrixDiagPartV3": ([P(r(2, 4, 5)), C([-2, 1], i32), C(0.0)], {}),
+})
 for _kind in ("Sum", "Mean", "SqrtN"):
     SPECS[f"SparseSegment{_kind}"] = (
         [P(r(4, 3)), C([3, 1, 1, 0], i32), C([0, 0, 1, 3], i32)], {})

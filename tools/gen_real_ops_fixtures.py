@@ -261,9 +261,34 @@ def linalg_grads(gr):
                                  name=f"t_ts{int(lower)}{int(adj)}")], [m, r])
 
 
+# MatrixDiagV3 / MatrixDiagPartV3 (tf.eye and tf.linalg.diag in a tf.function): one
+# diagonal, a band of them in every alignment, inferred and explicit sizes
+for align in ("RIGHT_LEFT", "LEFT_RIGHT", "LEFT_LEFT", "RIGHT_RIGHT"):
+    kcase(f"matrix_diag_band_{align.lower()}", "MatrixDiagV3", diagonal=g32(2, 3, 4),
+          k=np.array([-1, 1], i32), num_rows=np.int32(-1), num_cols=np.int32(5),
+          padding_value=np.float32(9.0), align=align)
+    kcase(f"matrix_diag_part_band_{align.lower()}", "MatrixDiagPartV3", input=g32(2, 4, 5),
+          k=np.array([-2, 1], i32), padding_value=np.float32(-7.0), align=align)
+kcase("matrix_diag_eye", "MatrixDiagV3", diagonal=np.ones(3, np.float32), k=np.int32(0),
+      num_rows=np.int32(3), num_cols=np.int32(4), padding_value=np.float32(0.0))
+kcase("matrix_diag_part_main", "MatrixDiagPartV3", input=g32(3, 4), k=np.int32(1),
+      padding_value=np.float32(0.0))
+
+
+def diag_grads(gr):
+    d = gr.ph("diag_d", g32(2, 3, 4))
+    y = tf.linalg.diag(d, k=(-1, 1), num_cols=5)
+    gr.case("matrix_diag_band", [tf.identity(y * tf.constant(g32(2, 4, 5)), name="t_diag")],
+            [d])
+    x = gr.ph("diag_x", g32(2, 4, 5))
+    y = tf.linalg.diag_part(x, k=(-2, 1), align="LEFT_RIGHT")
+    gr.case("matrix_diag_part_band", [tf.identity(y * tf.constant(g32(2, 4, 4)),
+                                                  name="t_diag_part")], [x])
+
+
 tf1 = tf.compat.v1
 GRAD_GROUPS = [("grad", [einsum_grads, mirror_pad_grads, band_part_grads, block_grads,
-                         second_order_grads, sweep_grads, linalg_grads])]
+                         second_order_grads, sweep_grads, linalg_grads, diag_grads])]
 
 
 def main():

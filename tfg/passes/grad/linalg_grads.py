@@ -191,3 +191,25 @@ def _last_two(b, x):
                              b.op("Sub", [rank, b.const(2, _I32)])], {"axis": 0})
         return b.op("ConcatV2", [head, tail, b.const(0, _I32)])
     return b.const(list(range(r - 2)) + [r - 1, r - 2], _I32)
+
+
+@gradient("MatrixDiagV3")
+def _matrix_diag_v3(b, op, grads):
+    zero = b.const(0, op.input_dtype(0))
+    part = b.op("MatrixDiagPartV3", [grads[0], op.inputs[1], zero],
+                {"align": op.attr("align", b"RIGHT_LEFT")})
+    return [part, None, None, None, None]
+
+
+@gradient("MatrixDiagPartV3")
+def _matrix_diag_part_v3(b, op, grads):
+    x = op.inputs[0]
+    shape = b.shape(x)
+
+    def dim(i):
+        return b.op("StridedSlice", [shape, b.const([i], _I32), b.const([i + 1], _I32),
+                                     b.const([1], _I32)], {"shrink_axis_mask": 1})
+    zero = b.const(0, op.input_dtype(0))
+    out = b.op("MatrixDiagV3", [grads[0], op.inputs[1], dim(-2), dim(-1), zero],
+               {"align": op.attr("align", b"RIGHT_LEFT")})
+    return [out, None, None]

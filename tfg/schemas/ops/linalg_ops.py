@@ -136,3 +136,59 @@ op("MatrixTriangularSolve",
    attrs=["lower: bool = true", "adjoint: bool = false",
           "T: {bfloat16, double, float, half, complex64, complex128}"],
    shape_fn=triangular_solve)
+
+
+def _diag_range(ctx, i):
+    k = ctx.elems(i)
+    if k is None or not 1 <= len(k) <= 2 or any(v is None for v in k):
+        return None
+    lo, hi = (k[0], k[0]) if len(k) == 1 else k
+    if lo > hi:
+        raise ShapeError(f"lower diagonal index {lo} must not exceed the upper one {hi}")
+    return lo, hi
+
+
+def matrix_diag(ctx):
+    """MatrixDiagV3: diagonal [..., (num_diags,) max_len] -> [..., num_rows, num_cols]."""
+    d, k = ctx.shape(0), _diag_range(ctx, 1)
+    rows, cols = ctx.scalar(2), ctx.scalar(3)
+    if d is None or k is None:
+        return [None]
+    batch = d[:-1] if k[0] == k[1] else d[:-2]
+    n = d[-1]
+    if n is None or rows is None or cols is None:
+        return [tuple(batch) + (None, None)]
+    min_rows, min_cols = n - min(k[1], 0), n + max(k[0], 0)
+    if rows == -1 and cols == -1:
+        rows = cols = max(min_rows, min_cols)
+    elif rows == -1:
+        rows = min_rows
+    elif cols == -1:
+        cols = min_cols
+    return [tuple(batch) + (rows, cols)]
+
+
+def matrix_diag_part(ctx):
+    """MatrixDiagPartV3: [..., M, N] -> [..., (num_diags,) max_len]."""
+    s = with_rank_at_least(ctx.shape(0), 2, "input")
+    k = _diag_range(ctx, 1)
+    if s is None or k is None:
+        return [None]
+    m, n = s[-2], s[-1]
+    size = None if m is None or n is None else min(m + min(k[1], 0), n - max(k[0], 0))
+    mid = () if k[0] == k[1] else (k[1] - k[0] + 1,)
+    return [tuple(s[:-2]) + mid + (size,)]
+
+
+_ALIGN = "align: {'LEFT_RIGHT', 'RIGHT_LEFT', 'LEFT_LEFT', 'RIGHT_RIGHT'} = 'RIGHT_LEFT'"
+op("MatrixDiagV3",
+   inputs=["diagonal: T", "k: int32", "num_rows: int32", "num_cols: int32",
+           "padding_value: T"],
+   outputs=["output: T"],
+   attrs=["T: type", _ALIGN],
+   shape_fn=matrix_diag)
+op("MatrixDiagPartV3",
+   inputs=["input: T", "k: int32", "padding_value: T"],
+   outputs=["diagonal: T"],
+   attrs=["T: type", _ALIGN],
+   shape_fn=matrix_diag_part)
