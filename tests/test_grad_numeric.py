@@ -172,6 +172,7 @@ SPECS.update({
     "MatrixDiagV3": ([P(r(2, 3, 4)), C([-1, 1], i32), C(-1, i32), C(5, i32), C(0.0)],
                      {"align": b"LEFT_RIGHT"}),
     "MatrixDiagPartV3": ([P(r(2, 4, 5)), C([-2, 1], i32), C(0.0)], {}),
+    "Lgamma": ([P(np.array([0.4, 1.7, 3.2, -0.6, -2.3]))], {}),
 })
 for _kind in ("Sum", "Mean", "SqrtN"):
     SPECS[f"SparseSegment{_kind}"] = (

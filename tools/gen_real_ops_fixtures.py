@@ -275,7 +275,16 @@ kcase("matrix_diag_part_main", "MatrixDiagPartV3", input=g32(3, 4), k=np.int32(1
       padding_value=np.float32(0.0))
 
 
+SPECIAL_X = np.array([0.5, 1.0, 2.5, 7.25, 13.0, 0.01, -0.5, -2.75, -3.0, 0.0, 40.0],
+                     np.float32)
+kcase("lgamma", "Lgamma", x=SPECIAL_X)
+kcase("digamma", "Digamma", x=SPECIAL_X, rtol=1e-4, atol=1e-5)
+
+
 def diag_grads(gr):
+    x = gr.ph("lgamma_x", np.array([0.5, 1.5, 3.25, 8.0, -0.5, -2.25], np.float32))
+    gr.case("lgamma", [tf.identity(tf.math.lgamma(x) * tf.constant(g32(6)), name="t_lgamma")],
+            [x])
     d = gr.ph("diag_d", g32(2, 3, 4))
     y = tf.linalg.diag(d, k=(-1, 1), num_cols=5)
     gr.case("matrix_diag_band", [tf.identity(y * tf.constant(g32(2, 4, 5)), name="t_diag")],
