@@ -60,7 +60,7 @@ SegmentMean SegmentMax SegmentMin SegmentProd SparseSegmentSum SparseSegmentMean
 SparseSegmentSqrtN SparseSegmentSumWithNumSegments SparseSegmentMeanWithNumSegments
 SparseSegmentSqrtNWithNumSegments MatrixInverse Cholesky MatrixTriangularSolve
 SparseSegmentSumGrad SparseSegmentMeanGrad SparseSegmentSqrtNGrad SparseSegmentSumGradV2
-SparseSegmentMeanGradV2 SparseSegmentSqrtNGradV2 MatrixDiagV3 MatrixDiagPartV3 Lgamma Digamma
+SparseSegmentMeanGradV2 SparseSegmentSqrtNGradV2 MatrixDiagV3 MatrixDiagPartV3 Lgamma Digamma DenseBincount
 """.split()
 
 

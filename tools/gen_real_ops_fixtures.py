@@ -278,6 +278,13 @@ kcase("matrix_diag_part_main", "MatrixDiagPartV3", input=g32(3, 4), k=np.int32(1
 SPECIAL_X = np.array([0.5, 1.0, 2.5, 7.25, 13.0, 0.01, -0.5, -2.75, -3.0, 0.0, 40.0],
                      np.float32)
 kcase("lgamma", "Lgamma", x=SPECIAL_X)
+BINS = np.array([[0, 3, 3, 7, 1], [2, 2, 9, 0, 4]], i32)
+kcase("dense_bincount_counts", "DenseBincount", input=BINS[0], size=np.int32(6),
+      weights=np.zeros(0, np.float32))
+kcase("dense_bincount_weights_2d", "DenseBincount", input=BINS, size=np.int32(5),
+      weights=g32(2, 5))
+kcase("dense_bincount_binary", "DenseBincount", input=BINS.astype(np.int64),
+      size=np.int64(8), weights=np.zeros(0, np.int32), binary_output=True)
 kcase("digamma", "Digamma", x=SPECIAL_X, rtol=1e-4, atol=1e-5)
 
 

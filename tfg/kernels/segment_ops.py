@@ -131,3 +131,34 @@ def roll(ctx, x, shift, axis):
         if not -x.ndim <= a < x.ndim:
             fail(f"axis {a} is out of range for a tensor of rank {x.ndim}")
     return xp.roll(x, shift, axis) if shift else x
+
+
+@kernel("DenseBincount", host_inputs=(1,))
+def dense_bincount(ctx, x, size, weights):
+    """Counts (or sums weights) of each value in [0, size) per row; larger values are
+    dropped, negative ones are an error; binary_output counts presence."""
+    x = np.asarray(x)
+    size = int(np.asarray(size).reshape(()))
+    w = np.asarray(weights)
+    dtype = np.dtype(w.dtype)
+    if size < 0:
+        fail(f"size ({size}) must be non-negative")
+    if x.ndim not in (1, 2):
+        fail(f"input must have rank 1 or 2, got shape {list(x.shape)}")
+    if x.size and x.min() < 0:
+        fail("Input arr must be non-negative!")
+    if w.size and w.shape != x.shape:
+        fail(f"weights shape {list(w.shape)} must equal input shape {list(x.shape)}, or be "
+             "empty")
+    rows = x.reshape(-1, x.shape[-1]) if x.ndim == 2 else x.reshape(1, -1)
+    wrows = w.reshape(rows.shape) if w.size else None
+    out = np.zeros((rows.shape[0], size), dtype)
+    for i, row in enumerate(rows):
+        keep = row < size
+        if ctx.attrs.get("binary_output", False):
+            out[i, row[keep]] = 1
+        elif wrows is None:
+            np.add.at(out[i], row[keep], 1)
+        else:
+            np.add.at(out[i], row[keep], wrows[i][keep])
+    return out if x.ndim == 2 else out[0]

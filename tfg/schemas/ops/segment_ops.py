@@ -9,7 +9,7 @@ SegmentSum(data [5, 3], ids [0, 0, 1, 3, 3]) is [4, 3] (ids sorted; row 2 is emp
 SparseSegmentMean(data, indices, ids) averages data[indices[k]] over each id.
 """
 from tfg.schemas.ops.registry import op
-from tfg.schemas.ops.shape_fns import unchanged
+from tfg.schemas.ops.shape_fns import ShapeError, unchanged
 
 
 def _rows(ctx, data_i, ids_i, count):
@@ -98,3 +98,21 @@ for _kind in ("Sum", "Mean", "SqrtN"):
        attrs=[_GRAD_T, "Tidx: {int32, int64} = DT_INT32",
               "Tsegmentids: {int32, int64} = DT_INT32"],
        shape_fn=sparse_segment_grad)
+
+
+def dense_bincount(ctx):
+    """input [n] -> [size]; input [rows, n] -> [rows, size]."""
+    s, size = ctx.shape(0), ctx.scalar(1)
+    if s is None:
+        return [None]
+    if len(s) not in (1, 2):
+        raise ShapeError(f"DenseBincount input must have rank 1 or 2, got {len(s)}")
+    return [(size,) if len(s) == 1 else (s[0], size)]
+
+
+op("DenseBincount",
+   inputs=["input: Tidx", "size: Tidx", "weights: T"],
+   outputs=["output: T"],
+   attrs=["Tidx: {int32, int64}", "T: {int32, int64, float, double}",
+          "binary_output: bool = false"],
+   shape_fn=dense_bincount)
