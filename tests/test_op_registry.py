@@ -133,6 +133,13 @@ _OP_TABLES = {
     "tfg/executor/loops.py:_IDENTITY_OPS": "the single-output forwarders a compiled loop may "
                                            "alias (not CheckNumerics/EnsureShape: they check)",
     "tfg/kernels/batchnorm.py:fused_batch_norm": "kernel registration",
+    "tfg/kernels/spectral_ops.py:fft": "kernel registration (FFT/IFFT of rank 1-3)",
+    "tfg/kernels/spectral_ops.py:rfft": "kernel registration (RFFT of rank 1-3)",
+    "tfg/kernels/spectral_ops.py:irfft": "kernel registration (IRFFT of rank 1-3)",
+    "tfg/kernels/spectral_ops.py:complex_part": "kernel registration: op -> numpy function",
+    "tfg/kernels/segment_ops.py:segment": "kernel registration (the Segment* reductions)",
+    "tfg/kernels/segment_ops.py:_SPARSE": "kernel registration (the SparseSegment* "
+                                          "reductions, with and without num_segments)",
     "tfg/kernels/batchnorm.py:fused_batch_norm_grad": "kernel registration",
     "tfg/kernels/nn_ops.py:batch_matmul": "kernel registration",
     "tfg/kernels/math_ops.py:BINARY": "kernel registration: op -> numpy function",

@@ -5,7 +5,8 @@ cases go through `tfg grad` first and must give TensorFlow's tf.gradients values
 
 What runs where (CI has 2 cores; this file stays under ~4 minutes there: 2 min 4 s on the
 shared 2-core dev machine at load average 3-4, TensorFlow absent):
-- every committed case in `run` and `optimize` mode;
+- every committed case in `run` and `optimize` mode (the real-model sweep's cases,
+  RUN_ONLY_CI, in `run` mode only);
 - a representative subset in `pipeline` and `cluster` mode (PIPELINE_CI, CLUSTER_CI: a
   ResNet, a depthwise CNN, the MobileNetV2 gradient, a Keras LSTM, a TF1 RNN gradient, the
   beam search, the attention seq2seq gradient);
@@ -46,6 +47,13 @@ PIPELINE_CI = {"resnet_small", "mobilenetv2_grad", "keras_lstm_grad", "tf1_dynam
 CLUSTER_CI = {"efficientnet_small", "keras_lstm", "tf1_bidirectional_lstm_grad",
               "tf1_attention_seq2seq_grad", "tf1_beam_search"}
 
+# The real-model sweep's cases (each found a missing op or gradient): `run` mode only in CI
+# (about 15 s for the seven on a quiet 2-core machine); their other modes with
+# TFG_REAL_MODELS=full.
+RUN_ONLY_CI = {"keras_unet_grad", "keras_deeplab_grad", "tf2_signal_ops_grad",
+               "keras_gru_simplernn_functional", "tf1_train_step", "tf1_atrous_sparse_grad",
+               "tf1_nested_while_grad"}
+
 # (case, mode or None for every mode) -> the missing piece. Empty: every committed case passes
 # in every mode since grouped Conv2D, Einsum, MatrixBandPart and the one front door landed.
 XFAIL = {}
@@ -62,6 +70,8 @@ def _params():
             marks = []
             ci = mode in ("run", "optimize") or (mode == "pipeline" and case in PIPELINE_CI) \
                 or (mode == "cluster" and case in CLUSTER_CI)
+            if case in RUN_ONLY_CI:
+                ci = mode == "run"
             if not ci:
                 marks += [pytest.mark.slow,
                           pytest.mark.skipif(not FULL, reason="set TFG_REAL_MODELS=full")]
@@ -93,7 +103,12 @@ def test_suite_covers_the_issue():
     ops = set().union(*(m["ops"] for m in metas.values()))
     for op in ("TensorArrayV3", "TensorArrayWriteV3", "TensorArrayGatherV3", "TopKV2",
                "ReverseSequence", "DepthwiseConv2dNative", "Erfc", "Einsum",
-               "TensorListSetItem", "While", "StatefulPartitionedCall"):
+               "TensorListSetItem", "While", "StatefulPartitionedCall",
+               # the sweep's (tools/gen_real_models_more.py, gen_real_models_tf1.py): resizes,
+               # FFTs, atrous convs, sparse embeddings, optimizer updates
+               "ResizeBilinear", "ResizeNearestNeighbor", "ResizeBicubic", "RFFT", "ComplexAbs",
+               "SpaceToBatchND", "DepthToSpace", "SparseSegmentMean",
+               "ApplyCenteredRMSProp", "ApplyAdadelta", "Conv2DBackpropInput"):
         assert op in ops, op
     for c, m in metas.items():
         assert os.path.getsize(CASE_ROOT / c / "graph.pb") < 4_000_000, c
@@ -139,7 +154,14 @@ def _tf_python():
 TF_PYTHON = _tf_python()
 TF_STAGES = ["optimize", "place", "partition"]
 # What TensorFlow cannot take back, and why (case, stage or None) -> reason.
-TF_XFAIL = {}
+_BLOCK_SHAPE_RECV = ("a dilated conv's gradient is placed on another device than the "
+                     "SpaceToBatchND block_shape Const it shares with the forward conv, so the "
+                     "partition sends it through a _Recv of unknown shape, and TensorFlow's "
+                     "SpaceToBatchND/BatchToSpaceND shape function refuses a block_shape of "
+                     "unknown size at import (tfg runs it; partition would have to copy small "
+                     "host Consts to each device instead of sending them)")
+TF_XFAIL = {("keras_deeplab_grad", "partition"): _BLOCK_SHAPE_RECV,
+            ("tf1_atrous_sparse_grad", "partition"): _BLOCK_SHAPE_RECV}
 
 
 def _tf_params():
@@ -167,7 +189,9 @@ def test_tensorflow_runs_what_tfg_writes(case, stage, tmp_path):
     else:
         fetches = keys = meta["fetches"]
     if stage == "optimize":
-        args = ["optimize", "-", "--keep", ",".join(sorted({node_of(f) for f in fetches}))]
+        keep = {node_of(f) for f in fetches} | set(meta.get("targets", [])) \
+            | set(meta.get("init", []))
+        args = ["optimize", "-", "--keep", ",".join(sorted(keep))]
     else:
         args = [stage, "-", "--devices", "cpu:3"]
     out_graph = tmp_path / "out.pb"
@@ -178,6 +202,11 @@ def test_tensorflow_runs_what_tfg_writes(case, stage, tmp_path):
         cmd.append("--run-sends")
     for f in fetches:
         cmd += ["--fetch", f]
+    for flag, names in (("--init", meta.get("init", [])), ("--target", meta.get("targets", []))):
+        for name in names:
+            cmd += [flag, name]
+    if meta.get("steps", 1) > 1:
+        cmd += ["--steps", str(meta["steps"])]
     p = subprocess.run(cmd, capture_output=True, timeout=300)
     assert p.returncode == 0, p.stderr.decode(errors="replace")[-2000:]
     got, want = np.load(tmp_path / "tf.npz"), np.load(d / "expected.npz")

@@ -509,6 +509,19 @@ for upd in (True, False):
 case("assign", "Assign", ref=Var(f32(3)), value=f32(3))
 case("assignadd", "AssignAdd", ref=Var(f32(3)), value=f32(3))
 case("assignsub", "AssignSub", ref=Var(i32(3)), value=i32(3))
+# TF1 optimizers' other updates (tf1.train.RMSPropOptimizer(centered=True), Adadelta; Keras 2's
+# Adagrad with epsilon, Adamax): after every earlier case so their random values stay put.
+case("applycenteredrmsprop", "ApplyCenteredRMSProp", var=Var(f32(5)), mg=Var(f32(5, lo=-0.1, hi=0.1)),
+     ms=Var(f32(5, lo=0.5, hi=1)), mom=Var(f32(5)), lr=np.float32(0.01), rho=np.float32(0.9),
+     momentum=np.float32(0.5), epsilon=np.float32(1e-6), grad=f32(5))
+case("applyadadelta", "ApplyAdadelta", var=Var(f32(4)), accum=Var(f32(4, lo=0, hi=1)),
+     accum_update=Var(f32(4, lo=0, hi=1)), lr=np.float32(1.0), rho=np.float32(0.95),
+     epsilon=np.float32(1e-6), grad=f32(4))
+case("applyadagradv2", "ApplyAdagradV2", var=Var(f32(4)), accum=Var(f32(4, lo=0.1, hi=1)),
+     lr=np.float32(0.1), epsilon=np.float32(1e-3), grad=f32(4))
+case("applyadamax", "ApplyAdaMax", var=Var(f32(2, 3)), m=Var(f32(2, 3)),
+     v=Var(f32(2, 3, lo=0, hi=1)), beta1_power=np.float32(0.9 ** 2), lr=np.float32(0.01),
+     beta1=np.float32(0.9), beta2=np.float32(0.999), epsilon=np.float32(1e-7), grad=f32(2, 3))
 
 
 def main():

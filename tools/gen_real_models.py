@@ -49,12 +49,17 @@ BATCH, CALIB = 2, 16
 
 
 # --------------------------------------------------------------------------- writing a case
-def tf_run(graph_def, feeds, fetches):
-    """Run a GraphDef as it is written: imported into a fresh graph, v1 Session."""
+def tf_run(graph_def, feeds, fetches, targets=(), init=(), steps=1):
+    """Run a GraphDef as it is written: imported into a fresh graph, v1 Session; `init` once,
+    then `steps` steps of fetches and targets together (the last step's fetches)."""
     with tf.Graph().as_default() as g:
         tf.graph_util.import_graph_def(graph_def, name="")
         with tf1.Session(graph=g) as sess:
-            return sess.run(fetches, feeds)
+            if init:
+                sess.run(list(init))
+            for _ in range(steps):
+                values = sess.run([list(fetches), list(targets)], feeds)[0]
+            return values
 
 
 def tf_grads(graph_def, feeds, ys, xs):
@@ -68,7 +73,7 @@ def tf_grads(graph_def, feeds, ys, xs):
 
 
 def write_case(out, name, graph_def, feeds, family, fetches=None, ys=None, xs=None,
-               rtol=1e-3, atol_scale=2e-4, values=None):
+               rtol=1e-3, atol_scale=2e-4, values=None, targets=(), init=(), steps=1):
     """Write one case; TensorFlow's values come from the GraphDef as written.
 
     atol is atol_scale times the smallest fetch's largest magnitude: a float32 deep net differs in
@@ -80,7 +85,7 @@ def write_case(out, name, graph_def, feeds, family, fetches=None, ys=None, xs=No
         values = tf_grads(graph_def, feeds, ys, xs) if values is None else values
         keys, kind = xs, "grad"
     else:
-        values = tf_run(graph_def, feeds, fetches)
+        values = tf_run(graph_def, feeds, fetches, targets, init, steps)
         keys, kind = fetches, "run"
     expected = {k: np.asarray(v) for k, v in zip(keys, values)}
     floats = [np.max(np.abs(v)) for v in expected.values() if v.dtype.kind == "f" and v.size]
@@ -106,7 +111,7 @@ def write_case(out, name, graph_def, feeds, family, fetches=None, ys=None, xs=No
     if kind == "grad":
         meta.update(ys=list(ys), xs=list(xs))
     else:
-        meta.update(fetches=list(fetches), targets=[], init=[], steps=1)
+        meta.update(fetches=list(fetches), targets=list(targets), init=list(init), steps=steps)
     with open(os.path.join(d, "case.json"), "w") as f:
         json.dump(meta, f, indent=1, sort_keys=True)
     size = sum(os.path.getsize(os.path.join(d, p)) for p in os.listdir(d))
@@ -349,7 +354,18 @@ def rnn_case(out, name, kind, lower=True, b=2, t=7, f=8, units=16, grad=False):
     keras.backend.clear_session()
     keras.utils.set_random_seed(sum(map(ord, name)))
     rng = np.random.default_rng(sum(map(ord, name)))
-    if kind == "bilstm_masked":
+    if kind == "gru_simplernn":  # GRU(reset_after=False) then SimpleRNN, masked ids
+        inp = keras.Input((t,), dtype="int32")
+        x = L.Embedding(20, f, mask_zero=True)(inp)
+        x = L.GRU(units, reset_after=False, return_sequences=True)(x)
+        x = L.SimpleRNN(units)(x)
+        model = keras.Model(inp, L.Dense(5)(x))
+        ids = rng.integers(1, 20, (b, t)).astype(np.int32)
+        ids[0, 5:] = 0
+        ids[1, 2:] = 0
+        spec = tf.TensorSpec([b, t], tf.int32, name="ids")
+        feed = ids
+    elif kind == "bilstm_masked":
         inp = keras.Input((t,), dtype="int32")
         x = L.Embedding(20, f, mask_zero=True)(inp)
         x = L.Bidirectional(L.LSTM(units, return_sequences=True))(x)
@@ -436,9 +452,22 @@ SMALL = {
     "keras_lstm_functional": lambda o, n: rnn_case(o, n, "lstm", lower=False),
     "keras_lstm_grad": lambda o, n: rnn_case(o, n, "lstm", grad=True),
     "keras_gru_grad": lambda o, n: rnn_case(o, n, "gru", grad=True),
+    "keras_gru_simplernn_functional": lambda o, n: rnn_case(o, n, "gru_simplernn",
+                                                            lower=False),
 }
+
+
+def _more(out, name):
+    import gen_real_models_more  # noqa: PLC0415  (it imports this module's helpers)
+    gen_real_models_more.CASES[name](out, name)
+
+
+# The real-model sweep's cases (tools/gen_real_models_more.py): U-Net, DeepLab-style, tf.signal
+for _name in ("keras_unet_grad", "keras_deeplab_grad", "tf2_signal_ops_grad"):
+    SMALL[_name] = _more
 TF1 = ["tf1_dynamic_lstm_grad", "tf1_bidirectional_lstm_grad", "tf1_beam_search",
-       "tf1_attention_seq2seq_grad"]
+       "tf1_attention_seq2seq_grad", "tf1_train_step", "tf1_atrous_sparse_grad",
+       "tf1_nested_while_grad"]
 
 
 def large_apps():

@@ -208,10 +208,107 @@ def attention_seq2seq(out, name, b=2, src=7, tgt=5, f=6, units=10, vocab=9):
     write_grad_case(out, name, g, feeds, "TF1 attention seq2seq", loss.name, xs)
 
 
+def train_step(out, name, b=4, f=5, c=3, steps=4):
+    """A TF1 training step: six variables (ref and resource) each updated by another
+    tf1.train optimizer (Adam, Nesterov momentum, centered RMSProp, Adagrad, SGD, RMSProp
+    with momentum, Adadelta) on a sparse softmax cross-entropy; the loss after `steps`."""
+    g = tf.Graph()
+    with g.as_default():
+        rng = np.random.RandomState(81)
+        x = tf1.placeholder(tf.float32, (b, f), name="x")
+        y = tf1.placeholder(tf.int32, (b,), name="labels")
+        vs = [tf1.get_variable(f"w{i}", initializer=(rng.randn(f if i == 0 else c, c) * 0.5)
+                               .astype(np.float32), use_resource=(i % 2 == 1))
+              for i in range(7)]
+        h = tf.matmul(x, vs[0])
+        for v in vs[1:]:
+            h = tf.nn.relu(h) + tf.matmul(h, v) * 0.5
+        loss = tf.identity(tf1.losses.sparse_softmax_cross_entropy(y, h), name="loss")
+        opts = [tf1.train.AdamOptimizer(0.05),
+                tf1.train.MomentumOptimizer(0.1, 0.9, use_nesterov=True),
+                tf1.train.RMSPropOptimizer(0.05, centered=True), tf1.train.AdagradOptimizer(0.1),
+                tf1.train.GradientDescentOptimizer(0.1),
+                tf1.train.RMSPropOptimizer(0.05, momentum=0.5),
+                tf1.train.AdadeltaOptimizer(1.0)]
+        step = tf1.train.get_or_create_global_step()
+        updates = [o.minimize(loss, var_list=[v]) for o, v in zip(opts, vs)]
+        tf.group(*updates, tf1.assign_add(step, 1), name="train")
+        tf.group(tf1.global_variables_initializer(), name="init")
+    feeds = {"x:0": rng.randn(b, f).astype(np.float32),
+             "labels:0": rng.randint(0, c, b).astype(np.int32)}
+    write_case(out, name, g.as_graph_def(), feeds, "TF1 training step (tf1.train optimizers)",
+               fetches=["loss:0"], targets=["train"], init=["init"], steps=steps,
+               rtol=1e-4)
+
+
+def atrous_sparse(out, name):
+    """DeepLab-era TF1: atrous_conv2d and a dilated tf.nn.convolution (SpaceToBatchND /
+    BatchToSpaceND), corner-aligned resize_bilinear and resize_nearest_neighbor; plus a
+    wide & deep style embedding_lookup_sparse (SparseSegmentMean / SqrtN) of sparse ids."""
+    g = tf.Graph()
+    with g.as_default():
+        w = Weights(91)
+        rng = np.random.RandomState(92)
+        x = tf1.placeholder(tf.float32, (2, 12, 12, 3), name="x")
+        f1 = w("f1", (3, 3, 3, 4), 0.4)
+        y = tf.nn.relu(tf1.nn.atrous_conv2d(x, f1, rate=2, padding="SAME"))
+        f2 = w("f2", (3, 3, 4, 4), 0.4)
+        y = tf1.nn.convolution(y, f2, padding="VALID", dilation_rate=[3, 3])
+        y = tf1.image.resize_bilinear(y, [9, 9], align_corners=True)
+        y = tf1.image.resize_nearest_neighbor(y, [5, 7])
+        feat = tf.reduce_mean(y, [1, 2])
+        emb = w("emb", (10, 4), 1.0)
+        ids = tf1.sparse_placeholder(tf.int64, name="ids")
+        e_mean = tf.nn.embedding_lookup_sparse(emb, ids, None, combiner="mean")
+        e_sqrtn = tf.nn.embedding_lookup_sparse(emb, ids, None, combiner="sqrtn")
+        loss = tf.identity(tf.reduce_sum(tf.square(feat + e_mean)) + tf.reduce_sum(e_sqrtn),
+                           name="loss")
+    feeds = {"x:0": rng.randn(2, 12, 12, 3).astype(np.float32),
+             "ids/indices:0": np.array([[0, 0], [0, 1], [1, 0], [1, 2], [1, 3]], np.int64),
+             "ids/values:0": np.array([3, 7, 1, 1, 9], np.int64),
+             "ids/shape:0": np.array([2, 4], np.int64)}
+    write_grad_case(out, name, g, feeds, "TF1 atrous conv + sparse embeddings", loss.name,
+                    [f1.name, f2.name, emb.name, "x:0"])
+
+
+def nested_while(out, name, b=2, f=3):
+    """A while loop whose body runs an inner while loop (its trip count set by the outer
+    counter) with a tf.cond inside, writing a pair of TensorArrays (float and int)."""
+    g = tf.Graph()
+    with g.as_default():
+        w = Weights(61)
+        rng = np.random.RandomState(62)
+        x = tf1.placeholder(tf.float32, (b, f), name="x")
+        n = tf1.placeholder(tf.int32, (), name="n")
+        W, V = w("W", (f, f)), w("V", (f, f))
+
+        def outer(i, h, tas):
+            def inner(j, h2):
+                h3 = tf.tanh(tf.matmul(h2, W))
+                h3 = tf1.cond(tf.reduce_mean(h3) > 0.0, lambda: h3 * 1.5,
+                              lambda: tf.matmul(h3, V))
+                return j + 1, h3
+            _, h = tf1.while_loop(lambda j, _: j < i + 1, inner, [0, h])
+            th, tc = tas
+            return i + 1, h, (th.write(i, h), tc.write(i, i * 2))
+
+        tas = (tf1.TensorArray(tf.float32, size=n), tf1.TensorArray(tf.int32, size=n))
+        _, h, (ta_h, ta_c) = tf1.while_loop(lambda i, *_: i < n, outer, [0, x, tas])
+        hs = ta_h.stack()
+        loss = tf.identity(tf.reduce_sum(hs * hs) + tf.reduce_sum(h)
+                           + tf.cast(tf.reduce_sum(ta_c.stack()), tf.float32), name="loss")
+    feeds = {"x:0": rng.randn(b, f).astype(np.float32), "n:0": np.array(3, np.int32)}
+    write_grad_case(out, name, g, feeds, "TF1 nested while + cond + TensorArray pair",
+                    loss.name, [W.name, V.name, "x:0"])
+
+
 CASES = {"tf1_dynamic_lstm_grad": dynamic_lstm,
          "tf1_bidirectional_lstm_grad": bidirectional_lstm,
          "tf1_beam_search": beam_search,
-         "tf1_attention_seq2seq_grad": attention_seq2seq}
+         "tf1_attention_seq2seq_grad": attention_seq2seq,
+         "tf1_train_step": train_step,
+         "tf1_atrous_sparse_grad": atrous_sparse,
+         "tf1_nested_while_grad": nested_while}
 
 
 def main(out, names):

@@ -143,9 +143,168 @@ def second_order_grads(gr):
     gr.case("strided_slice_grad_grad", [tf.identity(first * first, name="t_ssg2")], [x])
 
 
+# --------------------------------------------------------------------------- the real-model
+# sweep's ops (dilated Keras convs, pixel shuffle, embedding_lookup_sparse, tf.math.segment_*,
+# tf.roll), from their own generator so the values above stay put
+rng2 = np.random.default_rng(3333)
+
+
+def g32(*shape, lo=-1.0, hi=1.0):
+    return rng2.uniform(lo, hi, shape).astype(np.float32)
+
+
+i32 = np.int32
+kcase("space_to_batch_2d", "SpaceToBatchND", input=g32(2, 5, 6, 3),
+      block_shape=np.array([2, 3], i32), paddings=np.array([[1, 2], [0, 3]], i32))
+kcase("space_to_batch_1d_rest", "SpaceToBatchND", input=g32(3, 7, 2, 2),
+      block_shape=np.array([4], np.int64), paddings=np.array([[0, 1]], np.int64))
+kcase("batch_to_space_2d", "BatchToSpaceND", input=g32(12, 3, 3, 2),
+      block_shape=np.array([2, 3], i32), crops=np.array([[1, 0], [2, 1]], i32))
+kcase("depth_to_space", "DepthToSpace", input=g32(2, 3, 2, 12), block_size=2)
+kcase("space_to_depth", "SpaceToDepth", input=g32(2, 6, 9, 2), block_size=3)
+kcase("roll_multi_axis", "Roll", input=g32(3, 4, 5), shift=np.array([1, -2, 7], i32),
+      axis=np.array([0, 2, 2], i32))
+SEG_IDS = np.array([0, 0, 2, 3, 3, 3], i32)
+SEG_DATA = np.round(g32(6, 4) * 4) / 4  # ties for max/min
+for kind in ("Sum", "Mean", "Max", "Min", "Prod"):
+    kcase(f"segment_{kind.lower()}", f"Segment{kind}", data=SEG_DATA, segment_ids=SEG_IDS)
+SP_IDX = np.array([4, 1, 1, 0, 3], i32)
+SP_SEG = np.array([0, 0, 1, 3, 3], i32)
+for kind in ("Sum", "Mean", "SqrtN"):
+    kcase(f"sparse_segment_{kind.lower()}", f"SparseSegment{kind}", data=g32(5, 3),
+          indices=SP_IDX, segment_ids=SP_SEG)
+    kcase(f"sparse_segment_{kind.lower()}_num", f"SparseSegment{kind}WithNumSegments",
+          data=g32(5, 3), indices=SP_IDX, segment_ids=np.array([0, 0, 2, 3, 5], i32),
+          num_segments=np.int32(6))
+
+
+def sweep_grads(gr):
+    x = gr.ph("s2b_x", g32(2, 5, 6, 3))
+    y = tf.space_to_batch_nd(x, [2, 3], [[1, 2], [0, 3]])
+    gr.case("space_to_batch", [tf.identity(y * tf.constant(g32(*y.shape)), name="t_s2b")], [x])
+    x = gr.ph("b2s_x", g32(12, 3, 3, 2))
+    y = tf.compat.v1.batch_to_space_nd(x, [2, 3], [[1, 0], [2, 1]])
+    gr.case("batch_to_space", [tf.identity(y * tf.constant(g32(*y.shape)), name="t_b2s")], [x])
+    x = gr.ph("d2s_x", g32(2, 3, 2, 12))
+    y = tf.nn.space_to_depth(tf.nn.depth_to_space(x, 2) * tf.constant(g32(2, 6, 4, 3)), 2)
+    gr.case("depth_space", [tf.identity(y * tf.constant(g32(*y.shape)), name="t_d2s")], [x])
+    x = gr.ph("roll_x", g32(3, 4, 5))
+    y = tf.roll(x, [1, -2, 7], [0, 2, 2])
+    gr.case("roll", [tf.identity(y * tf.constant(g32(3, 4, 5)), name="t_roll")], [x])
+    d = gr.ph("seg_d", SEG_DATA)
+    for kind, fn in (("sum", tf.math.segment_sum), ("mean", tf.math.segment_mean),
+                     ("max", tf.math.segment_max), ("min", tf.math.segment_min)):
+        y = fn(d, SEG_IDS)
+        gr.case(f"segment_{kind}", [tf.identity(y * tf.constant(g32(4, 4)),
+                                                name=f"t_seg_{kind}")], [d])
+    d = gr.ph("sps_d", g32(5, 3))
+    for kind, fn in (("sum", tf.sparse.segment_sum), ("mean", tf.sparse.segment_mean),
+                     ("sqrt_n", tf.sparse.segment_sqrt_n)):
+        y = fn(d, SP_IDX, SP_SEG)
+        gr.case(f"sparse_segment_{kind}", [tf.identity(y * tf.constant(g32(4, 3)),
+                                                       name=f"t_sps_{kind}")], [d])
+        y = fn(d, SP_IDX, np.array([0, 0, 2, 3, 5], i32), num_segments=6)
+        gr.case(f"sparse_segment_{kind}_num", [tf.identity(y * tf.constant(g32(6, 3)),
+                                                           name=f"t_spsn_{kind}")], [d])
+    d = gr.ph("uss_d", g32(5, 2, 3))
+    y = tf.math.unsorted_segment_sum(d, np.array([[1, -1], [0, 2], [-1, -1], [3, 1], [0, 0]],
+                                                 i32), 4)
+    gr.case("unsorted_segment_sum_negative_ids",
+            [tf.identity(y * tf.constant(g32(4, 3)), name="t_uss")], [d])
+
+
+# TensorFlow's own sparse-segment gradient ops (in graphs holding tf.gradients of
+# embedding_lookup_sparse)
+for kind in ("Sum", "Mean", "SqrtN"):
+    for v2 in ("", "V2"):
+        kw = {"dense_output_dim0" if v2 else "output_dim0": np.int32(6)}
+        kcase(f"sparse_segment_{kind.lower()}_grad{v2.lower()}", f"SparseSegment{kind}Grad{v2}",
+              grad=g32(4, 3), indices=np.array([4, 1, 1, 0, 5], i32),
+              segment_ids=np.array([0, 0, 1, 3, 3], i32), **kw)
+
+
+def _spd(n, batch=()):
+    a = g32(*batch, n, n)
+    return (a @ np.swapaxes(a, -1, -2) + 2 * np.eye(n, dtype=np.float32)).astype(np.float32)
+
+
+def _tri(n, batch=()):
+    return (g32(*batch, n, n) + 3 * np.eye(n, dtype=np.float32)).astype(np.float32)
+
+
+for adj in (False, True):
+    kcase(f"matrix_inverse_adj{int(adj)}", "MatrixInverse", input=_tri(3, (2,)), adjoint=adj)
+kcase("cholesky", "Cholesky", input=_spd(4, (2,)) + np.triu(g32(4, 4), 1))  # upper ignored
+for lower in (True, False):
+    for adj in (False, True):
+        kcase(f"triangular_solve_l{int(lower)}_a{int(adj)}", "MatrixTriangularSolve",
+              matrix=_tri(3, (2,)), rhs=g32(2, 3, 2), lower=lower, adjoint=adj)
+kcase("triangular_solve_bcast", "MatrixTriangularSolve", matrix=_tri(3), rhs=g32(2, 3, 4))
+
+
+def linalg_grads(gr):
+    for adj in (False, True):
+        a = gr.ph(f"inv_a{int(adj)}", _tri(3, (2,)))
+        y = tf.raw_ops.MatrixInverse(input=a, adjoint=adj)
+        gr.case(f"matrix_inverse_adj{int(adj)}",
+                [tf.identity(y * tf.constant(g32(2, 3, 3)), name=f"t_inv{int(adj)}")], [a])
+    a = gr.ph("chol_a", _spd(4, (2,)))
+    y = tf.linalg.cholesky(a)
+    gr.case("cholesky", [tf.identity(y * tf.constant(g32(2, 4, 4)), name="t_chol")], [a])
+    for lower in (True, False):
+        for adj in (False, True):
+            m = gr.ph(f"ts_m{int(lower)}{int(adj)}", _tri(3, (2,)))
+            r = gr.ph(f"ts_r{int(lower)}{int(adj)}", g32(2, 3, 2))
+            y = tf.linalg.triangular_solve(m, r, lower=lower, adjoint=adj)
+            gr.case(f"triangular_solve_l{int(lower)}_a{int(adj)}",
+                    [tf.identity(y * tf.constant(g32(2, 3, 2)),
+                                 name=f"t_ts{int(lower)}{int(adj)}")], [m, r])
+
+
+# MatrixDiagV3 / MatrixDiagPartV3 (tf.eye and tf.linalg.diag in a tf.function): one
+# diagonal, a band of them in every alignment, inferred and explicit sizes
+for align in ("RIGHT_LEFT", "LEFT_RIGHT", "LEFT_LEFT", "RIGHT_RIGHT"):
+    kcase(f"matrix_diag_band_{align.lower()}", "MatrixDiagV3", diagonal=g32(2, 3, 4),
+          k=np.array([-1, 1], i32), num_rows=np.int32(-1), num_cols=np.int32(5),
+          padding_value=np.float32(9.0), align=align)
+    kcase(f"matrix_diag_part_band_{align.lower()}", "MatrixDiagPartV3", input=g32(2, 4, 5),
+          k=np.array([-2, 1], i32), padding_value=np.float32(-7.0), align=align)
+kcase("matrix_diag_eye", "MatrixDiagV3", diagonal=np.ones(3, np.float32), k=np.int32(0),
+      num_rows=np.int32(3), num_cols=np.int32(4), padding_value=np.float32(0.0))
+kcase("matrix_diag_part_main", "MatrixDiagPartV3", input=g32(3, 4), k=np.int32(1),
+      padding_value=np.float32(0.0))
+
+
+SPECIAL_X = np.array([0.5, 1.0, 2.5, 7.25, 13.0, 0.01, -0.5, -2.75, -3.0, 0.0, 40.0],
+                     np.float32)
+kcase("lgamma", "Lgamma", x=SPECIAL_X)
+BINS = np.array([[0, 3, 3, 7, 1], [2, 2, 9, 0, 4]], i32)
+kcase("dense_bincount_counts", "DenseBincount", input=BINS[0], size=np.int32(6),
+      weights=np.zeros(0, np.float32))
+kcase("dense_bincount_weights_2d", "DenseBincount", input=BINS, size=np.int32(5),
+      weights=g32(2, 5))
+kcase("dense_bincount_binary", "DenseBincount", input=BINS.astype(np.int64),
+      size=np.int64(8), weights=np.zeros(0, np.int32), binary_output=True)
+kcase("digamma", "Digamma", x=SPECIAL_X, rtol=1e-4, atol=1e-5)
+
+
+def diag_grads(gr):
+    x = gr.ph("lgamma_x", np.array([0.5, 1.5, 3.25, 8.0, -0.5, -2.25], np.float32))
+    gr.case("lgamma", [tf.identity(tf.math.lgamma(x) * tf.constant(g32(6)), name="t_lgamma")],
+            [x])
+    d = gr.ph("diag_d", g32(2, 3, 4))
+    y = tf.linalg.diag(d, k=(-1, 1), num_cols=5)
+    gr.case("matrix_diag_band", [tf.identity(y * tf.constant(g32(2, 4, 5)), name="t_diag")],
+            [d])
+    x = gr.ph("diag_x", g32(2, 4, 5))
+    y = tf.linalg.diag_part(x, k=(-2, 1), align="LEFT_RIGHT")
+    gr.case("matrix_diag_part_band", [tf.identity(y * tf.constant(g32(2, 4, 4)),
+                                                  name="t_diag_part")], [x])
+
+
 tf1 = tf.compat.v1
 GRAD_GROUPS = [("grad", [einsum_grads, mirror_pad_grads, band_part_grads, block_grads,
-                         second_order_grads])]
+                         second_order_grads, sweep_grads, linalg_grads, diag_grads])]
 
 
 def main():

@@ -1,5 +1,6 @@
 """Optimizer updates: ApplyGradientDescent, ApplyMomentum, ApplyAdam, ApplyRMSProp,
-ApplyAdagrad on reference variables, and their ResourceApply* forms on resource handles.
+ApplyAdagrad, ApplyCenteredRMSProp, ApplyAdadelta, ApplyAdagradV2, ApplyAdaMax on
+reference variables, and their ResourceApply* forms on resource handles.
 
     ApplyGradientDescent(var, alpha, delta)   var <- var - alpha * delta, outputs var
     ApplyAdam(var, m, v, b1p, b2p, lr, b1, b2, eps, g):
@@ -59,6 +60,32 @@ def _adagrad(xp, attrs, var, accum, lr, grad):
     return var - lr * grad / xp.sqrt(accum), accum
 
 
+def _centered_rmsprop(xp, attrs, var, mg, ms, mom, lr, rho, momentum, epsilon, grad):
+    # TensorFlow's order: the mean gradient mg centres the second moment ms.
+    ms = ms + (grad * grad - ms) * (1 - rho)
+    mg = mg + (grad - mg) * (1 - rho)
+    mom = mom * momentum + grad * lr / xp.sqrt(ms - mg * mg + epsilon)
+    return var - mom, mg, ms, mom
+
+
+def _adadelta(xp, attrs, var, accum, accum_update, lr, rho, epsilon, grad):
+    accum = accum * rho + grad * grad * (1 - rho)
+    update = xp.sqrt(accum_update + epsilon) / xp.sqrt(accum + epsilon) * grad
+    return var - update * lr, accum, accum_update * rho + update * update * (1 - rho)
+
+
+def _adagrad_v2(xp, attrs, var, accum, lr, epsilon, grad):
+    if attrs.get("update_slots", True):
+        accum = accum + grad * grad
+    return var - lr * grad / (xp.sqrt(accum) + epsilon), accum
+
+
+def _adamax(xp, attrs, var, m, v, beta1_power, lr, beta1, beta2, epsilon, grad):
+    m = m + (grad - m) * (1 - beta1)
+    v = xp.maximum(beta2 * v, xp.abs(grad))
+    return var - lr / (1 - beta1_power) * (m / (v + epsilon)), m, v
+
+
 # op -> (update rule, number of variable/slot inputs, index of the gradient among the rest)
 RULES = {
     "GradientDescent": (_gradient_descent, 1, 1),
@@ -66,6 +93,10 @@ RULES = {
     "Adam": (_adam, 3, 6),
     "RMSProp": (_rmsprop, 3, 4),
     "Adagrad": (_adagrad, 2, 1),
+    "CenteredRMSProp": (_centered_rmsprop, 4, 4),
+    "Adadelta": (_adadelta, 3, 3),
+    "AdagradV2": (_adagrad_v2, 2, 2),
+    "AdaMax": (_adamax, 3, 5),
 }
 
 

@@ -258,3 +258,26 @@ no_gradient("Shape", "ShapeN", "VariableShape", "Size", "Rank", "ZerosLike", "On
             "TruncatedNormal", "Assign", "AssignAdd", "AssignSub", "AssignVariableOp",
             "IsVariableInitialized", "DataFormatVecPermute", "DataFormatDimMap", "NoOp",
             "Assert", "StopGradient")
+
+
+# --- block rearrangements: each is the other's gradient (TensorFlow's array_grad.py)
+@gradient("SpaceToBatchND")
+def _space_to_batch_nd(b, op, grads):
+    return [b.op("BatchToSpaceND", [grads[0], op.inputs[1], op.inputs[2]]), None, None]
+
+
+@gradient("BatchToSpaceND")
+def _batch_to_space_nd(b, op, grads):
+    return [b.op("SpaceToBatchND", [grads[0], op.inputs[1], op.inputs[2]]), None, None]
+
+
+@gradient("DepthToSpace")
+def _depth_to_space(b, op, grads):
+    attrs = {"block_size": op.attr("block_size"), "data_format": op.attr("data_format")}
+    return [b.op("SpaceToDepth", [grads[0]], attrs)]
+
+
+@gradient("SpaceToDepth")
+def _space_to_depth(b, op, grads):
+    attrs = {"block_size": op.attr("block_size"), "data_format": op.attr("data_format")}
+    return [b.op("DepthToSpace", [grads[0]], attrs)]

@@ -118,3 +118,98 @@ def _restore_summed(b, dx, x, subs, ell, present):
 def _matrix_band_part(b, op, grads):
     """TensorFlow's array_grad._MatrixBandPartGrad: only the band reached the output."""
     return [b.op("MatrixBandPart", [grads[0], op.inputs[1], op.inputs[2]]), None, None]
+
+
+# --- inverse, triangular solve, Cholesky (TensorFlow's linalg_grad.py)
+def _matmul(b, x, y, adj_x=False, adj_y=False):
+    return b.op("BatchMatMulV2", [x, y], {"adj_x": adj_x, "adj_y": adj_y})
+
+
+def _band(b, x, lower, upper):
+    return b.op("MatrixBandPart", [x, b.const(lower, DType.INT64), b.const(upper, DType.INT64)])
+
+
+@gradient("MatrixInverse")
+def _matrix_inverse(b, op, grads):
+    ainv = op.outputs[0]
+    adjoint = bool(op.attr("adjoint", False))
+    inner = _matmul(b, grads[0], ainv, adj_x=adjoint, adj_y=not adjoint)
+    return [b.op("Neg", [_matmul(b, ainv, inner, adj_x=not adjoint)])]
+
+
+@gradient("MatrixTriangularSolve")
+def _matrix_triangular_solve(b, op, grads):
+    a, rhs = op.inputs
+    lower, adjoint = bool(op.attr("lower", True)), bool(op.attr("adjoint", False))
+    c = op.outputs[0]
+    grad_b = b.op("MatrixTriangularSolve", [a, grads[0]],
+                  {"lower": lower, "adjoint": not adjoint})
+    grad_a = _matmul(b, c, grad_b, adj_y=True) if adjoint else _matmul(b, grad_b, c, adj_y=True)
+    grad_a = b.op("Neg", [grad_a])
+    grad_a = _band(b, grad_a, -1, 0) if lower else _band(b, grad_a, 0, -1)
+    sa, sb = b.static_shape(a), b.static_shape(rhs)
+    if sa is not None and sb is not None and sa[:-2] == sb[:-2]:
+        return [grad_a, grad_b]
+    # batch dims broadcast (or unknown while building): sum each gradient back to its input
+    shape_a, shape_b = b.shape(a), b.shape(rhs)
+
+    def batch(shape):
+        return b.op("StridedSlice", [shape, b.const([0], _I32), b.const([-2], _I32),
+                                     b.const([1], _I32)])
+    args = b.op("BroadcastGradientArgs", [batch(shape_a), batch(shape_b)])
+    grad_a = b.op("Reshape", [b.op("Sum", [grad_a, b.out(args, 0)]), shape_a])
+    grad_b = b.op("Reshape", [b.op("Sum", [grad_b, b.out(args, 1)]), shape_b])
+    return [grad_a, grad_b]
+
+
+@gradient("Cholesky")
+def _cholesky(b, op, grads):
+    """A = L L^H: dA = 1/2 (X + X^H), X = L^-H Phi(L^H dL) L^-1, Phi = the lower triangle
+    with the diagonal halved."""
+    l = op.outputs[0]
+    eye = _band(b, b.op("OnesLike", [l]), 0, 0)
+    l_inv = b.op("MatrixTriangularSolve", [l, eye], {"lower": True, "adjoint": False})
+    middle = _matmul(b, l, grads[0], adj_x=True)
+    half = b.const(0.5, op.output_dtype(0))
+    middle = b.op("Sub", [_band(b, middle, -1, 0), b.op("Mul", [half, _band(b, middle, 0, 0)])])
+    x = _matmul(b, _matmul(b, l_inv, middle, adj_x=True), l_inv)
+    xt = b.op("Transpose", [x, _last_two(b, l)])
+    if op.output_dtype(0).is_complex:
+        xt = b.op("Conj", [xt])
+    return [b.op("Mul", [b.op("AddV2", [x, xt]), half])]
+
+
+def _last_two(b, x):
+    """The permutation that swaps the last two axes of forward tensor x (and of every tensor
+    of its rank)."""
+    r = b.builder.static_rank(x)
+    if r is None:
+        rank = b.op("Rank", [x])
+        head = b.op("Range", [b.const(0, _I32), b.op("Sub", [rank, b.const(2, _I32)]),
+                              b.const(1, _I32)])
+        tail = b.op("Pack", [b.op("Sub", [rank, b.const(1, _I32)]),
+                             b.op("Sub", [rank, b.const(2, _I32)])], {"axis": 0})
+        return b.op("ConcatV2", [head, tail, b.const(0, _I32)])
+    return b.const(list(range(r - 2)) + [r - 1, r - 2], _I32)
+
+
+@gradient("MatrixDiagV3")
+def _matrix_diag_v3(b, op, grads):
+    zero = b.const(0, op.input_dtype(0))
+    part = b.op("MatrixDiagPartV3", [grads[0], op.inputs[1], zero],
+                {"align": op.attr("align", b"RIGHT_LEFT")})
+    return [part, None, None, None, None]
+
+
+@gradient("MatrixDiagPartV3")
+def _matrix_diag_part_v3(b, op, grads):
+    x = op.inputs[0]
+    shape = b.shape(x)
+
+    def dim(i):
+        return b.op("StridedSlice", [shape, b.const([i], _I32), b.const([i + 1], _I32),
+                                     b.const([1], _I32)], {"shrink_axis_mask": 1})
+    zero = b.const(0, op.input_dtype(0))
+    out = b.op("MatrixDiagV3", [grads[0], op.inputs[1], dim(-2), dim(-1), zero],
+               {"align": op.attr("align", b"RIGHT_LEFT")})
+    return [out, None, None]

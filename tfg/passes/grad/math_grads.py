@@ -337,3 +337,8 @@ def _batch_matmul(b, op, grads):
     gx = b.op("Reshape", [b.op("Sum", [gx, b.out(args, 0)]), sx])
     gy = b.op("Reshape", [b.op("Sum", [gy, b.out(args, 1)]), sy])
     return [gx, gy]
+
+
+@unary("Lgamma")
+def _lgamma(b, op, g):
+    return b.op("Mul", [g, b.op("Digamma", [op.inputs[0]])])

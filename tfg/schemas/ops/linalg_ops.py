@@ -1,5 +1,6 @@
-"""Signatures of the linear-algebra ops tfg runs: Einsum (TensorFlow's linalg_ops.cc) and
-MatrixBandPart (array_ops.cc; Python's tf.linalg.band_part).
+"""Signatures of the linear-algebra ops tfg runs: Einsum, MatrixInverse, Cholesky,
+MatrixTriangularSolve (TensorFlow's linalg_ops.cc) and MatrixBandPart (array_ops.cc; Python's
+tf.linalg.band_part).
 
     >>> parse_einsum("bqhd,bkhd->bhqk", 2)
     (['bqhd', 'bkhd'], 'bhqk', [None, None], None)
@@ -7,7 +8,7 @@ MatrixBandPart (array_ops.cc; Python's tf.linalg.band_part).
     [0, None]
 """
 from tfg.schemas.ops.registry import op
-from tfg.schemas.ops.shape_fns import ShapeError, broadcast, merge_dim, with_rank, \
+from tfg.schemas.ops.shape_fns import ShapeError, broadcast, fmt, merge_dim, with_rank, \
     with_rank_at_least
 
 
@@ -98,3 +99,96 @@ op("MatrixBandPart",
    outputs=["band: T"],
    attrs=["T: type", "Tindex: {int32, int64} = DT_INT64"],
    shape_fn=band_part)
+
+
+def square_matrices(ctx):
+    """MatrixInverse, Cholesky: a batch of square matrices, the same shape out."""
+    s = with_rank_at_least(ctx.shape(0), 2, f"{ctx.node.op} input")
+    if s is not None and s[-1] is not None and s[-2] is not None and s[-1] != s[-2]:
+        raise ShapeError(f"{ctx.node.op} input must be square, got {fmt(s)}")
+    return [s]
+
+
+def triangular_solve(ctx):
+    """matrix [..., M, M], rhs [..., M, K] -> [broadcast batch, M, K]."""
+    a = with_rank_at_least(ctx.shape(0), 2, "matrix")
+    rhs = with_rank_at_least(ctx.shape(1), 2, "rhs")
+    if a is None or rhs is None:
+        return [None]
+    batch = broadcast(tuple(a[:-2]), tuple(rhs[:-2]))
+    return [None if batch is None else tuple(batch) + tuple(rhs[-2:])]
+
+
+_LINALG_T = "T: {double, float, half, complex64, complex128}"
+op("MatrixInverse",
+   inputs=["input: T"],
+   outputs=["output: T"],
+   attrs=["adjoint: bool = false", _LINALG_T],
+   shape_fn=square_matrices)
+op("Cholesky",
+   inputs=["input: T"],
+   outputs=["output: T"],
+   attrs=[_LINALG_T],
+   shape_fn=square_matrices)
+op("MatrixTriangularSolve",
+   inputs=["matrix: T", "rhs: T"],
+   outputs=["output: T"],
+   attrs=["lower: bool = true", "adjoint: bool = false",
+          "T: {bfloat16, double, float, half, complex64, complex128}"],
+   shape_fn=triangular_solve)
+
+
+def _diag_range(ctx, i):
+    k = ctx.elems(i)
+    if k is None or not 1 <= len(k) <= 2 or any(v is None for v in k):
+        return None
+    lo, hi = (k[0], k[0]) if len(k) == 1 else k
+    if lo > hi:
+        raise ShapeError(f"lower diagonal index {lo} must not exceed the upper one {hi}")
+    return lo, hi
+
+
+def matrix_diag(ctx):
+    """MatrixDiagV3: diagonal [..., (num_diags,) max_len] -> [..., num_rows, num_cols]."""
+    d, k = ctx.shape(0), _diag_range(ctx, 1)
+    rows, cols = ctx.scalar(2), ctx.scalar(3)
+    if d is None or k is None:
+        return [None]
+    batch = d[:-1] if k[0] == k[1] else d[:-2]
+    n = d[-1]
+    if n is None or rows is None or cols is None:
+        return [tuple(batch) + (None, None)]
+    min_rows, min_cols = n - min(k[1], 0), n + max(k[0], 0)
+    if rows == -1 and cols == -1:
+        rows = cols = max(min_rows, min_cols)
+    elif rows == -1:
+        rows = min_rows
+    elif cols == -1:
+        cols = min_cols
+    return [tuple(batch) + (rows, cols)]
+
+
+def matrix_diag_part(ctx):
+    """MatrixDiagPartV3: [..., M, N] -> [..., (num_diags,) max_len]."""
+    s = with_rank_at_least(ctx.shape(0), 2, "input")
+    k = _diag_range(ctx, 1)
+    if s is None or k is None:
+        return [None]
+    m, n = s[-2], s[-1]
+    size = None if m is None or n is None else min(m + min(k[1], 0), n - max(k[0], 0))
+    mid = () if k[0] == k[1] else (k[1] - k[0] + 1,)
+    return [tuple(s[:-2]) + mid + (size,)]
+
+
+_ALIGN = "align: {'LEFT_RIGHT', 'RIGHT_LEFT', 'LEFT_LEFT', 'RIGHT_RIGHT'} = 'RIGHT_LEFT'"
+op("MatrixDiagV3",
+   inputs=["diagonal: T", "k: int32", "num_rows: int32", "num_cols: int32",
+           "padding_value: T"],
+   outputs=["output: T"],
+   attrs=["T: type", _ALIGN],
+   shape_fn=matrix_diag)
+op("MatrixDiagPartV3",
+   inputs=["input: T", "k: int32", "padding_value: T"],
+   outputs=["diagonal: T"],
+   attrs=["T: type", _ALIGN],
+   shape_fn=matrix_diag_part)

@@ -48,6 +48,29 @@ op("ApplyAdagrad",
    outputs=["out: Ref(T)"],
    attrs=["T: numbertype", "use_locking: bool = false", "update_slots: bool = true"],
    shape_fn=apply_update)
+op("ApplyCenteredRMSProp",
+   inputs=["var: Ref(T)", "mg: Ref(T)", "ms: Ref(T)", "mom: Ref(T)", "lr: T", "rho: T",
+           "momentum: T", "epsilon: T", "grad: T"],
+   outputs=["out: Ref(T)"],
+   attrs=["T: numbertype", "use_locking: bool = false"],
+   shape_fn=apply_update)
+op("ApplyAdadelta",
+   inputs=["var: Ref(T)", "accum: Ref(T)", "accum_update: Ref(T)", "lr: T", "rho: T",
+           "epsilon: T", "grad: T"],
+   outputs=["out: Ref(T)"],
+   attrs=["T: numbertype", "use_locking: bool = false"],
+   shape_fn=apply_update)
+op("ApplyAdagradV2",
+   inputs=["var: Ref(T)", "accum: Ref(T)", "lr: T", "epsilon: T", "grad: T"],
+   outputs=["out: Ref(T)"],
+   attrs=["T: numbertype", "use_locking: bool = false", "update_slots: bool = true"],
+   shape_fn=apply_update)
+op("ApplyAdaMax",
+   inputs=["var: Ref(T)", "m: Ref(T)", "v: Ref(T)", "beta1_power: T", "lr: T", "beta1: T",
+           "beta2: T", "epsilon: T", "grad: T"],
+   outputs=["out: Ref(T)"],
+   attrs=["T: numbertype", "use_locking: bool = false"],
+   shape_fn=apply_update)
 
 # --- resource-variable updates: no outputs
 op("ResourceApplyGradientDescent",
@@ -71,4 +94,23 @@ op("ResourceApplyRMSProp",
 op("ResourceApplyAdagrad",
    inputs=["var: resource", "accum: resource", "lr: T", "grad: T"],
    attrs=["T: numbertype", "use_locking: bool = false", "update_slots: bool = true"],
+   stateful=True, shape_fn=no_outputs)
+op("ResourceApplyCenteredRMSProp",
+   inputs=["var: resource", "mg: resource", "ms: resource", "mom: resource", "lr: T", "rho: T",
+           "momentum: T", "epsilon: T", "grad: T"],
+   attrs=["T: numbertype", "use_locking: bool = false"],
+   stateful=True, shape_fn=no_outputs)
+op("ResourceApplyAdadelta",
+   inputs=["var: resource", "accum: resource", "accum_update: resource", "lr: T", "rho: T",
+           "epsilon: T", "grad: T"],
+   attrs=["T: numbertype", "use_locking: bool = false"],
+   stateful=True, shape_fn=no_outputs)
+op("ResourceApplyAdagradV2",
+   inputs=["var: resource", "accum: resource", "lr: T", "epsilon: T", "grad: T"],
+   attrs=["T: numbertype", "use_locking: bool = false", "update_slots: bool = true"],
+   stateful=True, shape_fn=no_outputs)
+op("ResourceApplyAdaMax",
+   inputs=["var: resource", "m: resource", "v: resource", "beta1_power: T", "lr: T", "beta1: T",
+           "beta2: T", "epsilon: T", "grad: T"],
+   attrs=["T: numbertype", "use_locking: bool = false"],
    stateful=True, shape_fn=no_outputs)
