@@ -29,6 +29,7 @@ class Cmd:
         self.allowed = set(allowed)
         self.says = [says] if isinstance(says, str) else list(says or ())
         self.output, self.stdin, self.timeout, self.keep = output, stdin, timeout, set(keep)
+        self.waits = False  # a hang is the documented behaviour (a blocking dequeue)
 
 
 class Case:
@@ -127,7 +128,7 @@ def subcommands(g, fetch="y", xs="x", run_extra=(), run_allowed=(1, 2), says=Non
     add("partition", ["partition", g, "--devices", "cpu:2", "-o", "pa.pb"], "pa.pb")
     add("prune", ["prune", g, "--fetch", fetch, "-o", "p.pb"], "p.pb")
     if grad:
-        add("grad", ["grad", g, "--ys", fetch, "--xs", xs, "-o", "g.pb"], "g.pb")
+        add("grad", ["grad", g, "--ys", fetch, "--xs", xs, "-o", "gr.pb"], "gr.pb")
     add("run", ["run", g, "--fetch", fetch, "--max-memory", RUN_MEMORY, "-o", "r.npz",
                 *run_extra], "r.npz", run_allowed, says)
     return out
@@ -311,9 +312,9 @@ def structure_cases():
     # long chains: recursion in topological sorts, renderers, gradient builders
     chain = X + "".join(_neg(f"n{i}", "x" if i == 0 else f"n{i - 1}") for i in range(100000))
     chain += node("y", "Identity", ["n99999"], T=F)
-    yield graph_case("chain_100k", chain, timeout=120.0)
+    yield graph_case("chain_100k", chain, timeout=300.0, run_allowed=(0,))
     wide = X + node("y", "AddN", ["x"] * 100000, T=F, N="i: 100000")
-    yield graph_case("addn_100k_inputs", wide, timeout=60.0)
+    yield graph_case("addn_100k_inputs", wide, timeout=120.0, run_allowed=(0,))
     yield graph_case("ctrl_cycle", X + node("a", "Neg", ["x", "^y"], T=F)
                      + node("y", "Neg", ["a"], T=F))
     yield graph_case("no_nodes", "", fetch="x")
@@ -669,12 +670,20 @@ def runtime_cases():
     }
     for name, text in cases.items():
         allowed = (1, 2)
-        if name in ("maxpool_ksize_2k", "listdiff_huge", "where_5d"):
+        if name in ("maxpool_ksize_2k", "listdiff_huge", "where_5d", "stridedslice_new_axis_many"):
             allowed = (0,)  # valid: must run
         if name in ("check_numerics", "assert_false", "varhandle_read_uninit",
                     "restore_absolute_path", "queue_dequeue_empty"):
             allowed = (1, 2)
-        yield run_case(f"rt_{name}", text, says="'y'", allowed=allowed)
+        # the node that fails: `y`, or the list/array/stack it reads, made by the node before
+        says = ["'y'", "'ta'", "'l'", "'r'", "'st'", "'q'"]
+        case = run_case(f"rt_{name}", text, says=says, allowed=allowed,
+                        timeout=10.0 if name.startswith("queue_") else 30.0)
+        if name.startswith("queue_"):
+            # A dequeue from a queue nothing fills waits, as in TensorFlow (Ctrl-C ends it):
+            # recorded, not a failure (SECURITY.md: tfg does not bound a run's time).
+            case.commands[0].waits = True
+        yield case
 
 
 GROUPS = [function_cases, structure_cases, attr_cases, runtime_cases]
