@@ -670,7 +670,8 @@ def runtime_cases():
     }
     for name, text in cases.items():
         allowed = (1, 2)
-        if name in ("maxpool_ksize_2k", "listdiff_huge", "where_5d", "stridedslice_new_axis_many"):
+        if name in ("maxpool_ksize_2k", "listdiff_huge", "where_5d",
+                    "stridedslice_new_axis_many"):
             allowed = (0,)  # valid: must run
         if name in ("check_numerics", "assert_false", "varhandle_read_uninit",
                     "restore_absolute_path", "queue_dequeue_empty"):
@@ -686,7 +687,288 @@ def runtime_cases():
         yield case
 
 
-GROUPS = [function_cases, structure_cases, attr_cases, runtime_cases]
+
+# --- feeds, files, outputs and flags ----------------------------------------------------------
+SMALL = X + _neg("y", "x")
+
+
+def _npz(arrays, compress=False):
+    buf = io.BytesIO()
+    (np.savez_compressed if compress else np.savez)(buf, **arrays)
+    return buf.getvalue()
+
+
+def _npy_header(shape, descr="<f4", fortran=False, pad=0):
+    header = repr({"descr": descr, "fortran_order": fortran, "shape": shape}).encode()
+    header += b" " * (pad + (64 - (10 + len(header) + 1) % 64) % 64) + b"\n"
+    return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header
+
+
+def _object_npz():
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        arr = io.BytesIO()
+        np.save(arr, np.array([{"a": 1}, None], dtype=object), allow_pickle=True)
+        z.writestr("x.npy", arr.getvalue())
+    return buf.getvalue()
+
+
+def _zip_bomb():
+    """An .npz whose member declares [2**31] float32 (8 GiB) in a few MB of deflate."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        with z.open("x.npy", "w", force_zip64=True) as f:
+            f.write(_npy_header((1 << 31,)))
+            chunk = bytes(1 << 24)
+            for _ in range(4):  # only 64 MiB of zeros stored: the header claims 8 GiB
+                f.write(chunk)
+    return buf.getvalue()
+
+
+def feed_cases():
+    run = lambda *extra: ["run", "g.pbtxt", "--fetch", "y", "--max-memory", RUN_MEMORY,  # noqa
+                          "-o", "r.npz", *extra]
+    feeds = {
+        "npz_object_pickle": ("f.npz", _object_npz(), ["--feeds", "f.npz"], "f.npz"),
+        "npz_not_zip": ("f.npz", b"PK\x03\x04garbage" * 10, ["--feeds", "f.npz"], "f.npz"),
+        "npz_empty_file": ("f.npz", b"", ["--feeds", "f.npz"], "f.npz"),
+        "npz_wrong_dtype": ("f.npz", _npz({"x": np.array([["a", "b", "c"]] * 2)}),
+                            ["--feeds", "f.npz"], "x"),
+        "npz_wrong_shape": ("f.npz", _npz({"x": np.zeros((7, 7), np.float32)}),
+                            ["--feeds", "f.npz"], "x"),
+        "npz_key_not_placeholder": ("f.npz", _npz({"y": np.zeros((2, 3), np.float32)}),
+                                    ["--feeds", "f.npz", "--feed", "x=[[1,2,3],[4,5,6]]"], None),
+        "npz_key_missing_node": ("f.npz", _npz({"nope:0": np.zeros(3, np.float32)}),
+                                 ["--feeds", "f.npz"], "nope"),
+        "npz_key_weird": ("f.npz", _npz({"../../x": np.zeros((2, 3), np.float32)}),
+                          ["--feeds", "f.npz"], None),
+        "npz_zip_bomb": ("f.npz", _zip_bomb(), ["--feeds", "f.npz"], None),
+        "npy_huge_header": ("x.npy", _npy_header((1 << 40, 1 << 20)) + b"\0" * 64,
+                            ["--feed", "x=@x.npy"], "x"),
+        "npy_negative_shape": ("x.npy", _npy_header((-1, 3)) + b"\0" * 64,
+                               ["--feed", "x=@x.npy"], "x"),
+        "npy_object_descr": ("x.npy", _npy_header((2,), descr="|O") + b"\x80\x04N." * 4,
+                             ["--feed", "x=@x.npy"], "x"),
+        "npy_header_len_huge": ("x.npy", b"\x93NUMPY\x02\x00" + struct.pack("<I", 1 << 31)
+                                + b"{", ["--feed", "x=@x.npy"], "x"),
+        "npy_bad_descr": ("x.npy", _npy_header((2,), descr="<f99") + b"\0" * 64,
+                          ["--feed", "x=@x.npy"], "x"),
+        "npy_structured": ("x.npy", _npy_header((2,), descr=[("a", "<f4"), ("b", "|O")])
+                           + b"\0" * 64, ["--feed", "x=@x.npy"], "x"),
+        "npy_truncated": ("x.npy", _npy_header((2, 3)) + b"\0" * 5, ["--feed", "x=@x.npy"], "x"),
+        "npy_fortran": ("x.npy", _npy_header((2, 3), fortran=True) + b"\0" * 24,
+                        ["--feed", "x=@x.npy"], None),
+    }
+    for name, (fname, data, extra, says) in feeds.items():
+        allowed = (0,) if name in ("npy_fortran", "npz_key_not_placeholder") else (2,)
+        if name in ("npz_key_not_placeholder", "npz_key_weird"):
+            allowed = (0, 2)
+        yield Case(f"feed_{name}", {"g.pbtxt": SMALL, fname: data},
+                   [Cmd("run", run(*extra), allowed, says, "r.npz")])
+    literals = {"deep_list": "x=" + "[" * 100 + "]" * 100, "nan_text": "x=nan",
+                "big_int": "x=" + "9" * 5000, "float_overflow": "x=1e999",
+                "unbalanced": "x=[[1,2,3],[4,5]]", "no_equals": "x", "empty_name": "=1",
+                "dunder": "x=__import__('os').system('false')", "lambda": "x=(lambda: 1)()",
+                "set": "x={1,2}", "dict": "x={'a': 1}", "bytes": "x=b'abc'",
+                "complex": "x=1j", "at_missing": "x=@nope.npy", "at_dir": "x=@.",
+                "at_dev_zero": "x=@/dev/zero", "fifo_name_ok": "x:0=[[1,2,3],[4,5,6]]",
+                "port_bad": "x:7=1", "huge_repeat": "x=" + "[" + "1," * 200000 + "1]",
+                "non_placeholder": "y=[[1,2,3],[4,5,6]]"}
+    for name, lit in literals.items():
+        extra = ["--feed", lit]
+        if name == "non_placeholder":
+            extra += ["--feed", "x=[[1,2,3],[4,5,6]]"]
+        allowed = (0,) if name in ("fifo_name_ok",) else (0, 2) if name == "non_placeholder" \
+            else (2,)
+        yield Case(f"literal_{name}", {"g.pbtxt": SMALL},
+                   [Cmd("run", run(*extra), allowed, None, "r.npz", timeout=20.0)])
+    # fetches and targets
+    for name, fetch in {"dead_port": "x:5", "empty": "", "caret": "^y", "huge_port":
+                        "y:99999999999999999999", "colon": "y:", "spaces": " y "}.items():
+        yield Case(f"fetch_{name}", {"g.pbtxt": SMALL},
+                   [Cmd("run", ["run", "g.pbtxt", "--fetch", fetch, "--feed",
+                                "x=[[1,2,3],[4,5,6]]", "-o", "r.npz"], (0, 2), None, "r.npz")])
+    # a fetch of a tensor that is dead (the untaken side of a Switch)
+    dead = (X + node("p", "Const", dtype="type: DT_BOOL", value=(
+        "tensor { dtype: DT_BOOL tensor_shape { } bool_val: true }"))
+        + node("s", "Switch", ["x", "p"], T=F) + node("y", "Identity", ["s:0"], T=F))
+    yield Case("fetch_dead_tensor", {"g.pbtxt": dead},
+               [Cmd("run", run("--feed", "x=[[1,2,3],[4,5,6]]"), (1, 2), "y", "r.npz")])
+
+
+def _gd_bytes():
+    return to_binary(SMALL)
+
+
+def file_cases():
+    small = _gd_bytes()
+    # truncated at every byte offset, through `info` (and `run` on a few)
+    for cut in range(1, len(small)):
+        yield Case(f"trunc_{cut:03d}", {"g.pb": small[:cut]},
+                   [Cmd("info", ["info", "g.pb"], (0, 2))])
+    # flipped bytes at every offset
+    for at in range(len(small)):
+        data = bytearray(small)
+        data[at] ^= 0xFF
+        yield Case(f"flip_{at:03d}", {"g.pb": bytes(data)},
+                   [Cmd("info", ["info", "g.pb"], (0, 2)),
+                    Cmd("run", ["run", "g.pb", "--fetch", "y", "--feed", "x=[[1,2,3],[4,5,6]]",
+                                "--max-memory", RUN_MEMORY, "-o", "r.npz"], (0, 1, 2), None,
+                        "r.npz")])
+    raw = {
+        "varint_overflow": b"\x0a" + b"\xff" * 11 + b"\x01",
+        "length_huge": b"\x0a\xff\xff\xff\xff\x0f" + small,
+        "wire_type_wrong": b"\x0b" + small,
+        "unknown_fields": b"\xf8\xff\x03\x01" + small + b"\xa2\x06\x03abc",
+        "group_wire": b"\x0b\x0c" + small,
+        "nested_unknown_deep": b"\x92\x06" * 0 + _deep_unknown(200),
+        "gzip": gzip.compress(small),
+        "gzip_bomb": gzip.compress(bytes(64 << 20)),
+        "zip": _npz({"a": np.zeros(3)}),
+        "nul_text": b"node { name: \"x\0\" op: \"NoOp\" }",
+        "bom_text": b"\xef\xbb\xbf" + SMALL.encode(),
+        "latin1_text": SMALL.encode().replace(b"\"y\"", b"\"\xe9\""),
+        "utf16_text": SMALL.encode("utf-16"),
+        "text_braces_deep": b"node { " * 5000 + b"}" * 5000,
+        "text_unclosed": b"node { name: \"x\" op: \"NoOp\" ",
+        "text_long_string": b"node { name: \"" + b"a" * (20 << 20) + b"\" op: \"NoOp\" }",
+        "text_many_attrs": SMALL.encode() + b"node { name: \"z\" op: \"NoOp\" "
+        + b"".join(b"attr { key: \"k%d\" value { i: 1 } } " % i for i in range(50000)) + b"}",
+        "only_whitespace": b" \n\t " * 100,
+        "json": b'{"node": [{"name": "x", "op": "Placeholder"}]}',
+    }
+    for name, data in raw.items():
+        yield Case(f"file_{name}", {"g": data}, [
+            Cmd("info", ["info", "g"], (0, 2)),
+            Cmd("convert", ["convert", "g", "-o", "c.pbtxt"], (0, 2), None, "c.pbtxt"),
+            Cmd("run", ["run", "g", "--fetch", "y", "--feed", "x=[[1,2,3],[4,5,6]]",
+                        "--max-memory", RUN_MEMORY, "-o", "r.npz"], (0, 1, 2), None, "r.npz"),
+            Cmd("stdin", ["optimize", "-", "-o", "o.pb"], (0, 2), None, "o.pb", stdin="g")])
+    # odd GRAPH paths
+    for name, path in {"dev_zero": "/dev/zero", "dev_null": "/dev/null", "dir": ".",
+                       "missing": "nope.pb", "proc_self": "/proc/self/mem",
+                       "dev_urandom": "/dev/urandom"}.items():
+        yield Case(f"path_{name}", {"g.pbtxt": SMALL},
+                   [Cmd("info", ["info", path], (2,), None, None, timeout=20.0),
+                    Cmd("optimize", ["optimize", path, "-o", "o.pb"], (2,), None, "o.pb",
+                        timeout=20.0)])
+    yield Case("path_fifo", {"g.pbtxt": SMALL, "fifo": lambda p: os.mkfifo(p)},
+               [Cmd("info", ["info", "fifo"], (2,), None, None, timeout=10.0)])
+    yield Case("stdin_empty", {"g.pbtxt": SMALL, "empty": b""},
+               [Cmd(c, [c, "-"] + (["--ys", "y", "--xs", "x"] if c == "grad" else []),
+                    (2,), None, None, stdin="empty")
+                for c in ("info", "convert", "optimize", "grad", "place", "partition",
+                          "render", "run", "prune")])
+    yield Case("stdin_text", {"g.pbtxt": SMALL},
+               [Cmd("run", ["run", "-", "--fetch", "y", "--feed", "x=[[1,2,3],[4,5,6]]"], (0,),
+                    stdin="g.pbtxt")])
+    # odd output paths: a folder, a missing folder, an unwritable folder, /dev/full, the input
+    outs = {"out_is_dir": ("sub", (2,)), "out_missing_dir": ("nope/o.pb", (2,)),
+            "out_dev_full": ("/dev/full", (1, 2)), "out_ro_dir": ("ro/o.pb", (2,)),
+            "out_proc": ("/proc/version", (2,))}
+    for name, (out, allowed) in outs.items():
+        files = {"g.pbtxt": SMALL, "sub/keep": b"", "ro": lambda p: (os.mkdir(p),
+                                                                   os.chmod(p, 0o500))}
+        cmds = []
+        for c in ("convert", "optimize", "place", "partition", "grad", "prune", "render",
+                  "run"):
+            argv = [c, "g.pbtxt", "-o", out]
+            argv += {"grad": ["--ys", "y", "--xs", "x"], "prune": ["--fetch", "y"],
+                     "run": ["--fetch", "y", "--feed", "x=[[1,2,3],[4,5,6]]"],
+                     "place": ["--devices", "cpu:2"], "partition": ["--devices", "cpu:2"]
+                     }.get(c, [])
+            if os.geteuid() == 0 and name == "out_ro_dir":
+                continue  # root writes anywhere
+            cmds.append(Cmd(c, argv, allowed, None, None))
+        yield Case(name, files, cmds)
+    yield Case("out_same_as_input", {"g.pbtxt": SMALL},
+               [Cmd("optimize", ["optimize", "g.pbtxt", "-o", "g.pbtxt"], (0,)),
+                Cmd("info", ["info", "g.pbtxt"], (0,))])
+
+
+def _deep_unknown(levels):
+    """An unknown length-delimited field nested `levels` deep (protobuf skips unknown groups
+    and length-delimited fields without recursing... or does it?)."""
+    data = b"x"
+    for _ in range(levels):
+        data = b"\xfa\x3e" + _varint(len(data)) + data
+    return data
+
+
+def _varint(n):
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        out.append(b | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def flag_cases():
+    base = {"g.pbtxt": SMALL}
+    feed = ["--feed", "x=[[1,2,3],[4,5,6]]", "--fetch", "y"]
+    flags = {
+        "devices_huge": ["run", "g.pbtxt", "--devices", "cpu:99999999", *feed],
+        "devices_neg": ["place", "g.pbtxt", "--devices", "cpu:-1"],
+        "devices_empty": ["place", "g.pbtxt", "--devices", ""],
+        "devices_garbage": ["partition", "g.pbtxt", "--devices", "tpu:1,,,:"],
+        "devices_many_gpus": ["place", "g.pbtxt", "--devices", "gpu:1000000000"],
+        "steps_neg": ["run", "g.pbtxt", "--steps", "-1", *feed],
+        "steps_huge": ["run", "g.pbtxt", "--steps", "99999999999999999999999", *feed],
+        "max_memory_garbage": ["run", "g.pbtxt", "--max-memory", "lots", *feed],
+        "max_memory_neg": ["run", "g.pbtxt", "--max-memory", "-5", *feed],
+        "max_memory_zero": ["run", "g.pbtxt", "--max-memory", "0", *feed],
+        "max_memory_huge": ["run", "g.pbtxt", "--max-memory", "1e400", *feed],
+        "cluster_empty": ["run", "g.pbtxt", "--cluster", "worker=", *feed],
+        "cluster_port_huge": ["run", "g.pbtxt", "--cluster", "worker=127.0.0.1:99999", *feed],
+        "cluster_json_deep": ["run", "g.pbtxt", "--cluster", "c.json", *feed],
+        "cluster_json_bad": ["place", "g.pbtxt", "--cluster", "bad.json"],
+        "passes_unknown": ["optimize", "g.pbtxt", "--passes", "nope,$(id)"],
+        "passes_empty": ["optimize", "g.pbtxt", "--passes", ","],
+        "keep_missing": ["optimize", "g.pbtxt", "--keep", "nope"],
+        "ys_equals_xs": ["grad", "g.pbtxt", "--ys", "x", "--xs", "x"],
+        "ys_missing": ["grad", "g.pbtxt", "--ys", "nope", "--xs", "x"],
+        "xs_empty": ["grad", "g.pbtxt", "--ys", "y", "--xs", ","],
+        "grad_ys_mismatch": ["grad", "g.pbtxt", "--ys", "y", "--xs", "x", "--grad-ys", "x,x"],
+        "prefix_weird": ["grad", "g.pbtxt", "--ys", "y", "--xs", "x", "--prefix", "a:b^"],
+        "prefix_empty": ["grad", "g.pbtxt", "--ys", "y", "--xs", "x", "--prefix", ""],
+        "prefix_collides": ["grad", "g.pbtxt", "--ys", "y", "--xs", "x", "--prefix", "y"],
+        "cost_model_garbage": ["place", "g.pbtxt", "--devices", "cpu:2", "--cost-model",
+                               "bad.json"],
+        "cost_model_deep": ["place", "g.pbtxt", "--devices", "cpu:2", "--cost-model", "c.json"],
+        "cost_model_negative": ["place", "g.pbtxt", "--devices", "cpu:2", "--cost-model",
+                                "neg.json"],
+        "trace_is_dir": ["run", "g.pbtxt", "--trace", "sub", *feed],
+        "tag_on_graph": ["info", "g.pbtxt", "--tag", "serve"],
+        "restore_garbage": ["run", "g.pbtxt", "--restore", "bad.json", *feed],
+        "restore_dir_garbage": ["run", "g.pbtxt", "--checkpoint-dir", "sub", *feed],
+        "render_ext": ["render", "g.pbtxt", "-o", "r.exe"],
+        "render_format_inject": ["render", "g.pbtxt", "-o", "-Tps:x.svg"],
+        "worker_task_neg": ["worker", "--cluster", "worker=127.0.0.1:1", "--job", "worker",
+                            "--task", "-1"],
+        "worker_task_big": ["worker", "--cluster", "worker=127.0.0.1:1", "--job", "worker",
+                            "--task", "5"],
+        "worker_job_missing": ["worker", "--cluster", "worker=127.0.0.1:1", "--job", "ps",
+                               "--task", "0"],
+        "worker_bind_garbage": ["worker", "--cluster", "worker=127.0.0.1:1", "--job", "worker",
+                                "--task", "0", "--bind", "$(id)"],
+        "worker_token_file_missing": ["worker", "--cluster", "worker=127.0.0.1:1", "--job",
+                                      "worker", "--task", "0", "--auth-token-file", "nope"],
+    }
+    files = dict(base)
+    files.update({"c.json": "[" * 100000 + "]" * 100000, "bad.json": "{not json",
+                  "neg.json": json.dumps({"nodes": [{"name": "y", "compute_us": -1e308,
+                                                     "max_memory_bytes": -5}]}),
+                  "sub/keep": b""})
+    for name, argv in flags.items():
+        allowed = (0, 2)
+        yield Case(f"flag_{name}", files, [Cmd("flag", argv, allowed, None, None,
+                                                timeout=20.0)])
+
+
+GROUPS = [function_cases, structure_cases, attr_cases, runtime_cases, feed_cases,
+          file_cases, flag_cases]
 
 
 def all_cases():
