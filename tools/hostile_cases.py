@@ -852,8 +852,10 @@ def file_cases():
                    [Cmd("info", ["info", path], (2,), None, None, timeout=20.0),
                     Cmd("optimize", ["optimize", path, "-o", "o.pb"], (2,), None, "o.pb",
                         timeout=20.0)])
-    yield Case("path_fifo", {"g.pbtxt": SMALL, "fifo": lambda p: os.mkfifo(p)},
-               [Cmd("info", ["info", "fifo"], (2,), None, None, timeout=10.0)])
+    fifo = Case("path_fifo", {"g.pbtxt": SMALL, "fifo": lambda p: os.mkfifo(p)},
+                [Cmd("info", ["info", "fifo"], (2,), None, None, timeout=5.0)])
+    fifo.commands[0].waits = True  # a FIFO nobody writes waits for a writer, as stdin does
+    yield fifo
     yield Case("stdin_empty", {"g.pbtxt": SMALL, "empty": b""},
                [Cmd(c, [c, "-"] + (["--ys", "y", "--xs", "x"] if c == "grad" else []),
                     (2,), None, None, stdin="empty")
@@ -863,6 +865,8 @@ def file_cases():
                [Cmd("run", ["run", "-", "--fetch", "y", "--feed", "x=[[1,2,3],[4,5,6]]"], (0,),
                     stdin="g.pbtxt")])
     # odd output paths: a folder, a missing folder, an unwritable folder, /dev/full, the input
+    # (/dev/full: before the fix, tfg renamed its temp file over the device node, and as
+    # root that replaced /dev/full with a regular file: the sweep checks the node after.)
     outs = {"out_is_dir": ("sub", (2,)), "out_missing_dir": ("nope/o.pb", (2,)),
             "out_dev_full": ("/dev/full", (1, 2)), "out_ro_dir": ("ro/o.pb", (2,)),
             "out_proc": ("/proc/version", (2,))}

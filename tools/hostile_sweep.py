@@ -23,6 +23,7 @@ import pathlib
 import resource
 import shlex
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -143,6 +144,9 @@ def problems(cmd, rc, err, workdir):
         if cmd.output and (workdir / cmd.output).exists() \
                 and not (workdir / cmd.output).is_dir() and cmd.output not in cmd.keep:
             bad.append(f"failed but left {cmd.output}")
+    for dev in ("/dev/null", "/dev/full", "/dev/zero"):
+        if os.path.exists(dev) and not stat.S_ISCHR(os.stat(dev).st_mode):
+            bad.append(f"{dev} is no longer a device (replaced by a file)")
     left = [p.name for p in workdir.rglob(".tfg-*")] + [p.name for p in workdir.rglob(".tmp-*")]
     if left:
         bad.append(f"temporary files left: {left}")
