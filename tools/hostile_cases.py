@@ -965,10 +965,18 @@ def flag_cases():
                   "neg.json": json.dumps({"nodes": [{"name": "y", "compute_us": -1e308,
                                                      "max_memory_bytes": -5}]}),
                   "sub/keep": b""})
+    files["list.json"] = "[1, 2]"
+    files["sparse.json"] = json.dumps({"worker": {"a": "127.0.0.1:1"}})
+    flags["cluster_json_list"] = ["place", "g.pbtxt", "--cluster", "list.json"]
+    flags["cluster_json_sparse_bad"] = ["place", "g.pbtxt", "--cluster", "sparse.json"]
     for name, argv in flags.items():
         allowed = (0, 2)
-        yield Case(f"flag_{name}", files, [Cmd("flag", argv, allowed, None, None,
-                                                timeout=20.0)])
+        case = Case(f"flag_{name}", files, [Cmd("flag", argv, allowed, None, None,
+                                                 timeout=20.0)])
+        if name == "steps_huge":  # runs the 1-node graph for ever, as asked (Ctrl-C ends it)
+            case.commands[0].waits = True
+            case.commands[0].timeout = 5.0
+        yield case
 
 
 GROUPS = [function_cases, structure_cases, attr_cases, runtime_cases, feed_cases,

@@ -55,7 +55,10 @@ def parse_size(text):
         if m is None:
             raise TfgInputError(f"--max-memory {text!r}: expected a size such as 512M, 4G or "
                                 "1000000 (bytes)")
-        value = int(float(m.group(1)) * _UNITS[m.group(2).lower()])
+        number = float(m.group(1)) * _UNITS[m.group(2).lower()]
+        if not number < 1 << 62:  # 1e400 is inf: int() raised OverflowError
+            raise TfgInputError(f"--max-memory {text!r}: too large")
+        value = int(number)
     if value <= 0:
         raise TfgInputError(f"--max-memory must be positive, got {text!r}")
     return value
