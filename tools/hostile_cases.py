@@ -138,10 +138,18 @@ FEED_X = ("--feed", "x=[[1,2,3],[4,5,6]]")
 
 
 def graph_case(name, text, binary=True, **kw):
-    """g.pbtxt and (when it parses) g.pb, the standard commands on each."""
+    """g.pbtxt and (when it parses) g.pb, the standard commands on each. `text` may be a
+    function giving the text: big graphs are then built only when the case is written."""
     kw.setdefault("run_extra", FEED_X)
-    files = {"g.pbtxt": text}
     cmds = subcommands("g.pbtxt", **kw)
+    if callable(text):
+        files = {"g.pbtxt": lambda p: p.write_text(text()),
+                 "g.pb": lambda p: p.write_bytes(to_binary(p.with_suffix(".pbtxt").read_text()))}
+        for c in subcommands("g.pb", **kw):
+            c.label += ".pb"
+            cmds.append(c)
+        return Case(name, files, cmds)
+    files = {"g.pbtxt": text}
     if binary:
         try:
             files["g.pb"] = to_binary(text)
@@ -304,17 +312,21 @@ def structure_cases():
             + node("y", "Exit", ["m"], T=F))
     yield graph_case("enter_frame_mismatch", loop)
     # 1000 nested frames: Enter of Enter of ...
-    deep = X + "".join(node(f"e{i}", "Enter", ["x" if i == 0 else f"e{i - 1}"], T=F,
-                            frame_name=f's: "f{i}"') for i in range(1000))
-    deep += "".join(node(f"x{i}", "Exit", [f"e{999}" if i == 999 else f"x{i + 1}"], T=F)
-                    for i in range(999, -1, -1)).replace('"x0"', '"y"', 1)
+    def deep():
+        text = X + "".join(node(f"e{i}", "Enter", ["x" if i == 0 else f"e{i - 1}"], T=F,
+                                frame_name=f's: "f{i}"') for i in range(1000))
+        return text + "".join(node(f"x{i}", "Exit", [f"e{999}" if i == 999 else f"x{i + 1}"],
+                                   T=F) for i in range(999, -1, -1)).replace('"x0"', '"y"', 1)
     yield graph_case("frames_1000_deep", deep, timeout=60.0, run_allowed=(0, 1, 2))
+
     # long chains: recursion in topological sorts, renderers, gradient builders
-    chain = X + "".join(_neg(f"n{i}", "x" if i == 0 else f"n{i - 1}") for i in range(100000))
-    chain += node("y", "Identity", ["n99999"], T=F)
+    def chain():
+        return (X + "".join(_neg(f"n{i}", "x" if i == 0 else f"n{i - 1}")
+                            for i in range(100000)) + node("y", "Identity", ["n99999"], T=F))
     yield graph_case("chain_100k", chain, timeout=300.0, run_allowed=(0,))
-    wide = X + node("y", "AddN", ["x"] * 100000, T=F, N="i: 100000")
-    yield graph_case("addn_100k_inputs", wide, timeout=120.0, run_allowed=(0,))
+    yield graph_case("addn_100k_inputs",
+                     lambda: X + node("y", "AddN", ["x"] * 100000, T=F, N="i: 100000"),
+                     timeout=120.0, run_allowed=(0,))
     yield graph_case("ctrl_cycle", X + node("a", "Neg", ["x", "^y"], T=F)
                      + node("y", "Neg", ["a"], T=F))
     yield graph_case("no_nodes", "", fetch="x")
