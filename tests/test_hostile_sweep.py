@@ -20,6 +20,7 @@ FIXED = {
     "rt_maxpool_ksize_huge": "MaxPool 2**30 SAME window: run and optimize hung at 2.8 GB",
     "rt_avgpool_ksize_huge": "AvgPool likewise",
     "rt_maxpoolv2_ksize_huge": "MaxPoolV2 (window from an input) likewise",
+    "fn_wrong_tout": "PartitionedCall with Tout of 2 for a 1-output function ran",
     "enter_frame_mismatch": "an Add of two loops' Enters ran and gave a value",
     "placeholder_neg_dim": "a Placeholder of shape [-5, 3] took any feed",
     "placeholder_rank_unknown_and_dims": "unknown rank with dims accepted",

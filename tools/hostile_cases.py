@@ -202,9 +202,11 @@ def function_cases():
                      + library(_fn_calling("f", "f", "StatefulPartitionedCall")))
     yield graph_case("fn_mutual_recursion", call("f") + library(
         _fn_calling("f", "g"), _fn_calling("g", "f")))
-    yield graph_case("fn_duplicate_names", call("f") + library(_fn_neg("f"), _fn_calling("f", "f")))
+    yield graph_case("fn_duplicate_names",
+                     call("f") + library(_fn_neg("f"), _fn_calling("f", "f")))
     yield graph_case("fn_missing", call("nope"))
-    yield graph_case("fn_call_by_op_name", X + node("y", "f", ["x"]) + library(_fn_calling("f", "f")))
+    yield graph_case("fn_call_by_op_name",
+                     X + node("y", "f", ["x"]) + library(_fn_calling("f", "f")))
     yield graph_case("fn_wrong_arity", X + _call_node("y", "PartitionedCall", "f", ["x", "x"],
                                                       tin=(F, F)) + library(_fn_neg("f")))
     yield graph_case("fn_wrong_tout", X + _call_node("y", "PartitionedCall", "f", ["x"],
@@ -228,7 +230,7 @@ def function_cases():
     # gradient registered for a function: its own gradient (recursion through GradientDef)
     grad_self = ("library { " + _fn_neg("f")
                  + ' gradient { function_name: "f" gradient_func: "f" } }\n')
-    yield graph_case("fn_gradient_self", call("f") + grad_self)
+    yield graph_case("fn_gradient_self", call("f") + grad_self, run_allowed=(0,))
     # While/If whose bodies are missing, recursive, or of the wrong arity
     while_node = lambda cond, body, n_in=1: node(  # noqa: E731
         "y", "While", ["x"] * n_in, T="list { " + " ".join([F] * n_in) + " }",

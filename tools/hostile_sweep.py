@@ -3,6 +3,7 @@
 
     python3 tools/hostile_sweep.py                 # every case, forked children (fast)
     python3 tools/hostile_sweep.py -k recursion    # cases whose name contains a word
+    python3 tools/hostile_sweep.py -x 100k         # all but the 100,000-node graphs
     python3 tools/hostile_sweep.py --processes     # each command as `python -m tfg` (slower)
     python3 tools/hostile_sweep.py --list          # the case names
     python3 tools/hostile_sweep.py --show NAME     # write the case's files, print its commands
@@ -179,6 +180,7 @@ def reproduce(case, cmd):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("-k", action="append", default=[], help="only cases whose name has this")
+    ap.add_argument("-x", action="append", default=[], help="skip cases whose name has this")
     ap.add_argument("--processes", action="store_true", help="each command as its own process")
     ap.add_argument("--list", action="store_true")
     ap.add_argument("--show", metavar="NAME")
@@ -187,6 +189,8 @@ def main():
     cases = hostile_cases.all_cases()
     if args.k:
         cases = [c for c in cases if any(k in c.name for k in args.k)]
+    if args.x:
+        cases = [c for c in cases if not any(x in c.name for x in args.x)]
     if args.list:
         print("\n".join(c.name for c in cases))
         return 0
