@@ -151,6 +151,7 @@ _OP_TABLES = {
     # Per-op functions of one module, the way a shape function is per op.
     "tfg/executor/inplace.py:_VARIANTS": "op -> its in-place kernel variant",
     "tfg/executor/limits.py:VARIANT_CONTENTS": "op -> sizer of the TensorList it makes",
+    "tfg/kernels/scratch.py:SCRATCH": "op -> sizer of the padded input its kernel allocates",
     "tfg/graphdef/infer.py:_HANDLES": "op -> how its resource handle is described",
     "tfg/render/dot.py:_STYLE": "how render draws each op (colours, shapes)",
     "tfg/passes/cost_model.py:_ELEMENTWISE_WEIGHT": "the cost model's FLOPs per element",

@@ -73,6 +73,10 @@ def main(argv=None):
     except click.exceptions.Abort:
         click.echo("tfg: aborted", err=True)
         sys.exit(130)
+    except click.UsageError as e:  # one line like every other error (click prints four)
+        hint = f" (see '{e.ctx.command_path} --help')" if e.ctx is not None else ""
+        click.echo(f"{_error_prefix()} {_one_line(e.format_message())}{hint}", err=True)
+        sys.exit(2)
     except click.ClickException as e:
         e.show()
         sys.exit(2)

@@ -13,6 +13,7 @@ import json
 import click
 import numpy as np
 
+from tfg.cli.npy_check import check_npy_file, check_npz
 from tfg.errors import TfgInputError
 from tfg.executor.sample_feeds import parse_dims, random_feeds
 from tfg.graphdef.names import parse_tensor, tensor_name
@@ -92,6 +93,7 @@ def read_npz(path, flag):
     if head[:4] not in _ZIP_MAGIC:
         raise TfgInputError(f"{flag} {path}: not an .npz file (a zip of .npy arrays, as "
                             "numpy.savez or `tfg run -o OUT.npz` writes)")
+    check_npz(path, f"{flag} {path}")
     out = {}
     try:
         with np.load(path, allow_pickle=False) as data:
@@ -113,6 +115,7 @@ def _parse_value(name, text):
     if text.startswith("@"):
         path = text[1:]
         try:
+            check_npy_file(path, f"--feed {name}: {path!r}")
             return np.load(path, allow_pickle=False)
         except FileNotFoundError:
             raise TfgInputError(f"--feed {name}: no such file {path!r}") from None

@@ -1,4 +1,5 @@
 """`tfg worker`: serve one task of a cluster until stopped (SIGTERM or Ctrl-C)."""
+import re
 import signal
 import sys
 import threading
@@ -10,6 +11,9 @@ from tfg.executor.distributed.auth import resolve_token
 from tfg.executor.distributed.spec import parse_cluster, read_pem, task_from_tf_config
 from tfg.executor.distributed.worker import serve
 from tfg.executor.limits import parse_size
+
+# HOST (a name, an IPv4 address, [IPv6]) with an optional :PORT.
+_BIND = re.compile(r"^(?:[A-Za-z0-9_.-]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?$")
 
 
 @click.command("worker")
@@ -64,6 +68,10 @@ def command(cluster, job, task, bind, devices, auth_token, auth_token_file, max_
     job = job or "worker"
     task = 0 if task is None else task
     auth_token = resolve_token(auth_token, auth_token_file)
+    if bind is not None and not _BIND.match(bind):
+        # gRPC would log its own multi-line complaint to stderr before our error line.
+        raise TfgInputError(f"--bind {bind!r}: expected HOST or HOST:PORT (a name or an IP "
+                            "address)")
     max_memory = None if max_memory is None else parse_size(max_memory)
     pems = [None if p is None else read_pem(p, flag) for p, flag in
             ((tls_cert, "--tls-cert"), (tls_key, "--tls-key"), (tls_ca, "--tls-ca"))]

@@ -30,6 +30,7 @@ from tfg.errors import TfgInputError, TfgRuntimeError
 from tfg.executor.calls import args_call
 from tfg.graphdef.infer import TensorInfo, infer_node
 from tfg.kernels.list_ops import TensorList, stacked_shape
+from tfg.kernels.scratch import SCRATCH, scratch_shape
 from tfg.schemas.dtypes import DType
 from tfg.schemas.ops import registry
 from tfg.schemas.ops.signature import input_dtypes, output_dtypes
@@ -54,7 +55,10 @@ def parse_size(text):
         if m is None:
             raise TfgInputError(f"--max-memory {text!r}: expected a size such as 512M, 4G or "
                                 "1000000 (bytes)")
-        value = int(float(m.group(1)) * _UNITS[m.group(2).lower()])
+        number = float(m.group(1)) * _UNITS[m.group(2).lower()]
+        if not number < 1 << 62:  # 1e400 is inf: int() raised OverflowError
+            raise TfgInputError(f"--max-memory {text!r}: too large")
+        value = int(number)
     if value <= 0:
         raise TfgInputError(f"--max-memory must be positive, got {text!r}")
     return value
@@ -251,6 +255,16 @@ def _array_entries(ctx, a):
 
 VARIANT_CONTENTS = {"TensorListReserve": _list_slots, "TensorListResize": _list_slots,
                     "TensorListStack": _list_stack, "TensorArrayV3": _array_entries}
+
+
+def _scratch_of(op):
+    """A kernel's scratch array (a pool's padded input: tfg/kernels/scratch.py), sized like
+    the contents above: a 4x4 MaxPool with a 2**30 SAME window has a 4x4 output and padded
+    its input to 4 EiB."""
+    return lambda ctx, a: scratch_shape(op, ctx.attrs, a) or (None, None)
+
+
+VARIANT_CONTENTS.update({op: _scratch_of(op) for op in SCRATCH})
 
 
 def _guarded(fn, node, limit, needs_step):

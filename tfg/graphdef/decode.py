@@ -74,6 +74,26 @@ def _check_nodes(gd, source):
             raise GraphFormatError(f"{source}: a node has an empty name (op {nd.op!r})")
         if not nd.op:
             raise GraphFormatError(f"{source}: node {nd.name!r} has no op")
+        for key, value in nd.attr.items():
+            kind = value.WhichOneof("value")
+            if kind == "shape":
+                _check_shape(value.shape, nd.name, key, source)
+            elif kind == "list" and value.list.shape:
+                for shape in value.list.shape:
+                    _check_shape(shape, nd.name, key, source)
+
+
+def _check_shape(shape, node, key, source):
+    """A shape attr as TensorFlow accepts it on import: dims >= -1 (-1: unknown), and no dims
+    when the rank is unknown. Before, a Placeholder of shape [-5, 3] took any feed."""
+    if shape.unknown_rank and shape.dim:
+        raise GraphFormatError(f"{source}: node {node!r}: attr {key!r} has an unknown rank "
+                               f"and {len(shape.dim)} dims")
+    for d in shape.dim:
+        if d.size < -1:
+            raise GraphFormatError(
+                f"{source}: node {node!r}: attr {key!r} has dimension {d.size} (below -1, "
+                "where -1 means unknown)")
 
 
 def _one_line(e):

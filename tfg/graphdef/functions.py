@@ -188,6 +188,9 @@ def _human(nbytes):
     return f"{nbytes} bytes"
 
 
+_TOUT_CALLS = ("PartitionedCall", "StatefulPartitionedCall")
+
+
 def _inline_call(graph, call, lib, chain):
     """Replace `call` by its function's body; returns the (name, chain) of nested calls."""
     fname = called_function(call, lib)
@@ -209,6 +212,12 @@ def _inline_call(graph, call, lib, chain):
     if len(data_in) != len(in_types):
         raise FunctionInliningError(f"{where} passes {len(data_in)} inputs to {at[9:]}, "
                                     f"which takes {len(in_types)}")
+    tout = call.get_attr("Tout", None) if call.op in _TOUT_CALLS else None
+    if tout is not None and len(tout) != len(out_types):
+        # TensorFlow refuses the call when it instantiates the function; inlined, the extra
+        # outputs had no producer and a run that did not read them gave a value.
+        raise FunctionInliningError(f"{where} expects {len(tout)} outputs (Tout) from "
+                                    f"{at[9:]}, which returns {len(out_types)}")
 
     body = {nd.name: nd for nd in fdef.node_def}
     outputs = {name: _output_ranges(nd, lib, fname) for name, nd in body.items()}

@@ -134,6 +134,10 @@ def canonical_device(name):
 LOCAL_JOB = "localhost"
 
 
+# Far more than any machine has; a bound so that a typo is an error, not minutes of work.
+MAX_DEVICES_PER_TYPE = 4096
+
+
 def parse_device_list(spec, job=LOCAL_JOB, task=0, device_types=None):
     """A devices SPEC -> full DeviceSpecs, in order: the one grammar of `--devices`.
 
@@ -159,6 +163,9 @@ def parse_device_list(spec, job=LOCAL_JOB, task=0, device_types=None):
                     f"device spec {part!r}: N in {kind.lower()}:N is a number of devices "
                     f"(at least 1; {kind.lower()}:1 is one); to name one device, write "
                     f"/device:{kind.upper()}:{count}")
+            if n > MAX_DEVICES_PER_TYPE:  # cpu:99999999 built 10**8 devices for minutes
+                raise TfgInputError(
+                    f"device spec {part!r}: at most {MAX_DEVICES_PER_TYPE} devices of a type")
             dtype = kind.upper()
             start = sum(1 for s in out if s.device_type == dtype)
             out.extend(DeviceSpec(job, 0, task, dtype, start + i) for i in range(n))

@@ -21,6 +21,7 @@ not break.
 from tfg.errors import GraphFormatError, GraphValidationError, TfgInputError, UnknownOpError
 from tfg.graphdef import attrs as attrcodec
 from tfg.schemas import tensors
+from tfg.graphdef.frames_loops import ENTER_OPS, assign_frames
 from tfg.graphdef.names import CONTROL
 from tfg.schemas.ops import control_flow_names, registry
 from tfg.schemas.ops.signature import _arg_dtypes
@@ -130,6 +131,10 @@ def check_control_flow(graph):
         _check_attrs(node, sig)
         _check_arity(node, sig)
         _check_edges(node, sig, nodes)
+    # Every node in one frame, as TensorFlow's executor checks when it is created: an Add of
+    # tensors from two loops' Enters (frames 'a' and 'b') ran before, and gave a value.
+    if any(node.op in ENTER_OPS for node in graph):
+        assign_frames(graph, graph.topo_order())
 
 
 

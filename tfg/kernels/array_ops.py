@@ -378,6 +378,8 @@ def reverse_v2(ctx, x, axis):
     xp = ctx.xp
     x = xp.asarray(x)
     axes = norm_axes(axis, x.ndim, "axis")
+    if len(axes) < np.size(axis):  # TensorFlow refuses [0, 0] (norm_axes merged them)
+        fail(f"axis {np.asarray(axis).tolist()}: a dimension is specified more than once")
     return xp.flip(x, axes) if axes else x
 
 

@@ -28,6 +28,8 @@ def strided_slice_index(shape, begin, end, strides, attrs):
     bm, em = int(attrs.get("begin_mask", 0)), int(attrs.get("end_mask", 0))
     ellipsis, new_axis = int(attrs.get("ellipsis_mask", 0)), int(attrs.get("new_axis_mask", 0))
     shrink = int(attrs.get("shrink_axis_mask", 0))
+    if bin(ellipsis & ((1 << len(begin)) - 1)).count("1") > 1:
+        fail("Multiple ellipses in slice spec not allowed")
     idx, seen_ellipsis = [], False
     for i, (b, e, st) in enumerate(zip(begin, end, strides)):
         bit = 1 << i

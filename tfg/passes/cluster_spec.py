@@ -33,23 +33,34 @@ def parse_cluster(spec):
             try:
                 with open(text) as f:
                     jobs = json.load(f)
-            except (OSError, ValueError) as e:
+            except (OSError, ValueError, RecursionError) as e:  # (nested too deep)
                 raise TfgInputError(f"cluster spec {text!r}: not a JSON file ({e})") from None
         elif text.startswith("{"):
             try:
                 jobs = json.loads(text)
-            except ValueError as e:
+            except (ValueError, RecursionError) as e:
                 raise TfgInputError(f"cluster spec: bad JSON ({e})") from None
         else:
             jobs = _parse_inline(text)
+    if not isinstance(jobs, dict):  # JSON `[1]` or `3`: was an internal AttributeError
+        raise TfgInputError('cluster spec: expected {"job": ["host:port", ...]}')
     if "cluster" in jobs and isinstance(jobs["cluster"], dict):  # a TF_CONFIG-like wrapper
         jobs = jobs["cluster"]
     out = {}
     for job, addrs in jobs.items():
         if isinstance(addrs, dict):  # {"0": "host:port", ...} (sparse task ids)
+            if not all(str(k).isdigit() for k in addrs):
+                raise TfgInputError(f"cluster spec: job {job!r}: task ids must be numbers")
             addrs = [addrs[k] for k in sorted(addrs, key=int)]
-        if isinstance(addrs, str) or not all(isinstance(a, str) for a in addrs) or not addrs:
+        if not isinstance(addrs, list) or not all(isinstance(a, str) for a in addrs) \
+                or not addrs:
             raise TfgInputError(f"cluster spec: job {job!r} must list host:port strings")
+        for a in addrs:
+            port = a.rpartition(":")[2]
+            # gRPC takes port 99999 modulo 65536 (it dialed 34463): refused here
+            if not port.isdigit() or not 0 < int(port) < 65536:
+                raise TfgInputError(f"cluster spec: job {job!r}: address {a!r} needs a port "
+                                    "from 1 to 65535 (host:port)")
         out[str(job)] = list(addrs)
     if not out:
         raise TfgInputError("cluster spec names no job")

@@ -173,7 +173,7 @@ class CostModel:
                 data = json.load(f)
         except OSError as e:
             raise TfgInputError(f"cannot read cost model {path!r}: {e.strerror}") from None
-        except ValueError as e:
+        except (ValueError, RecursionError) as e:  # RecursionError: [[[[...: nested too deep
             raise TfgInputError(f"cost model {path!r} is not JSON: {e}") from None
         return CostModel.from_json(data, source=path)
 

@@ -78,7 +78,7 @@ def load_times(path):
             doc = json.loads(f.read())
     except OSError as e:
         raise TfgInputError(f"cannot read trace {path}: {e.strerror}") from None
-    except ValueError:
+    except (ValueError, RecursionError):
         raise TfgInputError(f"trace {path} is not JSON") from None
     events = doc.get("traceEvents") if isinstance(doc, dict) else None
     if not isinstance(events, list):

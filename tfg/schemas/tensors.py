@@ -149,7 +149,10 @@ def to_numpy(proto):
     if dtype in (DType.HALF, DType.BFLOAT16):
         flat = np.array(vals, dtype=np.uint16).view(np_dtype)
     elif dtype in (DType.COMPLEX64, DType.COMPLEX128):
-        pairs = np.array(vals, dtype=np_dtype.type(0).real.dtype).reshape(-1, 2)
+        # Two numbers per element; an odd last one is half an element, which TensorFlow
+        # ignores too (its element count is len(vals) // 2).
+        pairs = np.array(vals[: len(vals) // 2 * 2],
+                         dtype=np_dtype.type(0).real.dtype).reshape(-1, 2)
         flat = (pairs[:, 0] + 1j * pairs[:, 1]).astype(np_dtype)
     else:
         flat = np.array(vals, dtype=np_dtype)

@@ -137,6 +137,6 @@ def read_chrome_trace(path):
             doc = json.loads(f.read())
     except OSError as e:
         raise TfgInputError(f"cannot read trace {path}: {e.strerror}") from None
-    except ValueError as e:
+    except (ValueError, RecursionError) as e:
         raise TfgInputError(f"trace {path} is not JSON: {' '.join(str(e).split())}") from None
     return run_metadata_from_chrome_trace(doc)

@@ -118,7 +118,7 @@ def task_from_tf_config(text=None):
         raise TfgInputError("no --cluster given and TF_CONFIG is not set")
     try:
         conf = json.loads(text)
-    except ValueError as e:
+    except (ValueError, RecursionError) as e:
         raise TfgInputError(f"TF_CONFIG is not JSON ({e})") from None
     if not isinstance(conf, dict) or not isinstance(conf.get("cluster"), dict):
         raise TfgInputError('TF_CONFIG must look like {"cluster": {...}, "task": '

@@ -15,6 +15,7 @@ from tfg.graphdef.infer import TensorInfo, infer_node
 from tfg.graphdef.names import TensorRef
 from tfg.kernels.context import KernelContext
 from tfg.kernels.registry import get_kernel
+from tfg.kernels.scratch import scratch_shape
 from tfg.passes.rewrite import CONST_OPS, PLACEHOLDERS
 from tfg.schemas.dtypes import DType
 from tfg.schemas.ops import control_flow_names, get_op, has_op, ops_with
@@ -23,6 +24,9 @@ from tfg.schemas.ops.value_fns import MAX_ELEMENTS
 
 # Output larger than the inputs and above this: folding would bloat the graph file.
 MAX_CONSTANT_BYTES = 100 * 1024
+# A kernel whose scratch (a pool's padded input) is larger than this is left to run time,
+# where the memory guard sizes it: a 4x4 MaxPool with a 2**30 window hung `tfg optimize`.
+MAX_SCRATCH_BYTES = 64 << 20
 
 # Never evaluated, besides stateful ops and ops without a signature (`foldable` asks the
 # registry): control flow, feeds, variables, Consts already folded, and IdentityN, whose
@@ -114,6 +118,10 @@ def evaluate(node, inputs):
     if kd.needs_step or kd.ref_inputs:
         raise _NotFoldable
     kctx = KernelContext.for_node(node)
+    scratch = scratch_shape(node.op, kctx.attrs, inputs)
+    if scratch is not None and np.prod(scratch[0], dtype=np.float64) * scratch[1].itemsize \
+            > MAX_SCRATCH_BYTES:
+        raise _NotFoldable
     out = kd.fn(kctx, *inputs)
     outs = list(out) if isinstance(out, (tuple, list)) else [out]
     dtypes = kctx.output_dtypes

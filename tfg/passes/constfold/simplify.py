@@ -127,9 +127,10 @@ def squeeze_identity(ctx, node, x):
     shape = ctx.full_shape(x)
     if shape is None:
         return False
-    dims = node.get_attr("squeeze_dims", []) or []
-    axes = [int(d) % len(shape) for d in dims] if shape else []
-    if (axes and any(shape[a] == 1 for a in axes)) or (not axes and 1 in shape):
+    # Explicit axes always drop dims or fail (one out of range, or not of size 1, as
+    # TensorFlow says): never an identity. Before, squeeze_dims=[0, 5] of a [2, 3] was
+    # bypassed and the run gave the input back.
+    if node.get_attr("squeeze_dims", []) or 1 in shape:
         return False
     return forward(ctx, node, x, [])
 

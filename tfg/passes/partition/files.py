@@ -146,7 +146,7 @@ def _previous_files(folder):
         with open(os.path.join(folder, INDEX), "rb") as f:
             old = json.loads(f.read())
         listed = [d.get("file") for d in old.get("devices", {}).values()]
-    except (OSError, ValueError, AttributeError, TypeError):
+    except (OSError, ValueError, AttributeError, TypeError, RecursionError):
         return set()
     return {n for n in listed if isinstance(n, str) and n == os.path.basename(n)
             and n not in ("", ".", "..", INDEX) and re.fullmatch(r"[A-Za-z0-9_.-]+\.pb(txt)?", n)}

@@ -78,18 +78,22 @@ class _Sim:
             link = self._copies[(src_device, device)] = self.cm.link(src_device, device)
         return link.time_us(nbytes)
 
-    def source(self, ref, seen=()):
+    def source(self, ref):
         """(ready time, device or None) of the producer of `ref`; None when not simulated yet
-        (a back edge). Deferred producers are looked through: they will move to a consumer."""
-        kind = self.deferred.get(ref.node)
-        if kind == "generator":
-            return 0.0, None
-        if kind == "consumer":
-            src = self.graph[ref.node]
-            data = src.data_inputs
+        (a back edge). Deferred producers are looked through: they will move to a consumer.
+        A loop, not recursion: a chain of 1,000 nested Enters was a RecursionError."""
+        seen = set()
+        while True:
+            kind = self.deferred.get(ref.node)
+            if kind == "generator":
+                return 0.0, None
+            if kind != "consumer":
+                break
+            data = self.graph[ref.node].data_inputs
             if not data or ref.node in seen:
                 return 0.0, None
-            return self.source(data[0], seen + (ref.node,))
+            seen.add(ref.node)
+            ref = data[0]
         if ref.node not in self.finish:
             return None
         return self.finish[ref.node], self.where[ref.node]
