@@ -114,6 +114,10 @@ F = {"T": DType.FLOAT}
 NHWC = {"T": DType.FLOAT, "data_format": b"NHWC", "padding": b"SAME", "strides": [1, 1, 1, 1]}
 # Ops with a GPU kernel but no TensorFlow fixture: attrs and random inputs; the GPU kernel must
 # give the CPU kernel's values.
+def _complex(shape):
+    return (_rand(shape) + 1j * _rand(shape, seed=1)).astype(np.complex64)
+
+
 RANDOM_CASES = {
     "Acos": (F, lambda: [_rand((3, 5), -0.9, 0.9)]),
     "Asin": (F, lambda: [_rand((3, 5), -0.9, 0.9)]),
@@ -154,6 +158,27 @@ RANDOM_CASES = {
                       lambda: [_rand((4, 6)), np.array([[1, 1], [2, 1]], np.int32)]),
     "MatrixBandPart": ({"T": DType.FLOAT, "Tindex": DType.INT64},
                        lambda: [_rand((2, 4, 5)), np.int64(1), np.int64(-1)]),
+    "Complex": ({"T": DType.FLOAT, "Tout": DType.COMPLEX64},
+                lambda: [_rand((3, 4)), _rand((3, 4), seed=1)]),
+    **{op: ({"T": DType.COMPLEX64, "Tout": DType.FLOAT}, lambda: [_complex((3, 4))])
+       for op in ("Real", "Imag", "ComplexAbs", "Angle")},
+    "Conj": ({"T": DType.COMPLEX64}, lambda: [_complex((3, 4))]),
+    "SpaceToBatchND": ({"T": DType.FLOAT, "Tblock_shape": DType.INT32,
+                        "Tpaddings": DType.INT32},
+                       lambda: [_rand((2, 3, 4, 3)), np.array([2, 2], np.int32),
+                                np.array([[1, 0], [0, 0]], np.int32)]),
+    "BatchToSpaceND": ({"T": DType.FLOAT, "Tblock_shape": DType.INT32, "Tcrops": DType.INT32},
+                       lambda: [_rand((8, 2, 2, 3)), np.array([2, 2], np.int32),
+                                np.array([[1, 0], [0, 1]], np.int32)]),
+    "DepthToSpace": ({"T": DType.FLOAT, "block_size": 2, "data_format": b"NHWC"},
+                     lambda: [_rand((2, 2, 3, 8))]),
+    "SpaceToDepth": ({"T": DType.FLOAT, "block_size": 2, "data_format": b"NHWC"},
+                     lambda: [_rand((2, 4, 6, 3))]),
+    "ResizeNearestNeighbor": ({"T": DType.FLOAT, "align_corners": False,
+                               "half_pixel_centers": True},
+                              lambda: [_rand((2, 4, 4, 3)), np.array([6, 5], np.int32)]),
+    "Roll": ({"T": DType.FLOAT, "Tshift": DType.INT32, "Taxis": DType.INT32},
+             lambda: [_rand((3, 4, 5)), np.array([1, -2], np.int32), np.array([0, 2], np.int32)]),
     "_FusedBatchNormEx": ({"T": DType.FLOAT, "U": DType.FLOAT, "epsilon": 1e-3,
                            "is_training": False, "activation_mode": b"Relu", "num_side_inputs": 0},
                           lambda: [_rand((2, 3, 3, 4)), _rand((4,), 0.5, 1.5), _rand((4,)),
@@ -174,7 +199,8 @@ GRAPH_CHECKED = {
     "IsVariableInitialized", "VarHandleOp", "ReadVariableOp", "AssignVariableOp",
     "AssignAddVariableOp", "AssignSubVariableOp", "VarIsInitializedOp", "DestroyResourceOp",
     "ResourceApplyGradientDescent", "ResourceApplyMomentum", "ResourceApplyAdam",
-    "ResourceApplyRMSProp", "ResourceApplyAdagrad", "StackV2", "StackPushV2", "StackPopV2",
+    "ResourceApplyRMSProp", "ResourceApplyAdagrad", "ResourceApplyCenteredRMSProp",
+    "ResourceApplyAdadelta", "ResourceApplyAdagradV2", "ResourceApplyAdaMax", "StackV2", "StackPushV2", "StackPopV2",
     "StackCloseV2", "VariableShape",
 }
 
@@ -274,7 +300,12 @@ def _resource_optimizers():
              "ResourceApplyMomentum": (["acc"], ["lr", "grad", "mom"]),
              "ResourceApplyAdam": (["m", "v"], ["b1p", "b2p", "lr", "b1", "b2", "eps", "grad"]),
              "ResourceApplyRMSProp": (["ms", "mo"], ["lr", "rho", "mom", "eps", "grad"]),
-             "ResourceApplyAdagrad": (["acc"], ["lr", "grad"])}
+             "ResourceApplyAdagrad": (["acc"], ["lr", "grad"]),
+             "ResourceApplyCenteredRMSProp": (["mg", "ms", "mo"],
+                                              ["lr", "rho", "mom", "eps", "grad"]),
+             "ResourceApplyAdadelta": (["acc", "upd"], ["lr", "rho", "eps", "grad"]),
+             "ResourceApplyAdagradV2": (["acc"], ["lr", "eps", "grad"]),
+             "ResourceApplyAdaMax": (["m", "v"], ["b1p", "lr", "b1", "b2", "eps", "grad"])}
     inits, updates, reads = [], [], []
     for op, (slots, args) in rules.items():
         handles = []
