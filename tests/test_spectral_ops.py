@@ -157,3 +157,21 @@ def test_input_shorter_than_fft_length_is_an_error():
            name="op")
     with pytest.raises(TfgError, match="must have length of at least 8 but got: 5"):
         Session(b.g).run(["op:0"], {})
+
+
+def test_transforms_of_no_points_give_tensorflows_shapes():
+    """Empty inputs and a zero fft_length: numpy refuses a transform of 0 points; the
+    kernels give TensorFlow's output shapes (its sums over no points are 0)."""
+    from tfg.graphdef.graph import Graph
+    from tfg.kernels.context import KernelContext
+    from tfg.kernels.registry import get_kernel
+    from tfg.schemas.dtypes import DType
+
+    def call(op, attrs, *ins):
+        return get_kernel(op).fn(KernelContext(Graph().add_node("n", op), attrs), *ins)
+    real = {"Treal": DType.FLOAT, "Tcomplex": DType.COMPLEX64}
+    assert call("RFFT", real, np.ones((0, 4), np.float32), np.array([4], np.int32)).shape == (0, 3)
+    assert call("FFT", {"Tcomplex": DType.COMPLEX64}, np.ones((2, 0), np.complex64)).shape == (2, 0)
+    assert call("IRFFT", real, np.ones((0, 3), np.complex64), np.array([4], np.int32)).shape == (0, 4)
+    zero = call("RFFT", real, np.ones(4, np.float32), np.array([0], np.int32))
+    assert zero.shape == (1,) and zero.dtype == np.complex64 and zero[0] == 0

@@ -46,6 +46,8 @@ def _complex_out(ctx, value):
 def fft(ctx, x):
     x = np.asarray(x)
     axes = _axes(x, _rank(ctx.op))
+    if not x.size:  # (numpy refuses a transform of 0 points; TensorFlow returns the empty input)
+        return x.copy()
     fn = np.fft.ifftn if ctx.op.startswith("I") else np.fft.fftn
     return fn(x, axes=axes).astype(x.dtype, copy=False)
 
@@ -55,7 +57,10 @@ def rfft(ctx, x, fft_length):
     x = np.asarray(x)
     k = _rank(ctx.op)
     axes = _axes(x, k)
-    return _complex_out(ctx, np.fft.rfftn(x, s=_lengths(x, fft_length, k, True), axes=axes))
+    n = _lengths(x, fft_length, k, True)
+    if not all(n) or not x.size:  # a transform of no points: numpy refuses it; its sums are 0
+        return _complex_out(ctx, np.zeros(x.shape[:-k] + tuple(n[:-1]) + (n[-1] // 2 + 1,)))
+    return _complex_out(ctx, np.fft.rfftn(x, s=n, axes=axes))
 
 
 @kernel(["IRFFT", "IRFFT2D", "IRFFT3D"], host_inputs=(1,))
@@ -65,7 +70,8 @@ def irfft(ctx, x, fft_length):
     axes = _axes(x, k)
     n = _lengths(x, fft_length, k, False)
     # numpy crops the input to s[-1] // 2 + 1 bins on the last axis, as TensorFlow does
-    out = np.fft.irfftn(x, s=n, axes=axes) if all(n) else np.zeros(x.shape[:-k] + tuple(n))
+    out = (np.fft.irfftn(x, s=n, axes=axes) if all(n) and x.size
+           else np.zeros(x.shape[:-k] + tuple(n)))
     return out.astype(np_dtype(ctx.attrs["Treal"]), copy=False)
 
 
