@@ -7,10 +7,12 @@ import pytest
 
 from conftest import FIXTURES
 from tfg import builder as tb
-from tfg.errors import TfgError
+from tfg.errors import TfgError, TfgRuntimeError
 from tfg.graphdef.builder.core import make
 from tfg.executor.session import Session
 from tfg.graphdef.graph import Graph
+from tfg.kernels.context import KernelContext
+from tfg.kernels.registry import get_kernel
 from tfg.schemas.dtypes import DType
 
 FIX = np.load(FIXTURES / "image_ops" / "resize.npz")
@@ -74,3 +76,11 @@ def test_shape_inference_and_bad_attrs():
                 {"align_corners": True, "half_pixel_centers": True})
     with pytest.raises(TfgError, match="positive"):
         _run_op("ResizeNearestNeighbor", [x, np.array([0, 3], np.int32)], {})
+
+
+@pytest.mark.parametrize("op", ["ResizeBilinear", "ResizeNearestNeighbor", "ResizeBicubic"])
+def test_an_empty_image_is_refused_by_name(op):
+    ctx = KernelContext(Graph().add_node("n", op), {"T": DType.FLOAT, "align_corners": False,
+                                                    "half_pixel_centers": False})
+    with pytest.raises(TfgRuntimeError, match="non-zero size"):
+        get_kernel(op).fn(ctx, np.ones((1, 0, 2, 1), np.float32), np.array([3, 3], np.int32))

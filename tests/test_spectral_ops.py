@@ -10,6 +10,8 @@ from helpers import numeric_gradient
 from tfg.errors import TfgError
 from tfg.executor.session import Session
 from tfg.graphdef.graph import Graph
+from tfg.kernels.context import KernelContext
+from tfg.kernels.registry import get_kernel
 from tfg.passes.grad import grad
 from tfg.schemas.dtypes import DType
 
@@ -162,11 +164,6 @@ def test_input_shorter_than_fft_length_is_an_error():
 def test_transforms_of_no_points_give_tensorflows_shapes():
     """Empty inputs and a zero fft_length: numpy refuses a transform of 0 points; the
     kernels give TensorFlow's output shapes (its sums over no points are 0)."""
-    from tfg.graphdef.graph import Graph
-    from tfg.kernels.context import KernelContext
-    from tfg.kernels.registry import get_kernel
-    from tfg.schemas.dtypes import DType
-
     def call(op, attrs, *ins):
         return get_kernel(op).fn(KernelContext(Graph().add_node("n", op), attrs), *ins)
     real = {"Treal": DType.FLOAT, "Tcomplex": DType.COMPLEX64}

@@ -43,9 +43,17 @@ def _sizes(size):
 
 def _image(x):
     x = np.asarray(x)
+    _check_image(x)
+    return x
+
+
+def _check_image(x):
+    """As TensorFlow's resize kernels check their input (an empty image has no pixel to
+    sample: numpy's take raised an internal IndexError)."""
     if x.ndim != 4:
         fail(f"input must be 4-dimensional, got shape {list(x.shape)}")
-    return x
+    if x.shape[1] == 0 or x.shape[2] == 0:
+        fail(f"input image must be of non-zero size, got shape {list(x.shape)}")
 
 
 def _linear_table(in_size, out_size, align, half):
@@ -155,8 +163,7 @@ def resize_bilinear(ctx, images, size):
 def resize_nearest(ctx, images, size):
     xp = ctx.xp
     x = xp.asarray(images)
-    if x.ndim != 4:
-        fail(f"input must be 4-dimensional, got shape {list(x.shape)}")
+    _check_image(x)
     h, w = _sizes(size)
     align, half = _flags(ctx)
     iy = _nearest_table(x.shape[1], h, align, half)[0][0]
