@@ -12,7 +12,7 @@ import numpy as np
 
 from tfg.kernels._util import fail, s
 from tfg.kernels.registry import ALL_DEVICES, kernel
-from tfg.schemas.ops.linalg_ops import parse_einsum
+from tfg.schemas.ops.linalg_ops import diag_matrix_size, parse_einsum
 from tfg.schemas.ops.shape_fns import ShapeError
 
 
@@ -170,13 +170,7 @@ def matrix_diag_v3(ctx, diagonal, k, num_rows, num_cols, padding_value):
         fail(f"diagonal must have {hi - lo + 1} diagonals, got shape {list(np.shape(diagonal))}")
     n = diag.shape[-1]
     rows, cols = int(np.asarray(num_rows).reshape(())), int(np.asarray(num_cols).reshape(()))
-    min_rows, min_cols = n - min(hi, 0), n + max(lo, 0)
-    if rows == -1 and cols == -1:
-        rows = cols = max(min_rows, min_cols)
-    elif rows == -1:
-        rows = min_rows
-    elif cols == -1:
-        cols = min_cols
+    rows, cols, min_rows, min_cols = diag_matrix_size(n, lo, hi, rows, cols)
     if rows < min_rows or cols < min_cols:
         fail(f"num_rows {rows} / num_cols {cols} too small for diagonals of length {n}")
     out = np.full(diag.shape[:-2] + (rows, cols), np.asarray(padding_value), diag.dtype)

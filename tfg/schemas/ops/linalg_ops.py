@@ -158,14 +158,21 @@ def matrix_diag(ctx):
     n = d[-1]
     if n is None or rows is None or cols is None:
         return [tuple(batch) + (None, None)]
-    min_rows, min_cols = n - min(k[1], 0), n + max(k[0], 0)
+    rows, cols, _, _ = diag_matrix_size(n, k[0], k[1], rows, cols)
+    return [tuple(batch) + (rows, cols)]
+
+
+def diag_matrix_size(n, lo, hi, rows, cols):
+    """MatrixDiagV3's output rows and columns for diagonals lo..hi of length n, where -1
+    asks for the smallest that holds them; -> (rows, cols, min_rows, min_cols)."""
+    min_rows, min_cols = n - min(hi, 0), n + max(lo, 0)
     if rows == -1 and cols == -1:
         rows = cols = max(min_rows, min_cols)
     elif rows == -1:
         rows = min_rows
     elif cols == -1:
         cols = min_cols
-    return [tuple(batch) + (rows, cols)]
+    return rows, cols, min_rows, min_cols
 
 
 def matrix_diag_part(ctx):
