@@ -225,3 +225,45 @@ def test_dead_values_cross_devices():
     sess = Session(g2, devices="cpu:3")
     assert sess.run("m", feeds={"p": True, "x": 3.0}) == 9.0
     assert sess.run("m", feeds={"p": False, "x": 3.0}) == -3.0
+
+
+def _reshape_across_devices(shape_values, dtype=DType.INT32):
+    """x (CPU:0) reshaped by r (CPU:1) to a shape Const `s` that lives on CPU:0."""
+    g = Graph()
+    g.add_node("x", "Placeholder", attrs={"dtype": F, "shape": (6,)}, device=CPU % 0)
+    g.add_node("s", "Const", attrs={"dtype": dtype, "value": np.array(shape_values,
+                                                                       dtype.np)},
+               device=CPU % 0)
+    g.add_node("n", "Neg", ["x"], attrs={"T": F}, device=CPU % 0)
+    g.add_node("r", "Reshape", ["n", "s"], attrs={"T": F, "Tshape": dtype}, device=CPU % 1)
+    return g
+
+
+def test_a_small_const_is_copied_to_the_device_that_reads_it():
+    """No Send/Recv for the shape: TensorFlow's shape functions see a Const at import (a
+    SpaceToBatchND behind a _Recv was refused: 'block_shape must have known size')."""
+    from tfg.executor.session import Session
+    g = partition(_reshape_across_devices([2, 3]))
+    sends, _ = check_partitioned(g)
+    assert len(sends) == 1  # only the Neg's output crosses
+    copy = g[g["r"].input_refs[1].node]
+    assert copy.op == "Const" and copy.device == CPU % 1 and copy.name != "s"
+    assert copy.get_attr("_tfg_copy_of") == b"s"
+    assert np.array_equal(copy.get_attr("value"), [2, 3])
+    assert partition(g).to_proto() == g.to_proto()  # idempotent
+    out = Session(g, devices="cpu:2").run("r", feeds={"x": np.arange(6, dtype=np.float32)})
+    np.testing.assert_array_equal(out, -np.arange(6, dtype=np.float32).reshape(2, 3))
+
+
+def test_a_large_const_still_crosses_as_send_recv():
+    g = partition(_reshape_across_devices([1] * 65 + [6], DType.INT64))
+    sends, _ = check_partitioned(g)
+    assert len(sends) == 2 and g["r"].input_refs[1].node != "s"
+    assert g[g["r"].input_refs[1].node].op == "_Recv"
+
+
+def test_feeding_a_copied_const_is_refused():
+    from tfg.executor.session import Session
+    g = partition(_reshape_across_devices([2, 3]))
+    with pytest.raises(TfgInputError, match="feed 's'.*copied this Const"):
+        Session(g, devices="cpu:2").run("r", feeds={"x": np.zeros(6, np.float32), "s": [3, 2]})

@@ -153,15 +153,11 @@ def _tf_python():
 
 TF_PYTHON = _tf_python()
 TF_STAGES = ["optimize", "place", "partition"]
-# What TensorFlow cannot take back, and why (case, stage or None) -> reason.
-_BLOCK_SHAPE_RECV = ("a dilated conv's gradient is placed on another device than the "
-                     "SpaceToBatchND block_shape Const it shares with the forward conv, so the "
-                     "partition sends it through a _Recv of unknown shape, and TensorFlow's "
-                     "SpaceToBatchND/BatchToSpaceND shape function refuses a block_shape of "
-                     "unknown size at import (tfg runs it; partition would have to copy small "
-                     "host Consts to each device instead of sending them)")
-TF_XFAIL = {("keras_deeplab_grad", "partition"): _BLOCK_SHAPE_RECV,
-            ("tf1_atrous_sparse_grad", "partition"): _BLOCK_SHAPE_RECV}
+# What TensorFlow cannot take back, and why (case, stage or None) -> reason. Empty since
+# partitioning copies small Consts to each device that reads them (a dilated conv's gradient
+# placed apart from the block_shape Const it shares with the forward conv: TensorFlow's
+# SpaceToBatchND shape function refused a block_shape behind a _Recv at import).
+TF_XFAIL = {}
 
 
 def _tf_params():

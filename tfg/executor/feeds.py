@@ -12,7 +12,7 @@ or a shape that the placeholder's declared shape excludes is an input error nami
 import numpy as np
 
 from tfg.errors import TfgInputError
-from tfg.graphdef.names import TensorRef, parse_tensor, tensor_name
+from tfg.graphdef.names import COPY_OF_ATTR, TensorRef, parse_tensor, tensor_name
 from tfg.schemas.dtypes import DType
 from tfg.schemas.ops import has_op, ops_with
 from tfg.schemas.ops import signature
@@ -36,6 +36,19 @@ def check_fed_once(feed_refs):
             raise TfgInputError(f"tensor {tensor_name(ref.node, ref.port)!r} is fed twice "
                                 "(under two names, e.g. 'x' and 'x:0')")
         seen.add(ref)
+
+
+def refuse_fed_copies(graph, feed_refs):
+    """A feed of a Const that `tfg partition` copied onto other devices is an input error: the
+    copies would keep the graph's value where TensorFlow would use the fed one."""
+    fed = {r.node for r in feed_refs}
+    for node in graph:
+        if node.op == "Const" and COPY_OF_ATTR in node.attr_view:
+            original = node.attr_view[COPY_OF_ATTR].s.decode(errors="replace")
+            if original in fed:
+                raise TfgInputError(
+                    f"feed {original!r}: `tfg partition` copied this Const to each device "
+                    f"that reads it ({node.name!r} is one); feed the graph before partitioning")
 
 
 def parse_fetches(fetches):

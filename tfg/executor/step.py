@@ -80,6 +80,8 @@ def check_request(graph, feed_refs, fetch_refs, targets):
         for ref in refs:
             _check_tensor(graph, ref, what)
     _check_outside_loops(graph, feed_refs, fetch_refs)
+    if feed_refs:
+        F.refuse_fed_copies(graph, feed_refs)
     for t in targets:
         if t not in graph:
             raise TfgInputError(f"target {t!r}: no node named {t!r} in the graph")

@@ -14,6 +14,9 @@ from typing import NamedTuple, Optional
 from tfg.errors import TfgInputError
 
 CONTROL = -1  # port of a control input
+# On a Const that `tfg partition` copied onto another device: the original's name (a feed of
+# the original cannot reach the copies: tfg.executor.feeds.refuse_fed_copies).
+COPY_OF_ATTR = "_tfg_copy_of"
 
 
 class TensorRef(NamedTuple):

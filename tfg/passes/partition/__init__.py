@@ -7,7 +7,8 @@
 
 Steps: place nodes that have no full device (placement keeps the ones that do), keep each
 loop's skeleton together and add control loops for frames that span devices
-(control_flow.py), then cut every cross-device edge into a Send/Recv pair (split.py). The result
+(control_flow.py), give each device that reads a small Const its own copy (const_copies.py),
+then cut every cross-device edge into a Send/Recv pair (split.py). The result
 satisfies the partitioned-graph invariant: every node has a full device name and every data or
 control edge stays on one device. Partitioning a partitioned graph changes nothing.
 """
@@ -23,6 +24,7 @@ from tfg.passes.cost_model import CostModel
 from tfg.passes.partition.control_flow import (  # noqa: F401
     add_control_loops, normalize_control_flow_devices)
 from tfg.passes.partition.compress import compress_transfers
+from tfg.passes.partition.const_copies import copy_small_consts
 from tfg.passes.partition.recv_schedule import MODES as SCHEDULE_MODES, schedule_recvs
 from tfg.passes.partition.split import split_edges
 from tfg.passes.place import default_warn, place
@@ -54,6 +56,7 @@ def partition(graph, devices=None, cost_model=None, soft=True, cluster=None,
         out = place(graph, devices, cost_model=cost_model, soft=soft, cluster=cluster,
                     warn=warn)
     normalize_control_flow_devices(out)
+    copy_small_consts(out)  # small Consts: a copy per reading device, not a Send/Recv
     cloops = add_control_loops(out, analyze(out))
     # Frames again: the control loops are new members of their frames.
     split_edges(out, cloops, analyze(out))
