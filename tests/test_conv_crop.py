@@ -106,3 +106,27 @@ def test_a_nan_in_a_dropped_tap_does_not_reach_the_output():
     got = run("Conv2D", x, f, **_attrs((1, 1), (1, 1), "SAME", None, b"NHWC"))
     np.testing.assert_allclose(got, np.einsum("nc,co->no", x[:, 0, 0], f[1, 1])[:, None, None],
                                rtol=1e-5)
+
+
+POOL_CASES = [((1, 1), (3, 3), (1, 1)), ((1, 1), (3, 3), (2, 2)), ((2, 2), (5, 5), (1, 1)),
+              ((1, 4), (3, 3), (1, 1)), ((3, 1), (1, 5), (2, 1)), ((2, 5), (7, 2), (1, 3))]
+
+
+@pytest.mark.parametrize("op", ["MaxPool", "AvgPool"])
+@pytest.mark.parametrize("case", POOL_CASES)
+def test_pools_on_maps_smaller_than_their_window(case, op):
+    """SAME pools whose windows reach past the map: the prepared (cropped) pool gives the
+    brute-force max or mean over the real inputs, on the first and later calls; a 1x1 map's
+    3x3 pool is a copy of the input, not the input itself."""
+    from test_conv_strategies import _pool_reference
+    (h, w), k, s = case
+    x = rng.standard_normal((2, h, w, 5)).astype(np.float32)
+    want = _pool_reference(x, op, k, s, "SAME")
+    node = Graph().add_node("p", op)
+    ctx = KernelContext(node, dict(ksize=[1, *k, 1], strides=[1, *s, 1], padding=b"SAME",
+                                   data_format=b"NHWC"))
+    for _ in range(2):
+        got = get_kernel(op).fn(ctx, x)
+        assert got.shape == want.shape and got.dtype == np.float32
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+        assert not np.shares_memory(got, x)
