@@ -1,8 +1,9 @@
-"""Conv2D filter taps that meet only padding, dropped before the convolution runs.
+"""Filter or pooling-window taps that meet only padding, dropped before a Conv2D or pool runs.
 
     crop = cropped(h, w, g)        # None when every tap reaches the input at some output
     (h0, h1), (w0, w1), g2 = crop
     conv(x, w[h0:h1, w0:w1], g2)   # the same output, without the dropped taps' products
+    pool(x, g2)                    # MaxPool / AvgPool: the same max, sum and window counts
 
 Why: on a map smaller than the filter's reach, a SAME convolution has taps that no output
 position ever places on the input: InceptionV3 at 96x96 ends on 1x1 maps, where its 3x3, 1x3
@@ -10,7 +11,8 @@ and 3x1 layers (448 -> 384, 384 -> 384 channels) see the centre tap only. im2col
 other taps by padding zeros and, worse, OpenBLAS packs the whole filter on every call (the
 3x3x448x384 filter is 6.2 MB, read from memory every step: 796 us a call in the step, against
 the centre tap's 688 KB). Cropped, such a layer is a 1x1 convolution: one small GEMM on the
-input itself, no padding, no patch matrix.
+input itself, no padding, no patch matrix; its 3x3 SAME AvgPools of 1x1 maps become copies.
+Users: conv_gemm.prepared and pool_ops' prepared pools.
 
 Values: the dropped products are x * 0 with x a padding position, which the convolution's
 definition does not contain at all; a NaN or inf in a dropped tap of the filter no longer
