@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
-"""Stop 30's (or 31's) per-call changes off and on in one process, steps interleaved (A B B A).
+"""Stop 30's (31's, 32's) per-call changes off and on in one process, steps interleaved (A B B A).
 
     python3 benchmarks/ab_keras_percall.py DIR --models nasnetmobile,mobilenetv3small \
         --pairs 40
     python3 benchmarks/ab_keras_percall.py DIR --stop 31 --models densenet121,efficientnetb0
 
+`--stop 32`: A without stop 32's change (Conv2D's filter taps that meet only padding
+dropped, conv_crop.py; InceptionV3's layers on 1x1 maps).
 `--stop 31`: A without stop 31's change (Conv2D's kn2row path, conv_kn2row.py, chosen when a
 node is prepared); its values differ from A's in the last bits (other sums), so the printed
 difference is not 0 on models that take it (DenseNet121).
@@ -45,6 +47,17 @@ def changes_off_31():
 
 
 @contextlib.contextmanager
+def changes_off_32():
+    from tfg.kernels import conv_crop
+    saved = conv_crop.cropped
+    conv_crop.cropped = lambda *a, **k: None
+    try:
+        yield
+    finally:
+        conv_crop.cropped = saved
+
+
+@contextlib.contextmanager
 def changes_off():
     from tfg.kernels import clamp, pool_fast
     saved = (pool_fast.kept_padder, clamp._SHAPED_UPTO)
@@ -60,10 +73,10 @@ def main():
     ap.add_argument("folder")
     ap.add_argument("--models", default="nasnetmobile,mobilenetv3small")
     ap.add_argument("--pairs", type=int, default=40)
-    ap.add_argument("--stop", type=int, choices=(30, 31), default=30,
+    ap.add_argument("--stop", type=int, choices=(30, 31, 32), default=30,
                     help="whose changes A runs without")
     a = ap.parse_args()
-    off_ctx = changes_off_31 if a.stop == 31 else changes_off
+    off_ctx = {31: changes_off_31, 32: changes_off_32}.get(a.stop, changes_off)
     import tfg
     from tfg.executor import Session
     for name in a.models.split(","):

@@ -21,7 +21,7 @@ for a left matrix of 2 or 3 rows (a classifier or a squeeze-excite layer at batc
 pixels are the rows), so those rows go to one GEMV each instead.
 """
 import numpy as np
-from tfg.kernels import conv_chunks, conv_kn2row
+from tfg.kernels import conv_chunks, conv_crop, conv_kn2row
 from tfg.kernels.conv_geom import padded, padded_nchw, strided
 
 # Measured (OpenBLAS 0.3.31, one thread, float32, M x K @ K x N): with M = 2 or 3 and K*N of
@@ -55,7 +55,16 @@ def prepared(x_shape, w_shape, g, nchw_layout=False, dtype=np.float32, kn2row=Tr
     path and the GEMM's dimensions made once (Conv2D keeps it per node and signature). NHWC
     convolutions with a large patch matrix run in cache-sized chunks (conv_chunks.py); the
     stride-1 ones conv_kn2row.wanted picks run as one GEMM against all taps, then shifted
-    adds (read-only filters; `kn2row=False`: never)."""
+    adds (read-only filters; `kn2row=False`: never). Filter taps that meet only padding
+    are dropped first (conv_crop.py): the rest runs on the cropped filter."""
+    h, wd = x_shape[2:] if nchw_layout else x_shape[1:3]
+    crop = conv_crop.cropped(h, wd, g)
+    if crop is not None:
+        (h0, h1), (w0, w1), g = crop
+        # kn2row keys its kept transpose on the filter object: a view made per call never hits
+        inner = prepared(x_shape, (h1 - h0, w1 - w0) + tuple(w_shape[2:]), g, nchw_layout,
+                         dtype, False)
+        return lambda x, w: inner(x, w[h0:h1, w0:w1])
     if nchw_layout:
         return lambda x, w: nchw(x, w, g)
     if kn2row and conv_kn2row.wanted(x_shape, w_shape, g, dtype):

@@ -13,7 +13,7 @@ the KH*KW taps, each a whole-tensor operation. Everything is written against `ct
 """
 import numpy as np
 
-from tfg.kernels import pool_fast
+from tfg.kernels import conv_crop, pool_fast
 from tfg.kernels._util import fail, from_nhwc, is_nchw, shape_vector, spatial_attr, to_nhwc
 from tfg.kernels.conv_geom import geometry, padded, padded_nchw
 from tfg.kernels.registry import ALL_DEVICES, kernel
@@ -30,6 +30,16 @@ def _pool_geom(ctx, nhwc_shape, ksize=None, strides=None):
         fail(f"ksize must be positive, got {[kn, kh, kw, kc]}")
     return geometry(ctx, nhwc_shape[1], nhwc_shape[2], kh, kw, strides=strides,
                     dilations=[1, 1, 1, 1])
+
+
+def _prepared_geom(ctx, shape):
+    """The geometry a prepared NHWC pool runs on: window rows and columns that meet only
+    padding at every output dropped (conv_crop.py; a max or a sum over the real inputs
+    is unchanged, and so are an AvgPool's counts of them). A 3x3 SAME pool of a 1x1 map
+    becomes a copy (InceptionV3's last two AvgPools), where it padded, added and divided."""
+    g = _pool_geom(ctx, shape)
+    crop = conv_crop.cropped(shape[1], shape[2], g) if g.oh and g.ow else None
+    return g if crop is None else crop[2]
 
 
 def _lowest(dtype):
@@ -108,7 +118,7 @@ def max_pool(ctx, x):
             return run(x)
         if (ctx.xp is np and x.ndim == 4 and 0 not in x.shape
                 and not is_nchw(ctx.attrs.get("data_format", b"NHWC"))):
-            g = _pool_geom(ctx, x.shape)
+            g = _prepared_geom(ctx, x.shape)
             if g.oh and g.ow:
                 run = ctx.cache[("max_run", x.shape, x.dtype)] = pool_fast.prepared(
                     g, x.shape, x.dtype, np.maximum, _lowest(x.dtype), None)
@@ -179,7 +189,7 @@ def avg_pool(ctx, x):
         fail(f"AvgPool needs a 4-D floating input, got {x.dtype} {list(x.shape)}")
     nchw = is_nchw(fmt)
     if xp is np and not nchw and type(x) is np.ndarray and 0 not in x.shape:
-        g = _pool_geom(ctx, x.shape)
+        g = _prepared_geom(ctx, x.shape)
         if g.oh and g.ow:
             run = ctx.cache[("avg_run", x.shape, x.dtype)] = pool_fast.prepared(
                 g, x.shape, x.dtype, np.add, 0, _avg_divisor(g, x.shape, x.dtype))
