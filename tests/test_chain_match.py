@@ -1,6 +1,8 @@
 """Two fused chains' members matched one to one (tfg/executor/chain_match.py): the same
 computation listed in another order is matched, look-alike members by a search that
-backtracks, and chains that differ are not."""
+backtracks, and chains that differ are not (a search that cannot succeed ends within its
+budget)."""
+import time
 from types import SimpleNamespace
 
 from tfg.executor.chain_match import aligned
@@ -46,3 +48,16 @@ def test_chains_that_differ_are_not_matched():
     # the same members, but B's value read after the chain is another member's
     assert aligned(ia, (_m("Tanh", TANH, [5], [20]), _m("AddV2", ADD, [20, 6], [21])),
                    (11,), (20,)) is None
+
+
+def test_a_search_that_cannot_succeed_gives_up():
+    """Ten look-alike Tanhs, then an Add of two of them in A and of one twice in B: no match
+    exists, and trying the 10! orders of the Tanhs would take hours; the budget ends it."""
+    k = 10
+    ia = tuple(_m("Tanh", TANH, [j], [100 + j]) for j in range(k)) + (
+        _m("AddV2", ADD, [100, 101], [200]),)
+    ib = tuple(_m("Tanh", TANH, [50 + j], [300 + j]) for j in range(k)) + (
+        _m("AddV2", ADD, [300, 300], [400]),)
+    start = time.perf_counter()
+    assert aligned(ia, ib, (200,), (400,)) is None
+    assert time.perf_counter() - start < 5  # (about 0.1 s)

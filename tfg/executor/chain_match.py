@@ -20,9 +20,10 @@ which changes only which rows share a stack. Outside values are preferred in pai
 made (fewer stacks); a short search backtracks where a guess leaves a member unmatched.
 """
 
-# Where look-alike members make the search branch, it gives up after this many tries
-# (a chain has tens of members; the BiLSTM's needs none).
-_BUDGET = 10_000
+# Where look-alike members make the search branch, it gives up after this many member
+# comparisons (a chain has tens of members; the BiLSTM's search never backtracks): a bound
+# on the time a plan spends on two loops that do not pair.
+_BUDGET = 20_000
 # (the search recurses once a member)
 _LONGEST = 400
 
@@ -36,6 +37,16 @@ def aligned(ia, ib, escaping_a=(), escaping_b=()):
         return None
     if len(ia) > _LONGEST:
         return None
+    # B's members by what any partner must share: two chains of other ops stop here
+    group_of = {}
+    for j, (it, _, ins, outs) in enumerate(ib):
+        group_of.setdefault((it.op, len(ins), len(outs)), []).append(j)
+    need = {}
+    for it, _, ins, outs in ia:
+        key = (it.op, len(ins), len(outs))
+        need[key] = need.get(key, 0) + 1
+    if any(len(group_of.get(key, ())) != k for key, k in need.items()):
+        return None
     made_by_a = {s for _, _, _, outs in ia for s in outs}
     made_by_b = {s for _, _, _, outs in ib for s in outs}
     esc_b = frozenset(escaping_b)
@@ -43,11 +54,12 @@ def aligned(ia, ib, escaping_a=(), escaping_b=()):
     budget = [_BUDGET]
 
     def fits(a, b, slots, outside):
-        """(fits, exact): b's inputs correspond to a's under `slots` (A's produced slot ->
-        B's); exact where the outside values pair as they already did."""
-        (ita, ka, ins_a, outs_a), (itb, kb, ins_b, outs_b) = a, b
-        if ita.op != itb.op or ka != kb or len(ins_a) != len(ins_b) or len(outs_a) != len(
-                outs_b):
+        """(fits, exact): b (a member of a's group) is a's kind of step and its inputs
+        correspond to a's under `slots` (A's produced slot -> B's); exact where the
+        outside values pair as they already did."""
+        (_, ka, ins_a, _), (_, kb, ins_b, _) = a, b
+        budget[0] -= 1
+        if ka != kb:
             return False, False
         exact = True
         for sa, sb in zip(ins_a, ins_b):
@@ -64,12 +76,13 @@ def aligned(ia, ib, escaping_a=(), escaping_b=()):
     def search(n, free, slots, outside):
         if n == len(ia):
             return all(slots.get(s) in esc_b for s in escaping_a)
-        budget[0] -= 1
         if budget[0] < 0:
             return False
         a = ia[n]
         tries = []
-        for j in free:
+        for j in group_of[(a[0].op, len(a[2]), len(a[3]))]:
+            if j not in free:
+                continue
             ok, exact = fits(a, ib[j], slots, outside)
             if ok:
                 tries.append((not exact, j))
@@ -82,11 +95,11 @@ def aligned(ia, ib, escaping_a=(), escaping_b=()):
                 if sa not in slots:
                     o2.setdefault(sa, sb)
             order.append(b)
-            if search(n + 1, [f for f in free if f != j], s2, o2):
+            if search(n + 1, free - {j}, s2, o2):
                 return True
             order.pop()
         return False
 
-    if not search(0, list(range(len(ib))), {}, {}):
+    if not search(0, frozenset(range(len(ib))), {}, {}):
         return None
     return tuple(order)
