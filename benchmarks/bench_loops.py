@@ -229,6 +229,8 @@ def run(tf_python, reps=7, warmup=2, cases=CASES, save=None, blas_threads=None):
                 row["tf_us_per_iter"] = row["tf_median_s"] / BARE_ITERS * 1e6
                 row["tfg_us_per_iter"] = row["tfg_median_s"] / BARE_ITERS * 1e6
             row["tfg_blas_threads"] = sess.blas_threads
+            if name == "bilstm":  # (its two directions in lockstep, or not: loop_pairs.py)
+                row["paired_loops"] = paired_loops(sess)
             row["target_ratio"] = TARGETS[name]
             row["meets_target"] = row["ratio"] <= TARGETS[name] and err < 1e-4
             rows.append(row)
@@ -237,8 +239,21 @@ def run(tf_python, reps=7, warmup=2, cases=CASES, save=None, blas_threads=None):
     return rows
 
 
+def paired_loops(sess):
+    """How many pairs of loops the Session's prepared steps run in lockstep (each a
+    _CompiledLoopPair item of a fast-path schedule: tfg/executor/loop_pairs.py). A Keras
+    Bidirectional layer's two loops pair only where their cells match member by member, so
+    the row says whether the export at hand did."""
+    from tfg.executor.loop_pairs import PAIR_OP
+    return sum(it.op == PAIR_OP for prepared in sess._cache.values()
+               for sched in getattr(prepared, "schedules", None) or ()
+               for it in getattr(sched, "items", None) or ())
+
+
 def fmt(row):
     extra = ""
+    if "paired_loops" in row:
+        extra = f" paired {row['paired_loops']}"
     if "tfg_us_per_iter" in row:
         extra = f" {row['tf_us_per_iter']:.2f} / {row['tfg_us_per_iter']:.2f} µs/iter"
     return (f"{row['graph']:16} {row['nodes']:6d} {row['tf_median_s'] * 1e3:10.2f}ms "

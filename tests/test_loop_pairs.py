@@ -13,6 +13,7 @@ from conftest import FIXTURES
 from tfg import builder as tb
 from tfg.errors import TfgRuntimeError
 from tfg.executor import Session
+from tfg.executor import batched_chain as BC
 from tfg.executor import batched_rows as BRW
 from tfg.executor import batched_run as BR
 from tfg.executor import lockstep_plans as LPL
@@ -44,22 +45,32 @@ def batched(monkeypatch):
     return got
 
 
-def _cell(h, c, m, u, b, plain=False):
+def _cell(h, c, m, u, b, plain=False, reordered=False):
+    """A masked cell; `reordered`: the same cell, its nodes made in another order (as
+    two exports of a Keras Bidirectional layer may list its directions' nodes)."""
     z = tb.bias_add(tb.add(tb.matmul(h, tb.constant(u)), tb.matmul(c, tb.constant(u[::-1]))),
                     tb.constant(b))
     if plain:  # another cell: no Split, no Sigmoid
         h2 = tb.tanh(tb.matmul(z, tb.constant(np.eye(3 * H, H, dtype=u.dtype))))
         return tb.where(m, h2, h), c
     i, f, g = tb.split(z, 3, axis=1)
+    if reordered:
+        tg = tb.tanh(g)
+        si = tb.sigmoid(i)
+        c2 = tb.add(tb.multiply(tb.sigmoid(f), c), tb.multiply(si, tg))
+        c_new = tb.where(m, c2, c)
+        h2 = tb.multiply(tb.tanh(c2), si)
+        return tb.where(m, h2, h), c_new
     c2 = tb.add(tb.multiply(tb.sigmoid(f), c), tb.multiply(tb.sigmoid(i), tb.tanh(g)))
     h2 = tb.multiply(tb.tanh(c2), tb.sigmoid(i))
     return tb.where(m, h2, h), tb.where(m, c2, c)
 
 
-def _graph(plain_b=False, chained=False, dtype=tb.float32, start_b=0):
+def _graph(plain_b=False, chained=False, dtype=tb.float32, start_b=0, reordered_b=False):
     """Two while loops of n_a and n_b iterations of a masked cell (weights of their own),
     fed h0_a, h0_b; `chained`: loop b starts from loop a's h; `start_b`: loop b counts from
-    it (loop a from 0). Fetch i_a, i_b: the counters' last values."""
+    it (loop a from 0); `reordered_b`: loop b's cell made in another node order. Fetch i_a,
+    i_b: the counters' last values."""
     npd = np.float32 if dtype == tb.float32 else np.float64
     rng = np.random.default_rng(3)
     with tb.Graph() as g:
@@ -72,11 +83,11 @@ def _graph(plain_b=False, chained=False, dtype=tb.float32, start_b=0):
             if chained and k:
                 h0 = tb.add(h0, outs[0])
             m = tb.placeholder(tb.bool_, [None, 1], name=f"m_{name}")
-            plain = plain_b and k == 1
+            plain, reordered = plain_b and k == 1, reordered_b and k == 1
             i, h, c = tb.while_loop(
                 lambda i, h, c: tb.less(i, n),
-                lambda i, h, c, m=m, u=u, b=b, plain=plain: (i + 1,) + _cell(h, c, m, u, b,
-                                                                            plain),
+                lambda i, h, c, m=m, u=u, b=b, plain=plain, reordered=reordered: (i + 1,) + (
+                    _cell(h, c, m, u, b, plain, reordered)),
                 [tb.constant(start_b if k else 0), h0, tb.multiply(h0, 0.0)],
                 name=f"loop_{name}")
             outs.append(tb.identity(tb.add(h, c), name=f"out_{name}"))
@@ -117,6 +128,26 @@ def test_paired_loops_give_the_sequential_bytes(npd, dtype, batched, monkeypatch
     want = _run(graph, feeds, False, monkeypatch)
     _same(got, want)
     assert not np.array_equal(got[0], got[1])  # (two loops of their own weights)
+
+
+def test_a_cell_whose_nodes_come_in_another_order_is_paired(batched, monkeypatch):
+    """Loop b's chain lists its members in another order than loop a's (its Tanh before
+    a Sigmoid, its c Select before the h one): matched member by member
+    (chain_match.py), every iteration stacked, the sequential bytes."""
+    graph = _graph(reordered_b=True)
+    orders = []
+    real = BC.aligned
+
+    def spy(ia, ib, *rest):
+        orders.append(([it.op for it, *_ in ia], [it.op for it, *_ in ib]))
+        return real(ia, ib, *rest)
+    monkeypatch.setattr(BC, "aligned", spy)
+    feeds = _feeds()
+    got = _run(graph, feeds, True, monkeypatch)
+    assert orders and orders[0][0] != orders[0][1]
+    assert batched[True] == 2 * 5 and not batched[False]
+    _same(got, _run(graph, feeds, False, monkeypatch))
+    _same(got, _run(_graph(), feeds, False, monkeypatch))  # (the same cell)
 
 
 def test_two_trip_counts_run_one_after_the_other(batched, monkeypatch):
@@ -170,15 +201,16 @@ def test_a_bad_input_is_the_sequential_runs_error(monkeypatch):
 
 def test_frozen_keras_bilstm_is_paired(batched, monkeypatch):
     """The real-model suite's masked BiLSTM (tools/gen_real_models.py, TensorFlow's values):
-    its forward and backward loops run as one pair, every iteration stacked; the outputs
-    are TensorFlow's, and the sequential run's bit for bit."""
+    the forward and backward loops of each of its two Bidirectional layers run as one pair
+    (one layer's two chains list their members in two orders: chain_match.py), every
+    iteration stacked; the outputs are TensorFlow's, and the sequential run's bit for bit."""
     case = FIXTURES / "real_models" / "keras_bilstm_masked"
     meta = json.loads((case / "case.json").read_text())
     feeds = dict(np.load(case / "feeds.npz"))
     expected = np.load(case / "expected.npz")
     graph = io.load(str(case / "graph.pb"))
     got = _run(graph, feeds, True, monkeypatch, meta["fetches"])
-    assert batched[True] > 0 and not batched[False]
+    assert batched[True] == 2 * 2 * 7 and not batched[False]  # two runs, two pairs, 7 steps
     _same(got, _run(graph, feeds, False, monkeypatch, meta["fetches"]))
     for key, a in zip(meta["fetches"], got):
         np.testing.assert_allclose(a, expected[key], rtol=meta["rtol"], atol=meta["atol"])
@@ -264,8 +296,9 @@ def test_projection_rows_are_a_view_of_one_stack(batched, monkeypatch):
         return st
     monkeypatch.setattr(BRW, "projection_row", row)
     got = _run(graph, feeds, True, monkeypatch, meta["fetches"])
-    # two runs; the first iteration's counter is still a 0-d array, which the view declines
-    assert views[True] > 0 and views[False] == 2
+    # two runs of two pairs (its two Bidirectional layers); the first iteration's counter
+    # is still a 0-d array, which the view declines
+    assert views[True] > 0 and views[False] == 2 * 2
     _same(got, _run(graph, feeds, False, monkeypatch, meta["fetches"]))
 
 
@@ -291,8 +324,9 @@ def test_masks_are_a_view_of_one_expanded_stack(batched, monkeypatch):
         return st
     monkeypatch.setattr(BRW, "mask_row", mask_row)
     got = _run(graph, feeds, True, monkeypatch, meta["fetches"])
-    # the first iteration's counter is still a 0-d array, which the view declines
-    assert views[True] > 0 and views[False] == 2 and not batched[False]
+    # two runs of two pairs; the first iteration's counter is still a 0-d array, which the
+    # view declines
+    assert views[True] > 0 and views[False] == 2 * 2 and not batched[False]
     assert any(s[-1] > 1 for s in shapes)  # expanded along the state's last axis
     _same(got, _run(graph, feeds, False, monkeypatch, meta["fetches"]))
 
@@ -356,9 +390,10 @@ def _keras_bilstm():
 
 
 def test_row_reads_wait_for_a_declined_batched_call(monkeypatch):
-    """The frozen Keras BiLSTM: from the second iteration its projection rows and mask reads
-    are deferred (lockstep_deferral.py); a batched call that declines in a later iteration
-    runs them, then the two chains, and the run goes on eager: the sequential bytes."""
+    """The frozen Keras BiLSTM (two Bidirectional layers: two pairs): from the second
+    iteration its projection rows and mask reads are deferred (lockstep_deferral.py); a
+    batched call that declines in a later iteration runs them, then the two chains, and the
+    run goes on eager: the sequential bytes."""
     graph, feeds, fetches = _keras_bilstm()
     waits = []
     real_deferrable = LPL.deferrable
@@ -368,10 +403,12 @@ def test_row_reads_wait_for_a_declined_batched_call(monkeypatch):
         return waits[-1]
     monkeypatch.setattr(LPL, "deferrable", deferrable)
     real = BR.runner
-    seen = {"calls": 0, "lazy": 0, "declined": 0, "run": 0}
+    pairs = []  # each batched call's counts
 
     def declining(*args):
         run = real(*args)
+        seen = {"calls": 0, "lazy": 0, "declined": 0, "run": 0}
+        pairs.append(seen)
 
         def once_declined(va, vb, last, lazy=False):
             if not run.kept:  # (a run's first call: the lockstep cleared them)
@@ -388,7 +425,9 @@ def test_row_reads_wait_for_a_declined_batched_call(monkeypatch):
         return once_declined
     monkeypatch.setattr(BR, "runner", declining)
     got = _run(graph, feeds, True, monkeypatch, fetches)
-    assert waits == [True] and seen["declined"] == 2
-    # lazy from the second iteration to the declined fourth, eager after it (7 a run)
-    assert seen["calls"] == 14 and seen["lazy"] == 6
+    ran = [seen for seen in pairs if seen["calls"]]
+    assert waits == [True, True] and len(ran) == 2
+    for seen in ran:
+        # lazy from the second iteration to the declined fourth, eager after it (7 a run)
+        assert seen["declined"] == 2 and seen["calls"] == 14 and seen["lazy"] == 6
     _same(got, _run(graph, feeds, False, monkeypatch, fetches))

@@ -20,13 +20,19 @@ done stacked (a transposed MatMul, a StridedSlice, ...), are not planned: None.
 from tfg.executor import batched_run as BR
 from tfg.executor import batched_selects as SEL
 from tfg.executor import batched_steps as BS
+from tfg.executor.chain_match import aligned
 
 
 def batched(ca, cb):
     """run(va, vb) -> bool for the fused chains `ca` (of one loop's slots va) and `cb` (of
     the other's), or None where they are not the same chain or hold a step not done here."""
     ia, ib = getattr(ca, "io", None), getattr(cb, "io", None)
-    if ia is None or ib is None or len(ia) != len(ib):
+    if ia is None or ib is None:
+        return None
+    # B's members in the order of their partners in A (two exports of one layer may list
+    # them in other orders: chain_match.py)
+    ib = aligned(ia, ib, ca.escaping, cb.escaping)
+    if ib is None:
         return None
     # Each distinct (slot of A, slot of B) read from outside the chain becomes one stacked
     # operand; a member's output one stacked value. A slot pair read in two roles (an axis
@@ -67,13 +73,9 @@ def batched(ca, cb):
         plan.append((kind, fn, ins, outs))
     # the values read outside the chain must be the same member's output in both loops:
     # each loop then takes its row of that stack
-    escaping = []
-    if len(ca.escaping) != len(cb.escaping):
-        return None
-    for sa, sb in zip(ca.escaping, cb.escaping):
-        if made[0].get(sa) != made[1].get(sb):
-            return None
-        escaping.append((made[0][sa], sa, sb))
+    # (aligned matched them: each escaping slot of A with the one of B its partner makes)
+    of_b = {k: sb for sb, k in made[1].items()}
+    escaping = [(made[0][sa], sa, of_b[made[0][sa]]) for sa in ca.escaping]
     steps = _steps(plan)
     if steps is None:
         return None

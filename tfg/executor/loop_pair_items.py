@@ -26,8 +26,11 @@ def pair_loops(items, loops, pair_item):
     while left:
         a = left.pop(0)
         for b in left:
+            # (the path test first: it is cheaper than matching the two loops' cells)
+            if _joined(items, a.id, b.id) or _joined(items, b.id, a.id):
+                continue
             runner = pair_runner(a.fn.program, b.fn.program)
-            if runner is None or _joined(items, a.id, b.id) or _joined(items, b.id, a.id):
+            if runner is None:
                 continue
             left.remove(b)
             a = _merge_items(items, a, b, pair_item(a, b, runner))
