@@ -52,10 +52,12 @@ def _reference(x, w, g):
     return out
 
 
-# (input, filter): a NASNet 1x1 (18 x 176 x 176 = 557K multiply-adds), a skinny 2-row 1x1,
-# a 3x3 on a 3-channel stem (the thin path) and a 3x3 of 8 channels (the plain path)
-SMALL = [((2, 3, 3, 176), (1, 1, 176, 176)), ((2, 1, 1, 64), (1, 1, 64, 600)),
-         ((2, 9, 9, 3), (3, 3, 3, 16)), ((1, 6, 6, 8), (3, 3, 8, 8))]
+# (input, filter), all between OpenBLAS's own one-thread size and the floor: NASNet 1x1s
+# (18 x 176 x 176 and 288 x 44 x 44 = 557K multiply-adds), a skinny 2-row 1x1 (GEMVs), a
+# 3x3 on a 3-channel stem (the thin path, 2M) and a 3x3 of 32 channels (the plain path, 1.3M)
+SMALL = [((2, 3, 3, 176), (1, 1, 176, 176)), ((2, 12, 12, 44), (1, 1, 44, 44)),
+         ((2, 1, 1, 512), (1, 1, 512, 600)), ((2, 48, 48, 3), (3, 3, 3, 16)),
+         ((1, 12, 12, 32), (3, 3, 32, 32))]
 
 
 @pytest.mark.parametrize("xs,ws", SMALL)
@@ -96,13 +98,16 @@ def test_a_gemm_at_the_floor_keeps_the_steps_threads():
 
 def test_the_floor_from_the_environment(monkeypatch):
     run = lambda x: x  # noqa: E731
+    mid = 1 << 20  # between OpenBLAS's own one-thread size and the floor
     assert gemm_floor.serial_below_floor(run, gemm_floor.SMALL_GEMM_MACS) is run
-    assert gemm_floor.serial_below_floor(run, 1000) is not run
+    assert gemm_floor.serial_below_floor(run, mid) is not run
+    # OpenBLAS keeps these on one thread itself: nothing to set
+    assert gemm_floor.serial_below_floor(run, gemm_floor.OPENBLAS_SERIAL_MACS) is run
     monkeypatch.setenv(gemm_floor.ENV_VAR, "0")  # no floor: never wrapped
     assert gemm_floor.gemm_floor() == 0
-    assert gemm_floor.serial_below_floor(run, 1000) is run
-    monkeypatch.setenv(gemm_floor.ENV_VAR, "500")
-    assert gemm_floor.serial_below_floor(run, 1000) is run
+    assert gemm_floor.serial_below_floor(run, mid) is run
+    monkeypatch.setenv(gemm_floor.ENV_VAR, str(mid // 2))
+    assert gemm_floor.serial_below_floor(run, mid) is run
     monkeypatch.setenv(gemm_floor.ENV_VAR, "lots")  # unreadable: the default
     assert gemm_floor.gemm_floor() == gemm_floor.SMALL_GEMM_MACS
 
@@ -115,14 +120,14 @@ def test_a_failing_small_gemm_restores_blas():
         raise ValueError("bad")
 
     with pytest.raises(ValueError, match="bad"):
-        gemm_floor.serial_below_floor(boom, 10)(1, 2)
+        gemm_floor.serial_below_floor(boom, 1 << 20)(1, 2)
     assert sets == [1, 2]
 
 
 def test_nested_serial_calls_restore_once_after_the_last():
     sets = []
     conv_threads.configure(2, sets.append)
-    inner = gemm_floor.serial_below_floor(lambda: sets.append("inner"), 10)
-    outer = gemm_floor.serial_below_floor(lambda: inner(), 10)
+    inner = gemm_floor.serial_below_floor(lambda: sets.append("inner"), 1 << 20)
+    outer = gemm_floor.serial_below_floor(lambda: inner(), 1 << 20)
     outer()
     assert sets == [1, "inner", 2]
