@@ -25,6 +25,10 @@ import statistics
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(1, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import machine  # noqa: E402
+
 WORKER = r'''
 import json, os, sys, time
 sys.path.insert(0, os.getcwd())
@@ -120,7 +124,7 @@ def main():
             print(f"{m:18} {d:24} cpu min {cpu[0]:6.2f} q1 {cpu[len(cpu) // 4]:6.2f} "
                   f"median {med:6.2f} ms  wall {wall:6.2f} ms  cpu/A {med / base[0]:.3f} "
                   f"wall/A {wall / base[1]:.3f}  err {err[(d, m)]:.1e}")
-    print(f"load average {os.getloadavg()[0]:.1f}")
+    print(f"load average {os.getloadavg()[0]:.1f}; machine: {machine.summary(machine.describe())}")
 
 
 if __name__ == "__main__":

@@ -41,6 +41,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
 
 import bench_loops  # noqa: E402 - after the path: the loop rows and their targets
+import machine  # noqa: E402
 
 ALL_ROWS = ["chain", "mlp", "cnn", "keras", "rnn", "loops", "optimize", "grad", "io", "gpu"]
 # tfg / TensorFlow wall-time ratio each row must meet: issue 20's goals (chain: a 5,000-op
@@ -292,6 +293,8 @@ def suite(a):
                          f"choose from {sorted(bench_keras.MODELS)}")
     import bench_run
     tf_python = bench_run.find_tf_python(a.tf_python)
+    host = machine.describe()  # rows from two sessions compare only on the same kind of host
+    print("machine:", machine.summary(host))
     scale = 10 if a.quick else 1
     rows = []
     graphs = [r for r in ["chain", "mlp", "cnn"] if r in want]
@@ -339,7 +342,8 @@ def suite(a):
         print(fmt(r))
     os.makedirs(os.path.dirname(a.out), exist_ok=True)
     with open(a.out, "w") as f:
-        json.dump({"cpu_count": os.cpu_count(), "python": platform.python_version(),
+        json.dump({"cpu_count": os.cpu_count(), "machine": host,
+                   "python": platform.python_version(),
                    "quick": a.quick, "load": a.load, "load_kind": a.load_kind, "reps": max(5, a.reps), "loop_reps": max(a.reps, a.loop_reps), "targets": TARGETS,
                    "wall_s": round(time.perf_counter() - started, 1), "rows": rows},
                   f, indent=1)

@@ -225,3 +225,13 @@ def test_cli_bad_blas_threads_is_a_usage_error(tmp_path, monkeypatch, args, env,
     assert p.returncode == 2, err
     assert match in err and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_openblas_core_names_the_kernels_or_none():
+    """The benchmarks record it: a non-empty name where numpy's BLAS is a findable OpenBLAS
+    (what blas_control_available's ctypes route finds), None where there is none."""
+    core = blas.openblas_core()
+    if blas._openblas_paths():
+        assert isinstance(core, str) and core and core == core.strip()
+    else:
+        assert core is None

@@ -41,6 +41,8 @@ _SET_NAMES = ("openblas_set_num_threads", "scipy_openblas_set_num_threads64_",
               "scipy_openblas_set_num_threads", "openblas_set_num_threads64_")
 _GET_NAMES = ("openblas_get_num_threads", "scipy_openblas_get_num_threads64_",
               "scipy_openblas_get_num_threads", "openblas_get_num_threads64_")
+_CORE_NAMES = ("openblas_get_corename", "scipy_openblas_get_corename64_",
+               "scipy_openblas_get_corename", "openblas_get_corename64_")
 
 _lock = threading.Lock()
 _backend = None  # resolved once: a _Backend, or False when no BLAS can be controlled
@@ -100,6 +102,25 @@ def _ctypes_backend():
         get.restype, get.argtypes = ctypes.c_int, []
         set_.restype, set_.argtypes = None, [ctypes.c_int]
         return _Backend(get, lambda n, f=set_: f(int(n)))
+    return None
+
+
+def openblas_core():
+    """The CPU kernels OpenBLAS chose when it loaded ('Haswell', 'SkylakeX', 'Zen', ...), or
+    None (another BLAS, or none found). Timings from machines with other kernels do not
+    compare (an AVX-512 host runs TensorFlow's oneDNN and OpenBLAS on wider vectors than an
+    AVX2 one): the benchmarks record it beside their numbers."""
+    for path in _openblas_paths():
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        fn = next((getattr(lib, n) for n in _CORE_NAMES if hasattr(lib, n)), None)
+        if fn is not None:
+            fn.restype, fn.argtypes = ctypes.c_char_p, []
+            name = fn()
+            text = name.decode("ascii", "replace").strip() if name else ""
+            return text or None
     return None
 
 

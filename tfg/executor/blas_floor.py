@@ -23,27 +23,20 @@ would cost 0.1-0.6 s once) keep the adaptive count, as does an explicit count (`
 2`, `--blas-threads`, $TFG_BLAS_THREADS): the user's. $TFG_GEMM_FLOOR sets the floor in
 multiply-adds (0: no floor, for comparisons).
 """
-import os
-
 from tfg.executor.blas import ADAPTIVE
 from tfg.executor.contention import choices, meter, threads_for, usable_cores
 from tfg.graphdef.infer import infer
+from tfg.kernels.gemm_floor import SMALL_GEMM_MACS, gemm_floor
 from tfg.schemas.ops import has_trait
 
-FLOOR_MACS = 4 << 20
+FLOOR_MACS = SMALL_GEMM_MACS  # (tfg/kernels/gemm_floor.py: also each small convolution's)
 # Inference runs at about 130 us a node (NASNet's 4,587: 0.63 s). Larger graphs keep the
 # adaptive count: the all-small case is a loop's graph (the rnn row's: 101 nodes, 9 ms).
 _MAX_NODES = 1000
 _MAX_SIGNATURES = 8
 
 
-def floor_macs():
-    """The floor in multiply-adds: $TFG_GEMM_FLOOR, else FLOOR_MACS (0: none)."""
-    text = os.environ.get("TFG_GEMM_FLOOR")
-    try:
-        return max(0, int(text)) if text else FLOOR_MACS
-    except ValueError:
-        return FLOOR_MACS
+floor_macs = gemm_floor  # $TFG_GEMM_FLOOR, else FLOOR_MACS (0: none)
 
 
 def adaptive_count():

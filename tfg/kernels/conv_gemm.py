@@ -23,6 +23,7 @@ pixels are the rows), so those rows go to one GEMV each instead.
 import numpy as np
 from tfg.kernels import conv_chunks, conv_crop, conv_kn2row
 from tfg.kernels.conv_geom import padded, padded_nchw, strided
+from tfg.kernels.gemm_floor import serial_below_floor
 
 # Measured (OpenBLAS 0.3.31, one thread, float32, M x K @ K x N): with M = 2 or 3 and K*N of
 # 32K or more, one GEMV per row took 0.25-0.8x the GEMM's time (2 x 1024 @ 1024 x 1000:
@@ -72,19 +73,23 @@ def prepared(x_shape, w_shape, g, nchw_layout=False, dtype=np.float32, kn2row=Tr
                                     prepared(x_shape, w_shape, g, False, dtype, False))
     n, h, wd, c = x_shape
     kh, kw, _, oc = w_shape
+    macs = n * g.oh * g.ow * kh * kw * c * oc  # small ones on one BLAS thread: gemm_floor.py
     if kh == kw == 1 and not g.has_pad and g.sh == g.sw == 1 and g.oh == h and g.ow == wd:
         rows, out = n * h * wd, (n, h, wd, oc)
         if rows in SKINNY_ROWS:
-            return lambda x, w: matmul(x.reshape(rows, c), w.reshape(c, oc)).reshape(out)
-        return lambda x, w: (x.reshape(rows, c) @ w.reshape(c, oc)).reshape(out)
+            return serial_below_floor(
+                lambda x, w: matmul(x.reshape(rows, c), w.reshape(c, oc)).reshape(out), macs)
+        return serial_below_floor(
+            lambda x, w: (x.reshape(rows, c) @ w.reshape(c, oc)).reshape(out), macs)
     thin = c <= THIN_MAX_CHANNELS and kh * kw * c <= THIN_MAX_K and not (kh == kw == 1)
     chunked = conv_chunks.prepared(x_shape, w_shape, g, dtype, thin)
     if chunked is not None:
         return chunked
     if thin:
         out = (n, g.oh, g.ow, oc)
-        return lambda x, w: (patches_t_nhwc(x, g).T @ w.reshape(-1, oc)).reshape(out)
-    return lambda x, w: nhwc(x, w, g)
+        return serial_below_floor(
+            lambda x, w: (patches_t_nhwc(x, g).T @ w.reshape(-1, oc)).reshape(out), macs)
+    return serial_below_floor(lambda x, w: nhwc(x, w, g), macs)
 
 
 def nhwc(x, w, g):

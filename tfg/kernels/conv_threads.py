@@ -69,6 +69,34 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
+def with_one_blas_thread(run, *args):
+    """run(*args) with BLAS at one thread while a step gives it more, then back at the step's
+    count: the bookkeeping of a threaded chunk call below (concurrent calls restore it once,
+    after the last). gemm_floor.py's small GEMMs run this way."""
+    set_blas = _set_blas
+    if _restore <= 1 or set_blas is None:
+        return run(*args)
+    _enter_serial(set_blas)
+    try:
+        return run(*args)
+    finally:
+        _leave_serial(set_blas)
+
+
+def _enter_serial(set_blas):
+    with _start_lock:
+        if not _inside[0]:
+            set_blas(1)
+        _inside[0] += 1
+
+
+def _leave_serial(set_blas):
+    with _start_lock:
+        _inside[0] -= 1
+        if not _inside[0]:
+            set_blas(_restore)
+
+
 def _helper(tasks):
     while True:
         job = tasks.get()
@@ -119,10 +147,7 @@ def run_chunks(fn, spans, buf_size, dtype):
             done.release()
 
     set_blas = _set_blas
-    with _start_lock:
-        if not _inside[0]:
-            set_blas(1)
-        _inside[0] += 1
+    _enter_serial(set_blas)
     try:
         for tasks in _helpers[:n - 1]:
             tasks.put(helper_job)
@@ -130,9 +155,6 @@ def run_chunks(fn, spans, buf_size, dtype):
         for _ in range(n - 1):
             done.acquire()
     finally:
-        with _start_lock:
-            _inside[0] -= 1
-            if not _inside[0]:
-                set_blas(_restore)
+        _leave_serial(set_blas)
     if errors:
         raise errors[0]
