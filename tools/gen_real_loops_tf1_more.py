@@ -1,0 +1,225 @@
+"""TF1 decoder, scan/fold and nested-control-flow cases of tools/gen_real_loops.py (imported
+by gen_real_loops_tf1.py in its `--tf1` child), NEEDS TENSORFLOW.
+
+- tf1_beam_search_lstm: beam search over an LSTMCell state tuple as TF1 NMT code wrote it
+  (tf.contrib.seq2seq is gone): gather_nd of the parents' states, tf.where (SelectV2) of the
+  finished masks, GNMT length penalty, early stop and maximum_iterations, TensorArrays of
+  ids / parents, a backtracking loop.
+- tf1_greedy_attention_grad: GRU encoder with sequence lengths, Bahdanau attention with a
+  memory mask, an LSTM decoder fed its own argmax through an embedding, stopping when every
+  row has emitted the end token (maximum_iterations bounds it); TensorArrays of logits and
+  alignments.
+- tf1_scan_fold_grad: tf.scan with a tuple state, tf.map_fn with a tf.cond per row and two
+  outputs, tf.foldl and tf.foldr.
+- tf1_loop_in_cond_grad: a while loop inside a tf.cond branch inside a while loop, tf.case in
+  a body, maximum_iterations, stop_gradient.
+- tf1_cfv2_tfgrad: the same kind of graph with control flow v2 (functional While / If), and
+  the gradient While TensorFlow builds for it (TensorList accumulators), run as written.
+"""
+import numpy as np
+import tensorflow as tf
+from tensorflow.python.ops import control_flow_util, rnn, rnn_cell_impl as rc
+
+from gen_real_loops_tf1 import session_case
+
+tf1 = tf.compat.v1
+
+
+def dense(name, n_in, n_out, bias=True):
+    """tf1.layers.Dense (not in Keras 3) as TF1 code wrote it: kernel and bias variables."""
+    with tf1.variable_scope(name):
+        kernel = tf1.get_variable("kernel", (n_in, n_out))
+        b = tf1.get_variable("bias", (n_out,), initializer=tf1.random_normal_initializer(
+            stddev=0.1)) if bias else None
+    return lambda x: (tf.tensordot(x, kernel, 1) if b is None
+                      else tf.nn.bias_add(tf.tensordot(x, kernel, 1), b))
+
+
+def beam_search_lstm(out, name, batch=2, width=3, vocab=11, units=8, end=1, max_len=7):
+    g = tf.Graph()
+    with g.as_default():
+        tf1.set_random_seed(121)
+        rng = np.random.RandomState(122)
+        enc = tf1.placeholder(tf.float32, (batch, units), name="encoder_state")
+        # read outside the loop: a ResourceGather in the loop freezes into a GatherV2 whose
+        # new axis Const is outside the frame (TensorFlow then refuses its own graph)
+        emb = tf.convert_to_tensor(tf1.get_variable("embedding", (vocab, units)))
+        cell = rc.LSTMCell(units)
+        proj = dense("output_projection", units, vocab)
+        tile = lambda t: tf.reshape(tf.tile(t[:, None], [1, width, 1]), [batch * width, -1])
+        state = rc.LSTMStateTuple(tile(tf.tanh(enc)), tile(enc))
+        scores = tf.tile(tf.constant([[0.0] + [-np.inf] * (width - 1)]), [batch, 1])
+        lengths = tf.zeros([batch, width], tf.int32)
+        finished = tf.zeros([batch, width], tf.bool)
+        tokens = tf.zeros([batch * width], tf.int32)
+        ids_ta = tf1.TensorArray(tf.int32, size=0, dynamic_size=True, name="ids")
+        par_ta = tf1.TensorArray(tf.int32, size=0, dynamic_size=True, name="parents")
+
+        def body(t, c, h, tokens, scores, lengths, finished, ids_ta, par_ta):
+            out_, (c, h) = cell(tf.gather(emb, tokens), rc.LSTMStateTuple(c, h))
+            logp = tf.reshape(tf.nn.log_softmax(proj(out_)), [batch, width, vocab])
+            eos_only = tf.where(tf.equal(tf.range(vocab), end), 0.0, -np.inf)
+            logp = tf.where(finished[:, :, None], eos_only[None, None], logp)
+            total = tf.reshape(scores[:, :, None] + logp, [batch, width * vocab])
+            new_len = lengths + tf.cast(tf.logical_not(finished), tf.int32)
+            penalty = tf.pow((5.0 + tf.cast(new_len + 1, tf.float32)) / 6.0, 0.6)
+            norm = total / tf.reshape(tf.tile(penalty[:, :, None], [1, 1, vocab]),
+                                      [batch, -1])
+            _, flat = tf.nn.top_k(norm, k=width)
+            parent, token = flat // vocab, flat % vocab
+            where = tf.stack([tf.tile(tf.range(batch)[:, None], [1, width]), parent], 2)
+            pick = lambda s: tf.reshape(tf.gather_nd(tf.reshape(s, [batch, width, -1]), where),
+                                        [batch * width, -1])
+            scores = tf.gather(total, flat, batch_dims=1)
+            finished = tf.logical_or(tf.gather_nd(finished, where), tf.equal(token, end))
+            return (t + 1, pick(c), pick(h), tf.reshape(token, [-1]), scores,
+                    tf.gather_nd(new_len, where), finished, ids_ta.write(t, token),
+                    par_ta.write(t, parent))
+
+        loop = tf1.while_loop(
+            lambda t, *a: tf.logical_not(tf.reduce_all(a[5])), body,
+            (tf.constant(0), state.c, state.h, tokens, scores, lengths, finished, ids_ta,
+             par_ta), maximum_iterations=max_len)
+        n, scores, lengths, finished, ids_ta, par_ta = [loop[i] for i in (0, 4, 5, 6, 7, 8)]
+        out_ta = tf1.TensorArray(tf.int32, size=n, name="decoded")
+
+        def back(t, beams, out_ta):
+            ids = tf.gather(ids_ta.read(t), beams, batch_dims=1)
+            return t - 1, tf.gather(par_ta.read(t), beams, batch_dims=1), out_ta.write(t, ids)
+
+        _, _, out_ta = tf1.while_loop(lambda t, *_: t >= 0, back,
+                                      [n - 1, tf.tile(tf.range(width)[None], [batch, 1]),
+                                       out_ta])
+        fetches = [tf.transpose(out_ta.stack(), [1, 2, 0], name="decoded_ids"),
+                   tf.identity(scores, name="scores"), tf.identity(lengths, name="lengths"),
+                   tf.identity(finished, name="finished"), tf.identity(n, name="steps")]
+    feeds = {"encoder_state:0": (rng.randn(batch, units) * 1.5).astype(np.float32)}
+    session_case(out, name, g, feeds, "TF1 beam search (LSTMCell, gather_nd, length penalty)",
+                 fetches=fetches)
+
+
+def greedy_attention(out, name, b=3, src=6, f=5, units=8, vocab=7, end=2, max_len=6):
+    g = tf.Graph()
+    with g.as_default():
+        tf1.set_random_seed(131)
+        rng = np.random.RandomState(132)
+        source = tf1.placeholder(tf.float32, (b, src, f), name="source")
+        src_len = tf1.placeholder(tf.int32, (b,), name="source_lengths")
+        memory, enc_state = rnn.dynamic_rnn(rc.GRUCell(units), source, src_len,
+                                            dtype=tf.float32, scope="encoder")
+        mask = tf.sequence_mask(src_len, src)
+        keys = dense("memory_layer", units, units, bias=False)(memory)
+        w_q = tf1.get_variable("attention/query", (units, units))
+        v = tf1.get_variable("attention/v", (units,))
+        emb = tf.convert_to_tensor(tf1.get_variable("embedding", (vocab, units)))
+        cell = rc.LSTMCell(units, name="decoder_cell")
+        proj = dense("output_projection", 2 * units, vocab)
+        logits_ta = tf1.TensorArray(tf.float32, size=0, dynamic_size=True, name="logits")
+        align_ta = tf1.TensorArray(tf.float32, size=0, dynamic_size=True, name="alignments")
+
+        def body(t, c, h, token, done, logits_ta, align_ta):
+            score = tf.reduce_sum(v * tf.tanh(keys + tf.matmul(h, w_q)[:, None]), 2)
+            alpha = tf.nn.softmax(tf.where(mask, score, tf.fill(tf.shape(score), -1e9)))
+            context = tf.reduce_sum(alpha[:, :, None] * memory, 1)
+            x = tf.concat([tf.gather(emb, token), context], 1)
+            o, (c, h) = cell(x, rc.LSTMStateTuple(c, h))
+            logits = proj(tf.concat([o, context], 1))
+            token = tf.argmax(logits, 1, output_type=tf.int32)
+            done = tf.logical_or(done, tf.equal(token, end))
+            return t + 1, c, h, token, done, logits_ta.write(t, logits), align_ta.write(t, alpha)
+
+        loop = tf1.while_loop(
+            lambda t, c, h, token, done, *_: tf.logical_not(tf.reduce_all(done)), body,
+            (tf.constant(0), enc_state, enc_state, tf.zeros([b], tf.int32),
+             tf.zeros([b], tf.bool), logits_ta, align_ta), maximum_iterations=max_len)
+        logits, align = loop[5].stack(), loop[6].stack()
+        loss = tf.add(tf.reduce_mean(tf.reduce_logsumexp(logits, 2)),
+                      tf.reduce_sum(align * align), name="loss")
+        xs = [v for v in tf1.trainable_variables() if "bias" not in v.name] + [source]
+    feeds = {"source:0": rng.randn(b, src, f).astype(np.float32),
+             "source_lengths:0": np.array([6, 3, 4], np.int32)}
+    session_case(out, name, g, feeds, "TF1 greedy attention decoder (early stop)", loss, xs)
+
+
+def scan_fold(out, name, b=3, t=5, f=4):
+    g = tf.Graph()
+    with g.as_default():
+        rng = np.random.RandomState(142)
+        x = tf1.placeholder(tf.float32, (b, t, f), name="x")
+        W = tf.constant((rng.randn(f, f) * 0.5).astype(np.float32), name="W")
+        U = tf.constant((rng.randn(f, f) * 0.5).astype(np.float32), name="U")
+        elems = tf.transpose(x, [1, 0, 2])
+        hs, sums = tf1.scan(
+            lambda acc, e: (tf.tanh(tf.matmul(e, W) + tf.matmul(acc[0], U)),
+                            acc[1] + tf.reduce_sum(acc[0], 1)),
+            elems, initializer=(tf.zeros([b, f]), tf.zeros([b])))
+        rows, norms = tf1.map_fn(
+            lambda r: (tf1.cond(tf.reduce_sum(r) > 0.0, lambda: tf.matmul(r, W),
+                                lambda: tf.nn.softplus(r)), tf.norm(r)),
+            x, dtype=(tf.float32, tf.float32))
+        fl = tf1.foldl(lambda a, e: a * 0.9 + tf.matmul(e, U), elems, initializer=tf.zeros([b, f]))
+        fr = tf1.foldr(lambda a, e: tf.maximum(a, tf.matmul(e, W)), elems)
+        loss = tf.add(tf.reduce_sum(hs * hs) + tf.reduce_sum(sums) + tf.reduce_sum(rows ** 2),
+                      tf.reduce_sum(norms) + tf.reduce_sum(fl * fr), name="loss")
+    feeds = {"x:0": rng.randn(b, t, f).astype(np.float32)}
+    session_case(out, name, g, feeds, "TF1 scan / map_fn / foldl / foldr", loss,
+                 [W, U, x])
+
+
+def loop_in_cond(out, name, b=2, f=3):
+    g = tf.Graph()
+    with g.as_default():
+        rng = np.random.RandomState(152)
+        x = tf1.placeholder(tf.float32, (b, f), name="x")
+        n = tf1.placeholder(tf.int32, (), name="n")
+        W = tf.constant((rng.randn(f, f) * 0.7).astype(np.float32), name="W")
+        V = tf.constant((rng.randn(f, f) * 0.7).astype(np.float32), name="V")
+
+        def body(i, h):
+            def looped():  # a while loop inside a cond branch inside the outer loop
+                return tf1.while_loop(lambda j, a: j < i, lambda j, a: (j + 1, tf.tanh(
+                    tf.matmul(a, W))), [0, h])[1]
+            h = tf1.cond(tf.equal(i % 2, 0), looped, lambda: tf.matmul(h, V))
+            h = tf1.case([(tf.equal(i % 3, 0), lambda: tf.sigmoid(h) + h),
+                          (tf.equal(i % 3, 1), lambda: h * tf.stop_gradient(h))],
+                         default=lambda: tf.sin(h))
+            return i + 1, h
+
+        _, h = tf1.while_loop(lambda i, h: tf.reduce_max(tf.abs(h)) < 1e4, body, (0, x),
+                              maximum_iterations=n)
+        loss = tf.identity(tf.reduce_sum(h * h) + tf.reduce_sum(h), name="loss")
+    feeds = {"x:0": rng.randn(b, f).astype(np.float32), "n:0": np.array(5, np.int32)}
+    session_case(out, name, g, feeds, "TF1 while in cond in while, tf.case", loss, [W, V, x])
+
+
+def cfv2(out, name, b=2, f=3):
+    control_flow_util.ENABLE_CONTROL_FLOW_V2 = True
+    try:
+        g = tf.Graph()
+        with g.as_default():
+            rng = np.random.RandomState(162)
+            x = tf1.placeholder(tf.float32, (b, f), name="x")
+            W = tf.constant((rng.randn(f, f) * 0.7).astype(np.float32), name="W")
+            ta = tf.TensorArray(tf.float32, size=4)
+
+            def body(i, h, ta):
+                h = tf.cond(tf.equal(i % 2, 0), lambda: tf.tanh(tf.matmul(h, W)),
+                            lambda: tf.sin(h) * 2.0)
+                return i + 1, h, ta.write(i, h)
+
+            _, h, ta = tf.while_loop(lambda i, *_: i < 4, body, [0, x, ta])
+            loss = tf.identity(tf.reduce_sum(ta.stack() ** 2) + tf.reduce_sum(h), name="loss")
+            gw, gx = tf1.gradients(loss, [W, x])
+            fetches = [loss, tf.identity(gw, name="grad_W"), tf.identity(gx, name="grad_x")]
+        feeds = {"x:0": rng.randn(b, f).astype(np.float32)}
+        session_case(out, name, g, feeds, "TF1 graph, control flow v2 (While/If) and its "
+                     "TensorFlow gradient", fetches=fetches)
+    finally:
+        control_flow_util.ENABLE_CONTROL_FLOW_V2 = False
+
+
+CASES = {"tf1_beam_search_lstm": beam_search_lstm,
+         "tf1_greedy_attention_grad": greedy_attention,
+         "tf1_scan_fold_grad": scan_fold,
+         "tf1_loop_in_cond_grad": loop_in_cond,
+         "tf1_cfv2_tfgrad": cfv2}
