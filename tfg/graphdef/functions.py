@@ -48,6 +48,9 @@ CALL_OPS = frozenset({"PartitionedCall", "StatefulPartitionedCall"})
 IF_OPS = frozenset({"If", "StatelessIf"})  # lowered to Switch/Merge (tfg.graphdef.lower_if)
 WHILE_OPS = frozenset({"While", "StatelessWhile"})  # lowered to a v1 loop (lower_while)
 CASE_OPS = frozenset({"Case", "StatelessCase"})  # lowered to Switch/Merge (lower_if)
+# The functional ops tfg inlines or lowers when it loads a graph (they have no signature of
+# their own: what runs is their bodies).
+LOWERED_OPS = CALL_OPS | IF_OPS | WHILE_OPS | CASE_OPS
 # Functional ops whose bodies tfg would have to lower (v2 control flow) or differentiate.
 UNSUPPORTED_OPS = {
     "For": "a functional For loop", "SymbolicGradient": "a symbolic gradient function",
