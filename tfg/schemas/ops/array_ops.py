@@ -252,6 +252,16 @@ op("ScatterNd",
    outputs=["output: T"],
    attrs=["T: type", "Tindices: {int16, int32, int64}", "bad_indices_policy: string = ''"],
    shape_fn=from_shape_input(2))
+# TensorScatterUpdate / Add / Sub / Min / Max: `tensor` with the slices at `indices` (GatherNd
+# addressing) replaced or combined with `updates`; the output has the tensor's shape.
+for _name in ("TensorScatterUpdate", "TensorScatterAdd", "TensorScatterSub",
+              "TensorScatterMin", "TensorScatterMax"):
+    op(_name,
+       inputs=["tensor: T", "indices: Tindices", "updates: T"],
+       outputs=["output: T"],
+       attrs=["T: type", "Tindices: {int16, int32, int64, uint16}",
+              "bad_indices_policy: string = ''"],
+       shape_fn=unchanged)
 op("UnsortedSegmentSum",
    inputs=["data: T", "segment_ids: Tindices", "num_segments: Tnumsegments"],
    outputs=["output: T"],
@@ -296,6 +306,13 @@ op("Fill",
    inputs=["dims: index_type", "value: T"],
    outputs=["output: T"],
    attrs=["T: type", "index_type: {int32, int64} = DT_INT32"],
+   shape_fn=from_shape_input(0))
+# Empty: a tensor of the given shape whose contents are undefined (tfg gives zeros, which
+# `init=true` asks for), e.g. tf.nn.ctc_loss's scan accumulators.
+op("Empty",
+   inputs=["shape: int32"],
+   outputs=["output: dtype"],
+   attrs=["dtype: type", "init: bool = false"],
    shape_fn=from_shape_input(0))
 op("ZerosLike",
    inputs=["x: T"],
