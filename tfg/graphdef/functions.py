@@ -293,6 +293,11 @@ def _inline_call(graph, call, lib, chain):
         new_nodes.append(node)
         if is_functional(nd, lib):
             nested.append((node.name, chain + (fname,)))
+            if gate is not None and nd.input:
+                # The gate covers nested bodies too: inlined later, their constants then
+                # wait on it, staying in this call's loop frame (a While's cond wrapper
+                # calling the cond by name, as tf.nn.ctc_loss's scans write it).
+                node.inputs = list(node.inputs) + ["^" + gate]
 
     rets = []
     for arg in sig.output_arg:
