@@ -192,7 +192,9 @@ CASES = {"keras_convlstm_functional": lambda o, n: convlstm(o, n, False),
          "tf2_beam_search_functional": beam_search_tf2}
 TF1 = ["tf1_multirnn_timemajor_grad", "tf1_multirnn_timemajor_grad_tfgrad",
        "tf1_bidir_zero_length_grad", "tf1_beam_search_lstm", "tf1_greedy_attention_grad",
-       "tf1_scan_fold_grad", "tf1_loop_in_cond_grad", "tf1_cfv2_tfgrad"]
+       "tf1_scan_fold_grad", "tf1_loop_in_cond_grad", "tf1_cfv2_tfgrad",
+       "tf1_raw_rnn_swap_grad", "tf1_raw_rnn_swap_grad_tfgrad", "tf1_ctc_dense_grad",
+       "tf1_ctc_dense_grad_tfgrad"]
 
 
 def main():

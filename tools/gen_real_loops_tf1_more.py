@@ -15,6 +15,11 @@ by gen_real_loops_tf1.py in its `--tf1` child), NEEDS TENSORFLOW.
   a body, maximum_iterations, stop_gradient.
 - tf1_cfv2_tfgrad: the same kind of graph with control flow v2 (functional While / If), and
   the gradient While TensorFlow builds for it (TensorList accumulators), run as written.
+- tf1_raw_rnn_swap_grad (and _tfgrad): tf.nn.raw_rnn's loop_fn protocol with a GRUCell,
+  swap_memory, parallel_iterations=1.
+- tf1_ctc_dense_grad (and _tfgrad): tf.nn.ctc_loss with dense labels, whose forward-backward
+  recursions are functional While loops (TensorScatterUpdate / Add, Empty; the cond a
+  wrapper function calling another by name).
 """
 import numpy as np
 import tensorflow as tf
@@ -223,3 +228,59 @@ CASES = {"tf1_beam_search_lstm": beam_search_lstm,
          "tf1_scan_fold_grad": scan_fold,
          "tf1_loop_in_cond_grad": loop_in_cond,
          "tf1_cfv2_tfgrad": cfv2}
+
+
+def raw_rnn_case(out, name, b=3, t=5, f=4, units=6):
+    """tf.nn.raw_rnn (loop_fn reading a TensorArray, per-row finished flags from sequence
+    lengths) with a GRUCell, swap_memory and parallel_iterations=1."""
+    g = tf.Graph()
+    with g.as_default():
+        tf1.set_random_seed(191)
+        rng = np.random.RandomState(192)
+        x = tf1.placeholder(tf.float32, (t, b, f), name="inputs")
+        lengths = tf1.placeholder(tf.int32, (b,), name="lengths")
+        inputs_ta = tf1.TensorArray(tf.float32, size=t).unstack(x)
+        cell = rc.GRUCell(units)
+
+        def loop_fn(time, cell_output, cell_state, loop_state):
+            emit = cell_output
+            state = cell.zero_state(b, tf.float32) if cell_output is None else cell_state
+            finished = time >= lengths
+            nxt = tf1.cond(tf.reduce_all(finished), lambda: tf.zeros([b, f]),
+                           lambda: inputs_ta.read(tf.minimum(time, t - 1)))
+            return finished, nxt, state, emit, None
+
+        out_ta, final, _ = tf1.nn.raw_rnn(cell, loop_fn, parallel_iterations=1,
+                                          swap_memory=True)
+        loss = tf.add(tf.reduce_sum(tf.tanh(out_ta.stack()) ** 2), tf.reduce_sum(final),
+                      name="loss")
+        xs = tf1.trainable_variables() + [x]
+    feeds = {"inputs:0": rng.randn(t, b, f).astype(np.float32),
+             "lengths:0": np.array([5, 2, 4], np.int32)}
+    session_case(out, name, g, feeds, "TF1 raw_rnn GRU (swap_memory)", loss, xs, tfgrad=True)
+
+
+def ctc_case(out, name, b=2, t=7, classes=5):
+    """tf.nn.ctc_loss with dense labels (ctc_loss_dense: forward-backward in tf.scan loops
+    over log-probabilities) and its gradient w.r.t. the logits and a projection."""
+    g = tf.Graph()
+    with g.as_default():
+        rng = np.random.RandomState(202)
+        feats = tf1.placeholder(tf.float32, (b, t, 4), name="features")
+        labels = tf1.placeholder(tf.int32, (b, 3), name="labels")
+        label_len = tf1.placeholder(tf.int32, (b,), name="label_length")
+        logit_len = tf1.placeholder(tf.int32, (b,), name="logit_length")
+        W = tf.constant(rng.randn(4, classes).astype(np.float32), name="W")
+        logits = tf.tensordot(feats, W, 1)
+        loss = tf.reduce_sum(tf.nn.ctc_loss(labels, logits, label_len, logit_len,
+                                            logits_time_major=False, blank_index=0),
+                             name="loss")
+    feeds = {"features:0": rng.randn(b, t, 4).astype(np.float32),
+             "labels:0": np.array([[1, 2, 2], [3, 4, 0]], np.int32),
+             "label_length:0": np.array([3, 2], np.int32),
+             "logit_length:0": np.array([7, 5], np.int32)}
+    session_case(out, name, g, feeds, "TF1 CTC loss (dense labels: scan loops)", loss,
+                 [W, g.get_tensor_by_name("features:0")], tfgrad=True)
+
+
+CASES.update({"tf1_raw_rnn_swap_grad": raw_rnn_case, "tf1_ctc_dense_grad": ctc_case})
