@@ -24,10 +24,11 @@ CASES = sorted(p.name for p in CASE_ROOT.iterdir() if (p / "case.json").exists()
 MODES = ["run", "optimize", "partition", "cluster"]
 FULL = os.environ.get("TFG_REAL_MODELS") == "full"
 CI = {"optimize": {"tf1_beam_search_lstm", "tf2_loops_functional", "tf1_cfv2_tfgrad",
-                   "keras_convlstm_functional"},
+                   "keras_convlstm_functional", "tf2_lstm_tape_tfgrad"},
       "partition": {"tf1_loop_in_cond_grad", "tf1_cfv2_tfgrad", "tf2_beam_search_functional",
                     "tf1_multirnn_timemajor_grad", "tf1_ctc_dense_grad"},
-      "cluster": {"tf1_cfv2_tfgrad", "tf2_beam_search_functional"}}
+      "cluster": {"tf1_cfv2_tfgrad", "tf2_beam_search_functional",
+                  "tf2_dynamic_shapes_functional"}}
 
 
 def _params():
@@ -65,4 +66,4 @@ def test_sweep_covers_its_loops():
         assert op in ops, op
     assert {m["kind"] for m in metas.values()} == {"run", "grad"}
     size = sum(f.stat().st_size for f in CASE_ROOT.rglob("*") if f.is_file())
-    assert size < 1_000_000, size
+    assert size < 1_200_000, size

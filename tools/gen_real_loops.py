@@ -20,7 +20,8 @@ What tests/fixtures/real_models/ did not have yet:
   in tf.function; frozen with convert_variables_to_constants_v2 keeping the functional While
   / If with TensorList ops (`_functional`), and differentiated by `tfg grad` against a
   GradientTape (`_grad`: lowered to v1 control flow by TensorFlow, except the RNN variants'
-  whose While tfg lowers itself).
+  whose While tfg lowers itself); tools/gen_real_loops_tf2_more.py: a tape gradient inside a
+  tf.function, Keras StackedRNNCells, a loop whose tensors change shape.
 """
 import argparse
 import os
@@ -32,6 +33,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+import gen_real_loops_tf2_more  # noqa: E402  (more TF2 cases)
 from gen_real_models import freeze, keras_mods, write_case  # noqa: E402
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "fixtures",
@@ -190,6 +192,7 @@ CASES = {"keras_convlstm_functional": lambda o, n: convlstm(o, n, False),
          "tf2_loops_functional": lambda o, n: tf_loops(o, n, False),
          "tf2_loops_grad": lambda o, n: tf_loops(o, n, True),
          "tf2_beam_search_functional": beam_search_tf2}
+CASES.update(gen_real_loops_tf2_more.CASES)
 TF1 = ["tf1_multirnn_timemajor_grad", "tf1_multirnn_timemajor_grad_tfgrad",
        "tf1_bidir_zero_length_grad", "tf1_beam_search_lstm", "tf1_greedy_attention_grad",
        "tf1_scan_fold_grad", "tf1_loop_in_cond_grad", "tf1_cfv2_tfgrad",
