@@ -262,12 +262,14 @@ for _name in ("TensorScatterUpdate", "TensorScatterAdd", "TensorScatterSub",
        attrs=["T: type", "Tindices: {int16, int32, int64, uint16}",
               "bad_indices_policy: string = ''"],
        shape_fn=unchanged)
-op("UnsortedSegmentSum",
-   inputs=["data: T", "segment_ids: Tindices", "num_segments: Tnumsegments"],
-   outputs=["output: T"],
-   attrs=["T: numbertype", "Tindices: {int16, int32, int64}",
-          "Tnumsegments: {int32, int64} = DT_INT32"],
-   shape_fn=unsorted_segment_sum)
+for _name, _t in (("UnsortedSegmentSum", "T: numbertype"), ("UnsortedSegmentProd", "T: numbertype"),
+                  ("UnsortedSegmentMax", "T: realnumbertype"),
+                  ("UnsortedSegmentMin", "T: realnumbertype")):
+    op(_name,
+       inputs=["data: T", "segment_ids: Tindices", "num_segments: Tnumsegments"],
+       outputs=["output: T"],
+       attrs=[_t, "Tindices: {int16, int32, int64}", "Tnumsegments: {int32, int64} = DT_INT32"],
+       shape_fn=unsorted_segment_sum)
 op("DynamicStitch",
    inputs=["indices: N * int32", "data: N * T"],
    outputs=["merged: T"],
