@@ -197,7 +197,8 @@ TF1 = ["tf1_multirnn_timemajor_grad", "tf1_multirnn_timemajor_grad_tfgrad",
        "tf1_bidir_zero_length_grad", "tf1_beam_search_lstm", "tf1_greedy_attention_grad",
        "tf1_scan_fold_grad", "tf1_loop_in_cond_grad", "tf1_cfv2_tfgrad",
        "tf1_raw_rnn_swap_grad", "tf1_raw_rnn_swap_grad_tfgrad", "tf1_ctc_dense_grad",
-       "tf1_ctc_dense_grad_tfgrad"]
+       "tf1_ctc_dense_grad_tfgrad", "tf1_segment_sort_loop_grad",
+       "tf1_segment_sort_loop_grad_tfgrad"]
 
 
 def main():

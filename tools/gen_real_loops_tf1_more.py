@@ -20,6 +20,8 @@ by gen_real_loops_tf1.py in its `--tf1` child), NEEDS TENSORFLOW.
 - tf1_ctc_dense_grad (and _tfgrad): tf.nn.ctc_loss with dense labels, whose forward-backward
   recursions are functional While loops (TensorScatterUpdate / Add, Empty; the cond a
   wrapper function calling another by name).
+- tf1_segment_sort_loop_grad (and _tfgrad): unsorted_segment_max, sort / argsort, reverse
+  cumsum, cumprod, l2_normalize, softmax in a while body.
 """
 import numpy as np
 import tensorflow as tf
@@ -284,3 +286,31 @@ def ctc_case(out, name, b=2, t=7, classes=5):
 
 
 CASES.update({"tf1_raw_rnn_swap_grad": raw_rnn_case, "tf1_ctc_dense_grad": ctc_case})
+
+
+def segment_sort_loop(out, name):
+    """A while loop whose body reduces rows by unsorted segment max, sorts and argsorts them,
+    and takes reverse cumsum / cumprod / l2_normalize / softmax."""
+    g = tf.Graph()
+    with g.as_default():
+        rng = np.random.RandomState(212)
+        x = tf1.placeholder(tf.float32, (6, 4), name="x")
+        ids = tf.constant([0, 0, 1, 2, 2, 2])
+
+        def body(i, v):
+            m = tf.math.unsorted_segment_max(v, ids, 3)
+            v = v + tf.gather(m, ids) * 0.1 + tf.math.cumsum(v, axis=0, reverse=True) * 0.05
+            v = tf.sort(v, axis=1, direction="DESCENDING") * 0.9 + tf.cast(
+                tf.argsort(v, axis=1), tf.float32) * 0.01
+            v = tf.nn.l2_normalize(v, axis=1) + tf.nn.softmax(v) \
+                + tf.math.cumprod(v * 0.3 + 1.0, axis=1) * 0.1
+            return i + 1, v
+
+        _, y = tf1.while_loop(lambda i, v: i < 3, body, [0, x])
+        loss = tf.reduce_sum(tf.sin(y) * y, name="loss")
+    feeds = {"x:0": rng.randn(6, 4).astype(np.float32)}
+    session_case(out, name, g, feeds, "TF1 loop of segment max, sort, cumprod", loss, [x],
+                 tfgrad=True)
+
+
+CASES["tf1_segment_sort_loop_grad"] = segment_sort_loop
