@@ -198,7 +198,7 @@ TF1 = ["tf1_multirnn_timemajor_grad", "tf1_multirnn_timemajor_grad_tfgrad",
        "tf1_scan_fold_grad", "tf1_loop_in_cond_grad", "tf1_cfv2_tfgrad",
        "tf1_raw_rnn_swap_grad", "tf1_raw_rnn_swap_grad_tfgrad", "tf1_ctc_dense_grad",
        "tf1_ctc_dense_grad_tfgrad", "tf1_segment_sort_loop_grad",
-       "tf1_segment_sort_loop_grad_tfgrad"]
+       "tf1_segment_sort_loop_grad_tfgrad", "tf1_train_loop_resource", "tf1_train_loop_ref"]
 
 
 def main():

@@ -22,6 +22,8 @@ by gen_real_loops_tf1.py in its `--tf1` child), NEEDS TENSORFLOW.
   wrapper function calling another by name).
 - tf1_segment_sort_loop_grad (and _tfgrad): unsorted_segment_max, sort / argsort, reverse
   cumsum, cumprod, l2_normalize, softmax in a while body.
+- tf1_train_loop_resource / _ref: SGD steps in a while loop updating variables (resource /
+  TF1 reference variables), tf.gradients taken inside the body.
 """
 import numpy as np
 import tensorflow as tf
@@ -314,3 +316,48 @@ def segment_sort_loop(out, name):
 
 
 CASES["tf1_segment_sort_loop_grad"] = segment_sort_loop
+
+
+def train_loop(out, name, ref):
+    """Five SGD steps inside a while loop (parallel_iterations=1): the body reads the weight
+    variable, takes tf.gradients of the loss inside the loop and assign_subs it, counting in
+    a second variable; the variables stay (not frozen: `init` runs the initializer). `ref`:
+    TF1 reference variables (the body reads w through w/read, which aliases the variable's
+    buffer in TensorFlow, so each iteration sees the previous update), else resource
+    variables (ReadVariableOp in the body)."""
+    from gen_real_models import write_case  # noqa: PLC0415
+    g = tf.Graph()
+    with g.as_default():
+        rng = np.random.RandomState(222)
+        x = tf1.placeholder(tf.float32, (4, 3), name="x")
+        t = tf1.placeholder(tf.float32, (4, 2), name="t")
+        w = tf1.get_variable("w", initializer=(rng.randn(3, 2) * 0.5).astype(np.float32),
+                             use_resource=not ref)
+        steps = tf1.get_variable("steps", initializer=np.int32(0), use_resource=not ref)
+
+        def read(v):
+            return tf.identity(v) if ref else v.read_value()
+
+        def body(i, losses):
+            wv = read(w)
+            loss = tf.reduce_mean(tf.square(tf.tanh(x @ wv) - t))
+            with tf.control_dependencies([tf1.assign_sub(w, 0.5 * tf.gradients(loss, wv)[0]),
+                                          tf1.assign_add(steps, 1)]):
+                return i + 1, losses.write(i, loss)
+
+        _, ta = tf1.while_loop(lambda i, _: i < 5, body, [0, tf1.TensorArray(tf.float32, 5)],
+                               parallel_iterations=1)
+        losses = tf.identity(ta.stack(), name="losses")
+        with tf.control_dependencies([losses]):
+            tf.identity(read(w), name="final_w")
+            tf.identity(read(steps), name="count")
+        tf.group(tf1.global_variables_initializer(), name="init")
+    feeds = {"x:0": rng.randn(4, 3).astype(np.float32),
+             "t:0": (rng.randn(4, 2) * 0.5).astype(np.float32)}
+    write_case(out, name, g.as_graph_def(), feeds, "TF1 SGD steps in a while loop ("
+               + ("reference" if ref else "resource") + " variables)",
+               fetches=["losses:0", "final_w:0", "count:0"], init=["init"])
+
+
+CASES["tf1_train_loop_resource"] = lambda o, n: train_loop(o, n, False)
+CASES["tf1_train_loop_ref"] = lambda o, n: train_loop(o, n, True)
