@@ -9,6 +9,8 @@ Modes, how the graph reaches `tfg run` (all through pipes between CLI processes)
     run        tfg run on the graph as it is (grad cases: tfg grad first)
     optimize   tfg optimize --keep <fetch nodes> first
     pipeline   tfg grad | tfg optimize | tfg partition --devices cpu:3 | tfg run --devices cpu:3
+    partition  tfg grad | tfg partition --devices cpu:2 | tfg run --devices cpu:2 (not
+               optimized first: the graph's own loops, split across two devices)
     cluster    tfg partition --cluster SPEC | tfg run --cluster SPEC (two `tfg worker`s)
 
 `check_case` raises CaseFailure with one line saying what differed.
@@ -72,6 +74,9 @@ def pipeline_command(case_dir, meta, mode, out, cluster=None, tfg=TFG):
     elif mode == "pipeline":
         pipe = (f"{stage0} | {tfg} optimize - --keep {keep} | {tfg} partition - --devices cpu:3 "
                 f"| {tfg} run - --devices cpu:3 {run_args}")
+    elif mode == "partition":
+        pipe = (f"{stage0} | {tfg} partition - --devices cpu:2 "
+                f"| {tfg} run - --devices cpu:2 {run_args}")
     elif mode == "cluster":
         pipe = (f"{stage0} | {tfg} partition - --cluster {cluster} "
                 f"| {tfg} run - --cluster {cluster} {run_args}")

@@ -162,6 +162,14 @@ SPECS = {
     "SegmentMean": ([P(r(4, 2)), C([0, 0, 0, 2], i32)], {}),
     "SegmentMax": ([P(away(4, 2)), C([0, 1, 1, 1], i32)], {}),
     "SegmentMin": ([P(away(4, 2)), C([0, 0, 1, 1], i32)], {}),
+    "UnsortedSegmentMax": ([P(away(5, 2)), C([2, -1, 0, 1, 2], i32), C(3, i32)], {}),
+    "UnsortedSegmentMin": ([P(away(4, 2)), C([1, 1, 0, 1], i32), C(2, i32)], {}),
+    "UnsortedSegmentProd": ([P(away(4, 2)), C([0, 2, 0, 2], i32), C(3, i32)], {}),
+    "TensorScatterUpdate": ([P(r(4, 2)), C([[3], [0]], i32), P(r(2, 2))], {}),
+    "TensorScatterAdd": ([P(r(4, 2)), C([[3], [0], [3]], i32), P(r(3, 2))], {}),
+    "TensorScatterSub": ([P(r(3, 2)), C([[1, 1], [0, 0]], i32), P(r(2))], {}),
+    "TensorScatterMax": ([P(away(4, 2)), C([[3], [0]], i32), P(away(2, 2))], {}),
+    "TensorScatterMin": ([P(away(4, 2)), C([[1], [2]], i32), P(away(2, 2))], {}),
 }
 _M = r(2, 3, 3) + 3 * np.eye(3)
 SPECS.update({

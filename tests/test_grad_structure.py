@@ -167,6 +167,16 @@ def test_errors_name_the_problem():
         grad(b.graph, "y", "x")
     with pytest.raises(TfgInputError, match="int32"):
         grad(b.graph, "yi", "x")
+    with tb.Graph() as b:
+        x = tb.placeholder(tb.float32, [3], name="x")
+        # An op without a signature under a Gather: refused naming it, not a rule failing
+        # later on its unknown output dtype ("cannot encode NoneType as an attr value").
+        c = b.make_op("MyCustomOp", [x], {"T": tb.float32}, "c",
+                      out_dtypes=[tb.float32]).outputs[0]
+        tb.identity(tb.reduce_sum(tb.gather(c, [0, 1, 0])), name="y")
+    with pytest.raises(UnknownOpError, match="'c' lies between.*no signature for its op "
+                                             "'MyCustomOp'"):
+        grad(b.graph, "y", "x")
 
 
 def _with_extra_input(g, node, extra):

@@ -117,6 +117,13 @@ def test_unknown_ops_and_malformed_control_flow(tmp_path):
     assert "control flow: malformed" in text
 
 
+def test_functional_control_flow_is_not_an_unknown_op():
+    """A graph that keeps TensorFlow's functional While / StatelessWhile (control flow v2 and
+    its gradient) has nothing tfg cannot run: info must not list those ops as unknown."""
+    data = info_json(str(FIXTURES / "real_loops" / "tf1_cfv2_tfgrad" / "graph.pb"))
+    assert data["ops"].get("StatelessWhile") == 2 and data["unknown_ops"] == {}
+
+
 def test_ops_and_devices_lists():
     data = info_json("--ops", "--devices")
     assert "/job:localhost/replica:0/task:0/device:CPU:0" in data["devices"]

@@ -138,6 +138,12 @@ _OP_TABLES = {
     "tfg/kernels/spectral_ops.py:irfft": "kernel registration (IRFFT of rank 1-3)",
     "tfg/kernels/spectral_ops.py:complex_part": "kernel registration: op -> numpy function",
     "tfg/kernels/segment_ops.py:segment": "kernel registration (the Segment* reductions)",
+    "tfg/kernels/unsorted_segment_ops.py:unsorted_segment": "kernel registration "
+                                                            "(UnsortedSegmentMax/Min/Prod)",
+    "tfg/kernels/unsorted_segment_ops.py:_UFUNC": "reduction kind (Max/Min/Prod, the op name's "
+                                                  "suffix) -> numpy ufunc",
+    "tfg/kernels/tensor_scatter_ops.py:_COMBINE": "kernel registration: op -> how updates "
+                                                  "combine, device types",
     "tfg/kernels/segment_ops.py:_SPARSE": "kernel registration (the SparseSegment* "
                                           "reductions, with and without num_segments)",
     "tfg/kernels/batchnorm.py:fused_batch_norm_grad": "kernel registration",

@@ -182,9 +182,14 @@ def test_shape_goes_with_its_input_and_generators_with_their_consumer():
     g.add_node("s", "Shape", ["x"], attrs={"T": F, "out_type": DType.INT32})
     g.add_node("c", "Const", attrs={"dtype": F, "value": np.float32(2)})
     g.add_node("y", "Mul", ["x", "c"], attrs={"T": F}, device="/device:CPU:2")
+    # A Const gated by a control input (as a loop body's constants are) is a generator too,
+    # as in TensorFlow (data inputs only): it goes with its consumer, not through a _Recv.
+    g.add_node("gate", "NoOp", device="/device:CPU:0")
+    g.add_node("k", "Const", ["^gate"], attrs={"dtype": F, "value": np.float32(3)})
+    g.add_node("z", "Mul", ["x", "k"], attrs={"T": F}, device="/device:CPU:2")
     g2 = place(g, "cpu:3")
     assert g2["s"].device == CPU % 1
-    assert g2["c"].device == CPU % 2
+    assert g2["c"].device == CPU % 2 and g2["k"].device == CPU % 2
 
 
 def test_loop_skeleton_stays_on_one_device():

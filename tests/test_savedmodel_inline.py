@@ -124,6 +124,21 @@ def test_direct_call_and_nesting():
                             "split_diff") for n in out)
 
 
+def test_the_gate_covers_calls_nested_in_the_body():
+    """A gated call whose body calls another function by name (a While's cond wrapper, as
+    tf.nn.ctc_loss's scans are written): the nested body's constants wait on the gate too,
+    so they stay in the caller's loop frame."""
+    wrapper = _fdef("wrapper", [("p", F), ("q", F)], [("r", F)],
+                    [("nested", "split_diff", ["p", "q"], {})], {"r": "nested:h1:0"})
+    nodes = [("x", "Const", [], _const(X)), ("b", "Const", [], _const(B)),
+             ("gate", "NoOp", [], {}),
+             ("call", "PartitionedCall", ["x", "b", "^gate"], _call("wrapper", [F, F], [F]))]
+    out = inline_functions(_graph(nodes, [SPLIT_DIFF, wrapper])).graph
+    assert out["call/nested/dim"].inputs == ("^call/nested/input_control_node",)
+    assert out["call/nested/input_control_node"].inputs == ("^call/input_control_node",)
+    np.testing.assert_array_equal(Session(out).run("call:0"), [5, 6, 7, 8])
+
+
 def test_missing_and_recursive_functions():
     with pytest.raises(FunctionInliningError, match="calls function 'nope', which the graph"):
         inline_functions(_graph(_main(fn="nope"), [SPLIT_DIFF]))

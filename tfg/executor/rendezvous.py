@@ -80,6 +80,18 @@ class LocalRendezvous:
         else:
             callback(item[0], item[1], None)
 
+    def withdraw(self, key, callback):
+        """Take back a waiting `callback` of recv_async -> True; False when the value was
+        already handed to it (or the rendezvous aborted): then it is called, or has been."""
+        with self._lock:
+            waiters = self._waiters.get(key)
+            if waiters is None or callback not in waiters:
+                return False
+            waiters.remove(callback)
+            if not waiters:
+                del self._waiters[key]
+            return True
+
     def recv(self, key, timeout=None):
         """Blocking receive -> (value, is_dead); raises the abort error, or on timeout."""
         done = threading.Event()

@@ -48,6 +48,9 @@ CALL_OPS = frozenset({"PartitionedCall", "StatefulPartitionedCall"})
 IF_OPS = frozenset({"If", "StatelessIf"})  # lowered to Switch/Merge (tfg.graphdef.lower_if)
 WHILE_OPS = frozenset({"While", "StatelessWhile"})  # lowered to a v1 loop (lower_while)
 CASE_OPS = frozenset({"Case", "StatelessCase"})  # lowered to Switch/Merge (lower_if)
+# The functional ops tfg inlines or lowers when it loads a graph (they have no signature of
+# their own: what runs is their bodies).
+LOWERED_OPS = CALL_OPS | IF_OPS | WHILE_OPS | CASE_OPS
 # Functional ops whose bodies tfg would have to lower (v2 control flow) or differentiate.
 UNSUPPORTED_OPS = {
     "For": "a functional For loop", "SymbolicGradient": "a symbolic gradient function",
@@ -290,6 +293,11 @@ def _inline_call(graph, call, lib, chain):
         new_nodes.append(node)
         if is_functional(nd, lib):
             nested.append((node.name, chain + (fname,)))
+            if gate is not None and nd.input:
+                # The gate covers nested bodies too: inlined later, their constants then
+                # wait on it, staying in this call's loop frame (a While's cond wrapper
+                # calling the cond by name, as tf.nn.ctc_loss's scans write it).
+                node.inputs = list(node.inputs) + ["^" + gate]
 
     rets = []
     for arg in sig.output_arg:

@@ -26,6 +26,7 @@ from collections import Counter
 
 from tfg.errors import TfgError
 from tfg.graphdef import frames
+from tfg.graphdef.functions import LOWERED_OPS
 from tfg.schemas.dtypes import DType
 from tfg.schemas.tensors import declared_nbytes
 from tfg.schemas.ops import control_flow_names, has_op, ops_with
@@ -73,7 +74,9 @@ def summarize(graph, source=None):
         "while_loops": loops,
         "conds": conds,
         "control_flow_error": cf_error,
-        "unknown_ops": {op: n for op, n in sorted(ops.items()) if not has_op(op)},
+        # (functional While / If / calls are not unknown: tfg lowers or inlines them)
+        "unknown_ops": {op: n for op, n in sorted(ops.items())
+                        if not has_op(op) and op not in LOWERED_OPS},
         "functions": len(graph.library.function) if graph.library is not None else 0,
         "versions": {"producer": graph.versions.producer,
                      "min_consumer": graph.versions.min_consumer},

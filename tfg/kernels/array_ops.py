@@ -383,6 +383,16 @@ def reverse_v2(ctx, x, axis):
     return xp.flip(x, axes) if axes else x
 
 
+@kernel("Empty", device_types=ALL_DEVICES, host_inputs=(0,))
+def empty(ctx, shape):
+    # TensorFlow leaves the contents undefined unless init; zeros are a defined choice that
+    # keeps runs reproducible.
+    d = shape_vector(shape, "shape")
+    if any(v < 0 for v in d):
+        fail(f"Shape must be non-negative, got {list(d)}")
+    return ctx.xp.zeros(d, dtype=np_dtype(ctx.attrs["dtype"]))
+
+
 @kernel("Fill", device_types=ALL_DEVICES, host_inputs=(0,))
 def fill(ctx, dims, value):
     xp = ctx.xp

@@ -18,7 +18,9 @@ order, item dtypes, nesting depth) and refused with a TfgRuntimeError, never tru
 import numpy as np
 
 from tfg.errors import TfgRuntimeError
+from tfg.kernels import optional_codec
 from tfg.kernels.list_ops import TensorList
+from tfg.kernels.optional_ops import OptionalValue
 from tfg.schemas import tensors as tcodec
 from tfg.schemas.dtypes import DType
 from tfg.schemas.proto import tensor_pb2, tensor_shape_pb2
@@ -31,6 +33,54 @@ _U64 = (1 << 64) - 1
 def is_list(value):
     """Whether `value` is a TensorList (or a 0-d object array holding one: a nested item)."""
     return isinstance(_unwrap(value), TensorList)
+
+
+def is_variant(value):
+    """Whether `value` is a variant this module sends: a TensorList or an Optional."""
+    return isinstance(_unwrap(value), (TensorList, OptionalValue))
+
+
+def variant_to_proto(value, proto=None, _depth=0):
+    """A TensorList or an Optional -> a scalar DT_VARIANT TensorProto."""
+    value = _unwrap(value)
+    if isinstance(value, TensorList):
+        return to_proto(value, proto, _depth)
+    if _depth > MAX_DEPTH:
+        raise TfgRuntimeError(f"cannot send variants nested deeper than {MAX_DEPTH}")
+    proto = proto if proto is not None else tensor_pb2.TensorProto()
+    proto.dtype = int(DType.VARIANT)
+    tcodec.shape_to_proto((), proto.tensor_shape)
+    optional_codec.encode(value, proto.variant_val.add(),
+                          lambda v, t: _item_to_proto(v, t, _depth + 1))
+    return proto
+
+
+def variant_from_proto(proto, _depth=0):
+    """A scalar DT_VARIANT TensorProto -> the TensorList or Optional it holds."""
+    if _depth > MAX_DEPTH:
+        raise _corrupt(f"variants nested deeper than {MAX_DEPTH}")
+    if tcodec.shape_from_proto(proto.tensor_shape) != ():
+        raise TfgRuntimeError("cannot receive a variant tensor that is not a scalar")
+    var = _variant_value(proto)
+    if var.type_name == optional_codec.TYPE_NAME:
+        return optional_codec.decode(var, lambda t: _item_from_proto(t, _depth + 1))
+    return from_proto(proto, _depth)
+
+
+def _item_to_proto(item, proto, depth):
+    if is_variant(item):
+        variant_to_proto(item, proto, depth)
+    else:
+        tcodec.from_numpy(_host(item), proto=proto)
+
+
+def _item_from_proto(t, depth):
+    if t.dtype == DType.VARIANT:
+        return variant_from_proto(t, depth)
+    item = tcodec.to_numpy(t)
+    if isinstance(item, np.ndarray) and not item.flags.writeable:
+        item = item.copy()
+    return item
 
 
 def to_proto(lst, proto=None, _depth=0):
@@ -46,10 +96,8 @@ def to_proto(lst, proto=None, _depth=0):
     for i, item in enumerate(lst.items):
         if item is None:
             unset.append(i)
-        elif is_list(item):
-            to_proto(item, var.tensors.add(), _depth + 1)
         else:
-            tcodec.from_numpy(_host(item), proto=var.tensors.add())
+            _item_to_proto(item, var.tensors.add(), _depth + 1)
     meta = bytearray()
     _put_varint(meta, len(unset))
     for i in unset:
@@ -97,12 +145,7 @@ def from_proto(proto, _depth=0):
             items.append(None)
             continue
         t = next(given)
-        if t.dtype == DType.VARIANT:
-            item = from_proto(t, _depth + 1)
-        else:
-            item = tcodec.to_numpy(t)
-            if isinstance(item, np.ndarray) and not item.flags.writeable:
-                item = item.copy()
+        item = _item_from_proto(t, _depth + 1)
         if DType(t.dtype) != dtype:
             raise _corrupt(f"item {i} is {DType(t.dtype).tf_name}, the list holds "
                            f"{dtype.tf_name}")

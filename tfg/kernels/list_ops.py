@@ -155,14 +155,39 @@ def _read_partial_shape(value):
     return tuple(None if d == -1 else d for d in dims)
 
 
+_VARIANT = object()  # the cached "numpy dtype" of a list of variants (lists, optionals)
+
+
+def item_shape(value):
+    """An item's shape: a variant item (a TensorList, an Optional) is a scalar."""
+    return value.shape if type(value) is np.ndarray else ()
+
+
+def _variant_item(value):
+    # A scalar variant is kept as the object itself (a 0-d object array is unwrapped), so
+    # GetItem / PopBack give the list or optional back to the ops that read it.
+    if type(value) is np.ndarray:
+        if value.dtype != object or value.ndim != 0:
+            fail(f"Invalid data types; op elements {type_string(DType.from_numpy(value.dtype))}"
+                 f" but list elements variant")
+        return value[()]
+    return value
+
+
 def _element(ctx, value):
     """An item being stored: of the op's element_dtype."""
-    arr = np.asarray(value)
     want_np = ctx.cache.get("element_np")
     if want_np is None:  # the numpy dtype that means exactly the element dtype, else False
         want = _element_dtype(ctx)
-        want_np = want.np if want.np != object and DType.from_numpy(want.np) == want else False
+        if want.base == DType.VARIANT:
+            want_np = _VARIANT
+        else:
+            want_np = want.np if want.np != object and DType.from_numpy(want.np) == want \
+                else False
         ctx.cache["element_np"] = want_np
+    if want_np is _VARIANT:
+        return _variant_item(value)
+    arr = np.asarray(value)
     if want_np is not False and arr.dtype == want_np:
         return arr  # (DType's own conversions cost microseconds; an LSTM sets an item a step)
     want = _element_dtype(ctx)
@@ -331,9 +356,9 @@ def tensor_list_set_item(ctx, handle, index, item):
         if i < 0 or not ctx.attrs.get("resize_if_index_out_of_bounds", False):
             fail(f"Trying to modify element {i} in a list with {len(items)} elements.")
         items.extend([None] * (i + 1 - len(items)))
-    if not compatible(lst.element_shape, value.shape):
+    if not compatible(lst.element_shape, item_shape(value)):
         fail(f"Tried to set a tensor with incompatible shape at a list index. Item element "
-             f"shape: {shape_string(value.shape)} list shape: {shape_string(lst.element_shape)}")
+             f"shape: {shape_string(item_shape(value))} list shape: {shape_string(lst.element_shape)}")
     items[i] = value
     return lst.with_items(items)
 
@@ -342,9 +367,9 @@ def tensor_list_set_item(ctx, handle, index, item):
 def tensor_list_push_back(ctx, handle, tensor):
     lst = _list(ctx, handle)
     value = _element(ctx, tensor)
-    if not compatible(lst.element_shape, value.shape):
+    if not compatible(lst.element_shape, item_shape(value)):
         fail(f"Tried to append a tensor with incompatible shape to a list. Op element shape: "
-             f"{shape_string(value.shape)} list shape: {shape_string(lst.element_shape)}")
+             f"{shape_string(item_shape(value))} list shape: {shape_string(lst.element_shape)}")
     if 0 <= lst.max_num_elements <= len(lst):
         fail(f"Tried to push item into a full list list size: {len(lst)} max_num_elements: "
              f"{lst.max_num_elements}")

@@ -105,7 +105,8 @@ class RemoteRendezvous(LocalRendezvous):
 
     def take(self, key, on_value, on_error):
         """For RecvTensor: hand this task's value for `key` to `on_value(value, is_dead)`
-        once sent, or `on_error(error)` when the step is aborted first."""
+        once sent, or `on_error(error)` when the step is aborted first. Returns a function
+        that withdraws the request -> True if nothing was (or will be) handed over."""
         def cb(value, is_dead, error):
             if error is not None:
                 on_error(error)
@@ -113,6 +114,7 @@ class RemoteRendezvous(LocalRendezvous):
                 on_value(value, is_dead)
 
         LocalRendezvous.recv_async(self, key, cb)
+        return lambda: self.withdraw(key, cb)
 
 
 def _tensor(key):

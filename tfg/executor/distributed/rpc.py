@@ -18,6 +18,7 @@ import grpc
 import numpy as np
 
 from tfg.errors import TfgInputError, TfgRuntimeError
+from tfg.executor.distributed import busy
 from tfg.executor.distributed.spec import task_label
 from tfg.kernels import list_codec
 from tfg.schemas import tensors as tcodec
@@ -114,7 +115,8 @@ class WorkerClient:
 
     def call(self, method, request, timeout=None):
         try:
-            return getattr(self.stub, method)(request, timeout=timeout, metadata=self.metadata)
+            return busy.call(getattr(self.stub, method), request, timeout=timeout,
+                             metadata=self.metadata)
         except grpc.RpcError as e:
             raise self.error(method, e) from None
 
@@ -124,8 +126,8 @@ class WorkerClient:
         channel thread per call when no other is in flight.)"""
         def run():
             try:
-                result = getattr(self.stub, method)(request, timeout=timeout,
-                                                    metadata=self.metadata)
+                result = busy.call(getattr(self.stub, method), request, timeout=timeout,
+                                   metadata=self.metadata)
             except BaseException as e:  # noqa: BLE001 - handed to `done`
                 result = e
             if done is not None:
@@ -138,7 +140,9 @@ class WorkerClient:
         answer with the first chunk, then a stream of the rest. `compress="bf16"`: a float32
         comes truncated to 16 bits a value and is widened here (tfg/schemas/truncate.py)."""
         req = pb.RecvTensorRequest(step_id=step_id, rendezvous_key=key, compress=compress)
-        first = self.stub.RecvTensor(req, metadata=self.metadata)
+        first = busy.call(self.stub.RecvTensor, req, metadata=self.metadata)
+        while busy.asks_again(first):  # not sent within the worker's hold: ask again
+            first = busy.call(self.stub.RecvTensor, req, metadata=self.metadata)
         more = None
         if not first.is_dead and first.total_bytes > len(first.tensor.tensor_content):
             more = self.stub.RecvTensorChunks(req, metadata=self.metadata)
@@ -233,8 +237,8 @@ def first_chunk(value, is_dead, chunk_bytes=CHUNK_BYTES, compress=""):
     compress="bf16" a float32 goes as its upper 16 bits per element (`truncated` set)."""
     if is_dead:
         return pb.RecvTensorResponse(is_dead=True), None
-    if list_codec.is_list(value):  # a DT_VARIANT TensorProto, as TensorFlow sends a list
-        return pb.RecvTensorResponse(tensor=list_codec.to_proto(value)), None
+    if list_codec.is_variant(value):  # a DT_VARIANT TensorProto, as TensorFlow sends one
+        return pb.RecvTensorResponse(tensor=list_codec.variant_to_proto(value)), None
     arr = np.asarray(value)
     truncated = compress == "bf16" and truncate.applies(arr)
     if truncated:
@@ -283,7 +287,7 @@ def assemble(responses):
         return None, True
     t = first.tensor
     if t.dtype == DType.VARIANT:
-        return list_codec.from_proto(t), False
+        return list_codec.variant_from_proto(t), False
     if t.dtype == DType.STRING or t.string_val:
         return tcodec.to_numpy(t), False
     dtype = DType(t.dtype).base.np
@@ -304,9 +308,10 @@ def assemble(responses):
 
 
 def encode(value, proto=None):
-    """A value as a TensorProto (numbers in tensor_content, a TensorList as a variant)."""
-    if list_codec.is_list(value):
-        return list_codec.to_proto(value, proto)
+    """A value as a TensorProto (numbers in tensor_content, a TensorList or an Optional as a
+    variant)."""
+    if list_codec.is_variant(value):
+        return list_codec.variant_to_proto(value, proto)
     arr = np.asarray(value)
     if arr.dtype == object:
         for v in arr.ravel():
@@ -326,9 +331,9 @@ def encode(value, proto=None):
 
 
 def decode(proto):
-    """A TensorProto as a (writable) numpy array, or a TensorList for a variant."""
+    """A TensorProto as a (writable) numpy array, or a TensorList / Optional for a variant."""
     if proto.dtype == DType.VARIANT:
-        return list_codec.from_proto(proto)
+        return list_codec.variant_from_proto(proto)
     arr = tcodec.to_numpy(proto)
     if isinstance(arr, np.ndarray) and not arr.flags.writeable:
         arr = arr.copy()

@@ -28,7 +28,7 @@ from tfg.executor import blas, limits
 from tfg.executor import step as step_driver
 from tfg.executor.containers import SessionResources, check_bounded
 from tfg.executor.devices import DeviceSet
-from tfg.executor.distributed import rpc, session_table
+from tfg.executor.distributed import busy, rpc, session_table
 from tfg.executor.distributed.graph_checks import check_registered
 from tfg.executor.distributed.rendezvous import RemoteRendezvous, aborted_by
 from tfg.executor.distributed.spec import bind_address, refuse_taken_port, task_label
@@ -280,9 +280,15 @@ class WorkerService(worker_pb2_grpc.WorkerServiceServicer):
         self._log(context, "RecvTensor", f"step={sid} key={key}")
         step = self._step(sid)
         box, arrived = [], threading.Event()
-        step.rendezvous.take(key, lambda v, d: (box.append((v, d, None)), arrived.set()),
-                             lambda e: (box.append((None, True, e)), arrived.set()))
-        while not arrived.wait(0.5):
+        withdraw = step.rendezvous.take(
+            key, lambda v, d: (box.append((v, d, None)), arrived.set()),
+            lambda e: (box.append((None, True, e)), arrived.set()))
+        give_back = time.monotonic() + busy.RECV_HOLD_S
+        while not arrived.wait(min(0.5, busy.RECV_HOLD_S)):
+            if time.monotonic() >= give_back and withdraw():
+                # Not sent yet: free this thread for other calls (at most --max-calls run
+                # at once); the receiver asks again (tfg/executor/distributed/busy.py).
+                return pb.RecvTensorResponse()
             if not context.is_active():  # the receiver gave up; its step is ending
                 return pb.RecvTensorResponse(is_dead=True)
             if self.steps.get(sid) is not step:  # collected: no RunGraph ever claimed it

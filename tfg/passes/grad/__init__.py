@@ -11,7 +11,8 @@ while loop's gradient); emitter (where backward nodes go); core (the backward pa
 """
 from tfg.passes.grad import (  # noqa: F401
     array_grads, control_flow_grads, image_grads, linalg_grads, list_grads, math_grads, nn_grads,
-    reduction_grads, segment_grads, sequence_grads, spectral_grads, tensor_array_grads)
+    reduction_grads, scatter_grads, segment_grads, sequence_grads, spectral_grads,
+    tensor_array_grads)
 from tfg.passes.grad.core import GradientWarning, grad  # noqa: F401
 from tfg.passes.grad.registry import (  # noqa: F401
     get_gradient, gradient, has_gradient, no_gradient, registered)

@@ -25,7 +25,7 @@ import warnings
 
 import numpy as np
 
-from tfg.errors import GraphValidationError, TfgError, TfgInputError
+from tfg.errors import GraphValidationError, TfgError, TfgInputError, UnknownOpError
 from tfg.graphdef import frames
 from tfg.graphdef.canonical import canonicalize
 from tfg.graphdef.infer import infer
@@ -36,6 +36,7 @@ from tfg.passes.grad.loops import GradLoopState, loop_var_zeros
 from tfg.passes.grad.registry import get_gradient
 from tfg.passes.grad.training import add_training
 from tfg.schemas.dtypes import DType
+from tfg.schemas.ops import has_op
 
 
 class GradientWarning(UserWarning):
@@ -211,10 +212,22 @@ def grad(graph, ys, xs, grad_ys=None, prefix="grad", warn=None, optimizer=None,
     return g
 
 
+def _refuse_unknown_ops(g, between):
+    """An op without a signature between the ys and the xs: its outputs' dtypes are unknown,
+    so no gradient through it can be built (a rule below it would fail on a None dtype)."""
+    for name in sorted(between):
+        op = g[name].op
+        if not has_op(op):
+            raise UnknownOpError(f"node {name!r} lies between the ys and the xs, and tfg has "
+                                 f"no signature for its op {op!r}: its gradient cannot be "
+                                 "built")
+
+
 def _backprop(b, y_refs, x_refs):
     g = b.graph
     b.x_nodes = {node_of(x) for x in x_refs}
     between = _between(b, {node_of(y) for y in y_refs}, {node_of(x) for x in x_refs})
+    _refuse_unknown_ops(g, between)
     # Every exit of a loop on the path takes part: the backward loop needs all its loop vars.
     for name in list(between):
         if g[name].op in EXIT_OPS:

@@ -6,7 +6,8 @@ Roll (TensorFlow's math_grad.py / manip_grad.py rules).
     Before: y = SegmentMax(d, ids)
     After:  Select(d == Gather(y, ids), Gather(g / SegmentSum(d == Gather(y, ids)), ids), 0)
 
-Ties in SegmentMax/Min share the gradient equally, as in TensorFlow.
+Ties in SegmentMax/Min and UnsortedSegmentMax/Min share the gradient equally, as in
+TensorFlow.
 """
 from tfg.passes.grad.registry import gradient
 from tfg.schemas.dtypes import DType
@@ -40,16 +41,7 @@ def _float_ones(b, ids, like):
 @gradient("UnsortedSegmentSum")
 def _unsorted_segment_sum(b, op, grads):
     """Gather of the output gradient; negative ids (dropped by the op) get zeros."""
-    ids = op.inputs[1]
-    zero = b.op("ZerosLike", [ids])
-    gathered = _gather(b, grads[0], b.op("Maximum", [ids, zero]))
-    keep = b.op("GreaterEqual", [ids, zero])
-    extra = b.op("Sub", [b.op("Rank", [gathered]), b.op("Rank", [ids])])
-    shape = b.op("ConcatV2", [b.op("Shape", [ids], {"out_type": I32}),
-                              b.op("Fill", [b.op("ExpandDims", [extra, b.const(0, I32)]),
-                                            b.const(1, I32)]), b.const(0, I32)])
-    keep = b.op("Reshape", [keep, shape])
-    return [b.op("SelectV2", [keep, gathered, b.op("ZerosLike", [gathered])]), None, None]
+    return [_gather_dropping_negatives(b, grads[0], op.inputs[1])[0], None, None]
 
 
 @gradient("SegmentSum")
@@ -97,3 +89,48 @@ for _kind in ("Sum", "Mean", "SqrtN"):
 @gradient("Roll")
 def _roll(b, op, grads):
     return [b.op("Roll", [grads[0], b.op("Neg", [op.inputs[1]]), op.inputs[2]]), None, None]
+
+
+def _gather_dropping_negatives(b, params, ids):
+    """(Gather of params at max(ids, 0), zero where ids < 0, ids >= 0 reshaped to broadcast
+    over the gathered rows) -- TensorFlow's _GatherDropNegatives."""
+    zero = b.op("ZerosLike", [ids])
+    gathered = _gather(b, params, b.op("Maximum", [ids, zero]))
+    extra = b.op("Sub", [b.op("Rank", [gathered]), b.op("Rank", [ids])])
+    shape = b.op("ConcatV2", [b.op("Shape", [ids], {"out_type": I32}),
+                              b.op("Fill", [b.op("ExpandDims", [extra, b.const(0, I32)]),
+                                            b.const(1, I32)]), b.const(0, I32)])
+    keep = b.op("Reshape", [b.op("GreaterEqual", [ids, zero]), shape])
+    return b.op("SelectV2", [keep, gathered, b.op("ZerosLike", [gathered])]), keep
+
+
+@gradient("UnsortedSegmentMax", "UnsortedSegmentMin")
+def _unsorted_segment_min_max(b, op, grads):
+    """The gradient goes to the rows equal to their segment's result, shared equally."""
+    data, ids, n = op.inputs
+    picked, keep = _gather_dropping_negatives(b, op.outputs[0], ids)
+    selected = b.op("LogicalAnd", [b.op("Equal", [data, picked]), keep])
+    count = b.op("UnsortedSegmentSum", [b.op("Cast", [selected], {"DstT": b.dtype(data)}),
+                                        ids, n])
+    shared, _ = _gather_dropping_negatives(b, b.op("DivNoNan", [grads[0], count]), ids)
+    return [b.op("SelectV2", [selected, shared, b.op("ZerosLike", [shared])]), None, None]
+
+
+@gradient("UnsortedSegmentProd")
+def _unsorted_segment_prod(b, op, grads):
+    """d prod / d x_i = the product of the segment's other rows: prod / x_i, or, for the one
+    zero of a segment, the product of its non-zero rows (two zeros: 0 everywhere)."""
+    data, ids, n = op.inputs
+    is_zero = b.op("Equal", [data, b.op("ZerosLike", [data])])
+    zeros = b.op("UnsortedSegmentSum", [b.op("Cast", [is_zero], {"DstT": I32}), ids, n])
+    g = b.op("SelectV2", [b.op("Greater", [zeros, b.const(1, I32)]),
+                          b.op("ZerosLike", [grads[0]]), grads[0]])
+    ones = b.op("OnesLike", [data])
+    non_zero_prod = b.op("UnsortedSegmentProd", [b.op("SelectV2", [is_zero, ones, data]),
+                                                 ids, n])
+    prod, _ = _gather_dropping_negatives(b, op.outputs[0], ids)
+    others, _ = _gather_dropping_negatives(b, non_zero_prod, ids)
+    by_el = b.op("DivNoNan", [prod, data])
+    partial = b.op("SelectV2", [is_zero, others, by_el])
+    gathered, _ = _gather_dropping_negatives(b, g, ids)
+    return [b.op("Mul", [gathered, partial]), None, None]

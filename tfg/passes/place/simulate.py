@@ -11,7 +11,7 @@ work spreads over devices while a chain stays where its data is.
     '/job:localhost/replica:0/task:0/device:GPU:0'
 
 Heuristics for nodes that placement may move freely (one node, no request), as in TensorFlow:
-a generator (no inputs, one output) goes with its consumers when they share one device; Shape,
+a generator (no data inputs, one output) goes with its consumers when they share one device; Shape,
 Size and Rank go with their input; Switch and Exit with their data input; Enter and
 NextIteration with their first consumer (so one loop frame's skeleton stays on one device).
 """
@@ -31,7 +31,11 @@ def _num_outputs(node):
 
 
 def _is_generator(node):
-    return not node.inputs and _num_outputs(node) == 1 and not _ref_output(node)
+    # Data inputs only, as TensorFlow's IsGeneratorNode (num_inputs): a Const gated into a
+    # loop frame by a control input still goes with its consumers (a dilated conv's
+    # block_shape sent to another device reaches BatchToSpaceND through a _Recv of unknown
+    # shape, which TensorFlow's shape function refuses at import).
+    return not node.data_inputs and _num_outputs(node) == 1 and not _ref_output(node)
 
 
 def _ref_output(node):

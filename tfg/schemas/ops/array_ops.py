@@ -252,12 +252,24 @@ op("ScatterNd",
    outputs=["output: T"],
    attrs=["T: type", "Tindices: {int16, int32, int64}", "bad_indices_policy: string = ''"],
    shape_fn=from_shape_input(2))
-op("UnsortedSegmentSum",
-   inputs=["data: T", "segment_ids: Tindices", "num_segments: Tnumsegments"],
-   outputs=["output: T"],
-   attrs=["T: numbertype", "Tindices: {int16, int32, int64}",
-          "Tnumsegments: {int32, int64} = DT_INT32"],
-   shape_fn=unsorted_segment_sum)
+# TensorScatterUpdate / Add / Sub / Min / Max: `tensor` with the slices at `indices` (GatherNd
+# addressing) replaced or combined with `updates`; the output has the tensor's shape.
+for _name in ("TensorScatterUpdate", "TensorScatterAdd", "TensorScatterSub",
+              "TensorScatterMin", "TensorScatterMax"):
+    op(_name,
+       inputs=["tensor: T", "indices: Tindices", "updates: T"],
+       outputs=["output: T"],
+       attrs=["T: type", "Tindices: {int16, int32, int64, uint16}",
+              "bad_indices_policy: string = ''"],
+       shape_fn=unchanged)
+for _name, _t in (("UnsortedSegmentSum", "T: numbertype"), ("UnsortedSegmentProd", "T: numbertype"),
+                  ("UnsortedSegmentMax", "T: realnumbertype"),
+                  ("UnsortedSegmentMin", "T: realnumbertype")):
+    op(_name,
+       inputs=["data: T", "segment_ids: Tindices", "num_segments: Tnumsegments"],
+       outputs=["output: T"],
+       attrs=[_t, "Tindices: {int16, int32, int64}", "Tnumsegments: {int32, int64} = DT_INT32"],
+       shape_fn=unsorted_segment_sum)
 op("DynamicStitch",
    inputs=["indices: N * int32", "data: N * T"],
    outputs=["merged: T"],
@@ -296,6 +308,13 @@ op("Fill",
    inputs=["dims: index_type", "value: T"],
    outputs=["output: T"],
    attrs=["T: type", "index_type: {int32, int64} = DT_INT32"],
+   shape_fn=from_shape_input(0))
+# Empty: a tensor of the given shape whose contents are undefined (tfg gives zeros, which
+# `init=true` asks for), e.g. tf.nn.ctc_loss's scan accumulators.
+op("Empty",
+   inputs=["shape: int32"],
+   outputs=["output: dtype"],
+   attrs=["dtype: type", "init: bool = false"],
    shape_fn=from_shape_input(0))
 op("ZerosLike",
    inputs=["x: T"],
