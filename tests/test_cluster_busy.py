@@ -52,3 +52,27 @@ def test_withdraw_takes_back_a_waiter_but_never_a_delivered_value():
     rv.recv_async("j", cb)
     rv.send("j", 2.0)
     assert got == [2.0] and not rv.withdraw("j", cb)
+
+
+def test_only_a_caller_that_asks_again_gets_the_empty_answer():
+    """TensorFlow's workers pull from a tfg worker in a mixed cluster and read any answer as
+    the tensor: a RecvTensor without busy.ASKS_AGAIN is held until the value (here: past the
+    call's deadline), one with it (tfg's client) is answered "ask again" after the hold."""
+    import time
+
+    import grpc
+    import pytest
+
+    from tfg.executor.distributed import busy
+    from tfg.executor.distributed.rpc import WorkerClient
+    from tfg.schemas.proto import worker_pb2 as pb
+
+    with LocalCluster(1) as c:
+        client = WorkerClient(("worker", 0), c.addresses[0])
+        req = pb.RecvTensorRequest(step_id=77, rendezvous_key="never;sent")
+        t0 = time.monotonic()
+        first = client.stub.RecvTensor(req, timeout=30, metadata=(busy.ASKS_AGAIN,))
+        assert busy.asks_again(first) and time.monotonic() - t0 < 10
+        with pytest.raises(grpc.RpcError) as e:
+            client.stub.RecvTensor(req, timeout=busy.RECV_HOLD_S * 4)
+        assert e.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED

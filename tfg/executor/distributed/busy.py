@@ -9,7 +9,11 @@ such a step finish instead of failing on the 257th pull:
 
 - the worker holds a RecvTensor at most RECV_HOLD_S for a value not sent yet, then takes
   its request back from the rendezvous (nothing is lost: a value sent meanwhile is still
-  answered) and answers an empty RecvTensorResponse, "ask again", freeing the thread;
+  answered) and answers an empty RecvTensorResponse, "ask again", freeing the thread. Only
+  a caller that says it asks again (the metadata ASKS_AGAIN, which tfg's client sends) gets
+  that answer: TensorFlow's own workers pulling from a tfg worker in a mixed cluster would
+  read an empty response as a tensor, so theirs are held until the value is sent, as
+  before;
 - a client refused for the concurrency limit sleeps a short, growing, jittered backoff and
   calls again, for at most BUSY_RETRY_S in all (then the refusal is the error, as before).
 
@@ -22,6 +26,8 @@ import time
 import grpc
 
 RECV_HOLD_S = 0.5  # the longest a worker thread waits in RecvTensor for a value
+# gRPC metadata of a RecvTensor whose caller understands "ask again" (tfg's WorkerClient)
+ASKS_AGAIN = ("tfg-asks-again", "1")
 BUSY_RETRY_S = 120.0  # how long a refused call keeps asking before the refusal is the error
 _BACKOFF_S = (0.005, 0.25)  # first and largest sleep between tries
 
@@ -45,6 +51,14 @@ def call(fn, request, **kwargs):
                 raise
         time.sleep(sleep * random.uniform(0.5, 1.5))  # jitter: refused callers spread out
         sleep = min(sleep * 2, _BACKOFF_S[1])
+
+
+def caller_asks_again(context):
+    """Whether the caller of an RPC sent ASKS_AGAIN (a tfg client, not TensorFlow's)."""
+    try:
+        return ASKS_AGAIN in tuple(context.invocation_metadata() or ())
+    except Exception:  # noqa: BLE001 - a context without metadata: hold, as for TensorFlow
+        return False
 
 
 def asks_again(response):

@@ -140,9 +140,10 @@ class WorkerClient:
         answer with the first chunk, then a stream of the rest. `compress="bf16"`: a float32
         comes truncated to 16 bits a value and is widened here (tfg/schemas/truncate.py)."""
         req = pb.RecvTensorRequest(step_id=step_id, rendezvous_key=key, compress=compress)
-        first = busy.call(self.stub.RecvTensor, req, metadata=self.metadata)
+        metadata = self.metadata + (busy.ASKS_AGAIN,)  # "ask again" answers welcome
+        first = busy.call(self.stub.RecvTensor, req, metadata=metadata)
         while busy.asks_again(first):  # not sent within the worker's hold: ask again
-            first = busy.call(self.stub.RecvTensor, req, metadata=self.metadata)
+            first = busy.call(self.stub.RecvTensor, req, metadata=metadata)
         more = None
         if not first.is_dead and first.total_bytes > len(first.tensor.tensor_content):
             more = self.stub.RecvTensorChunks(req, metadata=self.metadata)

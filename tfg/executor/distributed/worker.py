@@ -283,7 +283,9 @@ class WorkerService(worker_pb2_grpc.WorkerServiceServicer):
         withdraw = step.rendezvous.take(
             key, lambda v, d: (box.append((v, d, None)), arrived.set()),
             lambda e: (box.append((None, True, e)), arrived.set()))
-        give_back = time.monotonic() + busy.RECV_HOLD_S
+        # Only a tfg client understands "ask again"; TensorFlow's is held until the value.
+        give_back = (time.monotonic() + busy.RECV_HOLD_S if busy.caller_asks_again(context)
+                     else float("inf"))
         while not arrived.wait(min(0.5, busy.RECV_HOLD_S)):
             if time.monotonic() >= give_back and withdraw():
                 # Not sent yet: free this thread for other calls (at most --max-calls run
