@@ -32,9 +32,11 @@ with tfg/executor/step.py; `session.runner(...)` owns a loop of steps (tfg/execu
 """
 import os
 import threading
+import time
 
 from tfg.executor import blas, checkpoint
 from tfg.executor.blas_floor import GemmFloor
+from tfg.executor.blas_trial import ThreadTrial
 from tfg.executor import limits
 from tfg.executor import partitions
 from tfg.executor import rewrites
@@ -181,8 +183,12 @@ class LocalSession:
                 prepared = self._cache[request.key] = self._prepare(request)
         feed_values = request.converted_feeds(self._graph())
         group = StepGroup(StepContext(session_resources=self.resources), trace=trace)
-        with blas.blas_limit(prepared.gemm_floor.limit(self.blas_threads, feed_values)):
+        limit = prepared.gemm_floor.limit(self.blas_threads, feed_values)
+        limit, ticket = prepared.thread_trial.limit(limit, feed_values)
+        started = time.perf_counter()
+        with blas.blas_limit(limit):
             values = S.run_prepared(prepared, group, feed_values)
+        prepared.thread_trial.record(ticket, time.perf_counter() - started)
         if trace:
             self.last_trace = StepTrace(list(group.trace), group.peak_bytes,
                                         [p.device.name for p in prepared.plans],
@@ -208,6 +214,8 @@ class LocalSession:
                              self._check_elementwise, self.fast_path)
         # small GEMMs only: one BLAS thread instead of the adaptive count (blas_floor.py)
         prepared.gemm_floor = GemmFloor(graph, needed, request.feed_refs)
+        # adaptive's count checked against this step's own times (blas_trial.py)
+        prepared.thread_trial = ThreadTrial()
         return prepared
 
     def variables(self):

@@ -1,0 +1,83 @@
+"""The adaptive setting's trial (tfg/executor/blas_trial.py): where the meter allows two BLAS
+threads, a prepared step times itself on two and on one and keeps the faster."""
+import numpy as np
+import pytest
+
+from tfg import builder as tb
+from tfg.executor import blas_trial
+from tfg.executor.blas import ADAPTIVE
+from tfg.executor.blas_trial import MARGIN, REPROBE, TRIAL, ThreadTrial
+
+FEEDS = [np.zeros((2, 3), np.float32)]
+
+
+@pytest.fixture
+def two_free_cores(monkeypatch):
+    monkeypatch.setattr(blas_trial, "usable_cores", lambda: 2)
+    others = [0.0]
+    monkeypatch.setattr(blas_trial.meter(), "others", lambda: others[0])
+    monkeypatch.delenv(blas_trial.ENV_VAR, raising=False)
+    return others
+
+
+def drive(trial, seconds_of, steps):
+    """Run `steps` steps whose wall time is seconds_of(count); -> the counts used."""
+    used = []
+    for _ in range(steps):
+        limit, ticket = trial.limit(ADAPTIVE, FEEDS)
+        count = 1 if limit == 1 else 2
+        used.append(count)
+        trial.record(ticket, seconds_of(count))
+    return used
+
+
+def test_one_thread_kept_where_two_are_not_faster(two_free_cores):
+    used = drive(ThreadTrial(), {1: 0.030, 2: 0.036}.get, 1 + 2 * TRIAL + 20)
+    assert used[0] == 2  # the first step fills caches, on the meter's count, untimed
+    assert sorted(used[1:1 + 2 * TRIAL]) == [1] * TRIAL + [2] * TRIAL  # alternating
+    assert used[1 + 2 * TRIAL:] == [1] * 20
+
+
+def test_two_threads_kept_where_they_win_by_the_margin(two_free_cores):
+    used = drive(ThreadTrial(), {1: 0.030, 2: 0.015}.get, 1 + 2 * TRIAL + 20)
+    assert used[1 + 2 * TRIAL:] == [2] * 20
+    # a gain under the margin is not worth a second busy core: one thread
+    near = {1: 0.030, 2: 0.030 * (1 - MARGIN / 2)}.get
+    assert drive(ThreadTrial(), near, 1 + 2 * TRIAL + 5)[-5:] == [1] * 5
+
+
+def test_the_other_count_is_tried_again_and_a_change_followed(two_free_cores):
+    times = {1: 0.030, 2: 0.036}
+    trial = ThreadTrial()
+    drive(trial, times.get, 1 + 2 * TRIAL)
+    times[2] = 0.010  # the host changed: two threads now win
+    used = drive(trial, times.get, REPROBE + 2 * TRIAL + 10)
+    assert used[:REPROBE] == [1] * REPROBE
+    assert used[-10:] == [2] * 10
+
+
+def test_no_trial_for_fixed_counts_a_busy_machine_or_when_turned_off(two_free_cores,
+                                                                     monkeypatch):
+    trial = ThreadTrial()
+    assert trial.limit(2, FEEDS) == (2, None)
+    assert trial.limit(None, FEEDS) == (None, None)
+    two_free_cores[0] = 1.0  # another process holds a core: the meter gives one thread
+    assert trial.limit(ADAPTIVE, FEEDS) == (ADAPTIVE, None)
+    two_free_cores[0] = 0.0
+    monkeypatch.setenv(blas_trial.ENV_VAR, "0")
+    assert [trial.limit(ADAPTIVE, FEEDS)[0] for _ in range(5)] == [ADAPTIVE] * 5
+
+
+def test_a_session_step_runs_the_trial_and_gives_the_same_values(two_free_cores):
+    from tfg.executor.session import Session
+    with tb.Graph() as b:
+        x = tb.placeholder(tb.float32, [256, 256], name="x")  # over the GEMM floor
+        tb.matmul(x, x, name="y")
+    x = np.random.RandomState(0).rand(256, 256).astype(np.float32)
+    sess = Session(b.graph)
+    outs = [sess.run("y", feeds={"x": x}) for _ in range(1 + 2 * TRIAL + 2)]
+    for out in outs:
+        np.testing.assert_allclose(out, x @ x, rtol=1e-5)
+    (prepared,) = sess._cache.values()
+    (sig,) = prepared.thread_trial.signatures.values()
+    assert sig.choice in (1, 2)

@@ -1,0 +1,118 @@
+"""The 'adaptive' BLAS setting checked against the step's own time: one thread where the
+free cores do not make this step faster.
+
+    >>> trial = ThreadTrial()                       # once per prepared step
+    >>> limit, ticket = trial.limit(ADAPTIVE, feed_values)  # every step: ADAPTIVE, or 1
+    >>> trial.record(ticket, seconds)               # after it, with the step's wall time
+
+Why: the contention meter (contention.py) says how many cores other processes leave free,
+not whether a step gains from them; that depends on the step's GEMM sizes, the Python between
+them and the host. On the AVX2 host of stop 32 (OpenBLAS's Haswell kernels), quiet, one
+sitting with TensorFlow's steps alternating (`benchmarks/bench_keras.py`, medians):
+NASNetMobile 44.2 ms on two threads against 36.7 on one, InceptionV3 45.7 against 39.5,
+ResNet50 66.7 against 68.4 (for 101 against 67 ms of CPU), while the MLP's large GEMMs run
+1.7x faster on two. So where the meter allows n > 1 threads, each prepared step (per feed
+signature) times its steps on n and on 1, alternately, TRIAL steps each after its first
+(which fills caches), and keeps n only where its fastest step beats one thread's by MARGIN
+(one thread costs half the CPU, and no spin on the other core); it tries the other count
+again every REPROBE steps and whenever the meter's count changes, so a change in load or
+input is followed. Steps the meter gives one thread are not timed here.
+
+The steps of the trial are real steps (their results are the results); OpenBLAS's one- and
+two-thread sums can differ in the last bits, as between any two adaptive steps.
+$TFG_BLAS_TRIAL=0 turns the trial off (the meter alone decides, as before stop 32).
+"""
+import os
+import threading
+
+from tfg.executor.blas import ADAPTIVE
+from tfg.executor.contention import choices, meter, threads_for, usable_cores
+
+ENV_VAR = "TFG_BLAS_TRIAL"
+TRIAL = 2  # timed steps per count before a choice (min of them: noise only adds time)
+REPROBE = 64  # steps on the chosen count before the other is timed again
+MARGIN = 0.03  # n threads are kept only when at least this much faster than one
+_MAX_SIGNATURES = 8
+
+
+def enabled():
+    return os.environ.get(ENV_VAR) != "0"
+
+
+class _Signature:
+    """The trial of one feed signature: recent step times per count, and the choice."""
+
+    __slots__ = ("n", "times", "choice", "since", "started")
+
+    def __init__(self, n):
+        self.n = n  # the meter's count this trial compares with one thread
+        self.times = {1: [], n: []}
+        self.choice = None
+        self.since = 0
+        self.started = False  # the first step fills caches: not timed
+
+    def next_count(self):
+        if self.choice is not None and self.since < REPROBE:
+            self.since += 1
+            return self.choice
+        # trying: the count with fewer fresh times (n first: the meter's own choice)
+        fresh = {k: len(v) for k, v in self.times.items()}
+        return self.n if fresh[self.n] <= fresh[1] else 1
+
+    def add(self, count, seconds):
+        times = self.times[count]
+        times.append(seconds)
+        del times[:-TRIAL]
+        if self.choice is not None and self.since < REPROBE:
+            return
+        other = 1 if count == self.n else self.n
+        if len(times) >= TRIAL and len(self.times[other]) >= TRIAL and (
+                self.choice is None or count != self.choice):
+            fast_n, fast_1 = min(self.times[self.n]), min(self.times[1])
+            self.choice = self.n if fast_n < fast_1 * (1 - MARGIN) else 1
+            self.since = 0
+            # the other count's times are stale by the next probe: it is timed afresh
+            self.times[1 if self.choice == self.n else self.n] = []
+
+
+class ThreadTrial:
+    """Per prepared step: see the module docstring."""
+
+    def __init__(self):
+        self.signatures = {}  # feed shapes -> _Signature
+        self.lock = threading.Lock()
+
+    def limit(self, limit, feed_values):
+        """(limit for one step, ticket for `record`): `limit` itself unless it is ADAPTIVE
+        and the meter allows two or more threads; then ADAPTIVE or 1, as the trial says.
+        The ticket is None for a step the trial does not time."""
+        if limit != ADAPTIVE or not enabled():
+            return limit, None
+        n = threads_for(usable_cores(), meter().others())
+        if n < 2:
+            return limit, None
+        key = tuple(getattr(v, "shape", None) for v in feed_values)
+        with self.lock:
+            sig = self.signatures.get(key)
+            if sig is None or sig.n != n:
+                if len(self.signatures) >= _MAX_SIGNATURES:
+                    self.signatures.clear()
+                sig = self.signatures[key] = _Signature(n)
+            if not sig.started:
+                sig.started = True
+                return limit, None
+            count = sig.next_count()
+        if count == 1:
+            choices["1 (trial)"] += 1  # what the benchmarks report as adaptive's choices
+            return 1, (key, 1)
+        return limit, (key, n)
+
+    def record(self, ticket, seconds):
+        """After a step: its wall time, with the ticket `limit()` gave for it."""
+        if ticket is None:
+            return
+        key, count = ticket
+        with self.lock:
+            sig = self.signatures.get(key)
+            if sig is not None and count in sig.times:
+                sig.add(count, seconds)
