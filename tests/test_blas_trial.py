@@ -31,19 +31,19 @@ def drive(trial, seconds_of, steps):
     return used
 
 
-def test_one_thread_kept_where_two_are_not_faster(two_free_cores):
+def test_one_thread_taken_where_it_is_faster_by_the_margin(two_free_cores):
     used = drive(ThreadTrial(), {1: 0.030, 2: 0.036}.get, 1 + 2 * TRIAL + 20)
     assert used[0] == 2  # the first step fills caches, on the meter's count, untimed
     assert sorted(used[1:1 + 2 * TRIAL]) == [1] * TRIAL + [2] * TRIAL  # alternating
     assert used[1 + 2 * TRIAL:] == [1] * 20
 
 
-def test_two_threads_kept_where_they_win_by_the_margin(two_free_cores):
+def test_two_threads_kept_where_they_win_or_one_does_not_win_by_the_margin(two_free_cores):
     used = drive(ThreadTrial(), {1: 0.030, 2: 0.015}.get, 1 + 2 * TRIAL + 20)
     assert used[1 + 2 * TRIAL:] == [2] * 20
-    # a gain under the margin is not worth a second busy core: one thread
-    near = {1: 0.030, 2: 0.030 * (1 - MARGIN / 2)}.get
-    assert drive(ThreadTrial(), near, 1 + 2 * TRIAL + 5)[-5:] == [1] * 5
+    # one thread faster by less than the margin: within noise, the meter's count stays
+    near = {1: 0.030 * (1 - MARGIN / 2), 2: 0.030}.get
+    assert drive(ThreadTrial(), near, 1 + 2 * TRIAL + 5)[-5:] == [2] * 5
 
 
 def test_the_other_count_is_tried_again_and_a_change_followed(two_free_cores):

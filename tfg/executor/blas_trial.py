@@ -13,10 +13,10 @@ NASNetMobile 44.2 ms on two threads against 36.7 on one, InceptionV3 45.7 agains
 ResNet50 66.7 against 68.4 (for 101 against 67 ms of CPU), while the MLP's large GEMMs run
 1.7x faster on two. So where the meter allows n > 1 threads, each prepared step (per feed
 signature) times its steps on n and on 1, alternately, TRIAL steps each after its first
-(which fills caches), and keeps n only where its fastest step beats one thread's by MARGIN
-(one thread costs half the CPU, and no spin on the other core); it tries the other count
-again every REPROBE steps and whenever the meter's count changes, so a change in load or
-input is followed. Steps the meter gives one thread are not timed here.
+(which fills caches), and takes one thread only where its fastest step beats n's by MARGIN
+(the meter's count stays where the two are within noise: a wrong switch from a few noisy
+steps costs more than it saves); it tries the other count again every REPROBE steps and
+whenever the meter's count changes, so a change in load or input is followed. Steps the meter gives one thread are not timed here.
 
 The steps of the trial are real steps (their results are the results); OpenBLAS's one- and
 two-thread sums can differ in the last bits, as between any two adaptive steps.
@@ -29,9 +29,9 @@ from tfg.executor.blas import ADAPTIVE
 from tfg.executor.contention import choices, meter, threads_for, usable_cores
 
 ENV_VAR = "TFG_BLAS_TRIAL"
-TRIAL = 2  # timed steps per count before a choice (min of them: noise only adds time)
+TRIAL = 3  # timed steps per count before a choice (min of them: noise only adds time)
 REPROBE = 64  # steps on the chosen count before the other is timed again
-MARGIN = 0.03  # n threads are kept only when at least this much faster than one
+MARGIN = 0.05  # one thread replaces the meter's n only when at least this much faster
 _MAX_SIGNATURES = 8
 
 
@@ -69,7 +69,7 @@ class _Signature:
         if len(times) >= TRIAL and len(self.times[other]) >= TRIAL and (
                 self.choice is None or count != self.choice):
             fast_n, fast_1 = min(self.times[self.n]), min(self.times[1])
-            self.choice = self.n if fast_n < fast_1 * (1 - MARGIN) else 1
+            self.choice = 1 if fast_1 < fast_n * (1 - MARGIN) else self.n
             self.since = 0
             # the other count's times are stale by the next probe: it is timed afresh
             self.times[1 if self.choice == self.n else self.n] = []
