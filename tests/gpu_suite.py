@@ -179,6 +179,18 @@ RANDOM_CASES = {
                               lambda: [_rand((2, 4, 4, 3)), np.array([6, 5], np.int32)]),
     "Roll": ({"T": DType.FLOAT, "Tshift": DType.INT32, "Taxis": DType.INT32},
              lambda: [_rand((3, 4, 5)), np.array([1, -2], np.int32), np.array([0, 2], np.int32)]),
+    # the real-loop sweep's (tf.nn.ctc_loss's scans): unique rows for Update (TensorFlow's
+    # order among duplicates is unspecified), a repeated row for Add and Sub
+    "TensorScatterUpdate": ({"T": DType.FLOAT, "Tindices": DType.INT32},
+                            lambda: [_rand((5, 3)), np.array([[3], [0]], np.int32),
+                                     _rand((2, 3), seed=1)]),
+    "TensorScatterAdd": ({"T": DType.FLOAT, "Tindices": DType.INT32},
+                         lambda: [_rand((5, 3)), np.array([[1], [4], [1]], np.int32),
+                                  _rand((3, 3), seed=1)]),
+    "TensorScatterSub": ({"T": DType.FLOAT, "Tindices": DType.INT32},
+                         lambda: [_rand((4, 2, 3)), np.array([[2, 1], [0, 0], [2, 1]], np.int32),
+                                  _rand((3, 3), seed=1)]),
+    "Empty": ({"dtype": DType.FLOAT, "init": True}, lambda: [np.array([2, 3], np.int32)]),
     "_FusedBatchNormEx": ({"T": DType.FLOAT, "U": DType.FLOAT, "epsilon": 1e-3,
                            "is_training": False, "activation_mode": b"Relu", "num_side_inputs": 0},
                           lambda: [_rand((2, 3, 3, 4)), _rand((4,), 0.5, 1.5), _rand((4,)),
