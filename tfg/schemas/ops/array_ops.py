@@ -254,21 +254,27 @@ op("ScatterNd",
    shape_fn=from_shape_input(2))
 # TensorScatterUpdate / Add / Sub / Min / Max: `tensor` with the slices at `indices` (GatherNd
 # addressing) replaced or combined with `updates`; the output has the tensor's shape.
-for _name in ("TensorScatterUpdate", "TensorScatterAdd", "TensorScatterSub",
-              "TensorScatterMin", "TensorScatterMax"):
+# (Update takes int16/uint16 indices too; the others int32/int64 only, as in TensorFlow.)
+for _name, _tindices in (("TensorScatterUpdate", "{int16, int32, int64, uint16}"),
+                         ("TensorScatterAdd", "{int32, int64}"),
+                         ("TensorScatterSub", "{int32, int64}"),
+                         ("TensorScatterMin", "{int32, int64}"),
+                         ("TensorScatterMax", "{int32, int64}")):
     op(_name,
        inputs=["tensor: T", "indices: Tindices", "updates: T"],
        outputs=["output: T"],
-       attrs=["T: type", "Tindices: {int16, int32, int64, uint16}",
-              "bad_indices_policy: string = ''"],
+       attrs=["T: type", f"Tindices: {_tindices}", "bad_indices_policy: string = ''"],
        shape_fn=unchanged)
-for _name, _t in (("UnsortedSegmentSum", "T: numbertype"), ("UnsortedSegmentProd", "T: numbertype"),
-                  ("UnsortedSegmentMax", "T: realnumbertype"),
-                  ("UnsortedSegmentMin", "T: realnumbertype")):
+# (Sum takes int16 segment ids too; Prod/Max/Min int32/int64 only, as in TensorFlow.)
+for _name, _t, _tindices in (
+        ("UnsortedSegmentSum", "T: numbertype", "{int16, int32, int64}"),
+        ("UnsortedSegmentProd", "T: numbertype", "{int32, int64}"),
+        ("UnsortedSegmentMax", "T: realnumbertype", "{int32, int64}"),
+        ("UnsortedSegmentMin", "T: realnumbertype", "{int32, int64}")):
     op(_name,
        inputs=["data: T", "segment_ids: Tindices", "num_segments: Tnumsegments"],
        outputs=["output: T"],
-       attrs=[_t, "Tindices: {int16, int32, int64}", "Tnumsegments: {int32, int64} = DT_INT32"],
+       attrs=[_t, f"Tindices: {_tindices}", "Tnumsegments: {int32, int64} = DT_INT32"],
        shape_fn=unsorted_segment_sum)
 op("DynamicStitch",
    inputs=["indices: N * int32", "data: N * T"],
@@ -315,7 +321,7 @@ op("Empty",
    inputs=["shape: int32"],
    outputs=["output: dtype"],
    attrs=["dtype: type", "init: bool = false"],
-   shape_fn=from_shape_input(0))
+   stateful=True, shape_fn=from_shape_input(0))  # stateful in TensorFlow: never folded or CSE'd
 op("ZerosLike",
    inputs=["x: T"],
    outputs=["y: T"],
