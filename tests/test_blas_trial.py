@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from tfg import builder as tb
-from tfg.executor import blas_trial
+from tfg.executor import blas_floor, blas_trial
 from tfg.executor.blas import ADAPTIVE
 from tfg.executor.blas_trial import MARGIN, REPROBE, TRIAL, ThreadTrial
 
@@ -13,9 +13,9 @@ FEEDS = [np.zeros((2, 3), np.float32)]
 
 @pytest.fixture
 def two_free_cores(monkeypatch):
-    monkeypatch.setattr(blas_trial, "usable_cores", lambda: 2)
+    monkeypatch.setattr(blas_floor, "usable_cores", lambda: 2)
     others = [0.0]
-    monkeypatch.setattr(blas_trial.meter(), "others", lambda: others[0])
+    monkeypatch.setattr(blas_floor.meter(), "others", lambda: others[0])
     monkeypatch.delenv(blas_trial.ENV_VAR, raising=False)
     return others
 

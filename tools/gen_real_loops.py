@@ -34,7 +34,8 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 import gen_real_loops_tf2_more  # noqa: E402  (more TF2 cases)
-from gen_real_models import freeze, keras_mods, write_case  # noqa: E402
+from gen_real_models import freeze, write_case  # noqa: E402
+from gen_real_models_more import _start  # noqa: E402  (seeded Keras, layers, rng)
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "fixtures",
                    "real_loops")
@@ -74,13 +75,6 @@ def tape_case(out, name, fn, feeds, family, weights=(), grad=False, lower=True):
     write_case(out, name, gd, {t.name: f for t, f in zip(frozen.inputs, feeds)}, family,
                ys=[frozen.outputs[0].name], xs=xs, atol_scale=1e-4,
                values=[tf.convert_to_tensor(g).numpy() for g in grads])
-
-
-def _start(name):
-    keras = keras_mods()
-    keras.backend.clear_session()
-    keras.utils.set_random_seed(sum(map(ord, name)))
-    return keras, keras.layers, np.random.default_rng(sum(map(ord, name)))
 
 
 def convlstm(out, name, grad):

@@ -16,7 +16,8 @@ signature) times its steps on n and on 1, alternately, TRIAL steps each after it
 (which fills caches), and takes one thread only where its fastest step beats n's by MARGIN
 (the meter's count stays where the two are within noise: a wrong switch from a few noisy
 steps costs more than it saves); it tries the other count again every REPROBE steps and
-whenever the meter's count changes, so a change in load or input is followed. Steps the meter gives one thread are not timed here.
+whenever the meter's count changes, so a change in load or input is followed. Steps the
+meter gives one thread are not timed here.
 
 The steps of the trial are real steps (their results are the results); OpenBLAS's one- and
 two-thread sums can differ in the last bits, as between any two adaptive steps.
@@ -26,7 +27,8 @@ import os
 import threading
 
 from tfg.executor.blas import ADAPTIVE
-from tfg.executor.contention import choices, meter, threads_for, usable_cores
+from tfg.executor.blas_floor import adaptive_count
+from tfg.executor.contention import choices
 
 ENV_VAR = "TFG_BLAS_TRIAL"
 TRIAL = 3  # timed steps per count before a choice (min of them: noise only adds time)
@@ -88,7 +90,7 @@ class ThreadTrial:
         The ticket is None for a step the trial does not time."""
         if limit != ADAPTIVE or not enabled():
             return limit, None
-        n = threads_for(usable_cores(), meter().others())
+        n = adaptive_count()
         if n < 2:
             return limit, None
         key = tuple(getattr(v, "shape", None) for v in feed_values)

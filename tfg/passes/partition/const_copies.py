@@ -32,9 +32,9 @@ MAX_COPIED_ELEMENTS = 64
 def _copyable(node):
     if node.op != "Const" or node.inputs:
         return False
-    value = node.attr_view.get("value") if "value" in node.attr_view else None
-    if value is None or not value.HasField("tensor"):
+    if "value" not in node.attr_view or not node.attr_view["value"].HasField("tensor"):
         return False
+    value = node.attr_view["value"]
     dims = [d.size for d in value.tensor.tensor_shape.dim]
     if any(d < 0 for d in dims) or int(np.prod(dims, dtype=np.int64)) > MAX_COPIED_ELEMENTS:
         return False
