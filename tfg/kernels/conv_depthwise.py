@@ -24,7 +24,7 @@ because einsum's speed is the length of its innermost contiguous loop:
   [N, OH, OW, KH, KW, C] with C inner.
 """
 import numpy as np
-from tfg.kernels import conv_phases
+from tfg.kernels import conv_phases, depthwise_loops
 from tfg.kernels._util import immutable
 from tfg.kernels.conv_geom import padded, row_windows, strided, windows
 
@@ -80,6 +80,16 @@ def _phases_fit(g, c, m):
 
 
 def prepared(x_shape, w_shape, g):
+    """`run(x, w, cache)` for NHWC numpy inputs of these shapes: `numpy_prepared`'s run, which
+    from a node's second call on gives way to the compiled loop where numba is installed
+    (depthwise_loops.py: the same values). None when `forward` must decide."""
+    run = numpy_prepared(x_shape, w_shape, g)
+    if run is None:
+        return None
+    return depthwise_loops.compiled_run(g, x_shape[3], run, _tiled) or run
+
+
+def numpy_prepared(x_shape, w_shape, g):
     """`run(x, w, cache)` for NHWC numpy inputs of these shapes (dtypes equal), the strategy
     and views chosen once: what `forward` decides on every call (NASNet's 160 depthwise calls
     per step are 3x3 to 12x12 images, where that Python was a visible share). Same values as
