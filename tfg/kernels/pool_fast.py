@@ -2,6 +2,7 @@
 
     run = prepared(g, x.shape, x.dtype, np.add, 0, divisor)   # kept in the node's ctx.cache
     y = run(x)        # the same separable pool as pool_ops._separable, the slices made once
+                      # (AvgPool, where numba is installed, from the 2nd call on: pool_loops.py)
 
 pool_ops' general path parses ksize/strides/format, builds each row and column slice from
 lists and divides an AvgPool by a [1, OH, OW, 1] count table broadcast over the channels on
@@ -19,11 +20,18 @@ core), each half the same calls on fewer images, so the same values.
 """
 import numpy as np
 
-from tfg.kernels import conv_threads
+from tfg.kernels import conv_threads, pool_loops
 from tfg.kernels.conv_geom import padded
 from tfg.kernels.kept_pad import kept_padder
 
 SPLIT_MIN_BYTES = 1 << 20
+
+
+def _compiled(g, dtype, op, divisor, run):
+    """An AvgPool's `run` as pool_loops' compiled loop where numba is installed, else `run`."""
+    if op is not np.add:
+        return run
+    return pool_loops.compiled_run(g, dtype, divisor, run) or run
 
 
 def prepared(g, shape, dtype, op, value, divisor):
@@ -76,7 +84,7 @@ def prepared(g, shape, dtype, op, value, divisor):
         return out
 
     if not split:
-        return run
+        return _compiled(g, dtype, op, divisor, run)
     halves = [(0, n // 2), (n // 2, n)]
     out_shape = (n, g.oh, g.ow, shape[3])
 
@@ -91,4 +99,4 @@ def prepared(g, shape, dtype, op, value, divisor):
         conv_threads.run_chunks(half, halves, 0, x.dtype)
         return out
 
-    return split_run
+    return _compiled(g, dtype, op, divisor, split_run)
