@@ -33,6 +33,10 @@ _DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 # (2x24x24x11 7x7: numpy 199, per pixel 580, rows 104 us), per pixel ahead from 144 (2x24x24x144
 # 3x3: 241 against 267 us; 2x6x6x88 5x5: rows 19.5, per pixel 23 us).
 ROWS_MAX_CHANNELS = 96
+# The row loop's tiled filter holds KH*KW*OW*C values: past this many (a 16 MB float32 copy;
+# the models' largest is 2x112x112x32 3x3 at 224x224, 1M), the per-pixel loop, which needs
+# no copy, runs instead.
+ROWS_MAX_TILED = 4 << 20
 _TIER_KEY = "dw_compiled_calls"
 
 
@@ -112,7 +116,8 @@ def compiled_run(g, channels, numpy_run, tiled):
     compiled loops are not wanted at all (then the caller keeps `numpy_run` itself).
     `tiled(w, ow, cache)`: the filter repeated along OW output columns (conv_depthwise's,
     kept per node for a read-only filter)."""
-    rows = g.sw == 1 and channels <= ROWS_MAX_CHANNELS
+    rows = (g.sw == 1 and channels <= ROWS_MAX_CHANNELS
+            and g.kh * g.kw * g.ow * channels <= ROWS_MAX_TILED)
     loop = jit.function(depthwise_rows if rows else depthwise_taps)
     if loop is None:
         return None

@@ -90,8 +90,18 @@ class Compiled:
                     numba = _numba()
                     if numba is None:
                         raise _Off()
-                    self.dispatcher = numba.njit(cache=True, nogil=True)(self.py_func)
+                    self.dispatcher = _njit(numba, self.py_func)
         return self.dispatcher(*args)
+
+
+def _njit(numba, py_func):
+    """numba.njit of `py_func`, kept on disk; without the disk where numba finds no folder
+    to keep it in (it refuses at decoration: a read-only package and no writable cache
+    folder), so every process compiles it again."""
+    try:
+        return numba.njit(cache=True, nogil=True)(py_func)
+    except Exception:  # noqa: BLE001 - numba's "no locator available" RuntimeError
+        return numba.njit(nogil=True)(py_func)
 
 
 class _Off(Exception):
@@ -112,7 +122,9 @@ def function(py_func):
 def call(dispatcher, *args):
     """dispatcher(*args) -> True, or False where compiling for these argument types failed
     (then compiled loops are off for the process and the caller runs its numpy kernel), or
-    where they were turned off since the caller got the dispatcher."""
+    where they were turned off since the caller got the dispatcher. The loops compiled here
+    raise nothing themselves (no checks, no raise), so any exception is numba's: a typing,
+    lowering or LLVM error, or a cache it could not read."""
     if _state.get("numba", True) is None:
         return False
     try:
@@ -120,11 +132,9 @@ def call(dispatcher, *args):
         return True
     except _Off:
         return False
-    except Exception as e:  # noqa: BLE001 - a numba typing/lowering error, not a value error
-        if "numba" in type(e).__module__:
-            _off(f"{type(e).__name__} compiling {dispatcher.py_func.__name__}")
-            return False
-        raise
+    except Exception as e:  # noqa: BLE001 - see above: never a value error of the graph's
+        _off(f"{type(e).__name__} compiling {dispatcher.py_func.__name__}")
+        return False
 
 
 def tier_up(cache, key, dispatcher):
