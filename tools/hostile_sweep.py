@@ -12,7 +12,8 @@ tools/fuzz.py mutates real graphs at random; this sweep is the other half: input
 hand to reach one guard each (recursive functions, bad frames, hostile sizes met at run time,
 feed files holding objects, truncated protobuf at every offset, odd output paths, hostile
 flags). The cases live in tools/hostile_cases.py. Every command runs with an address-space
-limit (RLIMIT_AS) and a wall-clock bound, and must: end with an allowed exit code (2 for bad
+limit (RLIMIT_AS: 3 GB, or 3 GB more than the driver holds for a forked child) and a
+wall-clock bound, and must: end with an allowed exit code (2 for bad
 input, 1 for a failure while running, 0 where the input is in fact valid), print ONE line on
 stderr (`tfg: error: ...`, warnings aside) with no traceback and no "internal error", name the
 node or flag when the case says which, leave no output file (nor temp file) when it failed,
@@ -41,8 +42,26 @@ ADDRESS_SPACE = 3 << 30
 TIMEOUT_S = 30.0
 
 
-def _limit_memory():
-    resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE, ADDRESS_SPACE))
+def _limit_memory(on_top_of_this_process=False):
+    """Cap the address space at ADDRESS_SPACE, or (a forked child, which starts with its
+    parent's mappings) at ADDRESS_SPACE more than it holds now: a pytest worker that has
+    loaded numba's LLVM (~320 MB of address space) or many tests' buffers would otherwise
+    leave its children no room, and every command would 'run out of memory' at its first
+    allocation."""
+    limit = ADDRESS_SPACE + (_address_space() if on_top_of_this_process else 0)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+def _address_space():
+    """This process's mapped address space in bytes (VmSize), 0 where unknown."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmSize:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
 
 
 def _preload():
@@ -66,7 +85,7 @@ def run_forked(argv, cwd, stdin_path=None, timeout=TIMEOUT_S):
     pid = os.fork()
     if pid == 0:  # child
         try:
-            _limit_memory()
+            _limit_memory(on_top_of_this_process=True)
             os.chdir(cwd)
             fd = os.open(stdin_path or os.devnull, os.O_RDONLY)
             os.dup2(fd, 0)

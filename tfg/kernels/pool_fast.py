@@ -28,7 +28,9 @@ SPLIT_MIN_BYTES = 1 << 20
 
 
 def _compiled(g, dtype, op, divisor, run):
-    """An AvgPool's `run` as pool_loops' compiled loop where numba is installed, else `run`."""
+    """An AvgPool's `run` as pool_loops' compiled loop where numba is installed, else `run`.
+    (Pools large enough to split over two threads keep the split: it halves their time in
+    a two-core step where the loop runs on one core.)"""
     if op is not np.add:
         return run
     return pool_loops.compiled_run(g, dtype, divisor, run) or run
@@ -99,4 +101,4 @@ def prepared(g, shape, dtype, op, value, divisor):
         conv_threads.run_chunks(half, halves, 0, x.dtype)
         return out
 
-    return _compiled(g, dtype, op, divisor, split_run)
+    return split_run
