@@ -58,6 +58,47 @@ def test_assign_copies_and_validates_shape():
         run("AssignAdd", Ref("u"), np.zeros(3, f32))
 
 
+def test_ref_updates_write_the_buffer_reads_share():
+    # TensorFlow's ref kernels write in place: a read (the buffer itself) sees the update.
+    v = Ref("v", DType.FLOAT, (2, 2))
+    run("Assign", v, np.zeros((2, 2), f32))
+    read = run("Identity", v.get())
+    run("AssignAdd", v, np.ones((2, 2), f32))
+    run("AssignSub", v, np.full((2, 2), 3, f32))
+    run("ApplyGradientDescent", v, f32(0.5), np.full((2, 2), 2, f32))
+    np.testing.assert_array_equal(read, np.full((2, 2), -3, f32))
+    run("Assign", v, np.arange(4, dtype=f32).reshape(4), validate_shape=False)
+    assert v.get().shape == (4,) and np.shares_memory(v.get(), read)  # as many elements
+    np.testing.assert_array_equal(read, [[0, 1], [2, 3]])
+    run("Assign", v, np.ones(3, f32), validate_shape=False)  # another size: a new buffer
+    np.testing.assert_array_equal(read, [[0, 1], [2, 3]])
+    np.testing.assert_array_equal(v.get(), [1, 1, 1])
+
+
+def test_ref_update_of_a_read_only_buffer_replaces_it():
+    v = Ref("v", DType.INT32, ())
+    frozen = np.array(4, np.int32)
+    frozen.flags.writeable = False
+    v.assign(frozen)  # (as a restore may leave it)
+    run("AssignAdd", v, np.array(1, np.int32))
+    assert int(v.get()) == 5 and int(frozen) == 4 and v.get().flags.writeable
+    read = v.get()
+    run("AssignAdd", v, np.array(1, np.int32))
+    assert int(read) == 6  # from then on in place
+
+
+def test_resource_variable_reads_keep_their_value():
+    # A resource variable copies on write (TensorFlow's copy-on-read-write): no aliasing.
+    step = StepContext()
+    h = run("VarHandleOp", step=step, name="r", dtype=DType.FLOAT, shape=(2,))
+    run("AssignVariableOp", h, np.ones(2, f32), dtype=DType.FLOAT)
+    read = run("ReadVariableOp", h, dtype=DType.FLOAT)
+    run("AssignAddVariableOp", h, np.ones(2, f32), dtype=DType.FLOAT)
+    run("ResourceApplyGradientDescent", h, f32(1), np.ones(2, f32))
+    np.testing.assert_array_equal(read, [1, 1])
+    np.testing.assert_array_equal(run("ReadVariableOp", h, dtype=DType.FLOAT), [1, 1])
+
+
 def test_shared_name_and_container_key_variables():
     mgr = ResourceMgr()
     a = run("VariableV2", step=StepContext(mgr), name="a", shared_name=b"s", container=b"c",

@@ -7,11 +7,14 @@ reference variables, and their ResourceApply* forms on resource handles.
         lr_t = lr * sqrt(1 - b2p) / (1 - b1p); m <- m + (g - m)(1 - b1);
         v <- v + (g^2 - v)(1 - b2); var <- var - lr_t m / (sqrt(v) + eps)
 
-Each update writes new arrays into the variable and its slots under the variable's lock.
+Each update runs under the variable's lock. The Apply* forms write the results into the
+variable's and the slots' buffers, which reads of the refs share (TensorFlow's in-place
+update, tfg/kernels/ref_updates.py); the ResourceApply* forms store new arrays (a resource
+variable's read keeps the value it read).
 """
 import numpy as np
 
-from tfg.kernels import aligned
+from tfg.kernels import aligned, ref_updates
 from tfg.kernels._util import fail
 from tfg.kernels.registry import ALL_DEVICES, kernel
 from tfg.kernels.state_ops import resolve
@@ -100,7 +103,7 @@ RULES = {
 }
 
 
-def _apply(ctx, refs, args, rule, grad_index):
+def _apply(ctx, refs, args, rule, grad_index, in_place):
     xp = ctx.xp
     var = refs[0]
     with var.lock:
@@ -115,20 +118,26 @@ def _apply(ctx, refs, args, rule, grad_index):
                      f"{list(values[0].shape)} {list(v.shape)}")
         new = rule(xp, ctx.attrs, *values, *args)
         for r, old, value in zip(refs, values, new):
-            r.assign(xp.asarray(value).astype(old.dtype, copy=False))
+            value = xp.asarray(value).astype(old.dtype, copy=False)
+            if in_place:
+                ref_updates.write(xp, r, value, lambda v: v)  # (value is a new array)
+            else:
+                r.assign(value)
 
 
 def _register(name, rule, nvars, grad_index):
     @kernel("Apply" + name, device_types=ALL_DEVICES, ref_inputs=tuple(range(nvars)))
     def apply_ref(ctx, *inputs):
-        _apply(ctx, inputs[:nvars], inputs[nvars:], rule, grad_index)
+        _apply(ctx, inputs[:nvars], inputs[nvars:], rule, grad_index, True)
         return inputs[0]
 
     @kernel("ResourceApply" + name, device_types=ALL_DEVICES)
     def apply_resource(ctx, *inputs):
-        _apply(ctx, [resolve(h) for h in inputs[:nvars]], inputs[nvars:], rule, grad_index)
+        _apply(ctx, [resolve(h) for h in inputs[:nvars]], inputs[nvars:], rule, grad_index,
+               False)
         return ()
 
 
 for _name, (_rule, _n, _g) in RULES.items():
     _register(_name, _rule, _n, _g)
+ref_updates.writes_in_place(*("Apply" + name for name in RULES))
