@@ -29,7 +29,7 @@ def writes_in_place(*ops):
     IN_PLACE_OPS.update(ops)
 
 
-def _writable(xp, a):
+def writable(xp, a):
     """Whether `a` is an array of `xp` that may be written in place."""
     return isinstance(a, xp.ndarray) and getattr(a.flags, "writeable", True)
 
@@ -38,7 +38,7 @@ def update(xp, ref, ufunc, value):
     """ref's buffer <- ufunc(buffer, value) in place (AssignAdd: xp.add); the caller holds
     ref.lock and has checked the shapes."""
     old = ref.get()
-    if _writable(xp, old) and xp.result_type(old, value) == old.dtype:
+    if writable(xp, old) and xp.result_type(old, value) == old.dtype:
         ufunc(old, value, out=old)
     else:
         ref.assign(xp.asarray(ufunc(old, value)))  # (a 0-d result: an array)
@@ -49,7 +49,7 @@ def write(xp, ref, value, fresh_copy):
     to value's shape, TensorFlow's Assign), else a new buffer `fresh_copy(value)`. The caller
     holds ref.lock and has validated the shapes it must."""
     old = ref.value
-    if (old is not None and _writable(xp, old) and old.size == value.size
+    if (old is not None and writable(xp, old) and old.size == value.size
             and old.dtype == value.dtype and old.flags.c_contiguous):
         target = old if old.shape == value.shape else old.reshape(value.shape)
         xp.copyto(target, value)

@@ -20,7 +20,9 @@ from tfg.kernels.registry import ALL_DEVICES, kernel
 from tfg.kernels.state_ops import resolve
 
 
-def _gradient_descent(xp, attrs, var, alpha, delta):
+def _gradient_descent(xp, attrs, var, alpha, delta, into=None):
+    """`into`: the variable's own buffer, which the difference then goes to (a reference
+    variable's in-place update in one pass, with no copy after it)."""
     if xp is not np:
         return (var - xp.multiply(alpha, delta),)
     var, delta = np.asarray(var), np.asarray(delta)
@@ -29,7 +31,7 @@ def _gradient_descent(xp, attrs, var, alpha, delta):
         # BLAS reads faster aligned): one large allocation a step, not two.
         out = aligned.empty(var.shape, var.dtype)
         np.multiply(alpha, delta, out=out)
-        return (np.subtract(var, out, out=out),)
+        return (np.subtract(var, out, out=out if into is None else into),)
     return (var - np.multiply(alpha, delta),)
 
 
@@ -116,8 +118,13 @@ def _apply(ctx, refs, args, rule, grad_index, in_place):
             if v.shape != values[0].shape:
                 fail(f"var and {r.name} do not have the same shape: "
                      f"{list(values[0].shape)} {list(v.shape)}")
-        new = rule(xp, ctx.attrs, *values, *args)
+        extra = {}
+        if in_place and rule is _gradient_descent and ref_updates.writable(xp, values[0]):
+            extra["into"] = values[0]
+        new = rule(xp, ctx.attrs, *values, *args, **extra)
         for r, old, value in zip(refs, values, new):
+            if value is old:
+                continue  # (written in place already)
             value = xp.asarray(value).astype(old.dtype, copy=False)
             if in_place:
                 ref_updates.write(xp, r, value, lambda v: v)  # (value is a new array)
