@@ -177,3 +177,28 @@ def test_a_fetched_view_of_a_variable_does_not_change_in_later_steps():
     sess.run(None, targets=["add"])
     np.testing.assert_array_equal(before, [[1], [2]])
     np.testing.assert_array_equal(sess.run("view"), [[2], [4]])
+
+
+def test_variable_buffers_of_a_plan():
+    # What a compiled loop must not keep as an invariant: values that may be a ref variable's
+    # buffer (read by an Identity or a non-ref Switch, then forwarded or viewed), only where a
+    # kernel of the step writes a variable in place.
+    from tfg.executor.ref_aliases import variable_buffers
+    from tfg.graphdef.graph import Graph
+    from tfg.schemas.dtypes import DType
+    f = DType.FLOAT
+    g = Graph()
+    g.add_node("w", "VariableV2", attrs={"dtype": f, "shape": (2,)})
+    g.add_node("p", "Const", attrs={"dtype": DType.BOOL, "value": np.array(True)})
+    g.add_node("one", "Const", attrs={"dtype": f, "value": np.ones(2, np.float32)})
+    g.add_node("read", "Identity", ["w"], attrs={"T": f})
+    g.add_node("sw", "Switch", ["w", "p"], attrs={"T": f})
+    g.add_node("neg", "Neg", ["sw:1"], attrs={"T": f})
+    g.add_node("mm", "MatMul", ["read", "read"], attrs={"T": f})  # (a fresh output)
+    g.add_node("view", "ExpandDims", ["read", "p"], attrs={"T": f})
+    names = lambda plan, ids: sorted(plan.items[i].name for i in ids)  # noqa: E731
+    device = DeviceSet.from_spec("cpu:1").default
+    assert variable_buffers(build_plan(list(g), device)) == frozenset()  # nothing writes
+    g.add_node("add", "AssignAdd", ["w", "one"], attrs={"T": f})
+    plan = build_plan(list(g), device)
+    assert names(plan, variable_buffers(plan)) == ["neg", "read", "sw", "view"]

@@ -21,6 +21,8 @@ from tfg.executor import plan as P
 from tfg.executor.inplace import FRESH_OUTPUT
 from tfg.kernels.ref_updates import IN_PLACE_OPS
 
+_FORWARDING = frozenset({P.SWITCH, P.MERGE, P.ENTER, P.EXIT, P.NEXT, P.IDENT})
+
 
 def mark_variable_writes(plans):
     """Record on the plans of one step whether a kernel of any of them writes a variable in
@@ -44,6 +46,10 @@ def variable_buffers(plan):
     found = set()
     todo = [it for it in items
             if it.kind == P.RECV or (it.kind == P.KERNEL and it.deref is not None)]
+    # a control-flow node that reads a Ref by value (a Switch of T, not a RefSwitch)
+    todo += [items[dst] for it in items for dst, port, _ in it.out_edges
+             if port >= 0 and items[dst].kind in _FORWARDING and not items[dst].keeps_ref
+             and P.may_carry_ref(it, port)]
     while todo:
         it = todo.pop()
         if it.id in found:
