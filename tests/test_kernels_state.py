@@ -135,10 +135,19 @@ def test_resource_variable_lifecycle():
                  None], {}),
     ("RMSProp", 2, [f32(0.01), f32(0.9), f32(0.5), f32(1e-6), None], {}),
     ("Adagrad", 1, [f32(0.1), None], {"update_slots": True}),
+    ("Momentum", 1, [f32(0.05), None, f32(0.9)], {}),
+    ("Adam", 2, [f32(0.9 ** 2), f32(0.999 ** 2), f32(0.01), f32(0.9), f32(0.999), f32(1e-7),
+                 None], {"use_nesterov": True}),
+    ("Adagrad", 1, [f32(0.1), None], {"update_slots": False}),
+    ("CenteredRMSProp", 3, [f32(0.01), f32(0.9), f32(0.5), f32(1e-6), None], {}),
+    ("Adadelta", 2, [f32(0.5), f32(0.95), f32(1e-6), None], {}),
+    ("AdagradV2", 1, [f32(0.1), f32(1e-7), None], {}),
+    ("AdaMax", 2, [f32(0.9 ** 2), f32(0.01), f32(0.9), f32(0.999), f32(1e-7), None], {}),
 ])
 def test_resource_apply_matches_ref_apply(name, nslots, args, attrs):
+    # The same values bit for bit; the ref form writes the variable's and slots' buffers.
     rng = np.random.default_rng(0)
-    init = [rng.uniform(0.1, 1, 4).astype(f32) for _ in range(1 + nslots)]
+    init = [rng.uniform(0.1, 0.3, 4).astype(f32) for _ in range(1 + nslots)]  # (ms > mg ** 2)
     grad = rng.standard_normal(4).astype(f32)
     full = [grad if a is None else a for a in args]
     if name == "GradientDescent":
@@ -146,8 +155,9 @@ def test_resource_apply_matches_ref_apply(name, nslots, args, attrs):
     refs = [Ref(f"r{i}") for i in range(len(init))]
     for r, v in zip(refs, init):
         r.assign(v.copy())
+    buffers = [r.get() for r in refs]
     out = run("Apply" + name, *refs, *full, **attrs)
-    assert out is refs[0]
+    assert out is refs[0] and all(r.get() is b for r, b in zip(refs, buffers))
     step = StepContext()
     handles = []
     for i, v in enumerate(init):
