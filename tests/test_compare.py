@@ -63,6 +63,17 @@ def test_random_feeds_dtype_shape_dims_and_seed():
     assert random_feeds(g, ["out", "count"], fed=["x"]).keys() == {"n:0"}
 
 
+def test_random_feeds_reach_placeholders_behind_a_recv():
+    # A partitioned graph: `out` on CPU:0 reads x (on CPU:1) through a _Send/_Recv pair.
+    from tfg.passes.partition import partition
+    g = chain_graph()
+    for node in g:
+        node.device = "/job:localhost/replica:0/task:0/device:CPU:%d" % (node.name == "x")
+    parts = partition(g)
+    assert any(n.op == "_Recv" for n in parts)
+    assert set(random_feeds(parts, ["out"])) == {"x:0"}
+
+
 def test_compare_equal_graphs_exit_0(graphs):
     a, b, _ = graphs
     p = tfg_cli("compare", a, b, "--random-feeds", "--fetch", "out", "--json")

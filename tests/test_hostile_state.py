@@ -30,7 +30,8 @@ def test_resumed_run_says_from_which_step(counter, tmp_path):
     again = _train(counter, ckpt, 5)
     assert again.rc == 0, again.stderr
     assert again.err_lines == [f"tfg: resuming from step 3 (checkpoint in {ckpt})"]
-    assert b"read = array([4., 4.]" in again.stdout  # steps 4 and 5 only (the fetch sees 4)
+    # steps 4 and 5 only; the fetch is w's buffer after the step's AssignAdd, as in TensorFlow
+    assert b"read = array([5., 5.]" in again.stdout
 
 
 def test_checkpoint_of_another_graph_is_refused_describing_both(counter, tmp_path):

@@ -58,6 +58,47 @@ def test_assign_copies_and_validates_shape():
         run("AssignAdd", Ref("u"), np.zeros(3, f32))
 
 
+def test_ref_updates_write_the_buffer_reads_share():
+    # TensorFlow's ref kernels write in place: a read (the buffer itself) sees the update.
+    v = Ref("v", DType.FLOAT, (2, 2))
+    run("Assign", v, np.zeros((2, 2), f32))
+    read = run("Identity", v.get())
+    run("AssignAdd", v, np.ones((2, 2), f32))
+    run("AssignSub", v, np.full((2, 2), 3, f32))
+    run("ApplyGradientDescent", v, f32(0.5), np.full((2, 2), 2, f32))
+    np.testing.assert_array_equal(read, np.full((2, 2), -3, f32))
+    run("Assign", v, np.arange(4, dtype=f32).reshape(4), validate_shape=False)
+    assert v.get().shape == (4,) and np.shares_memory(v.get(), read)  # as many elements
+    np.testing.assert_array_equal(read, [[0, 1], [2, 3]])
+    run("Assign", v, np.ones(3, f32), validate_shape=False)  # another size: a new buffer
+    np.testing.assert_array_equal(read, [[0, 1], [2, 3]])
+    np.testing.assert_array_equal(v.get(), [1, 1, 1])
+
+
+def test_ref_update_of_a_read_only_buffer_replaces_it():
+    v = Ref("v", DType.INT32, ())
+    frozen = np.array(4, np.int32)
+    frozen.flags.writeable = False
+    v.assign(frozen)  # (as a restore may leave it)
+    run("AssignAdd", v, np.array(1, np.int32))
+    assert int(v.get()) == 5 and int(frozen) == 4 and v.get().flags.writeable
+    read = v.get()
+    run("AssignAdd", v, np.array(1, np.int32))
+    assert int(read) == 6  # from then on in place
+
+
+def test_resource_variable_reads_keep_their_value():
+    # A resource variable copies on write (TensorFlow's copy-on-read-write): no aliasing.
+    step = StepContext()
+    h = run("VarHandleOp", step=step, name="r", dtype=DType.FLOAT, shape=(2,))
+    run("AssignVariableOp", h, np.ones(2, f32), dtype=DType.FLOAT)
+    read = run("ReadVariableOp", h, dtype=DType.FLOAT)
+    run("AssignAddVariableOp", h, np.ones(2, f32), dtype=DType.FLOAT)
+    run("ResourceApplyGradientDescent", h, f32(1), np.ones(2, f32))
+    np.testing.assert_array_equal(read, [1, 1])
+    np.testing.assert_array_equal(run("ReadVariableOp", h, dtype=DType.FLOAT), [1, 1])
+
+
 def test_shared_name_and_container_key_variables():
     mgr = ResourceMgr()
     a = run("VariableV2", step=StepContext(mgr), name="a", shared_name=b"s", container=b"c",
@@ -94,10 +135,19 @@ def test_resource_variable_lifecycle():
                  None], {}),
     ("RMSProp", 2, [f32(0.01), f32(0.9), f32(0.5), f32(1e-6), None], {}),
     ("Adagrad", 1, [f32(0.1), None], {"update_slots": True}),
+    ("Momentum", 1, [f32(0.05), None, f32(0.9)], {}),
+    ("Adam", 2, [f32(0.9 ** 2), f32(0.999 ** 2), f32(0.01), f32(0.9), f32(0.999), f32(1e-7),
+                 None], {"use_nesterov": True}),
+    ("Adagrad", 1, [f32(0.1), None], {"update_slots": False}),
+    ("CenteredRMSProp", 3, [f32(0.01), f32(0.9), f32(0.5), f32(1e-6), None], {}),
+    ("Adadelta", 2, [f32(0.5), f32(0.95), f32(1e-6), None], {}),
+    ("AdagradV2", 1, [f32(0.1), f32(1e-7), None], {}),
+    ("AdaMax", 2, [f32(0.9 ** 2), f32(0.01), f32(0.9), f32(0.999), f32(1e-7), None], {}),
 ])
 def test_resource_apply_matches_ref_apply(name, nslots, args, attrs):
+    # The same values bit for bit; the ref form writes the variable's and slots' buffers.
     rng = np.random.default_rng(0)
-    init = [rng.uniform(0.1, 1, 4).astype(f32) for _ in range(1 + nslots)]
+    init = [rng.uniform(0.1, 0.3, 4).astype(f32) for _ in range(1 + nslots)]  # (ms > mg ** 2)
     grad = rng.standard_normal(4).astype(f32)
     full = [grad if a is None else a for a in args]
     if name == "GradientDescent":
@@ -105,8 +155,9 @@ def test_resource_apply_matches_ref_apply(name, nslots, args, attrs):
     refs = [Ref(f"r{i}") for i in range(len(init))]
     for r, v in zip(refs, init):
         r.assign(v.copy())
+    buffers = [r.get() for r in refs]
     out = run("Apply" + name, *refs, *full, **attrs)
-    assert out is refs[0]
+    assert out is refs[0] and all(r.get() is b for r, b in zip(refs, buffers))
     step = StepContext()
     handles = []
     for i, v in enumerate(init):

@@ -72,6 +72,19 @@ def test_neutral_elements_and_times_zero():
     assert_same(b.g, out, ["o1", "z", "s0", "rc"], {"x": np.arange(1, 7, dtype=np.float32).reshape(2, 3)})
 
 
+def test_mul_one_is_a_snapshot_where_a_node_writes_a_variable():
+    # TensorFlow's constant folding: Snapshot (a copy) instead of forwarding x when the graph
+    # has a node writing an input in place (w's read is w's buffer, AssignAdd writes it).
+    g = G()
+    g.g.add_node("w", "VariableV2", [], {"dtype": DType.FLOAT, "shape": (2,)})
+    g.const("one", 1.0).const("ones", np.ones(2)).op("read", "Identity", "w")
+    g.op("m", "Mul", "read", "one").op("add", "AssignAdd", "w", "ones", "^m")
+    out = cf(g.g, ["m", "add"])
+    assert out["m"].op == "Snapshot" and out["m"].inputs[0] == "read"
+    plain = G().ph("x", [2]).const("one", 1.0).op("m", "Mul", "x", "one").op("n", "Neg", "m")
+    assert cf(plain.g, ["n"])["n"].inputs == ("x",)  # no writer: forwarded, as before
+
+
 def test_mul_one_that_widens_becomes_broadcast_to():
     b = G().ph("x", [3]).const("ones", np.ones((2, 3))).op("m", "Mul", "x", "ones")
     out = cf(b.g, ["m"])

@@ -174,6 +174,20 @@ def test_ref_edges_colocate_variable_and_assign():
     assert sorted(groups.of("w").members) == ["assign", "w"]
 
 
+def test_readers_of_a_variable_written_in_place_go_with_its_buffer():
+    # TF1 SGD in a while loop over ref variables: w/read is w's buffer, AssignSub writes it in
+    # place. The reads after the loop (Identity, Identity_1 of steps) and the loop's read of
+    # w/read go with the buffer: on another task they would get a copy sent before the loop.
+    import tfg
+    g = tfg.load(str(FIXTURES / "real_loops" / "tf1_train_loop_ref" / "graph.pb"))
+    g2 = place(g, cluster="worker=127.0.0.1:2222,127.0.0.1:2223")
+    task = {n.name: DeviceSpec.parse(n.device).task for n in g2}
+    assert {task[n] for n in ("w/read", "Identity", "while/Identity_2", "while/matmul",
+                              "while/AssignSub")} == {task["w"]}
+    assert {task[n] for n in ("steps/read", "Identity_1", "while/AssignAdd")} == {
+        task["steps"]}
+
+
 # --- heuristics -------------------------------------------------------------------------
 
 def test_shape_goes_with_its_input_and_generators_with_their_consumer():

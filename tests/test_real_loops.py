@@ -7,8 +7,8 @@ TensorFlow's tf.gradients / GradientTape values; `_tfgrad` cases run the gradien
 TensorFlow itself built (v1 stacks, control flow v2's gradient While with optionals).
 
 CI runs every case in `run` mode and a few in each other mode (CI; each check starts 2-4
-tfg processes, 1-3 s each on a quiet 2-core machine); every (case, mode) pair passes but the
-XFAIL one, the others run with TFG_REAL_MODELS=full. What tfg optimize and partition write
+tfg processes, 1-3 s each on a quiet 2-core machine); every (case, mode) pair passes, the
+others run with TFG_REAL_MODELS=full. What tfg optimize and partition write
 of every case was also imported and run by TensorFlow 2.21 (tools/tf_run_graph.py, as
 tests/test_real_models.py does), all giving TensorFlow's values.
 """
@@ -32,16 +32,6 @@ CI = {"optimize": {"tf1_beam_search_lstm", "tf2_loops_functional", "tf1_cfv2_tfg
                   "tf2_dynamic_shapes_functional"}}
 
 
-# case -> the missing piece (every mode); strict, so the mark must go the day it lands.
-XFAIL = {"tf1_train_loop_ref": (
-    "TF1 reference variables: TensorFlow's w/read (Identity of a VariableV2) aliases the "
-    "variable's buffer, so a read after an in-place AssignSub/AssignAdd in the same step (here "
-    "the next loop iteration, and the fetches after the loop) sees the update; tfg's Identity "
-    "of a Ref reads a snapshot when it runs, before the loop: the losses stay at the first "
-    "step's, final_w and count at their initial values (tf1_train_loop_resource, the same loop "
-    "with resource variables, passes)")}
-
-
 def _params():
     out = []
     for case in CASES:
@@ -50,8 +40,6 @@ def _params():
             if mode != "run" and case not in CI[mode]:
                 marks += [pytest.mark.slow,
                           pytest.mark.skipif(not FULL, reason="set TFG_REAL_MODELS=full")]
-            if case in XFAIL:
-                marks.append(pytest.mark.xfail(strict=True, reason=XFAIL[case]))
             out.append(pytest.param(case, mode, marks=marks, id=f"{case}-{mode}"))
     return out
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Make the executor fixtures of tests/test_executor*.py (needs TensorFlow; never imports tfg).
 
-    /tmp/tfenv/bin/python tools/gen_executor_fixtures.py
+    /tmp/tfenv/bin/python tools/gen_executor_fixtures.py [CASE ...]
 
 Each case is built in tf.compat.v1 graph mode with v1 control flow, run by TensorFlow, and
 written to tests/fixtures/executor/<case>/: graph.pb, feeds.npz (keys are tensor names),
@@ -178,6 +178,63 @@ def variables(use_resource=False):
     return build
 
 
+def ref_aliasing():
+    """Reads of reference variables alias the buffer the ref kernels write in place: a read
+    used after an AssignAdd, an Assign of as many elements (reshaped) or ApplyGradientDescent
+    sees the update; an Assign of another size gives a new buffer (the read keeps the old);
+    a loop reading w/read through a constant Enter sees each iteration's AssignAdd."""
+    from tensorflow.python.ops import gen_array_ops
+    cd = tf.control_dependencies
+    w = tf.Variable([1.0, 2.0, 3.0], name="w", use_resource=False)
+    r = w.value()  # w/read
+    pre = tf.multiply(r, 1.0, name="pre")
+    with cd([pre]):
+        inc = tf.assign_add(w, [10.0, 10.0, 10.0])
+    with cd([inc]):
+        tf.identity(r, name="after")
+        tf.multiply(r, 2.0, name="doubled")
+    v = tf.Variable([1.0, 2.0], name="v", use_resource=False)
+    rv = v.value()
+    with cd([rv]):
+        grow = tf.assign(v, [5.0, 6.0, 7.0], validate_shape=False)
+    with cd([grow]):
+        tf.identity(rv, name="v_old")
+        tf.identity(gen_array_ops.identity(v._variable), name="v_new")
+    u = tf.Variable([[1.0, 2.0], [3.0, 4.0]], name="u", use_resource=False)
+    ru = u.value()
+    with cd([ru]):
+        flat = tf.assign(u, [9.0, 8.0, 7.0, 6.0], validate_shape=False)
+    with cd([flat]):
+        tf.identity(ru, name="u_old")
+    g = tf.Variable([1.0, 1.0], name="g", use_resource=False)
+    rg = g.value()
+    with cd([rg]):
+        step = tf.train.GradientDescentOptimizer(0.5).apply_gradients(
+            [(tf.constant([2.0, 4.0]), g)])
+    with cd([step]):
+        tf.identity(rg, name="g_after")
+    c = tf.Variable([1.0, -1.0], name="c", use_resource=False)
+    x = tf.placeholder(tf.float32, [2], name="x")
+    rc = c.value()
+
+    def body(i, acc):
+        y = tf.reduce_sum(rc * x)  # rc, x: constant Enters
+        with cd([y]):
+            add = tf.assign_add(c, [1.0, 2.0])
+        with cd([add]):
+            return i + 1, acc + y
+
+    _, acc = tf.while_loop(lambda i, a: i < 4, body, [tf.constant(0), tf.constant(0.0)],
+                           parallel_iterations=1)
+    tf.identity(acc, name="loop_sum")
+    with cd([acc]):
+        tf.identity(rc, name="c_after")
+    tf.group(tf.global_variables_initializer(), name="init")
+    fetches = ["pre:0", "after:0", "doubled:0", "v_old:0", "v_new:0", "u_old:0", "g_after:0",
+               "loop_sum:0", "c_after:0"]
+    return fetches, {"x:0": np.array([0.5, 2.0], np.float32)}
+
+
 CASES = {
     "cond_in_while": (cond_in_while, {}),
     "while_in_cond_taken": (while_in_cond(True), {}),
@@ -194,6 +251,7 @@ CASES = {
     "variables": (variables(False), {"init": ["init"], "targets": ["train"], "steps": 5}),
     "resource_variables": (variables(True), {"init": ["init"], "targets": ["train"],
                                              "steps": 5}),
+    "ref_aliasing": (ref_aliasing, {"init": ["init"]}),
 }
 
 
@@ -233,5 +291,7 @@ def make(name, build, extra):
 
 
 if __name__ == "__main__":
+    import sys
     for case, (fn, extra) in CASES.items():
-        make(case, fn, extra)
+        if len(sys.argv) < 2 or case in sys.argv[1:]:  # (names: only those cases)
+            make(case, fn, extra)

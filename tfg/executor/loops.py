@@ -40,8 +40,10 @@ side; iterations run one after the other,
 which is a valid schedule for every `parallel_iterations` (stack pushes and pops keep their
 order). A zero-iteration loop runs the false side at once. Loop invariants (stateless kernels
 of constant Enters, Consts and loop variables passed through unchanged) run in the first
-iteration only and keep their slots. Dead Enter values (a loop in an untaken cond branch)
-and traced steps go through the dataflow executor, as do frames that do not qualify
+iteration only and keep their slots; a constant Enter of a variable's buffer that a kernel
+writes in place (ref_aliases.py: a TF1 training loop's `w/read`) is not one. Dead Enter
+values (a loop in an untaken cond branch) and traced steps go through the dataflow executor,
+as do frames that do not qualify
 (`compile_loops(plan, why)` says why). Nothing here changes values: the same kernels run on
 the same inputs (but for an RNN's input products and a gradient loop's accumulations, made
 as one GEMM each: loop_projection.py, loop_accumulation.py, within float rounding).
@@ -63,6 +65,7 @@ from tfg.executor.loop_kernels import kernel_call
 from tfg.executor.loop_fusion import fuse_chains
 from tfg.executor.loop_accumulation import defer_accumulations
 from tfg.executor.loop_projection import hoist_projections
+from tfg.executor.ref_aliases import variable_buffers
 from tfg.executor.devices import to_host
 from tfg.kernels.math_ops import (SCALAR_OPS, array_kernel, scalar_kernel,
                                   select, select_v2)
@@ -206,16 +209,17 @@ def compile_loops(plan, why=None):
         if it.kind == P.ENTER:
             enters.setdefault(it.frame_name, []).append(it)
     out = {}
+    buffers = variable_buffers(plan) if enters else frozenset()
     for name, frame_enters in enters.items():
         try:
-            out[name] = _compile_frame(name, frame_enters, items, sources)
+            out[name] = _compile_frame(name, frame_enters, items, sources, buffers)
         except G.Unsupported as e:
             if why is not None:
                 why[name] = str(e)
     return out
 
 
-def _compile_frame(name, frame_enters, items, sources):
+def _compile_frame(name, frame_enters, items, sources, buffers):
     members, exits = G.frame_members(name, frame_enters, items)
     if members is None:
         raise G.Unsupported("a nested frame")
@@ -245,12 +249,15 @@ def _compile_frame(name, frame_enters, items, sources):
     if order is None:
         raise G.Unsupported("a cycle within one iteration")
     side, cond, loop_switches = G.sides(order, sources, enter_ids, loop_merges, pred)
-    return _build(name, frame_enters, items, sources, order, side, cond, loop_merges,
-                  loop_switches, pred, exits)
+    # the constant Enters whose values do not change while the loop runs (not a variable's
+    # buffer that a kernel writes in place)
+    fixed_enters = [e for e in frame_enters if e.is_constant and e.id not in buffers]
+    return _build(name, frame_enters, fixed_enters, items, sources, order, side, cond,
+                  loop_merges, loop_switches, pred, exits)
 
 
-def _build(name, frame_enters, items, sources, order, side, cond, loop_merges, loop_switches,
-           pred, exits):
+def _build(name, frame_enters, fixed_enters, items, sources, order, side, cond, loop_merges,
+           loop_switches, pred, exits):
     """Slots, aliases and calls from the analysis of _compile_frame."""
     slot = {}  # (item id, port) -> slot; an alias shares its input's slot
 
@@ -341,7 +348,7 @@ def _build(name, frame_enters, items, sources, order, side, cond, loop_merges, l
     header_ids = G.ancestors(pred, {it.id for it in order}, sources)
     hoisted, header, true_pass, false_pass = [], [], [], []
     call_slots = {}  # item id -> (input slots, output slots, its call): loop_pairs.py's
-    invariant = {e.id for e in frame_enters if e.is_constant}
+    invariant = {e.id for e in fixed_enters}
     # a loop variable passed through unchanged (a lowered While carries its captures so):
     # its NextIteration shares the Merge's slot
     invariant.update(mid for mid, data in loop_merges.items()
@@ -349,7 +356,7 @@ def _build(name, frame_enters, items, sources, order, side, cond, loop_merges, l
                             for _, src in data))
     once = set()  # ids of nodes computed in the first iteration only (loop-invariant)
     # ids of the invariants whose values the graph fixes, the same in every run (_fixed_values)
-    fixed = {e.id for e in frame_enters if e.is_constant and _const_fed(e, sources)}
+    fixed = {e.id for e in fixed_enters if _const_fed(e, sources)}
     for it in order:
         if _invariant(it, sources, invariant, cond, aliased):
             invariant.add(it.id)
@@ -411,7 +418,7 @@ def _build(name, frame_enters, items, sources, order, side, cond, loop_merges, l
                                  and it.id not in projected and it.id not in deferred),
             lambda key: new(key), {slot[(it.id, 0)] for _, it in hoisted})
     # Loop-invariant numbers read only by kernels with a scalar fast path: as numpy scalars.
-    scalar_enters = tuple(slot[(e.id, 0)] for e in frame_enters if e.is_constant and all(
+    scalar_enters = tuple(slot[(e.id, 0)] for e in fixed_enters if all(
         items[d].op in SCALAR_OPS for d, port, _ in e.out_edges if port >= 0))
     program = LoopProgram(name, len(slot_count), {e.id: slot[(e.id, 0)] for e in frame_enters},
                           merges, hoisted, header, slot[(pred.id, 0)], true_pass, false_pass,

@@ -116,6 +116,9 @@ class Plan:
         self.has_send = any(it.kind == SEND for it in items)
         self.schedule = None  # the fast path's precomputed schedule, built on demand
         self.loops = None  # frame name -> LoopProgram (tfg/executor/loops.py), built on demand
+        # whether a kernel of the step writes a variable in place (None: of this plan;
+        # tfg/executor/ref_aliases.py)
+        self.variable_writes = None
         _link(items)
 
 

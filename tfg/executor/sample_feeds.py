@@ -19,9 +19,10 @@ import numpy as np
 from tfg.errors import TfgInputError
 from tfg.graphdef.names import parse_tensor, tensor_name
 from tfg.schemas.dtypes import DType
-from tfg.schemas.ops import fed_placeholder_ops
+from tfg.schemas.ops import control_flow_names, fed_placeholder_ops
 
 _PLACEHOLDERS = fed_placeholder_ops()
+_SENDS, _RECVS = control_flow_names("send"), control_flow_names("recv")
 # A made-up input larger than this is almost surely a mistyped --dim.
 MAX_ELEMENTS = 1 << 28
 
@@ -44,16 +45,28 @@ def parse_dims(values):
 
 
 def needed_placeholders(graph, names):
-    """Placeholders (in graph order) that computing the tensors/nodes `names` needs."""
+    """Placeholders (in graph order) that computing the tensors/nodes `names` needs (across a
+    partitioned graph's _Recv -> _Send pairs too)."""
     todo = [parse_tensor(n.lstrip("^")).node for n in names]
     seen = set()
+    sends = None  # transfer key -> its _Send's name, made at the first _Recv
     while todo:
         name = todo.pop()
         if name in seen or name not in graph:
             continue
         seen.add(name)
-        todo.extend(ref.node for ref in graph[name].input_refs)
+        node = graph[name]
+        todo.extend(ref.node for ref in node.input_refs)
+        if node.op in _RECVS:
+            if sends is None:
+                sends = {_transfer(n): n.name for n in graph if n.op in _SENDS}
+            todo.extend(n for n in [sends.get(_transfer(node))] if n is not None)
     return [n for n in graph if n.name in seen and n.op in _PLACEHOLDERS]
+
+
+def _transfer(node):
+    """What pairs a _Send with its _Recv: the tensor and the two devices."""
+    return tuple(node.get_attr(a, b"") for a in ("tensor_name", "send_device", "recv_device"))
 
 
 def random_feeds(graph, needs, seed=0, dims=None, fed=()):

@@ -26,12 +26,14 @@ from tfg.executor.devices import to_host
 from tfg.executor.executor import NOVAL, DataflowRun
 from tfg.executor.fastpath import Schedule
 from tfg.executor.plan import BUILTIN_KINDS, KERNEL, build_plan
+from tfg.executor.ref_aliases import mark_variable_writes
 from tfg.executor.rendezvous import LocalRendezvous
 from tfg.graphdef.frames_loops import ENTER_OPS, EXIT_OPS, assign_frames
 from tfg.graphdef.names import tensor_name
 from tfg.kernels.registry import get_kernel
 from tfg.kernels.memory import received
 from tfg.kernels.resources import Ref
+from tfg.passes.variable_buffers import buffer_holders
 from tfg.schemas.ops import fed_placeholder_ops
 
 _FED_PLACEHOLDERS = fed_placeholder_ops()
@@ -186,8 +188,11 @@ def prepare(graph, needed, devices, feed_refs, fetch_refs, targets=(), memory_li
         if o is None:
             raise TfgInputError(f"fetch {tensor_name(*fetch_refs[i])!r} is not computed on "
                                 f"{where}")
+    mark_variable_writes(plans)
     schedules = [Schedule.build(p) if len(plans) == 1 and fast_path else None for p in plans]
-    copies = [_needs_copy(graph, r, r in fed) for r in fetch_refs]
+    # (a fetch of a variable's buffer, which a later step may write in place, is a copy too)
+    holders = buffer_holders(graph, written=False) if fetch_refs else frozenset()
+    copies = [_needs_copy(graph, r, r in fed) or r.node in holders for r in fetch_refs]
     return PreparedStep(plans, schedules, owner, copies, tuple(feed_refs), fast_path)
 
 

@@ -6,13 +6,14 @@
     Identity(w) before any Assign            -> error "attempting to use uninitialized value w"
 
 A VariableV2 lives as long as the session, keyed by (container, shared_name or node name);
-a resource variable is keyed the same way and reached through a ResourceHandle. Assignments
-store a fresh array and updates build new arrays (no writes into an array another op or a
-fetch may still hold).
+a resource variable is keyed the same way and reached through a ResourceHandle. The ref
+kernels (Assign, AssignAdd, AssignSub) write into the variable's buffer, which reads of the
+ref share, as TensorFlow's do (ref_updates.py); the resource kernels store a fresh array
+and updates build new arrays (no writes into an array a read or a fetch may still hold).
 """
 import numpy as np
 
-from tfg.kernels import aligned
+from tfg.kernels import aligned, ref_updates
 from tfg.kernels._util import fail, s, shape_of, tf_name
 from tfg.kernels.basic import shape_compatible
 from tfg.kernels.registry import ALL_DEVICES, kernel
@@ -55,22 +56,25 @@ def assign(ctx, ref, value):
             elif ref.shape is not None and not shape_compatible(value.shape, ref.shape):
                 fail(f"Assign requires shapes of both tensors to match. lhs shape= "
                      f"{list(ref.shape)} rhs shape= {list(value.shape)}")
-        ref.assign(_fresh_copy(xp, value))
+        ref_updates.write(xp, ref, value, lambda v: _fresh_copy(xp, v))
     return ref
 
 
 def _update_ref(op, name):
     @kernel(op, device_types=ALL_DEVICES, ref_inputs=(0,))
     def run(ctx, ref, value):
+        xp = ctx.xp
+        value = xp.asarray(value)
         with ref.lock:
-            old = _check_same_shape(op, ref, value)
-            ref.assign(getattr(ctx.xp, name)(old, value))
+            _check_same_shape(op, ref, value)
+            ref_updates.update(xp, ref, getattr(xp, name), value)
         return ref
     return run
 
 
 _update_ref("AssignAdd", "add")
 _update_ref("AssignSub", "subtract")
+ref_updates.writes_in_place("Assign", "AssignAdd", "AssignSub")
 
 
 @kernel("IsVariableInitialized", device_types=ALL_DEVICES, host_only=True, ref_inputs=(0,))

@@ -7,83 +7,95 @@ reference variables, and their ResourceApply* forms on resource handles.
         lr_t = lr * sqrt(1 - b2p) / (1 - b1p); m <- m + (g - m)(1 - b1);
         v <- v + (g^2 - v)(1 - b2); var <- var - lr_t m / (sqrt(v) + eps)
 
-Each update writes new arrays into the variable and its slots under the variable's lock.
+Each update runs under the variable's lock. The Apply* forms write the results into the
+variable's and the slots' buffers, which reads of the refs share (TensorFlow's in-place
+update, tfg/kernels/ref_updates.py); the ResourceApply* forms store new arrays (a resource
+variable's read keeps the value it read).
 """
 import numpy as np
 
-from tfg.kernels import aligned
+from tfg.kernels import aligned, ref_updates
 from tfg.kernels._util import fail
 from tfg.kernels.registry import ALL_DEVICES, kernel
 from tfg.kernels.state_ops import resolve
 
+# Where a rule's results go, one per variable/slot input: None for a new array; a reference
+# variable's own buffer for TensorFlow's in-place update (each buffer written by the last
+# operation of its own value, after every read of its old value).
+_FRESH = (None,) * 4
 
-def _gradient_descent(xp, attrs, var, alpha, delta):
+
+def _gradient_descent(xp, attrs, var, alpha, delta, outs=_FRESH):
     if xp is not np:
-        return (var - xp.multiply(alpha, delta),)
+        return (xp.subtract(var, xp.multiply(alpha, delta), out=outs[0]),)
     var, delta = np.asarray(var), np.asarray(delta)
     if var.ndim and var.shape == delta.shape and np.result_type(alpha, delta) == var.dtype:
         # The same arithmetic, into one fresh aligned array (the variable's next value, which
         # BLAS reads faster aligned): one large allocation a step, not two.
         out = aligned.empty(var.shape, var.dtype)
         np.multiply(alpha, delta, out=out)
-        return (np.subtract(var, out, out=out),)
-    return (var - np.multiply(alpha, delta),)
+        return (np.subtract(var, out, out=out if outs[0] is None else outs[0]),)
+    return (np.subtract(var, np.multiply(alpha, delta), out=outs[0]),)
 
 
-def _momentum(xp, attrs, var, accum, lr, grad, momentum):
-    accum = accum * momentum + grad
+def _momentum(xp, attrs, var, accum, lr, grad, momentum, outs=_FRESH):
+    accum = xp.add(accum * momentum, grad, out=outs[1])
     if attrs.get("use_nesterov", False):
-        return var - (grad * lr + accum * (momentum * lr)), accum
-    return var - lr * accum, accum
+        return xp.subtract(var, grad * lr + accum * (momentum * lr), out=outs[0]), accum
+    return xp.subtract(var, lr * accum, out=outs[0]), accum
 
 
-def _adam(xp, attrs, var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad):
+def _adam(xp, attrs, var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad,
+          outs=_FRESH):
     lr_t = lr * xp.sqrt(1 - beta2_power) / (1 - beta1_power)
-    m = m + (grad - m) * (1 - beta1)
-    v = v + (grad * grad - v) * (1 - beta2)
+    m = xp.add(m, (grad - m) * (1 - beta1), out=outs[1])
+    v = xp.add(v, (grad * grad - v) * (1 - beta2), out=outs[2])
     if attrs.get("use_nesterov", False):
         step = (m * beta1 + grad * (1 - beta1)) * lr_t / (xp.sqrt(v) + epsilon)
     else:
         step = m * lr_t / (xp.sqrt(v) + epsilon)
-    return var - step, m, v
+    return xp.subtract(var, step, out=outs[0]), m, v
 
 
-def _rmsprop(xp, attrs, var, ms, mom, lr, rho, momentum, epsilon, grad):
-    ms = ms + (grad * grad - ms) * (1 - rho)
-    mom = mom * momentum + lr * grad / xp.sqrt(ms + epsilon)
-    return var - mom, ms, mom
+def _rmsprop(xp, attrs, var, ms, mom, lr, rho, momentum, epsilon, grad, outs=_FRESH):
+    ms = xp.add(ms, (grad * grad - ms) * (1 - rho), out=outs[1])
+    mom = xp.add(mom * momentum, lr * grad / xp.sqrt(ms + epsilon), out=outs[2])
+    return xp.subtract(var, mom, out=outs[0]), ms, mom
 
 
-def _adagrad(xp, attrs, var, accum, lr, grad):
+def _adagrad(xp, attrs, var, accum, lr, grad, outs=_FRESH):
     if attrs.get("update_slots", True):
-        accum = accum + grad * grad
-    return var - lr * grad / xp.sqrt(accum), accum
+        accum = xp.add(accum, grad * grad, out=outs[1])
+    return xp.subtract(var, lr * grad / xp.sqrt(accum), out=outs[0]), accum
 
 
-def _centered_rmsprop(xp, attrs, var, mg, ms, mom, lr, rho, momentum, epsilon, grad):
+def _centered_rmsprop(xp, attrs, var, mg, ms, mom, lr, rho, momentum, epsilon, grad,
+                      outs=_FRESH):
     # TensorFlow's order: the mean gradient mg centres the second moment ms.
-    ms = ms + (grad * grad - ms) * (1 - rho)
-    mg = mg + (grad - mg) * (1 - rho)
-    mom = mom * momentum + grad * lr / xp.sqrt(ms - mg * mg + epsilon)
-    return var - mom, mg, ms, mom
+    ms = xp.add(ms, (grad * grad - ms) * (1 - rho), out=outs[2])
+    mg = xp.add(mg, (grad - mg) * (1 - rho), out=outs[1])
+    mom = xp.add(mom * momentum, grad * lr / xp.sqrt(ms - mg * mg + epsilon), out=outs[3])
+    return xp.subtract(var, mom, out=outs[0]), mg, ms, mom
 
 
-def _adadelta(xp, attrs, var, accum, accum_update, lr, rho, epsilon, grad):
-    accum = accum * rho + grad * grad * (1 - rho)
+def _adadelta(xp, attrs, var, accum, accum_update, lr, rho, epsilon, grad, outs=_FRESH):
+    accum = xp.add(accum * rho, grad * grad * (1 - rho), out=outs[1])
     update = xp.sqrt(accum_update + epsilon) / xp.sqrt(accum + epsilon) * grad
-    return var - update * lr, accum, accum_update * rho + update * update * (1 - rho)
+    # (accum_update's old value is read by `update` above and by its own sum, written last)
+    return (xp.subtract(var, update * lr, out=outs[0]), accum,
+            xp.add(accum_update * rho, update * update * (1 - rho), out=outs[2]))
 
 
-def _adagrad_v2(xp, attrs, var, accum, lr, epsilon, grad):
+def _adagrad_v2(xp, attrs, var, accum, lr, epsilon, grad, outs=_FRESH):
     if attrs.get("update_slots", True):
-        accum = accum + grad * grad
-    return var - lr * grad / (xp.sqrt(accum) + epsilon), accum
+        accum = xp.add(accum, grad * grad, out=outs[1])
+    return xp.subtract(var, lr * grad / (xp.sqrt(accum) + epsilon), out=outs[0]), accum
 
 
-def _adamax(xp, attrs, var, m, v, beta1_power, lr, beta1, beta2, epsilon, grad):
-    m = m + (grad - m) * (1 - beta1)
-    v = xp.maximum(beta2 * v, xp.abs(grad))
-    return var - lr / (1 - beta1_power) * (m / (v + epsilon)), m, v
+def _adamax(xp, attrs, var, m, v, beta1_power, lr, beta1, beta2, epsilon, grad, outs=_FRESH):
+    m = xp.add(m, (grad - m) * (1 - beta1), out=outs[1])
+    v = xp.maximum(beta2 * v, xp.abs(grad), out=outs[2])
+    return xp.subtract(var, lr / (1 - beta1_power) * (m / (v + epsilon)), out=outs[0]), m, v
 
 
 # op -> (update rule, number of variable/slot inputs, index of the gradient among the rest)
@@ -100,7 +112,7 @@ RULES = {
 }
 
 
-def _apply(ctx, refs, args, rule, grad_index):
+def _apply(ctx, refs, args, rule, grad_index, in_place):
     xp = ctx.xp
     var = refs[0]
     with var.lock:
@@ -113,22 +125,33 @@ def _apply(ctx, refs, args, rule, grad_index):
             if v.shape != values[0].shape:
                 fail(f"var and {r.name} do not have the same shape: "
                      f"{list(values[0].shape)} {list(v.shape)}")
-        new = rule(xp, ctx.attrs, *values, *args)
+        outs = _FRESH
+        if in_place and xp.result_type(*values, *args) == values[0].dtype:
+            outs = tuple(v if ref_updates.writable(xp, v) else None for v in values) + _FRESH
+        new = rule(xp, ctx.attrs, *values, *args, outs=outs)
         for r, old, value in zip(refs, values, new):
-            r.assign(xp.asarray(value).astype(old.dtype, copy=False))
+            if value is old:
+                continue  # (written in place already)
+            value = xp.asarray(value).astype(old.dtype, copy=False)
+            if in_place:
+                ref_updates.write(xp, r, value, lambda v: v)  # (value is a new array)
+            else:
+                r.assign(value)
 
 
 def _register(name, rule, nvars, grad_index):
     @kernel("Apply" + name, device_types=ALL_DEVICES, ref_inputs=tuple(range(nvars)))
     def apply_ref(ctx, *inputs):
-        _apply(ctx, inputs[:nvars], inputs[nvars:], rule, grad_index)
+        _apply(ctx, inputs[:nvars], inputs[nvars:], rule, grad_index, True)
         return inputs[0]
 
     @kernel("ResourceApply" + name, device_types=ALL_DEVICES)
     def apply_resource(ctx, *inputs):
-        _apply(ctx, [resolve(h) for h in inputs[:nvars]], inputs[nvars:], rule, grad_index)
+        _apply(ctx, [resolve(h) for h in inputs[:nvars]], inputs[nvars:], rule, grad_index,
+               False)
         return ()
 
 
 for _name, (_rule, _n, _g) in RULES.items():
     _register(_name, _rule, _n, _g)
+ref_updates.writes_in_place(*("Apply" + name for name in RULES))

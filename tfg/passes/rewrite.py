@@ -184,8 +184,19 @@ class RewriteContext:
                 has_frames = True
         self._shapes = None
         self.has_frames = has_frames
+        self._writes_inputs = None
 
     # --- facts ------------------------------------------------------------------------------
+    def writes_inputs(self):
+        """Whether a node of the graph writes an input in place (an op with a ref input:
+        Assign, AssignAdd, Apply*), TensorFlow's graph_contains_assign_or_inplace_op_. A read
+        of a variable is then its buffer, so a rewrite that forwards a tensor where the node
+        computed a new one (x * 1) leaves a Snapshot, a copy, as TensorFlow's does."""
+        if self._writes_inputs is None:
+            self._writes_inputs = any(has_op(n.op) and get_op(n.op).has_ref_inputs
+                                      for n in self.graph)
+        return self._writes_inputs
+
     def preserved(self, name):
         return name in self.opts.preserved
 

@@ -1,6 +1,7 @@
 """Constant-folding simplifications: rewrites that need some (not all) inputs constant.
 
-    x * 1, x + 0, x - 0, x / 1     -> Identity(x)   (BroadcastTo when the constant widens x)
+    x * 1, x + 0, x - 0, x / 1     -> Identity(x)   (BroadcastTo when the constant widens x;
+                                      Snapshot(x) where a node writes a variable in place)
     x * 0                          -> zeros          (output shape fully known)
     0 - y -> Neg(y);  1 / y -> Reciprocal(y);  x / 2.0 -> x * 0.5 (floats only)
     1 + (2 + x) -> x + 3;  5 * (4 * y) -> y * 20   (5 * (4 + x) is left alone)
@@ -193,6 +194,12 @@ def neutral(ctx, node, x, c):
         return False
     sx, sc = ctx.shape(x), tuple(v.shape)
     if sx is not None and broadcasts_into(sc, sx):
+        if ctx.writes_inputs():  # x may be a variable's buffer: a copy of it (rewrite.py)
+            ctrls = ["^" + n for n in node.control_inputs] + deps_of(ctx, [c])
+            ctx.morph(node, "Snapshot", [input_string(x.node, x.port)] + ctrls,
+                      {"T": node.get_attr("T")})
+            ctx.remove_if_dead(c.node)
+            return True
         return forward(ctx, node, x, [c])
     out = ctx.full_shape(TensorRef(node.name, 0))
     if out is None and sx is not None and all(d is not None for d in sx):

@@ -14,8 +14,12 @@ Heuristics for nodes that placement may move freely (one node, no request), as i
 a generator (no data inputs, one output) goes with its consumers when they share one device; Shape,
 Size and Rank go with their input; Switch and Exit with their data input; Enter and
 NextIteration with their first consumer (so one loop frame's skeleton stays on one device).
+And one of tfg's: a node reading a reference variable's buffer that the graph writes in place
+goes with the buffer (tfg/passes/variable_buffers.py), so it sees the buffer as it is when it
+runs.
 """
 from tfg.graphdef.names import CONTROL
+from tfg.passes.variable_buffers import buffer_holders, buffer_inputs
 from tfg.schemas.ops import control_flow_names, ops_with, signature
 
 SHAPE_OPS = ops_with("shape_metadata")
@@ -58,6 +62,7 @@ class _Sim:
         self._costs = {}  # (node, device type) -> us
         self._bytes = {}  # (node, port) -> bytes
         self._copies = {}  # (src device, dst device) -> Link
+        self.holders = buffer_holders(graph)  # nodes whose outputs may be a variable's buffer
 
     def device_type(self, device):
         return device.rsplit("/device:", 1)[-1].split(":")[0]
@@ -129,6 +134,10 @@ class _Sim:
         if node.op in SHAPE_OPS or node.op in FOLLOW_INPUT_OPS:
             data = node.data_inputs
             src = self.source(data[0]) if data else None
+            if src is not None and src[1] in group.candidates:
+                return src[1]
+        for ref in buffer_inputs(self.graph, node, self.holders) if self.holders else ():
+            src = self.source(ref)
             if src is not None and src[1] in group.candidates:
                 return src[1]
         return None
