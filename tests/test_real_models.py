@@ -175,7 +175,13 @@ def _tf_params():
 @pytest.mark.skipif(TF_PYTHON is None, reason="needs TensorFlow (TFG_TF_PYTHON)")
 @pytest.mark.parametrize("case,stage", _tf_params())
 def test_tensorflow_runs_what_tfg_writes(case, stage, tmp_path):
-    d = CASE_ROOT / case
+    check_tensorflow_runs(CASE_ROOT / case, stage, tmp_path)
+
+
+def check_tensorflow_runs(d, stage, tmp_path):
+    """Import what `tfg <stage>` writes of case folder d into TensorFlow and run it there:
+    TensorFlow's values must be the expected ones."""
+    case = d.name
     meta = load_meta(str(d))
     graph = (d / "graph.pb").read_bytes()
     if meta["kind"] == "grad":
