@@ -119,7 +119,7 @@ def grad_case(out, name, model, feeds, family):
         return tf.reduce_sum(y * y)
 
     tape_grad_case(out, name, model, _specs(feeds), list(feeds.values()), family,
-                   nweights=5, loss=loss)
+                   nweights=5, loss=loss, skip_noise=True)
 
 
 def lm_case(out, name, lm, feeds, family):
@@ -132,7 +132,7 @@ def lm_case(out, name, lm, feeds, family):
             args[-1], logits, from_logits=True))
 
     tape_grad_case(out, name, lm, _specs(feeds), list(feeds.values()), family, nweights=5,
-                   loss=loss)
+                   loss=loss, skip_noise=True)
 
 
 def case(kind, ctor, family, task=None, **config):

@@ -22,9 +22,12 @@ from tensorflow.python.framework.convert_to_constants import convert_variables_t
 from gen_real_models import BATCH, keras_mods, write_case
 
 
-def tape_grad_case(out, name, model, specs, feeds, family, nweights=4, loss=None):
+def tape_grad_case(out, name, model, specs, feeds, family, nweights=4, loss=None,
+                   skip_noise=False):
     """`loss(*feeds)`: the scalar to differentiate (sum(y * y) of the model's output by
-    default); the gradients are w.r.t. a few of the model's weights and its float inputs."""
+    default); the gradients are w.r.t. a few of the model's weights (those the loss depends
+    on; skip_noise: nor one whose gradient is rounding noise, as a key projection's bias,
+    which cancels in the softmax) and its float inputs."""
     def sum_of_squares(*args):
         y = model(list(args) if len(args) > 1 else args[0], training=False)
         return tf.reduce_sum(y * y)
@@ -45,11 +48,11 @@ def tape_grad_case(out, name, model, specs, feeds, family, nweights=4, loss=None
             tape.watch(args[i])
         value = loss(*args)
     grads = tape.gradient(value, weights + [args[i] for i in floats])
-    # Pick among the weights the loss depends on, leaving out a gradient that is rounding
-    # noise (a key projection's bias cancels in the softmax): its tolerance would be ~0.
-    norms = [0.0 if g is None else float(tf.reduce_max(tf.abs(tf.convert_to_tensor(g))))
+    norms = [None if g is None else float(tf.reduce_max(tf.abs(tf.convert_to_tensor(g))))
              for g in grads[:len(weights)]]
-    live = [i for i, n in enumerate(norms) if n > 1e-5 * max(norms)]
+    floor = 1e-5 * max(n for n in norms if n is not None)  # a noise gradient's atol is ~0
+    live = [i for i, n in enumerate(norms)
+            if n is not None and (not skip_noise or n > floor)]
     pick = [live[i] for i in sorted(set(np.linspace(0, len(live) - 1,
                                                     min(nweights, len(live))).astype(int)))]
     xs = [captured[id(weights[i].handle)] + ":0" for i in pick]
