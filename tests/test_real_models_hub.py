@@ -18,14 +18,12 @@ What these models found: XlaDynamicUpdateSlice (Swin's mask), BroadcastGradientA
 shapes (MiT's and Gemma3's attention gradients), GatherV2's gradient with batch_dims
 (DeBERTa), FFT2D's gradient (FNet).
 """
-import os
-import subprocess
-
 import pytest
 
 from case_check import check_case, load_meta
-from conftest import FIXTURES, ROOT
-from test_real_models import FULL, MODES, TF_PYTHON, TF_STAGES, check_tensorflow_runs
+from conftest import FIXTURES
+from test_real_models import (FULL, MODES, TF_PYTHON, TF_STAGES, check_tensorflow_runs,
+                              made_on_demand)
 from test_real_models import cluster  # noqa: F401  (the module's two-worker fixture)
 
 CASE_ROOT = FIXTURES / "real_models_hub"
@@ -82,15 +80,8 @@ def test_tensorflow_runs_what_tfg_writes_of_hub_models(case, stage, tmp_path):
 
 @pytest.fixture(scope="module")
 def extra_cases(tmp_path_factory):
-    tf_python = os.environ.get("TFG_TF_PYTHON")
-    if not tf_python:
-        pytest.skip("the other families are made by TensorFlow: set TFG_TF_PYTHON")
-    if subprocess.run([tf_python, "-c", "import keras_hub"], capture_output=True).returncode:
-        pytest.skip("TFG_TF_PYTHON has no keras-hub (pip install keras-hub there)")
-    out = tmp_path_factory.mktemp("real_models_hub_extra")
-    subprocess.run([tf_python, str(ROOT / "tools" / "gen_real_models_hub.py"), "--extra",
-                    "--out", str(out)], check=True, timeout=3600)
-    return out
+    return made_on_demand(tmp_path_factory, "the other families", "gen_real_models_hub.py",
+                          "--extra", needs="keras_hub")
 
 
 @pytest.mark.slow

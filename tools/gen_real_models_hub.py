@@ -223,9 +223,9 @@ EXTRA = {
     # float64: its channel mix squares relus, and the float32 rounding of the large sums
     # in one weight's gradient exceeds a tolerance sized by the smallest gradient
     "hub_rwkv7_grad": case("grad", "RWKV7Backbone", "keras-hub RWKV-7 (a recurrence)",
-                           dtype="float64", hidden_size=32, head_size=8, num_layers=2, vocabulary_size=VOCAB,
-                           intermediate_dim=64, gate_lora=8, mv_lora=8, aaa_lora=8,
-                           decay_lora=8),
+                           dtype="float64", hidden_size=32, head_size=8, num_layers=2,
+                           vocabulary_size=VOCAB, intermediate_dim=64, gate_lora=8,
+                           mv_lora=8, aaa_lora=8, decay_lora=8),
     "hub_whisper": case("run", "WhisperBackbone", "keras-hub Whisper (Conv1D encoder)",
                         num_heads=4, num_mels=8, max_encoder_sequence_length=16,
                         max_decoder_sequence_length=SEQ, **TEXT),

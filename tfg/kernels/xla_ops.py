@@ -10,12 +10,8 @@ Errors use TensorFlow's words.
 """
 import numpy as np
 
-from tfg.kernels._util import fail
+from tfg.kernels._util import fail, tf_dims
 from tfg.kernels.registry import ALL_DEVICES, kernel
-
-
-def _dims(shape):
-    return "[" + ",".join(str(d) for d in shape) + "]"
 
 
 @kernel("XlaDynamicUpdateSlice", device_types=ALL_DEVICES, host_inputs=(2,))
@@ -25,8 +21,8 @@ def dynamic_update_slice(ctx, x, update, indices):
     xp = ctx.xp
     x, update, idx = xp.asarray(x), xp.asarray(update), np.asarray(indices)
     if x.ndim != update.ndim:
-        fail(f"input and update must have the same rank, input shape is {_dims(x.shape)}; "
-             f"update shape is {_dims(update.shape)}")
+        fail(f"input and update must have the same rank, input shape is {tf_dims(x.shape)}; "
+             f"update shape is {tf_dims(update.shape)}")
     if idx.ndim != 1 or idx.size != x.ndim:
         fail("index must be a vector with length equal to the number of input dimensions")
     for u, d in zip(update.shape, x.shape):
