@@ -191,6 +191,10 @@ RANDOM_CASES = {
                          lambda: [_rand((4, 2, 3)), np.array([[2, 1], [0, 0], [2, 1]], np.int32),
                                   _rand((3, 3), seed=1)]),
     "Empty": ({"dtype": DType.FLOAT, "init": True}, lambda: [np.array([2, 3], np.int32)]),
+    # keras-hub's Swin (keras.ops.slice_update); the column start is clamped to 5 - 3
+    "XlaDynamicUpdateSlice": ({"T": DType.FLOAT, "Tindices": DType.INT32},
+                              lambda: [_rand((4, 5)), _rand((2, 3), seed=1),
+                                       np.array([1, 4], np.int32)]),
     "_FusedBatchNormEx": ({"T": DType.FLOAT, "U": DType.FLOAT, "epsilon": 1e-3,
                            "is_training": False, "activation_mode": b"Relu", "num_side_inputs": 0},
                           lambda: [_rand((2, 3, 3, 4)), _rand((4,), 0.5, 1.5), _rand((4,)),

@@ -120,15 +120,25 @@ LARGE = ["resnet50", "densenet121", "mobilenetv2_full", "mobilenetv3small_full",
 LARGE_XFAIL = {}  # name -> the missing piece, as XFAIL
 
 
-@pytest.fixture(scope="module")
-def large_cases(tmp_path_factory):
+def made_on_demand(tmp_path_factory, what, tool, flag, needs=None):
+    """Cases that `TFG_TF_PYTHON tools/<tool> <flag> --out DIR` makes into a fresh folder
+    (skipped without TFG_TF_PYTHON, or without the module `needs` in it)."""
     tf_python = os.environ.get("TFG_TF_PYTHON")
     if not tf_python:
-        pytest.skip("the full-size models are made by TensorFlow: set TFG_TF_PYTHON")
-    out = tmp_path_factory.mktemp("real_models_large")
-    subprocess.run([tf_python, str(ROOT / "tools" / "gen_real_models.py"), "--large",
-                    "--out", str(out)], check=True, timeout=3600)
+        pytest.skip(f"{what} are made by TensorFlow: set TFG_TF_PYTHON")
+    if needs and subprocess.run([tf_python, "-c", f"import {needs}"],
+                                capture_output=True).returncode:
+        pytest.skip(f"TFG_TF_PYTHON has no {needs}")
+    out = tmp_path_factory.mktemp(tool.replace(".py", ""))
+    subprocess.run([tf_python, str(ROOT / "tools" / tool), flag, "--out", str(out)],
+                   check=True, timeout=3600)
     return out
+
+
+@pytest.fixture(scope="module")
+def large_cases(tmp_path_factory):
+    return made_on_demand(tmp_path_factory, "the full-size models", "gen_real_models.py",
+                          "--large")
 
 
 @pytest.mark.slow
@@ -175,7 +185,13 @@ def _tf_params():
 @pytest.mark.skipif(TF_PYTHON is None, reason="needs TensorFlow (TFG_TF_PYTHON)")
 @pytest.mark.parametrize("case,stage", _tf_params())
 def test_tensorflow_runs_what_tfg_writes(case, stage, tmp_path):
-    d = CASE_ROOT / case
+    check_tensorflow_runs(CASE_ROOT / case, stage, tmp_path)
+
+
+def check_tensorflow_runs(d, stage, tmp_path):
+    """Import what `tfg <stage>` writes of case folder d into TensorFlow and run it there:
+    TensorFlow's values must be the expected ones."""
+    case = d.name
     meta = load_meta(str(d))
     graph = (d / "graph.pb").read_bytes()
     if meta["kind"] == "grad":

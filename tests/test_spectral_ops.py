@@ -72,6 +72,13 @@ def _chain(name, b, a, bb):
         re = b.part("Real", b.node("FFT", [b.cplx(a, bb)], {}))
         im = b.part("Imag", b.node("IFFT", [b.cplx(bb, a)], {}))
         return b.add(b.mul(re, b.const(np.float32(0.7))), im)
+    if name == "fft2d_fft3d":
+        def part(op, fft, x, y):
+            return b.part(op, b.node(fft, [b.cplx(x, y)], {}))
+        s = b.add(b.mul(part("Real", "FFT2D", a, bb), b.const(np.float32(0.7))),
+                  part("Imag", "IFFT2D", bb, a))
+        s = b.add(s, b.mul(part("Real", "FFT3D", a, b.mul(a, bb)), b.const(np.float32(0.2))))
+        return b.add(s, b.mul(part("Imag", "IFFT3D", bb, a), b.const(np.float32(3.0))))
     if name == "conj_angle":
         z = b.cplx(a, bb)
         im = b.part("Imag", b.node("Conj", [z], {"T": C64}))

@@ -63,7 +63,7 @@ SparseSegmentSumGrad SparseSegmentMeanGrad SparseSegmentSqrtNGrad SparseSegmentS
 SparseSegmentMeanGradV2 SparseSegmentSqrtNGradV2 MatrixDiagV3 MatrixDiagPartV3 Lgamma Digamma DenseBincount
 Empty OptionalFromValue OptionalGetValue OptionalHasValue OptionalNone TensorScatterAdd
 TensorScatterMax TensorScatterMin TensorScatterSub TensorScatterUpdate UnsortedSegmentMax
-UnsortedSegmentMin UnsortedSegmentProd
+UnsortedSegmentMin UnsortedSegmentProd XlaDynamicUpdateSlice
 """.split()
 
 

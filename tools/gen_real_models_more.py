@@ -22,29 +22,42 @@ from tensorflow.python.framework.convert_to_constants import convert_variables_t
 from gen_real_models import BATCH, keras_mods, write_case
 
 
-def tape_grad_case(out, name, model, specs, feeds, family, nweights=4):
-    def loss(*args):
+def tape_grad_case(out, name, model, specs, feeds, family, nweights=4, loss=None,
+                   skip_noise=False):
+    """`loss(*feeds)`: the scalar to differentiate (sum(y * y) of the model's output by
+    default); the gradients are w.r.t. a few of the model's weights (those the loss depends
+    on; skip_noise: nor one whose gradient is rounding noise, as a key projection's bias,
+    which cancels in the softmax) and its float inputs."""
+    def sum_of_squares(*args):
         y = model(list(args) if len(args) > 1 else args[0], training=False)
         return tf.reduce_sum(y * y)
+
+    loss = loss or sum_of_squares
 
     concrete = tf.function(loss).get_concrete_function(*specs)
     captured = {id(ext): internal.op.name for ext, internal in concrete.graph.captures}
     frozen = convert_variables_to_constants_v2(concrete)
     gd = frozen.graph.as_graph_def()
     consts = {n.name for n in gd.node if n.op == "Const"}
+    args = [tf.constant(f) for f in feeds]
+    floats = [i for i, a in enumerate(args) if a.dtype.is_floating]
     weights = [v for v in model.trainable_variables
                if captured.get(id(v.handle)) in consts]
-    pick = sorted(set(np.linspace(0, len(weights) - 1, min(nweights, len(weights)))
-                      .astype(int)))
-    weights = [weights[i] for i in pick]
-    xs = [captured[id(v.handle)] + ":0" for v in weights]
-    args = [tf.constant(f) for f in feeds]
     with tf.GradientTape() as tape:
-        for a in args:
-            tape.watch(a)
+        for i in floats:
+            tape.watch(args[i])
         value = loss(*args)
-    grads = tape.gradient(value, weights + args)
-    xs += [t.name for t in frozen.inputs]
+    grads = tape.gradient(value, weights + [args[i] for i in floats])
+    norms = [None if g is None else float(tf.reduce_max(tf.abs(tf.convert_to_tensor(g))))
+             for g in grads[:len(weights)]]
+    floor = 1e-5 * max(n for n in norms if n is not None)  # a noise gradient's atol is ~0
+    live = [i for i, n in enumerate(norms)
+            if n is not None and (not skip_noise or n > floor)]
+    pick = [live[i] for i in sorted(set(np.linspace(0, len(live) - 1,
+                                                    min(nweights, len(live))).astype(int)))]
+    xs = [captured[id(weights[i].handle)] + ":0" for i in pick]
+    grads = [grads[i] for i in pick] + grads[len(weights):]
+    xs += [frozen.inputs[i].name for i in floats]
     write_case(out, name, gd, {t.name: f for t, f in zip(frozen.inputs, feeds)}, family,
                ys=[frozen.outputs[0].name], xs=xs, atol_scale=1e-4,
                values=[tf.convert_to_tensor(g).numpy() for g in grads])

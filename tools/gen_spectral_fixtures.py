@@ -33,6 +33,12 @@ GRADS = {
                  + tf.math.imag(R.IFFT(input=tf.complex(b, a))), (2, 6), (2, 6)),
     "conj_angle": (lambda a, b: tf.math.imag(tf.math.conj(tf.complex(a, b))) * 2.0
                    + tf.abs(tf.complex(a, b)), (4,), (4,)),
+    # keras-hub's FNet mixes tokens with FFT2D
+    "fft2d_fft3d": (lambda a, b: tf.math.real(R.FFT2D(input=tf.complex(a, b))) * 0.7
+                    + tf.math.imag(R.IFFT2D(input=tf.complex(b, a)))
+                    + tf.math.real(R.FFT3D(input=tf.complex(a, a * b))) * 0.2
+                    + tf.math.imag(R.IFFT3D(input=tf.complex(b, a))) * 3.0,
+                    (2, 3, 4, 5), (2, 3, 4, 5)),
 }
 
 

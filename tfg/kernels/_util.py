@@ -59,6 +59,11 @@ def s(value):
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
+def tf_dims(shape):
+    """A shape as TensorFlow's error messages print it: [4,5]."""
+    return "[" + ",".join(str(d) for d in shape) + "]"
+
+
 def np_dtype(dt):
     """numpy dtype of a DType attr value (accepts a DType or anything DType.parse takes)."""
     if not isinstance(dt, DType):

@@ -15,6 +15,7 @@ from tfg.kernels._util import (fail, norm_axes, norm_axis, np_dtype, s, shape_of
 from tfg.kernels.list_bulk_ops import zeros_like_list
 from tfg.kernels.list_ops import TensorList
 from tfg.kernels.registry import ALL_DEVICES, kernel
+from tfg.schemas.ops.array_shapes import broadcast_gradient_axes
 
 
 def _out_type(ctx, default="int32"):
@@ -480,20 +481,8 @@ def broadcast_args(ctx, s0, s1):
 def broadcast_gradient_args(ctx, s0, s1):
     a, b = shape_vector(s0), shape_vector(s1)
     _bcast_shape(a, b)
-    n = max(len(a), len(b))
-    a = (1,) * (n - len(a)) + tuple(a)
-    b = (1,) * (n - len(b)) + tuple(b)
-    r0, r1 = [], []
-    for i, (x, y) in enumerate(zip(a, b)):
-        if x == 1 and y == 1:  # all-ones dims are reduced for every input
-            r0.append(i)
-            r1.append(i)
-        elif x == 1:
-            r0.append(i)
-        elif y == 1:
-            r1.append(i)
     dtype = np.asarray(s0).dtype
-    return np.array(r0, dtype=dtype), np.array(r1, dtype=dtype)
+    return tuple(np.array(r, dtype=dtype) for r in broadcast_gradient_axes(a, b))
 
 
 @kernel("ListDiff")

@@ -252,6 +252,10 @@ def _pow(xp, x, y):
     if _is_int(x) and bool(xp.any(y < 0)):
         fail("Integers to negative integer powers are not allowed")
     with errstate(xp, divide="ignore", invalid="ignore", over="ignore"):
+        if y.ndim == 0 and x.dtype.kind == "f" and x.ndim and y == 3:
+            # tanh-approximate GELU's x ** 3 (BERT, GPT-2): numpy's power has a fast path for
+            # 2 but not 3 (4x slower than two multiplies); within 1 ulp of pow, as TF's is
+            return x * x * x
         return xp.power(x, y)
 
 

@@ -8,32 +8,28 @@ forward-backward scan loops.
 
 Errors use TensorFlow's words.
 """
-from tfg.kernels._util import fail, scatter_add
+from tfg.kernels._util import fail, scatter_add, tf_dims
 from tfg.kernels.indexing_ops import _nd_index
 from tfg.kernels.registry import ALL_DEVICES, kernel
-
-
-def _dims(shape):
-    return "[" + ",".join(str(d) for d in shape) + "]"
 
 
 def _check_updates(idx, updates, shape):
     """updates.shape must be indices.shape[:-1] + shape[k:] (TensorFlow's checks)."""
     batch, k = idx.ndim - 1, idx.shape[-1] if idx.ndim else 0
     if updates.shape[:batch] != idx.shape[:-1]:
-        fail(f"The outer {batch} dimensions of updates.shape={_dims(updates.shape)} must match "
-             f"the outer {batch} dimensions of indices.shape={_dims(idx.shape)}")
+        fail(f"The outer {batch} dimensions of updates.shape={tf_dims(updates.shape)} must match "
+             f"the outer {batch} dimensions of indices.shape={tf_dims(idx.shape)}")
     if updates.shape[batch:] != tuple(shape[k:]):
         n = len(shape) - k
-        fail(f"The inner {n} dimensions of output.shape={_dims(shape)} must match the inner "
-             f"{n} dimensions of updates.shape={_dims(updates.shape)}")
+        fail(f"The inner {n} dimensions of output.shape={tf_dims(shape)} must match the inner "
+             f"{n} dimensions of updates.shape={tf_dims(updates.shape)}")
 
 
 def _scatter(ctx, tensor, indices, updates, combine):
     xp = ctx.xp
     tensor, idx, updates = xp.asarray(tensor), xp.asarray(indices), xp.asarray(updates)
     if idx.ndim == 0:
-        fail(f"Indices shape must have rank at least one. Found:{_dims(idx.shape)}")
+        fail(f"Indices shape must have rank at least one. Found:{tf_dims(idx.shape)}")
     if updates.dtype != tensor.dtype:
         fail(f"updates is {updates.dtype.name}, tensor is {tensor.dtype.name}")
     if idx.shape[-1] == 0:

@@ -8,12 +8,8 @@ value for Max (not -inf), its largest for Min, 1 for Prod.
 """
 import numpy as np
 
-from tfg.kernels._util import fail
+from tfg.kernels._util import fail, tf_dims
 from tfg.kernels.registry import kernel
-
-
-def _dims(shape):
-    return "[" + ",".join(str(d) for d in shape) + "]"
 
 
 def _identity(kind, dtype):
@@ -34,8 +30,8 @@ def unsorted_segment(ctx, data, segment_ids, num_segments):
     if n < 0:
         fail(f"num_segments must be non-negative, got {n}")
     if data.shape[:ids.ndim] != ids.shape:
-        fail(f"data.shape = {_dims(data.shape)} does not start with segment_ids.shape = "
-             f"{_dims(ids.shape)}")
+        fail(f"data.shape = {tf_dims(data.shape)} does not start with segment_ids.shape = "
+             f"{tf_dims(ids.shape)}")
     flat = ids.reshape(-1)
     bad = np.flatnonzero(flat >= n)
     if bad.size:

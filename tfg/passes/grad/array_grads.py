@@ -5,7 +5,6 @@ give dense gradients through UnsortedSegmentSum instead of IndexedSlices).
     Before: y = Transpose(x, perm)      After: Transpose(g, InvertPermutation(perm))
     Before: y = ConcatV2(a, b, axis)    After: Slice(g, ConcatOffset(axis, ShapeN(a, b)), ...)
 """
-from tfg.errors import UnknownOpError
 from tfg.passes.grad.registry import error_gradient, gradient, no_gradient
 from tfg.schemas.dtypes import DType
 
@@ -167,71 +166,6 @@ def _fill(b, op, grads):
     g = grads[0]
     axes = b.op("Range", [b.const(0, I32), b.op("Rank", [g]), b.const(1, I32)])
     return [None, b.op("Sum", [g, axes])]
-
-
-def _gather(b, op, grads, axis_value, batch_dims=0):
-    params, indices = op.inputs[0], op.inputs[1]
-    if batch_dims != 0:
-        raise _unsupported(op, "batch_dims != 0")
-    g = grads[0]
-    shape = b.shape(params)
-    flat_indices = b.op("Reshape", [indices, b.const([-1], I32)])
-    if axis_value < 0:
-        raise _unsupported(op, "a negative axis")
-    # Move the gathered axis of g to the front, sum rows by index, move it back.
-    outer = b.op("StridedSlice", [shape, b.const([0], I32), b.const([axis_value], I32),
-                                  b.const([1], I32)])
-    inner = b.op("StridedSlice", [shape, b.const([axis_value + 1], I32), b.const([0], I32),
-                                  b.const([1], I32)], {"end_mask": 1})
-    values = b.op("Reshape", [g, b.op("ConcatV2", [outer, b.const([-1], I32), inner,
-                                                    b.const(0, I32)])])
-    rank = b.op("Rank", [params])
-    rest = b.op("Range", [b.const(axis_value + 1, I32), rank, b.const(1, I32)])
-    lead = b.op("Range", [b.const(0, I32), b.const(axis_value, I32), b.const(1, I32)])
-    perm = b.op("ConcatV2", [b.const([axis_value], I32), lead, rest, b.const(0, I32)])
-    rows = b.op("UnsortedSegmentSum", [b.op("Transpose", [values, perm]), flat_indices,
-                                       b.op("StridedSlice", [shape, b.const([axis_value], I32),
-                                                             b.const([axis_value + 1], I32),
-                                                             b.const([1], I32)],
-                                            {"shrink_axis_mask": 1})])
-    return b.op("Transpose", [rows, b.op("InvertPermutation", [perm])])
-
-
-def _unsupported(op, what):
-    return UnknownOpError(f"the gradient of {op.type} (node {op.name!r}) with {what} is not "
-                          "supported")
-
-
-@gradient("GatherV2")
-def _gather_v2(b, op, grads):
-    axis = op.const_input(2)
-    if axis is None:
-        raise _unsupported(op, "a non-constant axis")
-    axis = int(axis)
-    if axis < 0:
-        rank = b.builder.static_rank(op.inputs[0])
-        if rank is None:
-            raise _unsupported(op, "a negative axis on an input of unknown rank")
-        axis += rank
-    return [_gather(b, op, grads, axis, int(op.attr("batch_dims", 0))), None, None]
-
-
-@gradient("Gather")
-def _gather_v1(b, op, grads):
-    return [_gather(b, op, grads, 0), None]
-
-
-@gradient("GatherNd")
-def _gather_nd(b, op, grads):
-    params, indices = op.inputs
-    shape = b.shape(params, b.dtype(indices))
-    return [b.op("ScatterNd", [indices, grads[0], shape]), None]
-
-
-@gradient("ScatterNd")
-def _scatter_nd(b, op, grads):
-    indices = op.inputs[0]
-    return [None, b.op("GatherNd", [grads[0], indices]), None]
 
 
 @gradient("StridedSliceGrad")

@@ -1,13 +1,14 @@
-"""Gradients of the 1-D FFTs and the complex-number ops (TensorFlow's fft_ops grads and
+"""Gradients of the FFTs and the complex-number ops (TensorFlow's fft_ops grads and
 math_grad.py). A complex gradient is dL/dRe + i dL/dIm, TensorFlow's convention.
 
+    Before: y = FFT2D(x)            After: IFFT2D(g) * (x's last two dims' size)
     Before: y = RFFT(x, [n])        After: Real(IFFT(Pad(g, to n bins)) * n), cropped or
                                             padded back to x's last axis
     Before: y = ComplexAbs(x)       After: DivNoNan(Complex(g, 0) * x, Complex(y, 0))
 
 RFFT's gradient is Re(F^H g) for the rfft matrix F, i.e. n * ifft of g zero-filled to n
 bins; IRFFT's is rfft(g) / n with the bins that irfft counts twice doubled. The 2-D and 3-D
-FFTs have no gradient here (tfg grad names the node).
+real FFTs (RFFT2D, IRFFT3D, ...) have no gradient here (tfg grad names the node).
 """
 import numpy as np
 
@@ -83,18 +84,38 @@ def _complex(b, re, im):
                                                DType.DOUBLE: DType.COMPLEX128}[b.dtype(re)]})
 
 
-@unary("FFT")
-def _fft(b, op, g):
-    n = _last_dim(b, op, 0)[1]
-    return b.op("Mul", [b.op("IFFT", [g]), _size_as(b, n, op.input_dtype(0))])
+def _inner_size(b, op, k):
+    """The number of elements in the innermost k axes of input 0 (what an FFT over them
+    sums): an int when shape inference knows them, else a scalar int32 tensor."""
+    s = b.static_shape(op.inputs[0])
+    if s is not None and len(s) >= k and all(d is not None for d in s[len(s) - k:]):
+        return int(np.prod(s[len(s) - k:], dtype=np.int64))
+    if k == 1:
+        return _last_dim(b, op, 0)[1]
+    shape = b.op("Shape", [op.inputs[0]], {"out_type": I32})
+    inner = b.op("StridedSlice", [shape, b.const([-k], I32), b.const([0], I32),
+                                  b.const([1], I32)], {"end_mask": 1})
+    return b.op("Prod", [inner, b.const([0], I32)])
 
 
-@unary("IFFT")
-def _ifft(b, op, g):
-    n = _last_dim(b, op, 0)[1]
-    if isinstance(n, int):
-        return b.op("Mul", [b.op("FFT", [g]), b.const(1.0 / max(n, 1), op.input_dtype(0))])
-    return b.op("DivNoNan", [b.op("FFT", [g]), _size_as(b, n, op.input_dtype(0))])
+def _register_fft(k, fft, ifft):
+    """FFT over the innermost k axes: its gradient is n * IFFT(g) (F^H = n F^-1), IFFT's
+    is FFT(g) / n, n the number of elements transformed."""
+    @unary(fft)
+    def _fft(b, op, g):
+        n = _inner_size(b, op, k)
+        return b.op("Mul", [b.op(ifft, [g]), _size_as(b, n, op.input_dtype(0))])
+
+    @unary(ifft)
+    def _ifft(b, op, g):
+        n = _inner_size(b, op, k)
+        if isinstance(n, int):
+            return b.op("Mul", [b.op(fft, [g]), b.const(1.0 / max(n, 1), op.input_dtype(0))])
+        return b.op("DivNoNan", [b.op(fft, [g]), _size_as(b, n, op.input_dtype(0))])
+
+
+for _k, _fft_op, _ifft_op in ((1, "FFT", "IFFT"), (2, "FFT2D", "IFFT2D"), (3, "FFT3D", "IFFT3D")):
+    _register_fft(_k, _fft_op, _ifft_op)
 
 
 @gradient("RFFT")

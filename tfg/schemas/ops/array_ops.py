@@ -265,6 +265,13 @@ for _name, _tindices in (("TensorScatterUpdate", "{int16, int32, int64, uint16}"
        outputs=["output: T"],
        attrs=["T: type", f"Tindices: {_tindices}", "bad_indices_policy: string = ''"],
        shape_fn=unchanged)
+# XLA's DynamicUpdateSlice (keras.ops.slice_update): `input` with `update` written at the
+# clamped start `indices`; the output has the input's shape.
+op("XlaDynamicUpdateSlice",
+   inputs=["input: T", "update: T", "indices: Tindices"],
+   outputs=["output: T"],
+   attrs=["T: type", "Tindices: {int32, int64}"],
+   shape_fn=unchanged)  # TensorFlow's shape function: UnchangedShape
 # (Sum takes int16 segment ids too; Prod/Max/Min int32/int64 only, as in TensorFlow.)
 for _name, _t, _tindices in (
         ("UnsortedSegmentSum", "T: numbertype", "{int16, int32, int64}"),

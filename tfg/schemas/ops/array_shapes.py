@@ -130,15 +130,25 @@ def broadcast_args(ctx):
     return [(max(a[0], b[0]),)]
 
 
+def broadcast_gradient_axes(a, b):
+    """TensorFlow's BroadcastGradientArgs on two known shapes: per operand, the axes of the
+    broadcast shape its gradient is summed over. Identical shapes give none (TensorFlow's BCast
+    returns before it looks at the dims); otherwise an axis that is 1 in both is listed for
+    both (summing a size-1 axis is free), so [2, 1] vs [2, 1] -> ([], []) while
+    [2, 1, 3] vs [1, 1, 3] -> ([1], [0, 1]). Compatibility is the caller's check."""
+    a, b = tuple(a), tuple(b)
+    if a == b:
+        return [], []
+    n = max(len(a), len(b))
+    pa, pb = (1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b
+    return [i for i in range(n) if pa[i] == 1], [i for i in range(n) if pb[i] == 1]
+
+
 def broadcast_gradient_args(ctx):
     vals = [ctx.value(0), ctx.value(1)]
     if all(v is not None for v in vals):
-        a, b = (tuple(int(x) for x in v.reshape(-1)) for v in vals)
-        if a == b:
-            return [(0,), (0,)]
-        n = max(len(a), len(b))
-        pa, pb = (1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b
-        return [(pa.count(1),), (pb.count(1),)]
+        r0, r1 = broadcast_gradient_axes(*(tuple(int(x) for x in v.reshape(-1)) for v in vals))
+        return [(len(r0),), (len(r1),)]
     return [(None,), (None,)]
 
 

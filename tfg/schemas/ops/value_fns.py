@@ -13,7 +13,7 @@ import operator
 import numpy as np
 
 from tfg.schemas.dtypes import DType
-from tfg.schemas.ops.array_shapes import strided_slice_index
+from tfg.schemas.ops.array_shapes import broadcast_gradient_axes, strided_slice_index
 from tfg.schemas.ops.registry import control_flow_names, ops_with
 from tfg.schemas.ops.shape_fns import is_fully_defined, num_elements
 
@@ -153,13 +153,8 @@ def _broadcast_args(ctx, vals):
 def _broadcast_gradient_args(ctx, vals):
     """Axes along which each operand was broadcast (its gradient is summed over them)."""
     a, b = _ints(vals[0]), _ints(vals[1])
-    if a == b:
-        return [np.zeros(0, np.int64), np.zeros(0, np.int64)]
     np.broadcast_shapes(tuple(a), tuple(b))  # raises if incompatible
-    n = max(len(a), len(b))
-    pa, pb = [1] * (n - len(a)) + a, [1] * (n - len(b)) + b
-    return [np.array([i for i in range(n) if pa[i] == 1], np.int64),
-            np.array([i for i in range(n) if pb[i] == 1], np.int64)]
+    return [np.array(r, np.int64) for r in broadcast_gradient_axes(a, b)]
 
 
 def _reduction(fn):
