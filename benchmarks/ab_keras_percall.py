@@ -29,32 +29,21 @@ import os
 import statistics
 import sys
 import time
+from unittest import mock
 
 import numpy as np
 
 sys.path.insert(0, os.getcwd())
 
 
-@contextlib.contextmanager
 def changes_off_31():
     from tfg.kernels import conv_kn2row
-    saved = conv_kn2row.wanted
-    conv_kn2row.wanted = lambda *a, **k: False
-    try:
-        yield
-    finally:
-        conv_kn2row.wanted = saved
+    return mock.patch.object(conv_kn2row, "wanted", lambda *a, **k: False)
 
 
-@contextlib.contextmanager
 def changes_off_32():
     from tfg.kernels import conv_crop
-    saved = conv_crop.cropped
-    conv_crop.cropped = lambda *a, **k: None
-    try:
-        yield
-    finally:
-        conv_crop.cropped = saved
+    return mock.patch.object(conv_crop, "cropped", lambda *a, **k: None)
 
 
 @contextlib.contextmanager

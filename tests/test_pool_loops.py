@@ -3,7 +3,6 @@ bit for bit pool_fast's numpy values on every geometry (SAME/VALID, strides, win
 than the map, 1x1 windows), float32 and float64, with NaN and inf; the node's first call on
 numpy; MaxPool and other dtypes left to numpy; the plain-Python loop against the brute force."""
 import itertools
-import os
 
 import numpy as np
 import pytest
@@ -82,6 +81,6 @@ def test_max_pool_and_integers_stay_numpy():
     assert pool_loops.compiled_run(g, np.int32, None, lambda x: x) is None
     run = pool_fast.prepared(g, (2, 6, 6, 8), np.float32, np.maximum, -np.inf, None)
     assert run.__qualname__.startswith("prepared")
-    if os.environ.get("TFG_JIT") != "0" and jit.wanted():
+    if jit.wanted():
         avg = pool_fast.prepared(g, (2, 6, 6, 8), np.float32, np.add, 0, None)
         assert avg.__qualname__.startswith("compiled_run")

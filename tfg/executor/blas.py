@@ -89,14 +89,23 @@ def _openblas_paths():
     return paths
 
 
-def _ctypes_backend():
+def _openblas_libraries():
+    """Each OpenBLAS this process has loaded, opened through ctypes."""
     for path in _openblas_paths():
         try:
-            lib = ctypes.CDLL(path)
+            yield ctypes.CDLL(path)
         except OSError:
             continue
-        get = next((getattr(lib, n) for n in _GET_NAMES if hasattr(lib, n)), None)
-        set_ = next((getattr(lib, n) for n in _SET_NAMES if hasattr(lib, n)), None)
+
+
+def _function(lib, names):
+    """The first of `names` that `lib` exports, or None."""
+    return next((getattr(lib, n) for n in names if hasattr(lib, n)), None)
+
+
+def _ctypes_backend():
+    for lib in _openblas_libraries():
+        get, set_ = _function(lib, _GET_NAMES), _function(lib, _SET_NAMES)
         if get is None or set_ is None:
             continue
         get.restype, get.argtypes = ctypes.c_int, []
@@ -110,12 +119,8 @@ def openblas_core():
     None (another BLAS, or none found). Timings from machines with other kernels do not
     compare (an AVX-512 host runs TensorFlow's oneDNN and OpenBLAS on wider vectors than an
     AVX2 one): the benchmarks record it beside their numbers."""
-    for path in _openblas_paths():
-        try:
-            lib = ctypes.CDLL(path)
-        except OSError:
-            continue
-        fn = next((getattr(lib, n) for n in _CORE_NAMES if hasattr(lib, n)), None)
+    for lib in _openblas_libraries():
+        fn = _function(lib, _CORE_NAMES)
         if fn is not None:
             fn.restype, fn.argtypes = ctypes.c_char_p, []
             name = fn()

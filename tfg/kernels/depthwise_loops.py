@@ -97,16 +97,19 @@ def depthwise_rows(x, tiled, out, sh, dh, dw, pt, pl):
                         o[u] += xs[u] * ws[u]
 
 
-def _finite_filter(w, cache):
-    """w[KH, KW, C] C-contiguous, or None where it holds an inf or NaN; kept in `cache` for
-    a filter nothing can write (a Const's value), checked on every call otherwise."""
-    hit = cache.get("dw_compiled_filter")
+def _loop_weights(w, cache, rows, tiled, ow):
+    """What the loop reads of the filter w[KH, KW, C, 1]: tiled along OW output columns for
+    the row loop, else C-contiguous [KH, KW, C]; None where w holds an inf or NaN. Kept in
+    `cache` for a filter nothing can write (a Const's value), made on every call otherwise."""
+    hit = cache.get("dw_compiled_weights")
     if hit is not None and hit[0] is w:
         return hit[1]
-    w3 = np.ascontiguousarray(w[:, :, :, 0]) if np.isfinite(w).all() else None
+    weights = None
+    if np.isfinite(w).all():
+        weights = tiled(w, ow, cache) if rows else np.ascontiguousarray(w[:, :, :, 0])
     if immutable(w):
-        cache["dw_compiled_filter"] = (w, w3)
-    return w3
+        cache["dw_compiled_weights"] = (w, weights)
+    return weights
 
 
 def compiled_run(g, channels, numpy_run, tiled):
@@ -125,9 +128,8 @@ def compiled_run(g, channels, numpy_run, tiled):
 
     def run(x, w, cache):
         if x.dtype in _DTYPES and w.dtype == x.dtype and jit.tier_up(cache, _TIER_KEY, loop):
-            w3 = _finite_filter(w, cache)
-            if w3 is not None:
-                weights = tiled(w, g.ow, cache) if rows else w3
+            weights = _loop_weights(w, cache, rows, tiled, g.ow)
+            if weights is not None:
                 out = np.empty((x.shape[0], g.oh, g.ow, x.shape[3]), x.dtype)
                 if jit.call(loop, np.ascontiguousarray(x), weights, out, *geometry):
                     return out
