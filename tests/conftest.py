@@ -24,3 +24,10 @@ def conformance_dir():
     if not CONFORMANCE.is_dir():
         pytest.skip("../shared/conformance is not present")
     return CONFORMANCE
+
+
+@pytest.fixture
+def numpy_convs(monkeypatch):
+    """Conv2D on tfg's numpy paths even where oneDNN is installed: for the tests of those
+    paths (tests/test_onednn.py covers oneDNN's)."""
+    monkeypatch.setenv("TFG_ONEDNN", "0")

@@ -17,6 +17,9 @@ from tfg.kernels.context import KernelContext
 from tfg.kernels.conv_geom import Geom
 from tfg.kernels.registry import get_kernel
 
+# tfg's numpy convolution paths, also where oneDNN is installed (tests/test_onednn.py).
+pytestmark = pytest.mark.usefixtures("numpy_convs")
+
 rng = np.random.default_rng(21)
 
 CASES = [  # x shape, filter shape, strides, H dilation, padding, chunk bytes

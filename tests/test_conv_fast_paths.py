@@ -11,6 +11,9 @@ from tfg.graphdef.graph import Graph
 from tfg.kernels import get_kernel
 from tfg.kernels.context import KernelContext
 
+# tfg's numpy convolution paths, also where oneDNN is installed (tests/test_onednn.py).
+pytestmark = pytest.mark.usefixtures("numpy_convs")
+
 rng = np.random.default_rng(11)
 
 

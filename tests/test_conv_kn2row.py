@@ -11,6 +11,9 @@ from tfg.kernels.conv_geom import Geom
 from tfg.kernels.context import KernelContext
 from tfg.kernels.registry import get_kernel
 
+# tfg's numpy convolution paths, also where oneDNN is installed (tests/test_onednn.py).
+pytestmark = pytest.mark.usefixtures("numpy_convs")
+
 rng = np.random.default_rng(21)
 SAME = {"strides": [1, 1, 1, 1], "padding": b"SAME"}
 

@@ -16,6 +16,9 @@ from tfg.kernels.context import KernelContext
 from tfg.kernels.conv_geom import Geom, padded
 from tfg.kernels.registry import get_kernel
 
+# tfg's own depthwise kernels, also where oneDNN is installed (tests/test_onednn.py).
+pytestmark = pytest.mark.usefixtures("numpy_convs")
+
 rng = np.random.default_rng(5)
 needs_numba = pytest.mark.skipif(not jit.wanted(), reason="numba not installed (tfg[perf])")
 

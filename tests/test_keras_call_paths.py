@@ -38,6 +38,9 @@ def test_real_models_match_tensorflow_and_the_plain_program(name, monkeypatch):
     # numpy's kernels on every step: where numba is installed a node's compiled loop
     # (kernels/jit.py) takes over from its second call, within float rounding of numpy's
     monkeypatch.setenv("TFG_JIT", "0")
+    # tfg's convolutions too: where oneDNN is installed, a fused convolution's bias is added
+    # in oneDNN's accumulator, the unfused BiasAdd after it (kernels/onednn.py)
+    monkeypatch.setenv("TFG_ONEDNN", "0")
     fast = Session(g)
     outs = [fast.run(fetches, feeds) for _ in range(3)]
     monkeypatch.setenv("TFG_FAST_PROGRAM", "0")

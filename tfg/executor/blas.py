@@ -32,7 +32,7 @@ import numpy  # noqa: F401 - loads its BLAS, so that it shows in the process's m
 from tfg.errors import TfgInputError
 from tfg.executor.blas_spin import shorten_idle_spin
 from tfg.executor.contention import adaptive_threads, meter, usable_cores
-from tfg.kernels import conv_threads
+from tfg.kernels import conv_threads, onednn
 
 ADAPTIVE = "adaptive"
 ENV_VAR = "TFG_BLAS_THREADS"
@@ -228,6 +228,7 @@ class blas_limit:
             if backend.get() != want:
                 backend.set(want)
             conv_threads.configure(min(v[1] for v in _active.values()), backend.set, want)
+            onednn.set_threads(want)  # its OpenMP team waits at barriers as BLAS's threads do
         return self
 
     def __exit__(self, *exc):
@@ -245,4 +246,5 @@ class blas_limit:
             # Outside steps, chunked kernels run on the calling thread only.
             chunks = min(v[1] for v in _active.values()) if _active else 1
             conv_threads.configure(chunks, backend.set, want)
+            onednn.set_threads(want)
         return False

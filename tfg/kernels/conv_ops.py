@@ -4,8 +4,9 @@
     Conv2DBackpropInput(input_sizes, w, dy) -> dx;  Conv2DBackpropFilter(x, filter_sizes, dy) -> dw
     DepthwiseConv2dNative (+ backprops).  Pooling: pool_ops.py.
 
-On the CPU, a dense Conv2D is one GEMM in the input's own layout (conv_gemm.py: 1x1 without
-a patch matrix, otherwise im2col copied once from a strided view), and a depthwise one an
+On the CPU, a dense float32 Conv2D runs on oneDNN where it is installed (onednn.py), and
+otherwise is one GEMM in the input's own layout (conv_gemm.py: 1x1 without a patch matrix,
+otherwise im2col copied once from a strided view); a depthwise one is an
 einsum over strided views (conv_depthwise.py). Elsewhere (a GPU's `xp`) both stack the
 KH*KW taps into a patch matrix and multiply, or multiply-add per tap. The backward ops loop
 over the KH*KW filter taps only, each tap a whole-tensor operation, never over pixels.
@@ -15,7 +16,7 @@ parsed once per node and input size (conv_geom.py).
 """
 import numpy as np
 
-from tfg.kernels import conv_depthwise, conv_gemm, conv_grouped
+from tfg.kernels import conv_depthwise, conv_gemm, conv_grouped, onednn
 from tfg.kernels._util import fail, from_nhwc, is_nchw, shape_vector, to_nhwc
 from tfg.kernels.conv_geom import geometry
 from tfg.kernels.registry import ALL_DEVICES, kernel
@@ -60,8 +61,10 @@ def conv2d(ctx, x, w):
     kh, kw, _, oc = w.shape
     g = geometry(ctx, h, wd, kh, kw)
     if xp is np and groups == 1 and x.dtype == w.dtype:
-        # The CPU's GEMM paths, in the input's layout (NCHW stays NCHW: no transposes).
-        run = conv_gemm.prepared(x.shape, w.shape, g, nchw, x.dtype)
+        # The CPU's GEMM paths, in the input's layout (NCHW stays NCHW: no transposes);
+        # oneDNN's direct kernels instead where it is installed (onednn.py).
+        run = onednn.prepared(x.shape, w.shape, g, nchw, x.dtype,
+                              conv_gemm.prepared(x.shape, w.shape, g, nchw, x.dtype))
         if type(x) is np.ndarray and type(w) is np.ndarray:
             ctx.cache[(x.shape, w.shape, x.dtype, w.dtype)] = run
         return run(x, w)
@@ -132,19 +135,30 @@ def depthwise_conv2d(ctx, x, w):
             return run(x, w, ctx.cache)
     xp = ctx.xp
     fmt = ctx.attrs.get("data_format", b"NHWC")
-    x, w = to_nhwc(xp.asarray(x), fmt), xp.asarray(w)
+    given = xp.asarray(x)
+    x, w = to_nhwc(given, fmt), xp.asarray(w)
     n, h, wd, c = x.shape
     kh, kw, wc, m = w.shape
     if wc != c:
         fail(f"input depth {c} must equal the filter's in_channels {wc}")
     g = geometry(ctx, h, wd, kh, kw)
     if xp is np and x.dtype == w.dtype:
-        if (not is_nchw(fmt) and type(x) is np.ndarray and type(w) is np.ndarray
-                and m == 1):
+        arrays = type(x) is np.ndarray and type(w) is np.ndarray
+        key = ("dw_run", given.shape, w.shape, x.dtype, w.dtype)
+        run = None
+        if not is_nchw(fmt) and arrays and m == 1:
             run = conv_depthwise.prepared(x.shape, w.shape, g)
-            if run is not None:
-                ctx.cache[("dw_run", x.shape, w.shape, x.dtype, w.dtype)] = run
-                return run(x, w, ctx.cache)
+        conv = (onednn.convolution(given.shape, w.shape, g, is_nchw(fmt), depthwise=True)
+                if arrays and x.dtype == np.float32 else None)
+        if conv is not None:
+            # oneDNN's depthwise kernels (onednn.py), with tfg's as the fallback
+            run = ctx.cache[key] = onednn.Prepared(conv, run or (
+                lambda x, w, cache: from_nhwc(conv_depthwise.forward(to_nhwc(x, fmt), w, g,
+                                                                     cache), fmt)))
+            return run(given, w, ctx.cache)
+        if run is not None:
+            ctx.cache[key] = run
+            return run(x, w, ctx.cache)
         return from_nhwc(conv_depthwise.forward(x, w, g, ctx.cache), fmt)
     xpad = g.pad(xp, x)
     out = xp.zeros((n, g.oh, g.ow, c, m), dtype=x.dtype)

@@ -11,7 +11,7 @@ fused result is bit-for-bit the unfused one.
 import numpy as np
 
 from tfg.errors import TfgRuntimeError
-from tfg.kernels import clamp, conv_chunks
+from tfg.kernels import clamp, conv_chunks, onednn
 from tfg.kernels._util import fail
 from tfg.kernels.context import KernelContext
 from tfg.kernels.math_ops import sigmoid, sigmoid_into
@@ -242,14 +242,41 @@ def _remember_chunked(ctx, x, w):
     signature and the steps are BiasAdd + an activation it can apply per chunk."""
     key = (x.shape, w.shape, x.dtype, w.dtype)
     run = ctx.cache["base"][2].cache.get(key)
-    ops, axis, _, _, quick = _steps(ctx, 4)
+    ops, axis, alpha, _, quick = _steps(ctx, 4)
     act = ops[1] if len(ops) == 2 else "Identity"
+    if quick is not None and isinstance(run, onednn.Prepared):
+        # oneDNN adds the bias in its own output loop; the activation runs in place after
+        # it, as on the numpy path (oneDNN's ReLU maps NaN to 0, TensorFlow's keeps it).
+        c = run.conv
+        conv = onednn.convolution(c.x_shape, c.w_shape, c.g, c.nchw, bias=True)
+        if conv is not None:
+            base = run.fallback  # tfg's own path, should a oneDNN call fail later
+
+            def numpy_path(x, w, b, _act):
+                y = base(x, w)
+                return np.add(y, b, out=y)
+            ctx.cache["chunked"] = (key, _BiasThenActivation(
+                onednn.Prepared(conv, numpy_path), quick, alpha), None)
+            return
     if quick is not None and act in _CHUNK_ACTIVATIONS and run is not None:
         if not isinstance(run, conv_chunks.ChunkedConv):
             run = _whole(ctx, run)
         ctx.cache["chunked"] = (key, run, _CHUNK_ACTIVATIONS[act])
     else:
         ctx.cache["chunked"] = (None, None, None)
+
+
+class _BiasThenActivation:
+    """`run(x, w, b, _)`: a convolution that adds the bias itself (oneDNN's), then the
+    node's in-place activation `quick(y, alpha)`."""
+
+    __slots__ = ("conv", "quick", "alpha")
+
+    def __init__(self, conv, quick, alpha):
+        self.conv, self.quick, self.alpha = conv, quick, alpha
+
+    def __call__(self, x, w, b, _act):
+        return self.quick(self.conv(x, w, b, None), self.alpha)
 
 
 def _whole(ctx, run):

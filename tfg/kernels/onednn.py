@@ -1,0 +1,388 @@
+"""oneDNN, the convolution library TensorFlow's CPU kernels use, called through its C API
+where the optional `onednn-cpu-gomp` wheel is installed (`pip install 'tfg[perf]'`); tfg runs
+the same graphs without it, on its numpy kernels.
+
+    conv = onednn.convolution(x_shape, w_shape, g, nchw=False, bias=True)
+    y = conv(x, w, b)        # conv is None where oneDNN is absent, off, or has no kernel
+
+Why: a convolution through im2col and OpenBLAS packs the whole filter for every call, which
+is most of the work when the output has few positions (ResNet50's last block at 96x96, batch
+2: 18 rows against a 4608x512 filter, 36 GFLOP/s on one thread), and two BLAS threads split
+those few rows. oneDNN's direct kernels keep the filter in their own blocked layout, made
+once per filter, and add the bias in their output loop: 89 GFLOP/s on the same layer, 130 on
+two threads (docs/performance.md). Activations stay tfg's own, in place after the call
+(oneDNN's ReLU maps NaN to 0, where TensorFlow's keeps it).
+
+The library is found in the Python environment's `lib` folder (where the wheel puts it), the
+user's, or the system's, or at $TFG_ONEDNN_LIBRARY; it is loaded at the first convolution.
+`TFG_ONEDNN=0` turns it off. A library that fails to load, or a call that fails, turns it off
+for the process with one line on stderr, and the numpy kernels run; so does fork() in the
+child of a process that has used it (its OpenMP runtime would hang there). Only oneDNN's version 3
+API is used: memory descriptors are opaque handles, so no struct layout is assumed.
+
+Threads: oneDNN's OpenMP team follows the BLAS thread count that the Session's meter sets
+for the step (tfg/executor/blas.py calls `set_threads`); OpenMP keeps that count per calling
+thread, so it is applied on the thread that runs the convolution.
+"""
+import ctypes
+import os
+import site
+import sys
+import threading
+
+import numpy as np
+
+ENV_VAR = "TFG_ONEDNN"
+LIBRARY_ENV_VAR = "TFG_ONEDNN_LIBRARY"
+_SONAME = "libdnnl.so.3"
+
+# oneDNN v3 C API constants (dnnl_common_types.h, dnnl_types.h); stable within version 3.
+_SUCCESS = 0
+_CPU_ENGINE = 1
+_IN_ORDER_STREAM = 1
+_F32 = 3
+_TAG_ANY, _TAG_A = 1, 2
+_FORWARD_INFERENCE = 96
+_CONVOLUTION_DIRECT = 1
+_QUERY_WEIGHTS_MD, _QUERY_SCRATCHPAD_MD = 131, 136
+_SCRATCHPAD_USER = 1
+_ARG_SRC, _ARG_DST, _ARG_WEIGHTS, _ARG_BIAS, _ARG_SCRATCHPAD = 1, 17, 33, 41, 80
+_ARG_FROM, _ARG_TO = 1, 17
+
+_Dims = ctypes.c_int64 * 12
+_P = ctypes.c_void_p
+
+
+class _Arg(ctypes.Structure):
+    _fields_ = [("arg", ctypes.c_int), ("memory", _P)]
+
+
+class OneDnnError(RuntimeError):
+    pass
+
+
+_state = {}  # "lib": the loaded _Library, or None after a failure or where none is found
+_lock = threading.Lock()
+_threads = [None]  # the OpenMP team size to use (None: OpenMP's default)
+_local = threading.local()
+
+
+def wanted():
+    """Whether oneDNN may be used: TFG_ONEDNN is not 0 and the library loads."""
+    if os.environ.get(ENV_VAR, "1") == "0":
+        return False
+    return _library() is not None
+
+
+def set_threads(n):
+    """Run oneDNN's convolutions on `n` threads from now on (None: OpenMP's default)."""
+    _threads[0] = None if n is None else max(1, int(n))
+
+
+def library_candidates():
+    """Where the library is looked for, in order."""
+    names = []
+    if os.environ.get(LIBRARY_ENV_VAR):
+        names.append(os.environ[LIBRARY_ENV_VAR])
+    folders = [os.path.join(sys.prefix, "lib")]
+    user_base = getattr(site, "USER_BASE", None)
+    if user_base:
+        folders.append(os.path.join(user_base, "lib"))
+    names += [os.path.join(f, _SONAME) for f in folders]
+    names.append(_SONAME)  # the dynamic loader's own search path
+    return names
+
+
+def _after_fork_in_child():
+    """GNU OpenMP keeps no state across fork(): a child's first parallel region would wait
+    forever for the parent's team. A forked child runs the numpy kernels instead."""
+    if _state.get("lib") is not None:
+        _state["lib"] = None
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _library():
+    lib = _state.get("lib", False)
+    if lib is not False:
+        return lib
+    with _lock:
+        if "lib" not in _state:
+            _state["lib"] = _load()
+    return _state["lib"]
+
+
+def _load():
+    for path in library_candidates():
+        if not os.path.isabs(path) or os.path.exists(path):
+            try:
+                return _Library(path)
+            except OSError:
+                continue  # not there, or its libgomp is missing: try the next
+            except OneDnnError as e:
+                off(str(e))
+                return None
+    return None
+
+
+def off(reason):
+    """Turn oneDNN off for this process, saying why on stderr once."""
+    if _state.get("lib") is not None or "lib" not in _state:
+        print(f"tfg: oneDNN is off for this run ({reason}); using the numpy kernels",
+              file=sys.stderr)
+    _state["lib"] = None
+
+
+class _Version(ctypes.Structure):
+    _fields_ = [("major", ctypes.c_int), ("minor", ctypes.c_int), ("patch", ctypes.c_int),
+                ("hash", ctypes.c_char_p), ("cpu_runtime", ctypes.c_uint),
+                ("gpu_runtime", ctypes.c_uint)]
+
+
+class _Library:
+    """The loaded library, its CPU engine and stream, and OpenMP's thread setter."""
+
+    def __init__(self, path):
+        self.dll = dll = ctypes.CDLL(path)
+        dll.dnnl_version.restype = ctypes.POINTER(_Version)
+        version = dll.dnnl_version().contents
+        if version.major != 3:
+            raise OneDnnError(f"{path} is oneDNN {version.major}.{version.minor}; tfg "
+                              f"uses version 3's API")
+        self.version = (version.major, version.minor, version.patch)
+        dll.dnnl_primitive_desc_query_md.restype = _P
+        dll.dnnl_memory_desc_get_size.restype = ctypes.c_size_t
+        self.engine, self.stream = _P(), _P()
+        self.check(dll.dnnl_engine_create(ctypes.byref(self.engine), _CPU_ENGINE,
+                                          ctypes.c_size_t(0)), "engine")
+        self.check(dll.dnnl_stream_create(ctypes.byref(self.stream), self.engine,
+                                          ctypes.c_uint(_IN_ORDER_STREAM)), "stream")
+        # The OpenMP runtime the library was linked with (libgomp for onednn-cpu-gomp).
+        omp = getattr(dll, "omp_set_num_threads", None)
+        if omp is None:
+            try:
+                omp = ctypes.CDLL("libgomp.so.1").omp_set_num_threads
+            except (OSError, AttributeError):
+                omp = None
+        self.omp_set_num_threads = omp
+
+    def check(self, status, what):
+        if status != _SUCCESS:
+            raise OneDnnError(f"oneDNN {what} failed with status {status}")
+
+    def memory_desc(self, dims, strides=None, tag=None):
+        md = _P()
+        if strides is not None:
+            status = self.dll.dnnl_memory_desc_create_with_strides(
+                ctypes.byref(md), len(dims), _Dims(*dims), _F32, _Dims(*strides))
+        else:
+            status = self.dll.dnnl_memory_desc_create_with_tag(
+                ctypes.byref(md), len(dims), _Dims(*dims), _F32, tag)
+        self.check(status, "memory descriptor")
+        return md
+
+    def memory(self, md, address=0):
+        mem = _P()
+        self.check(self.dll.dnnl_memory_create(ctypes.byref(mem), md, self.engine,
+                                               _P(address)), "memory")
+        return mem
+
+    def primitive(self, pd):
+        prim = _P()
+        self.check(self.dll.dnnl_primitive_create(ctypes.byref(prim), pd), "primitive")
+        return prim
+
+    def team(self, threads):
+        """Set OpenMP's team size on the calling thread (OpenMP keeps it per thread)."""
+        if threads is not None and self.omp_set_num_threads is not None \
+                and getattr(_local, "threads", None) != threads:
+            self.omp_set_num_threads(threads)
+            _local.threads = threads
+
+    def execute(self, prim, args, threads):
+        self.team(threads)
+        self.check(self.dll.dnnl_primitive_execute(prim, self.stream, len(args), args),
+                   "execute")
+
+
+def _nhwc_strides(n, c, h, w, nchw):
+    """Strides (in elements) of a dense 4-D activation in oneDNN's (N, C, H, W) order."""
+    if nchw:
+        return (c * h * w, h * w, w, 1)
+    return (h * w * c, 1, w * c, c)
+
+
+def _scratch(size):
+    """This thread's scratchpad of at least `size` bytes (oneDNN's own is shared by all
+    threads unless built for concurrent execution, so tfg passes one per thread)."""
+    buf = getattr(_local, "scratch", None)
+    if buf is None or buf.nbytes < size:
+        buf = _local.scratch = np.empty(max(size, 4096) // 4 + 16, np.float32)
+    return buf
+
+
+class _Kernel:
+    """One primitive of a Convolution for one OpenMP team size, with the filter in the
+    layout that primitive chose, and its memory objects (set to each call's arrays)."""
+
+    def __init__(self, lib, pd):
+        dll = lib.dll
+        self.prim = lib.primitive(pd)
+        w_md = _P(dll.dnnl_primitive_desc_query_md(pd, _QUERY_WEIGHTS_MD, 0))
+        self.w_md = w_md
+        self.w_buf = np.empty(dll.dnnl_memory_desc_get_size(w_md) // 4 + 1, np.float32)
+        scratch_md = _P(dll.dnnl_primitive_desc_query_md(pd, _QUERY_SCRATCHPAD_MD, 0))
+        self.scratch_size = dll.dnnl_memory_desc_get_size(scratch_md)
+        self.m_w = lib.memory(w_md, self.w_buf.ctypes.data)
+        # Passed even when empty: with a user scratchpad the kernels look the argument up.
+        self.m_scratch = lib.memory(scratch_md)
+        self.filter_key = None  # (id, address) of the read-only filter w_buf holds
+        self.kept = None  # that filter, so that its id is not reused while it is kept
+
+
+class Convolution:
+    """One oneDNN forward convolution for fixed shapes: `conv(x, w, b=None) -> y` (float32,
+    C-contiguous x in TensorFlow's NHWC or NCHW, filter HWIO, or [KH, KW, C, M] for a
+    depthwise one), with the bias added in oneDNN's output loop where asked. The filter is reordered into oneDNN's layout once per read-only
+    filter array (a graph constant), and at every call for a writable one (a fed value or a
+    variable, which may change between calls).
+
+    oneDNN's kernels fix their thread count when they are created, so there is one _Kernel
+    per team size the Session's meter has asked for (one or two on a 2-core machine)."""
+
+    def __init__(self, lib, x_shape, w_shape, g, nchw, bias, depthwise=False):
+        self.lib = lib
+        dll = lib.dll
+        kh, kw, ci, oc = w_shape
+        if depthwise:  # a [KH, KW, C, M] filter: C groups of M outputs, channel c*M + m
+            oc = ci * oc
+        if nchw:
+            n, c, h, w = x_shape
+            self.out_shape = (n, oc, g.oh, g.ow)
+        else:
+            n, h, w, c = x_shape
+            self.out_shape = (n, g.oh, g.ow, oc)
+        self.x_shape, self.w_shape, self.g, self.nchw = tuple(x_shape), tuple(w_shape), g, nchw
+        self.depthwise = depthwise
+        self.src = lib.memory_desc((n, c, h, w), _nhwc_strides(n, c, h, w, nchw))
+        self.dst = lib.memory_desc((n, oc, g.oh, g.ow), _nhwc_strides(n, oc, g.oh, g.ow, nchw))
+        # TensorFlow's HWIO filter, described in oneDNN's (O, I, H, W) order, or its
+        # (G, O/G, I/G, H, W) order for a depthwise one (I/G = 1).
+        if depthwise:
+            m = w_shape[3]
+            dims = (ci, m, 1, kh, kw)
+            self.w_user = lib.memory_desc(dims, (m, 1, 1, kw * ci * m, ci * m))
+        else:
+            dims = (oc, ci, kh, kw)
+            self.w_user = lib.memory_desc(dims, (1, oc, kw * ci * oc, ci * oc))
+        self.w_any = lib.memory_desc(dims, tag=_TAG_ANY)
+        self.b_md = lib.memory_desc((oc,), tag=_TAG_A) if bias else None
+        self.attr = attr = _P()
+        lib.check(dll.dnnl_primitive_attr_create(ctypes.byref(attr)), "attributes")
+        lib.check(dll.dnnl_primitive_attr_set_scratchpad_mode(attr, _SCRATCHPAD_USER),
+                  "scratchpad mode")
+        self.m_src, self.m_dst = lib.memory(self.src), lib.memory(self.dst)
+        self.m_w_user = lib.memory(self.w_user)
+        self.m_bias = lib.memory(self.b_md) if bias else None
+        self.kernels = {}  # team size -> _Kernel
+        self.call_lock = threading.Lock()  # the memory objects are this convolution's own
+        self._kernel(_threads[0])  # fails here, not at a call, where oneDNN has no kernel
+
+    def _kernel(self, threads):
+        kernel = self.kernels.get(threads)
+        if kernel is None:
+            lib, g = self.lib, self.g
+            lib.team(threads)  # read by the primitive's creation
+            pd = _P()
+            lib.check(lib.dll.dnnl_convolution_forward_primitive_desc_create(
+                ctypes.byref(pd), lib.engine, _FORWARD_INFERENCE, _CONVOLUTION_DIRECT,
+                self.src, self.w_any, self.b_md, self.dst, _Dims(g.sh, g.sw),
+                _Dims(g.dh - 1, g.dw - 1), _Dims(g.pt, g.pl), _Dims(g.pb, g.pr), self.attr),
+                "convolution")
+            kernel = self.kernels[threads] = _Kernel(lib, pd)
+            reorder_pd = _P()
+            lib.check(lib.dll.dnnl_reorder_primitive_desc_create(
+                ctypes.byref(reorder_pd), self.w_user, lib.engine, kernel.w_md, lib.engine,
+                None), "filter reorder")
+            kernel.reorder = lib.primitive(reorder_pd)
+            kernel.reorder_args = (_Arg * 2)(_Arg(_ARG_FROM, self.m_w_user),
+                                             _Arg(_ARG_TO, kernel.m_w))
+            args = [_Arg(_ARG_SRC, self.m_src), _Arg(_ARG_WEIGHTS, kernel.m_w),
+                    _Arg(_ARG_DST, self.m_dst), _Arg(_ARG_SCRATCHPAD, kernel.m_scratch)]
+            if self.m_bias is not None:
+                args.append(_Arg(_ARG_BIAS, self.m_bias))
+            kernel.args = (_Arg * len(args))(*args)
+        return kernel
+
+    def _filter(self, kernel, w, threads):
+        if w.flags.writeable or kernel.filter_key != (id(w), w.ctypes.data):
+            w = np.ascontiguousarray(w, np.float32)
+            self.lib.dll.dnnl_memory_set_data_handle(self.m_w_user, _P(w.ctypes.data))
+            self.lib.execute(kernel.reorder, kernel.reorder_args, threads)
+            if not w.flags.writeable:
+                kernel.filter_key, kernel.kept = (id(w), w.ctypes.data), w
+            else:
+                kernel.filter_key = kernel.kept = None
+
+    def __call__(self, x, w, b=None):
+        if _state.get("lib") is None:
+            raise OneDnnError("oneDNN is off in this process")  # after fork(), say
+        if not x.flags.c_contiguous:
+            x = np.ascontiguousarray(x)
+        y = np.empty(self.out_shape, np.float32)
+        set_handle = self.lib.dll.dnnl_memory_set_data_handle
+        threads = _threads[0]
+        with self.call_lock:
+            kernel = self._kernel(threads)
+            self._filter(kernel, w, threads)
+            set_handle(self.m_src, _P(x.ctypes.data))
+            set_handle(self.m_dst, _P(y.ctypes.data))
+            if b is not None:
+                b = np.ascontiguousarray(b, np.float32)
+                set_handle(self.m_bias, _P(b.ctypes.data))
+            set_handle(kernel.m_scratch, _P(_scratch(kernel.scratch_size).ctypes.data))
+            self.lib.execute(kernel.prim, kernel.args, threads)
+        return y
+
+
+def convolution(x_shape, w_shape, g, nchw=False, bias=False, depthwise=False):
+    """A Convolution for float32 inputs of these shapes and geometry `g` (conv_geom.Geom),
+    Conv2D's or (`depthwise`) DepthwiseConv2dNative's, or None where oneDNN is absent or
+    off, a shape is empty, or it has no kernel for this geometry."""
+    if 0 in tuple(x_shape) + tuple(w_shape) or not wanted():
+        return None
+    try:
+        return Convolution(_library(), x_shape, w_shape, g, nchw, bias, depthwise)
+    except OneDnnError:
+        return None  # no kernel for this geometry (status 3, unimplemented): numpy runs it
+
+
+class Prepared:
+    """`run(x, w, *rest)`: the oneDNN convolution `conv(x, w)` (`conv(x, w, rest[0])`, the
+    bias, for one that adds a bias), or `fallback(x, w, *rest)` (tfg's numpy path, same
+    arguments) once a oneDNN call has failed."""
+
+    __slots__ = ("conv", "fallback")
+
+    def __init__(self, conv, fallback):
+        self.conv, self.fallback = conv, fallback
+
+    def __call__(self, x, w, *rest):
+        conv = self.conv
+        if conv is not None and _state.get("lib") is not None:
+            try:
+                return conv(x, w) if conv.m_bias is None else conv(x, w, rest[0])
+            except OneDnnError as e:
+                off(str(e))
+        self.conv = None
+        return self.fallback(x, w, *rest)
+
+
+def prepared(x_shape, w_shape, g, nchw, dtype, fallback):
+    """A Prepared oneDNN convolution for a float32 Conv2D of these shapes, or `fallback`
+    itself where oneDNN does not run it."""
+    if np.dtype(dtype) != np.float32:
+        return fallback
+    conv = convolution(x_shape, w_shape, g, nchw)
+    return fallback if conv is None else Prepared(conv, fallback)
