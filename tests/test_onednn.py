@@ -103,10 +103,10 @@ def test_convolution_matches_the_definition_within_its_output(case, fmt):
     guarded = np.full(size + 4096, 7.0, np.float32)
     kernel = conv._kernel(None)
     conv._filter(kernel, w, None)
-    set_handle = conv.lib.dll.dnnl_memory_set_data_handle
-    for memory, array in [(conv.m_src, xin), (conv.m_dst, guarded), (conv.m_bias, b),
-                          (kernel.m_scratch, onednn._scratch(kernel.scratch_size))]:
-        set_handle(memory, onednn._P(array.ctypes.data))
+    for memory, address in [(conv.m_src, xin.ctypes.data), (conv.m_dst, guarded.ctypes.data),
+                            (conv.m_bias, b.ctypes.data),
+                            (kernel.m_scratch, onednn._scratch(kernel.scratch_size))]:
+        conv.lib.set_handle(memory, address)
     conv.lib.execute(kernel.prim, kernel.args, None)
     assert (guarded[size:] == 7.0).all()
     got = guarded[:size].reshape(conv.out_shape)
