@@ -149,3 +149,17 @@ def test_a_failing_inference_keeps_adaptive(monkeypatch):
     monkeypatch.setattr(blas_floor, "infer", boom)
     f = _floor(_mm_graph(32, 128, 128))
     assert _decided(f, blas.ADAPTIVE, [np.zeros((32, 128), np.float32)]) == blas.ADAPTIVE
+
+
+@pytest.mark.parametrize("onednn_on", [True, False])
+def test_a_small_convolution_on_onednn_keeps_adaptive(onednn_on, monkeypatch):
+    """oneDNN's convolutions run on its own threads, whose second one pays even for small
+    ones: the OpenBLAS floor does not apply to a step that holds one."""
+    monkeypatch.delenv("TFG_GEMM_FLOOR", raising=False)
+    monkeypatch.setattr(blas_floor.onednn, "wanted", lambda: onednn_on)
+    g = tb.Graph()
+    with g:
+        x = tb.placeholder(tb.float32, [2, 16, 16, 8], name="x")
+        tb.conv2d(x, tb.constant(np.zeros((3, 3, 8, 4), np.float32)), padding="SAME", name="y")
+    x = np.zeros((2, 16, 16, 8), np.float32)
+    assert _decided(_floor(g.graph), blas.ADAPTIVE, [x]) == (blas.ADAPTIVE if onednn_on else 1)

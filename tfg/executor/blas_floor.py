@@ -26,10 +26,16 @@ multiply-adds (0: no floor, for comparisons).
 from tfg.executor.blas import ADAPTIVE
 from tfg.executor.contention import choices, meter, threads_for, usable_cores
 from tfg.graphdef.infer import infer
+from tfg.kernels import onednn
 from tfg.kernels.gemm_floor import SMALL_GEMM_MACS, gemm_floor
 from tfg.schemas.ops import has_trait
 
 FLOOR_MACS = SMALL_GEMM_MACS  # (tfg/kernels/gemm_floor.py: also each small convolution's)
+# Forward convolutions that oneDNN runs where it is installed (tfg/kernels/onednn.py): its
+# small kernels gain from a second thread (MobileNetV3Small's step: 3.4 ms on two, 4.4 on
+# one), so a step holding one keeps the adaptive count, and the BLAS trial times both.
+ONEDNN_OPS = ("Conv2D", "_FusedConv2D", "DepthwiseConv2dNative",
+              "_FusedDepthwiseConv2dNative")
 # Inference runs at about 130 us a node (NASNet's 4,587: 0.63 s). Larger graphs keep the
 # adaptive count: the all-small case is a loop's graph (the rnn row's: 101 nodes, 9 ms).
 _MAX_NODES = 1000
@@ -138,7 +144,10 @@ class GemmFloor:
             info = infer(self.graph, shapes=shapes)
         except Exception:  # noqa: BLE001 - best effort (as passes/shapes.py): keep adaptive
             return False
+        on_onednn = onednn.wanted()
         for node in self.blas:
+            if on_onednn and node.op in ONEDNN_OPS:
+                return False  # oneDNN's convolution, on its own threads: no OpenBLAS floor
             macs = gemm_macs(node, info)
             if macs is None or macs >= floor:
                 return False
