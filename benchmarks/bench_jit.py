@@ -92,6 +92,9 @@ def layers(reps):
 def models(folder, names, pairs):
     import tfg
     from tfg.executor import Session
+    # tfg's own depthwise kernels in both Sessions: oneDNN, where installed, would run them
+    # instead of either (benchmarks/bench_onednn.py compares that)
+    os.environ["TFG_ONEDNN"] = "0"
     for name in names:
         meta = json.load(open(os.path.join(folder, name + ".json")))
         x = np.load(os.path.join(folder, name + "_x.npy"))

@@ -29,6 +29,7 @@ import os
 import site
 import sys
 import threading
+import weakref
 
 import numpy as np
 
@@ -175,7 +176,7 @@ class _Library:
         if status != _SUCCESS:
             raise OneDnnError(f"oneDNN {what} failed with status {status}")
 
-    def memory_desc(self, dims, strides=None, tag=None):
+    def memory_desc(self, dims, strides=None, tag=None, owner=None):
         md = _P()
         if strides is not None:
             status = self.dll.dnnl_memory_desc_create_with_strides(
@@ -184,17 +185,25 @@ class _Library:
             status = self.dll.dnnl_memory_desc_create_with_tag(
                 ctypes.byref(md), len(dims), _Dims(*dims), _F32, tag)
         self.check(status, "memory descriptor")
+        _own(owner, "dnnl_memory_desc_destroy", md)
         return md
 
-    def memory(self, md, address=0):
+    def memory(self, md, address=0, owner=None):
         mem = _P()
         self.check(self.dll.dnnl_memory_create(ctypes.byref(mem), md, self.engine,
                                                _P(address)), "memory")
+        _own(owner, "dnnl_memory_destroy", mem)
         return mem
 
-    def primitive(self, pd):
+    def primitive(self, pd, owner=None):
+        """The primitive of descriptor `pd`, which is destroyed (the primitive keeps what
+        it needs)."""
         prim = _P()
-        self.check(self.dll.dnnl_primitive_create(ctypes.byref(prim), pd), "primitive")
+        try:
+            self.check(self.dll.dnnl_primitive_create(ctypes.byref(prim), pd), "primitive")
+        finally:
+            self.dll.dnnl_primitive_desc_destroy(pd)
+        _own(owner, "dnnl_primitive_destroy", prim)
         return prim
 
     def team(self, threads):
@@ -208,6 +217,20 @@ class _Library:
         self.team(threads)
         self.check(self.dll.dnnl_primitive_execute(prim, self.stream, len(args), args),
                    "execute")
+
+
+def _own(owner, destroy, handle):
+    """Note that `handle` is to be freed by the C function `destroy` with its owner."""
+    if owner is not None and handle.value:
+        owner.append((destroy, handle.value))
+
+
+def _free(dll, owned):
+    """Free what a Convolution created (its weakref finalizer: oneDNN's objects are C
+    memory that Python's collector does not see)."""
+    for destroy, value in reversed(owned):
+        getattr(dll, destroy)(_P(value))
+    owned.clear()
 
 
 def _nhwc_strides(n, c, h, w, nchw):
@@ -239,19 +262,39 @@ def _address(a):
 
 class _Kernel:
     """One primitive of a Convolution for one OpenMP team size, with the filter in the
-    layout that primitive chose, and its memory objects (set to each call's arrays)."""
+    layout that primitive chose, its reorder from TensorFlow's layout, and its memory
+    objects (set to each call's arrays). `owned` lists what to free with the Convolution."""
 
-    def __init__(self, lib, pd):
+    def __init__(self, lib, pd, conv, owned):
+        """`pd`: the primitive's descriptor, which this consumes (destroys)."""
         dll = lib.dll
-        self.prim = lib.primitive(pd)
-        w_md = _P(dll.dnnl_primitive_desc_query_md(pd, _QUERY_WEIGHTS_MD, 0))
-        self.w_md = w_md
-        self.w_buf = np.empty(dll.dnnl_memory_desc_get_size(w_md) // 4 + 1, np.float32)
-        scratch_md = _P(dll.dnnl_primitive_desc_query_md(pd, _QUERY_SCRATCHPAD_MD, 0))
-        self.scratch_size = dll.dnnl_memory_desc_get_size(scratch_md)
-        self.m_w = lib.memory(w_md, self.w_buf.ctypes.data)
-        # Passed even when empty: with a user scratchpad the kernels look the argument up.
-        self.m_scratch = lib.memory(scratch_md)
+        query = dll.dnnl_primitive_desc_query_md
+        try:
+            w_md = _P()  # a copy: the descriptor's own goes with it
+            lib.check(dll.dnnl_memory_desc_clone(
+                ctypes.byref(w_md), _P(query(pd, _QUERY_WEIGHTS_MD, 0))), "clone")
+            _own(owned, "dnnl_memory_desc_destroy", w_md)
+            self.w_buf = np.empty(dll.dnnl_memory_desc_get_size(w_md) // 4 + 1, np.float32)
+            scratch_md = _P(query(pd, _QUERY_SCRATCHPAD_MD, 0))
+            self.scratch_size = dll.dnnl_memory_desc_get_size(scratch_md)
+            self.m_w = lib.memory(w_md, self.w_buf.ctypes.data, owned)
+            # Passed even when empty: with a user scratchpad the kernels look it up.
+            self.m_scratch = lib.memory(scratch_md, owner=owned)
+        except OneDnnError:
+            dll.dnnl_primitive_desc_destroy(pd)
+            raise
+        self.prim = lib.primitive(pd, owned)  # destroys pd, made or not
+        reorder_pd = _P()
+        lib.check(dll.dnnl_reorder_primitive_desc_create(
+            ctypes.byref(reorder_pd), conv.w_user, lib.engine, w_md, lib.engine, None),
+            "filter reorder")
+        self.reorder = lib.primitive(reorder_pd, owned)
+        self.reorder_args = (_Arg * 2)(_Arg(_ARG_FROM, conv.m_w_user), _Arg(_ARG_TO, self.m_w))
+        args = [_Arg(_ARG_SRC, conv.m_src), _Arg(_ARG_WEIGHTS, self.m_w),
+                _Arg(_ARG_DST, conv.m_dst), _Arg(_ARG_SCRATCHPAD, self.m_scratch)]
+        if conv.m_bias is not None:
+            args.append(_Arg(_ARG_BIAS, conv.m_bias))
+        self.args = (_Arg * len(args))(*args)
         self.kept = None  # the immutable filter that w_buf holds in this layout
 
 
@@ -279,26 +322,31 @@ class Convolution:
             self.out_shape = (n, g.oh, g.ow, oc)
         self.x_shape, self.w_shape, self.g, self.nchw = tuple(x_shape), tuple(w_shape), g, nchw
         self.depthwise = depthwise
-        self.src = lib.memory_desc((n, c, h, w), _nhwc_strides(n, c, h, w, nchw))
-        self.dst = lib.memory_desc((n, oc, g.oh, g.ow), _nhwc_strides(n, oc, g.oh, g.ow, nchw))
+        self._owned = owned = []  # oneDNN objects this convolution frees (_free)
+        weakref.finalize(self, _free, dll, owned).atexit = False
+        self.src = lib.memory_desc((n, c, h, w), _nhwc_strides(n, c, h, w, nchw), owner=owned)
+        self.dst = lib.memory_desc((n, oc, g.oh, g.ow), _nhwc_strides(n, oc, g.oh, g.ow, nchw),
+                                   owner=owned)
         # TensorFlow's HWIO filter, described in oneDNN's (O, I, H, W) order, or its
         # (G, O/G, I/G, H, W) order for a depthwise one (I/G = 1).
         if depthwise:
             m = w_shape[3]
             dims = (ci, m, 1, kh, kw)
-            self.w_user = lib.memory_desc(dims, (m, 1, 1, kw * ci * m, ci * m))
+            self.w_user = lib.memory_desc(dims, (m, 1, 1, kw * ci * m, ci * m), owner=owned)
         else:
             dims = (oc, ci, kh, kw)
-            self.w_user = lib.memory_desc(dims, (1, oc, kw * ci * oc, ci * oc))
-        self.w_any = lib.memory_desc(dims, tag=_TAG_ANY)
-        self.b_md = lib.memory_desc((oc,), tag=_TAG_A) if bias else None
+            self.w_user = lib.memory_desc(dims, (1, oc, kw * ci * oc, ci * oc), owner=owned)
+        self.w_any = lib.memory_desc(dims, tag=_TAG_ANY, owner=owned)
+        self.b_md = lib.memory_desc((oc,), tag=_TAG_A, owner=owned) if bias else None
         self.attr = attr = _P()
         lib.check(dll.dnnl_primitive_attr_create(ctypes.byref(attr)), "attributes")
+        _own(owned, "dnnl_primitive_attr_destroy", attr)
         lib.check(dll.dnnl_primitive_attr_set_scratchpad_mode(attr, _SCRATCHPAD_USER),
                   "scratchpad mode")
-        self.m_src, self.m_dst = lib.memory(self.src), lib.memory(self.dst)
-        self.m_w_user = lib.memory(self.w_user)
-        self.m_bias = lib.memory(self.b_md) if bias else None
+        self.m_src = lib.memory(self.src, owner=owned)
+        self.m_dst = lib.memory(self.dst, owner=owned)
+        self.m_w_user = lib.memory(self.w_user, owner=owned)
+        self.m_bias = lib.memory(self.b_md, owner=owned) if bias else None
         self.kernels = {}  # team size -> _Kernel
         self.call_lock = threading.Lock()  # the memory objects are this convolution's own
         self._kernel(_threads[0])  # fails here, not at a call, where oneDNN has no kernel
@@ -314,19 +362,7 @@ class Convolution:
                 self.src, self.w_any, self.b_md, self.dst, _Dims(g.sh, g.sw),
                 _Dims(g.dh - 1, g.dw - 1), _Dims(g.pt, g.pl), _Dims(g.pb, g.pr), self.attr),
                 "convolution")
-            kernel = self.kernels[threads] = _Kernel(lib, pd)
-            reorder_pd = _P()
-            lib.check(lib.dll.dnnl_reorder_primitive_desc_create(
-                ctypes.byref(reorder_pd), self.w_user, lib.engine, kernel.w_md, lib.engine,
-                None), "filter reorder")
-            kernel.reorder = lib.primitive(reorder_pd)
-            kernel.reorder_args = (_Arg * 2)(_Arg(_ARG_FROM, self.m_w_user),
-                                             _Arg(_ARG_TO, kernel.m_w))
-            args = [_Arg(_ARG_SRC, self.m_src), _Arg(_ARG_WEIGHTS, kernel.m_w),
-                    _Arg(_ARG_DST, self.m_dst), _Arg(_ARG_SCRATCHPAD, kernel.m_scratch)]
-            if self.m_bias is not None:
-                args.append(_Arg(_ARG_BIAS, self.m_bias))
-            kernel.args = (_Arg * len(args))(*args)
+            kernel = self.kernels[threads] = _Kernel(lib, pd, self, self._owned)
         return kernel
 
     def _filter(self, kernel, w, threads):
