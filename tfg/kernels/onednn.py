@@ -260,10 +260,30 @@ def _address(a):
         return a.ctypes.data
 
 
+class _Layout:
+    """The filter in one of oneDNN's layouts: its buffer and memory object, the reorder from
+    TensorFlow's layout into it, and which immutable filter it holds. The kernels of a
+    Convolution that chose equal layouts share one (ResNet50's 100 MB of filters are kept
+    once, not once per team size)."""
+
+    def __init__(self, lib, conv, w_md, owned):
+        dll = lib.dll
+        self.w_md = w_md
+        self.w_buf = np.empty(dll.dnnl_memory_desc_get_size(w_md) // 4 + 1, np.float32)
+        self.m_w = lib.memory(w_md, self.w_buf.ctypes.data, owned)
+        reorder_pd = _P()
+        lib.check(dll.dnnl_reorder_primitive_desc_create(
+            ctypes.byref(reorder_pd), conv.w_user, lib.engine, w_md, lib.engine, None),
+            "filter reorder")
+        self.reorder = lib.primitive(reorder_pd, owned)
+        self.reorder_args = (_Arg * 2)(_Arg(_ARG_FROM, conv.m_w_user), _Arg(_ARG_TO, self.m_w))
+        self.kept = None  # the immutable filter that w_buf holds
+
+
 class _Kernel:
-    """One primitive of a Convolution for one OpenMP team size, with the filter in the
-    layout that primitive chose, its reorder from TensorFlow's layout, and its memory
-    objects (set to each call's arrays). `owned` lists what to free with the Convolution."""
+    """One primitive of a Convolution for one OpenMP team size, the _Layout of the filter it
+    reads, and its argument list (memory objects set to each call's arrays). `owned` lists
+    what to free with the Convolution."""
 
     def __init__(self, lib, pd, conv, owned):
         """`pd`: the primitive's descriptor, which this consumes (destroys)."""
@@ -274,28 +294,26 @@ class _Kernel:
             lib.check(dll.dnnl_memory_desc_clone(
                 ctypes.byref(w_md), _P(query(pd, _QUERY_WEIGHTS_MD, 0))), "clone")
             _own(owned, "dnnl_memory_desc_destroy", w_md)
-            self.w_buf = np.empty(dll.dnnl_memory_desc_get_size(w_md) // 4 + 1, np.float32)
             scratch_md = _P(query(pd, _QUERY_SCRATCHPAD_MD, 0))
             self.scratch_size = dll.dnnl_memory_desc_get_size(scratch_md)
-            self.m_w = lib.memory(w_md, self.w_buf.ctypes.data, owned)
             # Passed even when empty: with a user scratchpad the kernels look it up.
             self.m_scratch = lib.memory(scratch_md, owner=owned)
         except OneDnnError:
             dll.dnnl_primitive_desc_destroy(pd)
             raise
         self.prim = lib.primitive(pd, owned)  # destroys pd, made or not
-        reorder_pd = _P()
-        lib.check(dll.dnnl_reorder_primitive_desc_create(
-            ctypes.byref(reorder_pd), conv.w_user, lib.engine, w_md, lib.engine, None),
-            "filter reorder")
-        self.reorder = lib.primitive(reorder_pd, owned)
-        self.reorder_args = (_Arg * 2)(_Arg(_ARG_FROM, conv.m_w_user), _Arg(_ARG_TO, self.m_w))
-        args = [_Arg(_ARG_SRC, conv.m_src), _Arg(_ARG_WEIGHTS, self.m_w),
+        for layout in conv.layouts:
+            if dll.dnnl_memory_desc_equal(layout.w_md, w_md):
+                break
+        else:
+            layout = _Layout(lib, conv, w_md, owned)
+            conv.layouts.append(layout)
+        self.layout = layout
+        args = [_Arg(_ARG_SRC, conv.m_src), _Arg(_ARG_WEIGHTS, layout.m_w),
                 _Arg(_ARG_DST, conv.m_dst), _Arg(_ARG_SCRATCHPAD, self.m_scratch)]
         if conv.m_bias is not None:
             args.append(_Arg(_ARG_BIAS, conv.m_bias))
         self.args = (_Arg * len(args))(*args)
-        self.kept = None  # the immutable filter that w_buf holds in this layout
 
 
 class Convolution:
@@ -348,6 +366,7 @@ class Convolution:
         self.m_w_user = lib.memory(self.w_user, owner=owned)
         self.m_bias = lib.memory(self.b_md, owner=owned) if bias else None
         self.kernels = {}  # team size -> _Kernel
+        self.layouts = []  # the _Layouts its kernels read the filter in
         self.call_lock = threading.Lock()  # the memory objects are this convolution's own
         self._kernel(_threads[0])  # fails here, not at a call, where oneDNN has no kernel
 
@@ -368,12 +387,13 @@ class Convolution:
     def _filter(self, kernel, w, threads):
         """Put `w` into the kernel's layout, unless it is the immutable filter (a Const's
         value) that the kernel holds already."""
-        if kernel.kept is w and immutable(w):
+        layout = kernel.layout
+        if layout.kept is w and immutable(w):
             return
         w = np.ascontiguousarray(w, np.float32)
         self.lib.set_handle(self.m_w_user, w.ctypes.data)
-        self.lib.execute(kernel.reorder, kernel.reorder_args, threads)
-        kernel.kept = w if immutable(w) else None
+        self.lib.execute(layout.reorder, layout.reorder_args, threads)
+        layout.kept = w if immutable(w) else None
 
     def __call__(self, x, w, b=None):
         if _state.get("lib") is None:
