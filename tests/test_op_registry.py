@@ -164,6 +164,8 @@ _OP_TABLES = {
     "tfg/passes/cost_model.py:estimate_work": "the cost model's FLOP formula per op family",
     "tfg/executor/blas_floor.py:gemm_macs": "the size of one GEMM per BLAS op family, from "
                                             "its shapes (the BLAS thread floor)",
+    "tfg/executor/blas_floor.py:ONEDNN_OPS": "the ops whose kernels run on oneDNN where it is "
+                                             "installed (kernels/onednn.py), out of the floor",
     # Rewrite rules: the ops a pattern matches and what it rewrites them to (Grappler's).
     "tfg/passes/arith/stages.py:_REDUCTIONS": "reduce-then-squeeze pattern",
     "tfg/passes/arith/stages.py:_INVERSE_ORDER": "logical-not-of-comparison rewrite",
