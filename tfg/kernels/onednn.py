@@ -17,8 +17,8 @@ The library is found in the Python environment's `lib` folder (where the wheel p
 user's, or the system's, or at $TFG_ONEDNN_LIBRARY; it is loaded at the first convolution.
 `TFG_ONEDNN=0` turns it off. A library that fails to load, or a call that fails, turns it off
 for the process with one line on stderr, and the numpy kernels run; so does fork() in the
-child of a process that has used it (its OpenMP runtime would hang there). Only oneDNN's version 3
-API is used: memory descriptors are opaque handles, so no struct layout is assumed.
+child of a process that has used it (its OpenMP runtime would hang there). Only oneDNN's
+version 3 API is used: memory descriptors are opaque handles, so no struct layout is assumed.
 
 Threads: oneDNN's OpenMP team follows the BLAS thread count that the Session's meter sets
 for the step (tfg/executor/blas.py calls `set_threads`); OpenMP keeps that count per calling
@@ -319,12 +319,13 @@ class _Kernel:
 class Convolution:
     """One oneDNN forward convolution for fixed shapes: `conv(x, w, b=None) -> y` (float32,
     C-contiguous x in TensorFlow's NHWC or NCHW, filter HWIO, or [KH, KW, C, M] for a
-    depthwise one), with the bias added in oneDNN's output loop where asked. The filter is reordered into oneDNN's layout once per read-only
-    filter array (a graph constant), and at every call for a writable one (a fed value or a
-    variable, which may change between calls).
+    depthwise one), with the bias added in oneDNN's output loop where asked. The filter is
+    reordered into oneDNN's layout once per immutable filter (a graph constant's value), and
+    at every call for any other (a fed value or a variable, which may change between calls).
 
     oneDNN's kernels fix their thread count when they are created, so there is one _Kernel
-    per team size the Session's meter has asked for (one or two on a 2-core machine)."""
+    per team size the Session's meter has asked for (one or two on a 2-core machine); those
+    that chose the same filter layout share one _Layout."""
 
     def __init__(self, lib, x_shape, w_shape, g, nchw, bias, depthwise=False):
         self.lib = lib
