@@ -68,3 +68,41 @@ def start_tf_worker(argv, what="TensorFlow worker"):
 
     tf_time.cpu = []
     return worker, tf_time
+
+
+def switch_ab(folder, name, env_var, make_session, pairs):
+    """One model of a folder `bench_keras.py --keep` wrote, in two tfg Sessions: one prepared
+    with $`env_var` = "0" and one with "1" (the switch is read when a node is prepared), then
+    `pairs` rounds of one step each, in alternating order. Returns ({"0": median ms, "1": ...},
+    {"0": max error against TensorFlow's output relative to its largest value, "1": ...})."""
+    import json
+
+    import numpy as np
+
+    import tfg
+    meta = json.load(open(os.path.join(folder, name + ".json")))
+    x = np.load(os.path.join(folder, name + "_x.npy"))
+    y = np.load(os.path.join(folder, name + "_y.npy"))
+    graph = tfg.load(os.path.join(folder, name + ".pb"))
+    feeds = {meta["input"]: x}
+    sessions = {f: make_session(graph) for f in ("0", "1")}
+    errs = {}
+    old = os.environ.get(env_var)
+    try:
+        for f, s in sessions.items():
+            os.environ[env_var] = f
+            for _ in range(4):  # prepared with the switch set, and warm
+                got = s.run(meta["output"], feeds)
+            errs[f] = float(np.abs(got - y).max() / max(1e-12, float(np.abs(y).max())))
+    finally:
+        if old is None:
+            os.environ.pop(env_var, None)
+        else:
+            os.environ[env_var] = old
+    times = {f: [] for f in sessions}
+    for r in range(pairs):
+        for f in (("0", "1") if r % 2 else ("1", "0")):
+            t = time.perf_counter()
+            sessions[f].run(meta["output"], feeds)
+            times[f].append(time.perf_counter() - t)
+    return {f: statistics.median(v) * 1e3 for f, v in times.items()}, errs

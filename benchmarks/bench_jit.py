@@ -14,7 +14,6 @@ orders; prints each median and their ratio, and both outputs' error against Tens
 checks they agree.
 """
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -90,30 +89,14 @@ def layers(reps):
 
 
 def models(folder, names, pairs):
-    import tfg
+    from abtime import switch_ab
     from tfg.executor import Session
     # tfg's own depthwise kernels in both Sessions: oneDNN, where installed, would run them
     # instead of either (benchmarks/bench_onednn.py compares that)
     os.environ["TFG_ONEDNN"] = "0"
     for name in names:
-        meta = json.load(open(os.path.join(folder, name + ".json")))
-        x = np.load(os.path.join(folder, name + "_x.npy"))
-        y = np.load(os.path.join(folder, name + "_y.npy"))
-        graph = tfg.load(os.path.join(folder, name + ".pb"))
-        feeds = {meta["input"]: x}
-        sessions = {f: _with_jit(f, lambda: Session(graph, blas_threads=1)) for f in ("0", "1")}
-        errs = {}
-        for f, s in sessions.items():
-            for _ in range(4):  # signatures learned; the loops compiled (or loaded)
-                got = _with_jit(f, lambda s=s: s.run(meta["output"], feeds))
-            errs[f] = float(np.abs(got - y).max() / max(1e-12, float(np.abs(y).max())))
-        times = {f: [] for f in sessions}
-        for r in range(pairs):
-            for f in (("0", "1") if r % 2 else ("1", "0")):
-                t = time.perf_counter()
-                sessions[f].run(meta["output"], feeds)
-                times[f].append(time.perf_counter() - t)
-        med = {f: statistics.median(v) * 1e3 for f, v in times.items()}
+        med, errs = switch_ab(folder, name, "TFG_JIT", lambda g: Session(g, blas_threads=1),
+                              pairs)
         print(f"{name:18} numpy {med['0']:7.2f} ms  loops {med['1']:7.2f} ms  "
               f"ratio {med['1'] / med['0']:.3f}  err vs TF {errs['0']:.1e} / {errs['1']:.1e}  "
               f"(load {os.getloadavg()[0]:.2f})")

@@ -15,7 +15,6 @@ and one with oneDNN, both on `--threads` BLAS threads, steps alternating in both
 prints each median, their ratio, and both outputs' error against TensorFlow's.
 """
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -45,18 +44,6 @@ def _median_us(f, reps):
         f()
         times.append(time.perf_counter() - t)
     return statistics.median(times) * 1e6
-
-
-def _with_onednn(flag, make):
-    old = os.environ.get("TFG_ONEDNN")
-    os.environ["TFG_ONEDNN"] = flag
-    try:
-        return make()
-    finally:
-        if old is None:
-            del os.environ["TFG_ONEDNN"]
-        else:
-            os.environ["TFG_ONEDNN"] = old
 
 
 def _layer(label, x, w, flops, numpy_run, onednn_run, reps):
@@ -100,27 +87,11 @@ def layers(reps, thread_counts):
 
 
 def models(folder, names, pairs, threads):
-    import tfg
+    from abtime import switch_ab
     from tfg.executor import Session
     for name in names:
-        meta = json.load(open(os.path.join(folder, name + ".json")))
-        x = np.load(os.path.join(folder, name + "_x.npy"))
-        y = np.load(os.path.join(folder, name + "_y.npy"))
-        graph = tfg.load(os.path.join(folder, name + ".pb"))
-        feeds = {meta["input"]: x}
-        sessions = {f: Session(graph, blas_threads=threads) for f in ("0", "1")}
-        errs = {}
-        for f, s in sessions.items():
-            for _ in range(4):  # prepared (the backend is chosen here) and warm
-                got = _with_onednn(f, lambda s=s: s.run(meta["output"], feeds))
-            errs[f] = float(np.abs(got - y).max() / max(1e-12, float(np.abs(y).max())))
-        times = {f: [] for f in sessions}
-        for r in range(pairs):
-            for f in (("0", "1") if r % 2 else ("1", "0")):
-                t = time.perf_counter()
-                sessions[f].run(meta["output"], feeds)
-                times[f].append(time.perf_counter() - t)
-        med = {f: statistics.median(v) * 1e3 for f, v in times.items()}
+        med, errs = switch_ab(folder, name, "TFG_ONEDNN",
+                              lambda g: Session(g, blas_threads=threads), pairs)
         print(f"{name:18} numpy {med['0']:7.2f} ms  oneDNN {med['1']:7.2f} ms  "
               f"ratio {med['1'] / med['0']:.3f}  err vs TF {errs['0']:.1e} / {errs['1']:.1e}  "
               f"({threads} thread(s), load {os.getloadavg()[0]:.2f})")
