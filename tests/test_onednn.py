@@ -266,3 +266,24 @@ def test_a_forked_child_runs_the_numpy_kernels():
     _, status = os.waitpid(pid, 0)
     assert os.read(read, 1) == b"1" and status == 0
     assert isinstance(run(x, w), np.ndarray)  # the parent keeps oneDNN
+
+
+@pytest.mark.parametrize("users", [{}, {"GOMP_SPINCOUNT": "5"}, {"OMP_WAIT_POLICY": "active"}])
+def test_openmp_spins_briefly_unless_the_user_chose(users, kept_state, monkeypatch):
+    """libgomp reads GOMP_SPINCOUNT as it loads: set then, and only then."""
+    for k in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY"):
+        monkeypatch.delenv(k, raising=False)
+    for k, v in users.items():
+        monkeypatch.setenv(k, v)
+    seen = []
+
+    class Library:
+        def __init__(self, path):
+            seen.append(os.environ.get("GOMP_SPINCOUNT"))
+
+    monkeypatch.setattr(onednn, "_Library", Library)
+    monkeypatch.setattr(onednn, "library_candidates", lambda: ["libdnnl.so.3"])
+    onednn._state.clear()
+    assert onednn.wanted()
+    assert seen == [users.get("GOMP_SPINCOUNT", None if users else onednn.GOMP_SPIN)]
+    assert os.environ.get("GOMP_SPINCOUNT") == users.get("GOMP_SPINCOUNT")

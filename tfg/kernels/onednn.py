@@ -24,6 +24,7 @@ Threads: oneDNN's OpenMP team follows the BLAS thread count that the Session's m
 for the step (tfg/executor/blas.py calls `set_threads`); OpenMP keeps that count per calling
 thread, so it is applied on the thread that runs the convolution.
 """
+import contextlib
 import ctypes
 import os
 import site
@@ -116,11 +117,34 @@ def _library():
     return _state["lib"]
 
 
+# How many times GNU OpenMP's idle threads spin before they sleep, where the user has not
+# chosen (GOMP_SPINCOUNT, OMP_WAIT_POLICY). Its default, 300,000, doubles a two-thread step
+# under load, where a thread spins at a barrier while the scheduler has put the other aside
+# (two busy processes, `blas_threads=2`: MobileNetV3Small 36-92 -> 21 ms, ResNet50 254-276 ->
+# 123-152); on a quiet machine the two were within noise (docs/performance.md).
+GOMP_SPIN = "10000"
+
+
+@contextlib.contextmanager
+def _short_openmp_spin():
+    """GOMP_SPINCOUNT set while the library, and with it libgomp, loads: libgomp reads its
+    settings once, as it loads, and the processes tfg starts should not inherit ours."""
+    if any(os.environ.get(k) for k in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY")):
+        yield
+        return
+    os.environ["GOMP_SPINCOUNT"] = GOMP_SPIN
+    try:
+        yield
+    finally:
+        os.environ.pop("GOMP_SPINCOUNT", None)
+
+
 def _load():
     for path in library_candidates():
         if not os.path.isabs(path) or os.path.exists(path):
             try:
-                return _Library(path)
+                with _short_openmp_spin():
+                    return _Library(path)
             except OSError:
                 continue  # not there, or its libgomp is missing: try the next
             except OneDnnError as e:
