@@ -244,12 +244,15 @@ def _remember_chunked(ctx, x, w):
     run = ctx.cache["base"][2].cache.get(key)
     ops, axis, alpha, _, quick = _steps(ctx, 4)
     act = ops[1] if len(ops) == 2 else "Identity"
-    if quick is not None and isinstance(run, onednn.Prepared):
+    if quick is not None and isinstance(run, onednn.Prepared) and run.conv is not None:
         # oneDNN adds the bias in its own output loop; the activation runs in place after
         # it, as on the numpy path (oneDNN's ReLU maps NaN to 0, TensorFlow's keeps it).
         c = run.conv
         conv = onednn.convolution(c.x_shape, c.w_shape, c.g, c.nchw, bias=True)
         if conv is not None:
+            # The base convolution's copy of the filter in oneDNN's layout goes: this one
+            # makes its own (the base runs numpy, should this signature miss the hit above).
+            run.conv = None
             base = run.fallback  # tfg's own path, should a oneDNN call fail later
 
             def numpy_path(x, w, b, _act):

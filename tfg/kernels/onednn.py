@@ -177,7 +177,6 @@ class _Library:
         if version.major != 3:
             raise OneDnnError(f"{path} is oneDNN {version.major}.{version.minor}; tfg "
                               f"uses version 3's API")
-        self.version = (version.major, version.minor, version.patch)
         dll.dnnl_primitive_desc_query_md.restype = _P
         dll.dnnl_memory_desc_get_size.restype = ctypes.c_size_t
         dll.dnnl_memory_set_data_handle.argtypes = [_P, _P]
