@@ -31,3 +31,22 @@ def numpy_convs(monkeypatch):
     """Conv2D on tfg's numpy paths even where oneDNN is installed: for the tests of those
     paths (tests/test_onednn.py covers oneDNN's)."""
     monkeypatch.setenv("TFG_ONEDNN", "0")
+
+
+@pytest.fixture(autouse=True)
+def warm_process(monkeypatch):
+    """Every test runs as a long-lived process does, after some Session's second step
+    (tfg/kernels/jit.py's warm flag): float32 Sigmoid, swish and Tanh on vector_math's
+    compiled loops where numba is installed, from a Session's first step on. So a test's
+    values do not depend on which tests its worker ran before it, and two Sessions compared
+    step by step run the same kernels. `numpy_exp` pins the numpy functions instead."""
+    from tfg.kernels import jit
+    monkeypatch.setattr(jit, "_state", dict(jit._state, warm=True))
+
+
+@pytest.fixture
+def numpy_exp(monkeypatch):
+    """Sigmoid, swish and Tanh on numpy's functions whatever the steps (vector_math's loops
+    held off): for the tests of those paths (tests/test_vector_math.py covers the loops)."""
+    from tfg.kernels import vector_math
+    monkeypatch.setattr(vector_math, "_loaded", [None])

@@ -13,6 +13,7 @@ from tfg.executor.fastpath import Schedule
 from tfg.graphdef.attrs import Shape
 from tfg.graphdef.graph import Graph
 from tfg.graphdef.names import TensorRef
+from tfg.kernels import math_ops
 from tfg.schemas.dtypes import DType
 
 F = DType.FLOAT
@@ -198,7 +199,7 @@ def test_shape_change_between_steps_relearns(monkeypatch):
     for shape in [(4,), (2, 3), (4,), (), (7,)]:
         x = np.asarray(RNG.standard_normal(shape), np.float32)
         got = sess.run("n2", {"x": x})
-        want = np.tanh(np.multiply(np.sin(x), np.float32(2.0)))
+        want = math_ops.tanh_into(np.multiply(np.sin(x), np.float32(2.0)))  # Tanh's kernel
         np.testing.assert_array_equal(got, want)
 
 
@@ -266,7 +267,7 @@ def test_chain_writes_into_a_fresh_input_and_nothing_else():
     (on_mm, ctx), (on_x, ctx2) = fns[("t", "r")], fns[("u", "v")]
     for _ in range(2):  # the first call learns the signature, the second runs in place
         buf = RNG.standard_normal((3, 4)).astype(np.float32)
-        want = np.maximum(np.tanh(buf), 0)
+        want = np.maximum(math_ops.tanh_into(buf), 0)
         got = on_mm(ctx, buf)
         np.testing.assert_array_equal(got, want)
     assert got is buf

@@ -147,7 +147,7 @@ def test_a_bias_add_step_equals_numpy_broadcast(writable):
 
 
 @pytest.mark.parametrize("order", ["C", "F"])
-def test_sigmoid_into_keeps_its_overflow_test(order):
+def test_sigmoid_into_keeps_its_overflow_test(order, numpy_exp):
     rng = np.random.default_rng(2)
     for dt, floor in ((np.float16, -10.0), (np.float32, -80.0), (np.float64, -700.0)):
         x = np.asarray(rng.standard_normal((6, 5)) * 3, dt, order=order)

@@ -30,7 +30,7 @@ import numpy as np
 from tfg.executor import chain_tiles, numexpr_chains
 from tfg.executor.calls import single
 from tfg.executor.executor import node_error
-from tfg.kernels import clamp, nn_ops
+from tfg.kernels import clamp, math_ops, nn_ops
 from tfg.kernels.math_ops import array_kernel, quiet_float_kernel
 
 # A later member runs as f(buf, buf), f(buf, side, out=buf) or f(side, buf, out=buf) (numpy
@@ -86,6 +86,8 @@ def step_of(item):
         if f is None:
             f = quiet_float_kernel(item.op, fn)
             floats = f is not None
+        if f is math_ops.tanh_into:  # Tanh on floats: f(x, out=out) as a ufunc
+            return (f, 1, True) if item.num_inputs == 1 else None
         if not isinstance(f, np.ufunc) or f.nout != 1:
             return None
         n = f.nin

@@ -52,6 +52,8 @@ def _kind(it):
     plain = array_kernel(it.op, fn)
     if it.op == "Sigmoid" and plain is not None:
         return "sigmoid", None
+    if plain is math_ops.tanh_into:  # called as a ufunc is: (x) or (x, out)
+        return "ufunc", plain
     if isinstance(plain, np.ufunc) and plain.nout == 1 and it.num_outputs == 1:
         sig = "e->e" if plain.nin == 1 else "ee->e"
         if all(sig.replace("e", c) in plain.types for c in "efd"):

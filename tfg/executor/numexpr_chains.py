@@ -47,7 +47,7 @@ import time
 
 import numpy as np
 
-from tfg.kernels import clamp
+from tfg.kernels import clamp, math_ops
 
 _MAX_SIZE = 32  # elements: above, numpy's SIMD loops beat numexpr's scalar ones
 _SEGMENT = 48  # ops per numexpr program (compile time grows faster than linearly)
@@ -65,6 +65,9 @@ _FUNC = {np.exp: "exp", np.expm1: "expm1", np.sin: "sin", np.cos: "cos", np.tan:
          np.tanh: "tanh", np.floor: "floor", np.ceil: "ceil", np.arcsin: "arcsin",
          np.arccos: "arccos", np.arctan: "arctan", np.sinh: "sinh", np.cosh: "cosh",
          np.sqrt: "sqrt", np.log: "log", np.log1p: "log1p", np.absolute: "abs"}
+# The Tanh kernel's function (numpy's tanh, or a compiled loop once warm): numexpr's tanh is
+# within float rounding of either, as its other functions are of numpy's.
+_FUNC[math_ops.tanh_into] = "tanh"
 _TEMPLATE = {f: name + "({a})" for f, name in _FUNC.items()}
 _TEMPLATE.update({
     np.negative: "(-{a})",

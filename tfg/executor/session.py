@@ -49,6 +49,7 @@ from tfg.executor.trace import StepTrace
 from tfg.graphdef import io
 from tfg.graphdef.canonical import canonicalize
 from tfg.graphdef.validate import check_control_flow, validate
+from tfg.kernels import jit
 from tfg.kernels.resources import ResourceMgr, StepContext
 
 
@@ -160,6 +161,7 @@ class LocalSession:
         self.last_trace = None
         self._cache = {}
         self._lock = threading.Lock()
+        self._steps = 0
         self._exec_graph = None
         self._unrunnable = {}  # node -> why no device of the set can run it (several devices)
         # False forces the plain dataflow executor even where the precomputed schedule or a
@@ -181,6 +183,9 @@ class LocalSession:
             prepared = self._cache.get(request.key)
             if prepared is None:
                 prepared = self._cache[request.key] = self._prepare(request)
+            self._steps += 1
+            if self._steps == 2:  # steps again: compiled elementwise loops pay (vector_math.py)
+                jit.mark_warm()
         feed_values = request.converted_feeds(self._graph())
         group = StepGroup(StepContext(session_resources=self.resources), trace=trace)
         limit = prepared.gemm_floor.limit(self.blas_threads, feed_values)

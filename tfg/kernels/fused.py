@@ -11,10 +11,10 @@ fused result is bit-for-bit the unfused one.
 import numpy as np
 
 from tfg.errors import TfgRuntimeError
-from tfg.kernels import clamp, conv_chunks, onednn
+from tfg.kernels import clamp, conv_chunks, onednn, vector_math
 from tfg.kernels._util import fail
 from tfg.kernels.context import KernelContext
-from tfg.kernels.math_ops import sigmoid, sigmoid_into
+from tfg.kernels.math_ops import sigmoid, sigmoid_into, tanh
 from tfg.kernels.registry import ALL_DEVICES, get_kernel, kernel
 from tfg.kernels.select import where
 
@@ -27,6 +27,10 @@ def _relu6(xp, x, a):
 
 
 def _swish(xp, x):
+    if xp is np:
+        r = vector_math.swish(x)  # float32 on the compiled loop where it may run
+        if r is not None:
+            return r
     d = xp.exp(-x)
     d += 1
     return xp.divide(x, d, out=d) if d.dtype == x.dtype else (x / d).astype(x.dtype)
@@ -37,7 +41,10 @@ def _swish_inplace(y):
     makes two (-y, then its exp): the same roundings in the same order, so the same bits.
     EfficientNetB0 runs 49 swishes a step on up to 2x48x48x96 values, where the exp is most
     of the time and a fresh temporary of 1.7 MB costs its page faults (measured alone,
-    2x12x12x240: 223 -> 171 us, 2x48x48x32: 747 -> 558 us)."""
+    2x12x12x240: 223 -> 171 us, 2x48x48x32: 747 -> 558 us). float32 as `_swish`."""
+    r = vector_math.swish(y, out=y)
+    if r is not None:
+        return r
     t = np.negative(y)
     np.exp(t, out=t)
     t += 1
@@ -50,7 +57,7 @@ _ACTIVATIONS = {
     "Relu6": _relu6,
     "Elu": lambda xp, x, a: where(x < 0, xp.expm1(xp.minimum(x, x.dtype.type(0))), x, xp),
     "LeakyRelu": lambda xp, x, a: where(x < 0, x * x.dtype.type(a), x, xp),
-    "Tanh": lambda xp, x, a: xp.tanh(x),
+    "Tanh": lambda xp, x, a: tanh(xp, x),  # the Tanh kernel's values
     "Sigmoid": lambda xp, x, a: sigmoid(xp, x),  # the Sigmoid kernel's values
     "Identity": lambda xp, x, a: x,
 }

@@ -62,6 +62,11 @@ def _numba():
     return _state["numba"]
 
 
+def turn_off(why):
+    """Compiled loops off for this process, with `why` on stderr (a loop that would not load)."""
+    _off(why)
+
+
 def _off(why):
     _state["numba"] = None
     print(f"tfg: compiled kernels off, numpy kernels used instead: {why}", file=sys.stderr)
@@ -135,6 +140,17 @@ def call(dispatcher, *args):
     except Exception as e:  # noqa: BLE001 - see above: never a value error of the graph's
         _off(f"{type(e).__name__} compiling {dispatcher.py_func.__name__}")
         return False
+
+
+def mark_warm():
+    """A Session has started its second step: this process runs steps again and again, so
+    loops compiled for any node pay back (tfg/kernels/vector_math.py waits for this)."""
+    _state["warm"] = True
+
+
+def warm():
+    """Whether mark_warm() was called in this process."""
+    return _state.get("warm", False)
 
 
 def tier_up(cache, key, dispatcher):

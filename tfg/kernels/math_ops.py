@@ -15,6 +15,7 @@ import operator
 
 import numpy as np
 
+from tfg.kernels import vector_math
 from tfg.kernels._util import errstate, fail, norm_axis, np_dtype, shape_of, tf_name
 from tfg.kernels.list_bulk_ops import add_lists
 from tfg.kernels.list_ops import TensorList
@@ -321,7 +322,11 @@ def sigmoid_into(x, out=None):
     not `x`'s memory) or a fresh array; None where that form does not apply (exp(-x) could
     overflow, NaN, empty, another dtype): then the two-sided form of the Sigmoid kernel is
     needed. What the kernel computes on such arrays, bit for bit (a compiled loop's fused
-    chains call it with a buffer they reuse, tfg/executor/fused_steps.py)."""
+    chains call it with a buffer they reuse, tfg/executor/fused_steps.py). float32 goes to
+    the compiled loop where vector_math says so (all values: NaN, overflow and empty too)."""
+    r = vector_math.sigmoid(x, out)
+    if r is not None:
+        return r
     floor = _SIGMOID_FLOOR.get(x.dtype)
     if floor is None or not x.size or not _smallest(x) > floor:  # (NaN fails the test)
         return None
@@ -357,6 +362,29 @@ def _sigmoid(xp, x):
 
 # The Sigmoid kernel's values, for the activations fused after a convolution (kernels/fused.py).
 sigmoid = _sigmoid
+
+
+def tanh_into(x, out=None):
+    """tanh of a numpy float array, into `out` (same shape and dtype; x's own memory allowed)
+    or a fresh array: the Tanh kernel's values, whichever path calls it (straight-line and
+    loop chains, fused activations). float32 goes to the compiled loop where vector_math
+    says so, the rest to numpy's tanh."""
+    r = vector_math.tanh(x, out)
+    return np.tanh(x, out) if r is None else r
+
+
+# What the fused chains ask of a ufunc step (tfg/executor/loop_fusion.py, loop_blocks.py).
+tanh_into.nin = tanh_into.nout = 1
+
+
+def _tanh(xp, x):
+    if xp is np and type(x) is np.ndarray and x.dtype.kind == "f":
+        return tanh_into(x)
+    return xp.tanh(x)
+
+
+# The Tanh kernel's values (kernels/fused.py's activations).
+tanh = _tanh
 
 
 # Abramowitz & Stegun 7.1.26 is only good to ~1e-7, fine for float32 but not float64.
@@ -425,7 +453,7 @@ UNARY = {
     "Neg": "negative", "Abs": "abs", "Sign": "sign", "Square": "square",
     "Sqrt": _log("sqrt"), "Rsqrt": _rsqrt, "Reciprocal": _reciprocal, "Inv": _reciprocal,
     "Exp": "exp", "Expm1": "expm1", "Log": _log("log"), "Log1p": _log("log1p"),
-    "Sin": "sin", "Cos": "cos", "Tan": "tan", "Tanh": "tanh", "Sigmoid": _sigmoid,
+    "Sin": "sin", "Cos": "cos", "Tan": "tan", "Tanh": _tanh, "Sigmoid": _sigmoid,
     "Erf": _erf, "Erfc": _erfc, "Floor": "floor", "Ceil": "ceil", "Rint": "rint",
     "IsFinite": "isfinite", "IsNan": "isnan", "IsInf": "isinf",
     "LogicalNot": "logical_not", "Asin": "arcsin", "Acos": "arccos", "Atan": "arctan",
@@ -449,6 +477,8 @@ def _unary(op, fn):
     run.__name__ = op
     if np_fn is not None or fn is _sigmoid:
         _PLAIN[op] = (run, np_fn if np_fn is not None else lambda x: _sigmoid(np, x))
+    elif fn is _tanh:  # on float arrays (the callers of array_kernel check): tanh_into
+        _PLAIN[op] = (run, tanh_into)
     elif getattr(fn, "ufunc", None) is not None:  # Sqrt, Log, Log1p
         _QUIET_FLOAT[op] = (run, fn.ufunc)
     return run
