@@ -8,7 +8,7 @@ import pytest
 
 from tfg import builder as tb
 from tfg.executor import Session
-from tfg.kernels import jit, math_ops, vector_math
+from tfg.kernels import fused, jit, math_ops, vector_math
 
 needs_numba = pytest.mark.skipif(not jit.wanted(), reason="numba not installed (tfg[perf])")
 
@@ -110,6 +110,24 @@ def test_every_layout_gives_the_same_bits(warm, name):
     assert fn(np.zeros((0, 3), F32)).shape == (0, 3)
     np.testing.assert_array_equal(fn(base[0, 0, :1]), want[0, 0, :1])
     assert fn(np.array(base[1, 2, 3])).shape == ()
+
+
+@needs_numba
+@pytest.mark.parametrize("name", ["_hard_swish", "_hard_sigmoid"])
+def test_hard_activations_are_numpys_bits(warm, name, monkeypatch):
+    """MobileNetV3's hard swish and hard sigmoid (kernels/fused.py) in one pass, with numpy's
+    roundings, NaN, infinities and signed zeros: the same bytes as the numpy steps."""
+    fn = getattr(fused, name)
+    rng = np.random.default_rng(7)
+    x = np.concatenate([rng.standard_normal(5005).astype(F32) * 5, np.array(
+        [np.nan, np.inf, -np.inf, 0, -0.0, -3, 3, 6, -6, np.nextafter(F32(3), F32(0)),
+         np.nextafter(F32(-3), F32(-4)), 1e-40, -1e-40], F32)]).reshape(-1, 13)
+    compiled, in_place = fn(np, x), x.copy()
+    assert fn(np, in_place, out=in_place) is in_place
+    monkeypatch.setattr(vector_math, "_loaded", [None])  # numpy's steps
+    with np.errstate(invalid="ignore"):  # -inf * 0
+        numpy_steps = fn(np, x)
+    assert compiled.tobytes() == numpy_steps.tobytes() == in_place.tobytes()
 
 
 @needs_numba

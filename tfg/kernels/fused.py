@@ -68,7 +68,12 @@ _ACTIVATIONS["_MklSwish"] = lambda xp, x, a: _swish(xp, x)
 
 def _hard_swish(xp, x, out=None):
     """x * (relu6(x + 3) * (1/6)), each step rounded as the graph Keras writes (AddV2, Relu6,
-    Mul by the reciprocal constant folding makes of /6, Mul) rounds it; into `out` if given."""
+    Mul by the reciprocal constant folding makes of /6, Mul) rounds it; into `out` if given.
+    float32 in one compiled pass where vector_math runs (the same bits)."""
+    if xp is np:
+        r = vector_math.hard_swish(x, out)
+        if r is not None:
+            return r
     t = x + x.dtype.type(3)
     t = clamp.relu6(t, out=t) if xp is np else xp.clip(t, 0, 6)
     t *= x.dtype.type(1 / 6)
@@ -81,7 +86,12 @@ _ACTIVATIONS["_TfgHardSwish"] = lambda xp, x, a: _hard_swish(xp, x)
 
 def _hard_sigmoid(xp, x, out=None):
     """relu6(x) * (1/6): MobileNetV3's squeeze-excite gate after a convolution whose bias took
-    the + 3, rounded as the graph's Relu6 then Mul by the float 1/6; into `out` if given."""
+    the + 3, rounded as the graph's Relu6 then Mul by the float 1/6; into `out` if given.
+    float32 in one compiled pass where vector_math runs (the same bits)."""
+    if xp is np:
+        r = vector_math.hard_sigmoid(x, out)
+        if r is not None:
+            return r
     t = clamp.relu6(x, out=out) if xp is np else xp.clip(x, 0, 6)
     if out is not None:
         t *= x.dtype.type(1 / 6)

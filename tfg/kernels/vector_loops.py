@@ -1,4 +1,5 @@
-"""Compiled float32 loops of the exp family (Sigmoid, swish, Tanh) for tfg/kernels/vector_math.py.
+"""Compiled float32 loops of the exp family (Sigmoid, swish, Tanh), and of MobileNetV3's hard
+swish and hard sigmoid, for tfg/kernels/vector_math.py.
 
 Importing this module imports numba: only vector_math imports it, and only where compiled
 loops are wanted (tfg/kernels/jit.py) and a Session has reached its second step.
@@ -98,6 +99,30 @@ def _tanh(v):
     return math.copysign(small if a < _TANH_SMALL else large, v)  # -0 stays -0
 
 
+# MobileNetV3's hard swish and hard sigmoid (kernels/fused.py), each operation rounded as
+# numpy's steps round it, so the same bits: no fast-math at all (no multiply-add to fuse
+# anyway). A clamp as numpy's maximum and minimum against 0 and 6 are: NaN kept, and a
+# comparison that is false for -0 (maximum(-0, 0) is the 0 given, on numpy's SIMD loops).
+_EXACT = dict(nogil=True, error_model="numpy")
+_THREE, _SIX, _SIXTH = _F(3.0), _F(6.0), _F(1 / 6)
+
+
+@njit(inline="always", **_EXACT)
+def _relu6(v):
+    r = v if (v > 0 or v != v) else _F(0.0)
+    return r if (r < _SIX or r != r) else _SIX
+
+
+@njit(inline="always", **_EXACT)
+def _hard_swish(v):
+    return v * (_relu6(v + _THREE) * _SIXTH)
+
+
+@njit(inline="always", **_EXACT)
+def _hard_sigmoid(v):
+    return _relu6(v) * _SIXTH
+
+
 # Two loops per function: (x, out) for two arrays, and one array in place; C-contiguous
 # arrays of any shape, as flat views (one compile per rank). One loop over two
 # arrays that may be the same would not be vectorized where they are (LLVM's overlap check
@@ -142,3 +167,39 @@ def tanh_inplace(y):
     a = y.reshape(y.size)
     for i in range(a.size):
         a[i] = _tanh(a[i])
+
+
+def _cached_exact(fn):
+    """As _cached, with _EXACT's options."""
+    try:
+        return njit(cache=True, **_EXACT)(fn)
+    except Exception:  # noqa: BLE001 - as _cached
+        return njit(**_EXACT)(fn)
+
+
+@_cached_exact
+def hard_swish_loop(x, out):
+    a, b = x.reshape(x.size), out.reshape(out.size)
+    for i in range(a.size):
+        b[i] = _hard_swish(a[i])
+
+
+@_cached_exact
+def hard_swish_inplace(y):
+    a = y.reshape(y.size)
+    for i in range(a.size):
+        a[i] = _hard_swish(a[i])
+
+
+@_cached_exact
+def hard_sigmoid_loop(x, out):
+    a, b = x.reshape(x.size), out.reshape(out.size)
+    for i in range(a.size):
+        b[i] = _hard_sigmoid(a[i])
+
+
+@_cached_exact
+def hard_sigmoid_inplace(y):
+    a = y.reshape(y.size)
+    for i in range(a.size):
+        a[i] = _hard_sigmoid(a[i])
