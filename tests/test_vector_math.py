@@ -131,6 +131,31 @@ def test_hard_activations_are_numpys_bits(warm, name, monkeypatch):
 
 
 @needs_numba
+@pytest.mark.parametrize("op", ["TanhGrad", "SigmoidGrad"])
+def test_activation_gradients_are_numpys_bits(warm, op, monkeypatch):
+    from types import SimpleNamespace
+
+    from tfg.kernels import nn_ops
+    kernel = nn_ops.tanh_grad if op == "TanhGrad" else nn_ops.sigmoid_grad
+    ctx = SimpleNamespace(xp=np)
+    rng = np.random.default_rng(8)
+    y = np.tanh(rng.standard_normal((40, 25)).astype(F32) * 2)
+    y[0, :5] = [np.nan, np.inf, -0.0, 1.0, -1.0]
+    dy = rng.standard_normal((40, 25)).astype(F32)
+    dy[1, :3] = [np.inf, np.nan, -0.0]
+    strided = np.zeros((40, 50), F32)
+    strided[:, ::2] = y
+    assert vector_math.tanh_grad(y, dy[:1]) is None  # (a broadcast: numpy's)
+    assert vector_math.tanh_grad(y, dy.astype(np.float64)) is None
+    with np.errstate(invalid="ignore"):
+        compiled = kernel(ctx, y, dy)
+        assert kernel(ctx, strided[:, ::2], dy).tobytes() == compiled.tobytes()
+        monkeypatch.setattr(vector_math, "_loaded", [None])
+        numpy_steps = kernel(ctx, y, dy)
+    assert compiled.dtype == F32 and compiled.tobytes() == numpy_steps.tobytes()
+
+
+@needs_numba
 @pytest.mark.parametrize("dtype", [np.float64, np.float16, np.int32])
 def test_other_dtypes_are_numpys(warm, dtype):
     assert vector_math.tanh(np.ones(4, dtype)) is None

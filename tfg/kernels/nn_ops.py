@@ -8,7 +8,7 @@ ops, softmax, the cross-entropy losses, L2Loss.
 """
 import numpy as np
 
-from tfg.kernels import aligned, clamp
+from tfg.kernels import aligned, clamp, vector_math
 from tfg.kernels.conv_gemm import matmul as _np_matmul
 from tfg.kernels._util import errstate, fail, is_nchw, np_dtype, require_float
 from tfg.kernels.registry import ALL_DEVICES, kernel
@@ -218,6 +218,9 @@ def softsign_grad(ctx, dy, x):
 
 @kernel("TanhGrad", device_types=ALL_DEVICES)
 def tanh_grad(ctx, y, dy):
+    r = vector_math.tanh_grad(y, dy)  # float32: one compiled pass, the same bits
+    if r is not None:
+        return r
     if (type(y) is np.ndarray and type(dy) is np.ndarray and y.ndim and y.shape == dy.shape
             and y.dtype == dy.dtype and y.dtype.kind == "f"):
         # the same three operations in one array instead of three (an RNN's gradient loop)
@@ -229,7 +232,8 @@ def tanh_grad(ctx, y, dy):
 
 @kernel("SigmoidGrad", device_types=ALL_DEVICES)
 def sigmoid_grad(ctx, y, dy):
-    return dy * (y * (1 - y))
+    r = vector_math.sigmoid_grad(y, dy)  # float32: one compiled pass, the same bits
+    return dy * (y * (1 - y)) if r is None else r
 
 
 @kernel("SqrtGrad", device_types=ALL_DEVICES)

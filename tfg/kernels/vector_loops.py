@@ -203,3 +203,21 @@ def hard_sigmoid_inplace(y):
     a = y.reshape(y.size)
     for i in range(a.size):
         a[i] = _hard_sigmoid(a[i])
+
+
+# TanhGrad and SigmoidGrad: dy * (1 - y*y) and dy * (y * (1 - y)), rounded step by step as the
+# numpy kernels round them (tfg/kernels/nn_ops.py): the same bits, one pass instead of three.
+@_cached_exact
+def tanh_grad_loop(y, dy, out):
+    a, d, b = y.reshape(y.size), dy.reshape(dy.size), out.reshape(out.size)
+    for i in range(a.size):
+        v = a[i]
+        b[i] = d[i] * (_ONE - v * v)
+
+
+@_cached_exact
+def sigmoid_grad_loop(y, dy, out):
+    a, d, b = y.reshape(y.size), dy.reshape(dy.size), out.reshape(out.size)
+    for i in range(a.size):
+        v = a[i]
+        b[i] = d[i] * (v * (_ONE - v))
