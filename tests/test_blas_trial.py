@@ -6,7 +6,7 @@ import pytest
 from tfg import builder as tb
 from tfg.executor import blas_floor, blas_trial
 from tfg.executor.blas import ADAPTIVE
-from tfg.executor.blas_trial import MARGIN, REPROBE, TRIAL, ThreadTrial
+from tfg.executor.blas_trial import CLEAR, MARGIN, REPROBE, TRIAL, ThreadTrial
 
 FEEDS = [np.zeros((2, 3), np.float32)]
 
@@ -44,6 +44,18 @@ def test_two_threads_kept_where_they_win_or_one_does_not_win_by_the_margin(two_f
     # one thread faster by less than the margin: within noise, the meter's count stays
     near = {1: 0.030 * (1 - MARGIN / 2), 2: 0.030}.get
     assert drive(ThreadTrial(), near, 1 + 2 * TRIAL + 5)[-5:] == [2] * 5
+
+
+@pytest.mark.parametrize("winner", [1, 2])
+def test_a_clear_winner_is_chosen_after_one_step_of_each(two_free_cores, winner):
+    times = {winner: 0.020, 3 - winner: 0.020 * (1 + CLEAR) * 1.1}
+    used = drive(ThreadTrial(), times.get, 1 + 2 + 20)
+    assert sorted(used[1:3]) == [1, 2]  # one timed step of each
+    assert used[3:] == [winner] * 20
+    # a gap under CLEAR: the full trial
+    near = {1: 0.020, 2: 0.020 * (1 + CLEAR) * 0.9}.get
+    used = drive(ThreadTrial(), near, 1 + 2 * TRIAL + 5)
+    assert sorted(used[1:1 + 2 * TRIAL]) == [1] * TRIAL + [2] * TRIAL
 
 
 def test_the_other_count_is_tried_again_and_a_change_followed(two_free_cores):

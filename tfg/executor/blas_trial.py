@@ -15,7 +15,7 @@ ResNet50 66.7 against 68.4 (for 101 against 67 ms of CPU), while the MLP's large
 signature) times its steps on n and on 1, alternately, TRIAL steps each after its first
 (which fills caches), and takes one thread only where its fastest step beats n's by MARGIN
 (the meter's count stays where the two are within noise: a wrong switch from a few noisy
-steps costs more than it saves); it tries the other count again every REPROBE steps and
+steps costs more than it saves), or after one step of each where one is CLEAR slower; it tries the other count again every REPROBE steps and
 whenever the meter's count changes, so a change in load or input is followed. Steps the
 meter gives one thread are not timed here.
 
@@ -34,6 +34,10 @@ ENV_VAR = "TFG_BLAS_TRIAL"
 TRIAL = 3  # timed steps per count before a choice (min of them: noise only adds time)
 REPROBE = 64  # steps on the chosen count before the other is timed again
 MARGIN = 0.05  # one thread replaces the meter's n only when at least this much faster
+# A count this much slower than the other in its first timed step is not timed again: the
+# choice is made then (the MLP's step on one thread: 1.35x its two-thread time). Each probe
+# of the losing count is a step that much slower, at the trial and every REPROBE steps.
+CLEAR = 0.25
 _MAX_SIGNATURES = 8
 
 
@@ -68,9 +72,11 @@ class _Signature:
         if self.choice is not None and self.since < REPROBE:
             return
         other = 1 if count == self.n else self.n
-        if len(times) >= TRIAL and len(self.times[other]) >= TRIAL and (
-                self.choice is None or count != self.choice):
-            fast_n, fast_1 = min(self.times[self.n]), min(self.times[1])
+        if not self.times[other] or (self.choice is not None and count == self.choice):
+            return
+        fast_n, fast_1 = min(self.times[self.n]), min(self.times[1])
+        clear = max(fast_n, fast_1) > min(fast_n, fast_1) * (1 + CLEAR)
+        if clear or (len(times) >= TRIAL and len(self.times[other]) >= TRIAL):
             self.choice = 1 if fast_1 < fast_n * (1 - MARGIN) else self.n
             self.since = 0
             # the other count's times are stale by the next probe: it is timed afresh
