@@ -15,7 +15,7 @@ ResNet50 66.7 against 68.4 (for 101 against 67 ms of CPU), while the MLP's large
 signature) times its steps on n and on 1, alternately, TRIAL steps each after its first
 (which fills caches), and takes one thread only where its fastest step beats n's by MARGIN
 (the meter's count stays where the two are within noise: a wrong switch from a few noisy
-steps costs more than it saves), or after one step of each where one is CLEAR slower; it tries the other count again every REPROBE steps and
+steps costs more than it saves), or after one step of each where one thread is CLEAR slower; it tries the other count again every REPROBE steps and
 whenever the meter's count changes, so a change in load or input is followed. Steps the
 meter gives one thread are not timed here.
 
@@ -34,9 +34,12 @@ ENV_VAR = "TFG_BLAS_TRIAL"
 TRIAL = 3  # timed steps per count before a choice (min of them: noise only adds time)
 REPROBE = 64  # steps on the chosen count before the other is timed again
 MARGIN = 0.05  # one thread replaces the meter's n only when at least this much faster
-# A count this much slower than the other in its first timed step is not timed again: the
-# choice is made then (the MLP's step on one thread: 1.35x its two-thread time). Each probe
-# of the losing count is a step that much slower, at the trial and every REPROBE steps.
+# One thread this much slower than the meter's count in its first timed step is not timed
+# again: the meter's count stays (the MLP's step on one thread: 1.35x its two-thread time;
+# each probe of it is a step that much slower, at the trial and every REPROBE steps). Not
+# the other way: a slow step on n threads may be a one-time cost (the Session's second step
+# loads compiled loops, kernels for a new team size are made at their first call), and a
+# wrong switch to one thread would cost REPROBE steps; one thread needs the full trial.
 CLEAR = 0.25
 _MAX_SIGNATURES = 8
 
@@ -75,8 +78,8 @@ class _Signature:
         if not self.times[other] or (self.choice is not None and count == self.choice):
             return
         fast_n, fast_1 = min(self.times[self.n]), min(self.times[1])
-        clear = max(fast_n, fast_1) > min(fast_n, fast_1) * (1 + CLEAR)
-        if clear or (len(times) >= TRIAL and len(self.times[other]) >= TRIAL):
+        if fast_1 > fast_n * (1 + CLEAR) or (len(times) >= TRIAL
+                                             and len(self.times[other]) >= TRIAL):
             self.choice = 1 if fast_1 < fast_n * (1 - MARGIN) else self.n
             self.since = 0
             # the other count's times are stale by the next probe: it is timed afresh
