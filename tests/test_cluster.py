@@ -150,6 +150,27 @@ def test_chunks_roundtrip_dtypes():
     assert rpc.assemble(rpc.tensor_chunks(None, True)) == (None, True)
 
 
+def test_a_workers_kernels_take_the_compiled_loops_from_a_graphs_second_step():
+    """As a local Session's (kernels/vector_math.py): a float32 Tanh on a fresh worker is
+    numpy's at the first step, the compiled loop's from the second."""
+    from tfg.kernels import jit, vector_math
+    if not jit.wanted():
+        pytest.skip("numba not installed (tfg[perf])")
+    g = tb.Graph()
+    with g:
+        with tb.device(T0):
+            x = tb.placeholder(tb.float32, [64], name="x")
+            tb.tanh(x, name="t")
+    x = np.linspace(-4, 4, 64).astype(np.float32)
+    with LocalCluster(1) as fresh, Session(g.graph, cluster=fresh.spec) as sess:
+        steps = [sess.run("t", {"x": x}) for _ in range(3)]
+    np.testing.assert_array_equal(steps[0], np.tanh(x))
+    compiled = vector_math.tanh(x)  # (this test process is warm: conftest)
+    assert compiled.tobytes() != np.tanh(x).tobytes()  # (else the test could not fail)
+    for later in steps[1:]:
+        assert later.tobytes() == compiled.tobytes()
+
+
 def test_kernel_error_names_the_node_and_ends_every_task(cluster):
     graph, feeds = train_graph()
     with Session(graph, cluster=cluster.spec, ) as sess:
