@@ -67,12 +67,17 @@ def _exp(x):
     return y if x == x else x  # min/max would have turned a NaN into a bound
 
 
-def _cached(fn):
-    """njit with _OPTIONS, kept on disk where numba finds a folder for it (as jit._njit)."""
-    try:
-        return njit(cache=True, **_OPTIONS)(fn)
-    except Exception:  # noqa: BLE001 - numba's "no locator available" RuntimeError
-        return njit(**_OPTIONS)(fn)
+def _compiled(options):
+    """njit with `options`, kept on disk where numba finds a folder for it (as jit._njit)."""
+    def make(fn):
+        try:
+            return njit(cache=True, **options)(fn)
+        except Exception:  # noqa: BLE001 - numba's "no locator available" RuntimeError
+            return njit(**options)(fn)
+    return make
+
+
+_cached = _compiled(_OPTIONS)
 
 
 @njit(inline="always", **_OPTIONS)
@@ -124,7 +129,9 @@ def _hard_sigmoid(v):
 
 
 # Two loops per function: (x, out) for two arrays, and one array in place; C-contiguous
-# arrays of any shape, as flat views (one compile per rank). One loop over two
+# arrays of any shape, as flat views (one compile per rank). Written out, one module-level
+# function each, so that each has its own name in numba's disk cache (a factory's closures
+# would all be `make.<locals>.loop` there). One loop over two
 # arrays that may be the same would not be vectorized where they are (LLVM's overlap check
 # at run time falls back to one element at a time: 6.5 instead of 0.8 ns an element).
 @_cached
@@ -169,12 +176,7 @@ def tanh_inplace(y):
         a[i] = _tanh(a[i])
 
 
-def _cached_exact(fn):
-    """As _cached, with _EXACT's options."""
-    try:
-        return njit(cache=True, **_EXACT)(fn)
-    except Exception:  # noqa: BLE001 - as _cached
-        return njit(**_EXACT)(fn)
+_cached_exact = _compiled(_EXACT)
 
 
 @_cached_exact
