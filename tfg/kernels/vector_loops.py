@@ -1,11 +1,12 @@
 """Compiled float32 loops of the exp family (Sigmoid, swish, Tanh), and of MobileNetV3's hard
-swish and hard sigmoid, for tfg/kernels/vector_math.py.
+swish and hard sigmoid, TanhGrad and SigmoidGrad, for tfg/kernels/vector_math.py.
 
 Importing this module imports numba: only vector_math imports it, and only where compiled
 loops are wanted (tfg/kernels/jit.py) and a Session has reached its second step.
 
-Each loop reads a flat float32 array and writes one of the same size (the same memory is
-fine: every element is read before it is written). They call one exp, `_exp`, written out in
+Each loop reads C-contiguous float32 arrays and writes one of the same size (an `_inplace`
+loop writes its one array; every element is read before it is written). The exp family calls
+one exp, `_exp`, written out in
 arithmetic that LLVM turns into AVX2/AVX-512 instructions (numpy's float32 exp on this
 package's wheels runs about 2 ns an element, the loop here 0.6; TensorFlow's Eigen kernels
 do the same kind of thing):
