@@ -287,3 +287,35 @@ def test_openmp_spins_briefly_unless_the_user_chose(users, kept_state, monkeypat
     assert onednn.wanted()
     assert seen == [users.get("GOMP_SPINCOUNT", None if users else onednn.GOMP_SPIN)]
     assert os.environ.get("GOMP_SPINCOUNT") == users.get("GOMP_SPINCOUNT")
+
+
+@needs_onednn
+def test_handles_set_only_on_change_still_follow_every_array_and_bias_update():
+    """A memory handle is set only when its address changes (onednn.Convolution._at): new
+    inputs, a bias updated in place, a new bias, and a converted (float64) bias that is
+    then changed all give the definition's values."""
+    xs, ks = (2, 5, 5, 6), (1, 1, 6, 4)
+    g = geom(xs, ks[:2], (1, 1), (1, 1), "SAME", None, b"NHWC")
+    conv = onednn.convolution(xs, ks, g, bias=True)
+    w = rng.standard_normal(ks).astype(np.float32)
+    w.flags.writeable = False
+
+    def want(x, b):
+        return (x.astype(np.float64) @ w.reshape(6, 4).astype(np.float64)
+                + np.asarray(b, np.float64))
+
+    b = rng.standard_normal(4).astype(np.float32)
+    for _ in range(3):
+        x = rng.standard_normal(xs).astype(np.float32)
+        np.testing.assert_allclose(conv(x, w, b), want(x, b), rtol=1e-5, atol=1e-5)
+    b += 1  # the same array, new values: no new handle needed, the new values used
+    np.testing.assert_allclose(conv(x, w, b), want(x, b), rtol=1e-5, atol=1e-5)
+    b2 = b * 3
+    np.testing.assert_allclose(conv(x, w, b2), want(x, b2), rtol=1e-5, atol=1e-5)
+    b64 = rng.standard_normal(4)  # converted to a float32 copy at each call
+    np.testing.assert_allclose(conv(x, w, b64), want(x, b64), rtol=1e-5, atol=1e-5)
+    b64 += 5
+    np.testing.assert_allclose(conv(x, w, b64), want(x, b64), rtol=1e-5, atol=1e-5)
+    frozen = rng.standard_normal(ks).astype(np.float32)
+    frozen.flags.writeable = False
+    assert onednn._address(frozen) == frozen.ctypes.data

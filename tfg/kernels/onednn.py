@@ -181,6 +181,7 @@ class _Library:
         dll.dnnl_memory_desc_get_size.restype = ctypes.c_size_t
         dll.dnnl_memory_set_data_handle.argtypes = [_P, _P]
         self.set_handle = dll.dnnl_memory_set_data_handle
+        self.primitive_execute = dll.dnnl_primitive_execute
         self.engine, self.stream = _P(), _P()
         self.check(dll.dnnl_engine_create(ctypes.byref(self.engine), _CPU_ENGINE,
                                           ctypes.c_size_t(0)), "engine")
@@ -237,9 +238,11 @@ class _Library:
             _local.threads = threads
 
     def execute(self, prim, args, threads):
-        self.team(threads)
-        self.check(self.dll.dnnl_primitive_execute(prim, self.stream, len(args), args),
-                   "execute")
+        if threads is not None and getattr(_local, "threads", None) != threads:
+            self.team(threads)
+        status = self.primitive_execute(prim, self.stream, len(args), args)
+        if status != _SUCCESS:
+            raise OneDnnError(f"oneDNN execute failed with status {status}")
 
 
 def _own(owner, destroy, handle):
@@ -276,11 +279,15 @@ def _scratch(size):
 
 def _address(a):
     """The address of C-contiguous `a`'s data: through the buffer protocol where `a` is
-    writable (0.5 us against numpy's .ctypes.data's 1.6; a call passes two or three)."""
-    try:
-        return ctypes.addressof(ctypes.c_char.from_buffer(a))
-    except (TypeError, ValueError, BufferError):
-        return a.ctypes.data
+    writable (0.5 us against numpy's .ctypes.data's 1.6; a call passes two or three). A
+    read-only array (a Const's value) goes straight to .ctypes.data: the buffer protocol's
+    refusal, raised and caught, cost 5-7 us a call in a model's step."""
+    if a.flags.writeable:
+        try:
+            return ctypes.addressof(ctypes.c_char.from_buffer(a))
+        except (TypeError, ValueError, BufferError):
+            pass
+    return a.ctypes.data
 
 
 class _Layout:
@@ -325,6 +332,7 @@ class _Kernel:
             dll.dnnl_primitive_desc_destroy(pd)
             raise
         self.prim = lib.primitive(pd, owned)  # destroys pd, made or not
+        self.scratch_at = None  # the address m_scratch was last given
         for layout in conv.layouts:
             if dll.dnnl_memory_desc_equal(layout.w_md, w_md):
                 break
@@ -390,6 +398,12 @@ class Convolution:
         self.m_w_user = lib.memory(self.w_user, owner=owned)
         self.m_bias = lib.memory(self.b_md, owner=owned) if bias else None
         self.kernels = {}  # team size -> _Kernel
+        # The address each of m_src, m_dst and m_bias was last given (a handle is set only
+        # when it changes: each dnnl_memory_set_data_handle cost 1-2 us in a model's step,
+        # where the interpreter runs out of cache after each convolution), and the bias
+        # array whose address m_bias holds (kept alive here, so the address stays its own).
+        self._at = [None, None, None]
+        self._bias = None
         self.layouts = []  # the _Layouts its kernels read the filter in
         self.call_lock = threading.Lock()  # the memory objects are this convolution's own
         self._kernel(_threads[0])  # fails here, not at a call, where oneDNN has no kernel
@@ -425,17 +439,35 @@ class Convolution:
         if not x.flags.c_contiguous:
             x = np.ascontiguousarray(x)
         y = np.empty(self.out_shape, np.float32)
-        set_handle = self.lib.set_handle
+        lib = self.lib
+        set_handle = lib.set_handle
         threads = _threads[0]
         with self.call_lock:
             kernel = self.kernels.get(threads) or self._kernel(threads)
             self._filter(kernel, w, threads)
-            set_handle(self.m_src, _address(x))
-            set_handle(self.m_dst, _address(y))
-            if b is not None:
-                set_handle(self.m_bias, _address(np.ascontiguousarray(b, np.float32)))
-            set_handle(kernel.m_scratch, _scratch(kernel.scratch_size))
-            self.lib.execute(kernel.prim, kernel.args, threads)
+            at = self._at
+            address = _address(x)
+            if address != at[0]:
+                set_handle(self.m_src, address)
+                at[0] = address
+            address = _address(y)
+            if address != at[1]:
+                set_handle(self.m_dst, address)
+                at[1] = address
+            if b is not None and b is not self._bias:
+                # oneDNN reads the bias at each execution: the same array, whatever its
+                # values now, needs no new handle (a converted copy is not kept).
+                kept = np.ascontiguousarray(b, np.float32)
+                address = _address(kept)
+                if address != at[2]:
+                    set_handle(self.m_bias, address)
+                    at[2] = address
+                self._bias = b if kept is b else None
+            address = _scratch(kernel.scratch_size)
+            if address != kernel.scratch_at:
+                set_handle(kernel.m_scratch, address)
+                kernel.scratch_at = address
+            lib.execute(kernel.prim, kernel.args, threads)
         return y
 
 
