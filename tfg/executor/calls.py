@@ -15,6 +15,7 @@ per call but the shape of the kernel's result; the rest get the general form. Th
 generates no code (tests/test_security.py), so these are written out per arity.
 """
 from tfg.errors import TfgRuntimeError
+from tfg.kernels import bound
 from tfg.kernels.resources import Ref
 
 
@@ -76,6 +77,9 @@ def _direct(fn, ctx, ins, o, free):
     commonest shapes (one or two inputs, freeing none or one slot) written out, as each test
     or loop avoided here is paid once per node per step."""
     n = len(ins)
+    if fn in bound.KERNELS and n in (2, 3) and bound.enabled():
+        from tfg.executor.bound_calls import bound_call  # (it imports this module)
+        return bound_call(fn, ctx, ins, o, free)
     if n == 1 and len(free) <= 1:
         (a,) = ins
         if not free:

@@ -16,7 +16,7 @@ parsed once per node and input size (conv_geom.py).
 """
 import numpy as np
 
-from tfg.kernels import conv_depthwise, conv_gemm, conv_grouped, onednn
+from tfg.kernels import bound, conv_depthwise, conv_gemm, conv_grouped, onednn
 from tfg.kernels._util import fail, from_nhwc, is_nchw, shape_vector, to_nhwc
 from tfg.kernels.conv_geom import geometry
 from tfg.kernels.registry import ALL_DEVICES, kernel
@@ -42,6 +42,7 @@ def _check_conv(x, w, op):
     return conv_grouped.groups_of(x.shape[3], w.shape[2], w.shape[3], op)
 
 
+@bound.binds
 @kernel("Conv2D", device_types=ALL_DEVICES)
 def conv2d(ctx, x, w):
     if type(x) is np.ndarray and type(w) is np.ndarray:
@@ -67,6 +68,8 @@ def conv2d(ctx, x, w):
                               conv_gemm.prepared(x.shape, w.shape, g, nchw, x.dtype))
         if type(x) is np.ndarray and type(w) is np.ndarray:
             ctx.cache[(x.shape, w.shape, x.dtype, w.dtype)] = run
+            if isinstance(run, onednn.Prepared):
+                bound.remember(ctx, x.shape, w, None, run.conv.bound(w))
         return run(x, w)
     if groups > 1:
         y = conv_grouped.forward(xp, _im2col(xp, xh, g), w, groups)
@@ -126,6 +129,7 @@ def conv2d_backprop_filter(ctx, x, filter_sizes, dy):
     return (cols.T @ dy.reshape(-1, oc)).reshape(kh, kw, c, oc)
 
 
+@bound.binds
 @kernel("DepthwiseConv2dNative", device_types=ALL_DEVICES)
 def depthwise_conv2d(ctx, x, w):
     if type(x) is np.ndarray and type(w) is np.ndarray:
@@ -155,6 +159,7 @@ def depthwise_conv2d(ctx, x, w):
             run = ctx.cache[key] = onednn.Prepared(conv, run or (
                 lambda x, w, cache: from_nhwc(conv_depthwise.forward(to_nhwc(x, fmt), w, g,
                                                                      cache), fmt)))
+            bound.remember(ctx, given.shape, w, None, conv.bound(w))
             return run(given, w, ctx.cache)
         if run is not None:
             ctx.cache[key] = run

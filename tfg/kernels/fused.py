@@ -11,8 +11,8 @@ fused result is bit-for-bit the unfused one.
 import numpy as np
 
 from tfg.errors import TfgRuntimeError
-from tfg.kernels import clamp, conv_chunks, onednn, vector_math
-from tfg.kernels._util import fail
+from tfg.kernels import bound, clamp, conv_chunks, onednn, vector_math
+from tfg.kernels._util import fail, immutable
 from tfg.kernels.context import KernelContext
 from tfg.kernels.math_ops import sigmoid, sigmoid_into, tanh
 from tfg.kernels.registry import ALL_DEVICES, get_kernel, kernel
@@ -236,6 +236,7 @@ def _apply_fused(ctx, y, args):
 _CHUNK_ACTIVATIONS = {"Identity": None, "Relu": clamp.relu, "Relu6": clamp.relu6}
 
 
+@bound.binds
 @kernel("_FusedConv2D", device_types=ALL_DEVICES)
 def fused_conv2d(ctx, x, w, *args):
     n = int(ctx.attrs.get("num_args", 0))
@@ -250,13 +251,15 @@ def fused_conv2d(ctx, x, w, *args):
             return hit[1](x, w, b, hit[2])
     y = _apply_fused(ctx, _base(ctx, "Conv2D", x, w), args[:n])
     if type(x) is np.ndarray and type(w) is np.ndarray and n == 1 and "chunked" not in ctx.cache:
-        _remember_chunked(ctx, x, w)
+        _remember_chunked(ctx, x, w, args[0])
     return y
 
 
-def _remember_chunked(ctx, x, w):
+def _remember_chunked(ctx, x, w, b):
     """After the first call: whether the base Conv2D chose the chunked path for this
-    signature and the steps are BiasAdd + an activation it can apply per chunk."""
+    signature and the steps are BiasAdd + an activation it can apply per chunk; where it
+    chose oneDNN, the node's bound form too (bound.py: the bias added in oneDNN's loop, the
+    activation in place after it)."""
     key = (x.shape, w.shape, x.dtype, w.dtype)
     run = ctx.cache["base"][2].cache.get(key)
     ops, axis, alpha, _, quick = _steps(ctx, 4)
@@ -277,6 +280,8 @@ def _remember_chunked(ctx, x, w):
                 return np.add(y, b, out=y)
             ctx.cache["chunked"] = (key, _BiasThenActivation(
                 onednn.Prepared(conv, numpy_path), quick, alpha), None)
+            if type(b) is np.ndarray:
+                bound.remember(ctx, x.shape, w, b, _then(conv.bound(w, b), quick, alpha))
             return
     if quick is not None and act in _CHUNK_ACTIVATIONS and run is not None:
         if not isinstance(run, conv_chunks.ChunkedConv):
@@ -347,9 +352,47 @@ def _bias_tile(b, shape):
     return b.tobytes(), shape, rows // k, k * c, tile
 
 
+@bound.binds
 @kernel("_FusedDepthwiseConv2dNative", device_types=ALL_DEVICES)
 def fused_depthwise(ctx, x, w, *args):
-    return _apply_fused(ctx, _base(ctx, "DepthwiseConv2dNative", x, w), args)
+    y = _apply_fused(ctx, _base(ctx, "DepthwiseConv2dNative", x, w), args)
+    if bound.KEY not in ctx.cache and len(args) == 1 and type(x) is np.ndarray:
+        _bind_depthwise(ctx, x, w, args[0])
+    return y
+
+
+def _bind_depthwise(ctx, x, w, b):
+    """After the first call: where the base depthwise convolution bound its node (oneDNN)
+    and the steps are _apply_fused's quick path (BiasAdd + an in-place activation), this
+    node's bound form: the base's run, the bias added in place, then the activation (the
+    same ufuncs in the same order as _apply_fused)."""
+    ops, _, alpha, _, quick = _steps(ctx, x.ndim)
+    hit = ctx.cache["base"][2].cache.get(bound.KEY)
+    if (quick is None or hit is None or hit[0] != x.shape or hit[1] is not w
+            or type(b) is not np.ndarray or b.dtype != np.float32
+            or b.shape != (w.shape[2] * w.shape[3],) or not immutable(b)):
+        ctx.cache[bound.KEY] = None  # (looked at once)
+        return
+    base = hit[3]
+
+    def run(x):
+        y = base(x)
+        if y is None:
+            return None
+        np.add(y, b, out=y)
+        return quick(y, alpha)
+    bound.remember(ctx, x.shape, w, b, run)
+
+
+def _then(run, quick, alpha):
+    """`run` followed by the in-place activation `quick(y, alpha)` (None stays None)."""
+    if run is None:
+        return None
+
+    def run_then(x):
+        y = run(x)
+        return None if y is None else quick(y, alpha)
+    return run_then
 
 
 @kernel("_FusedMatMul", device_types=ALL_DEVICES)

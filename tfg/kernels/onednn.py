@@ -439,36 +439,85 @@ class Convolution:
         if not x.flags.c_contiguous:
             x = np.ascontiguousarray(x)
         y = np.empty(self.out_shape, np.float32)
-        lib = self.lib
-        set_handle = lib.set_handle
         threads = _threads[0]
         with self.call_lock:
             kernel = self.kernels.get(threads) or self._kernel(threads)
             self._filter(kernel, w, threads)
-            at = self._at
-            address = _address(x)
-            if address != at[0]:
-                set_handle(self.m_src, address)
-                at[0] = address
-            address = _address(y)
-            if address != at[1]:
-                set_handle(self.m_dst, address)
-                at[1] = address
             if b is not None and b is not self._bias:
                 # oneDNN reads the bias at each execution: the same array, whatever its
                 # values now, needs no new handle (a converted copy is not kept).
                 kept = np.ascontiguousarray(b, np.float32)
-                address = _address(kept)
-                if address != at[2]:
-                    set_handle(self.m_bias, address)
-                    at[2] = address
+                self._set_bias(_address(kept))
                 self._bias = b if kept is b else None
-            address = _scratch(kernel.scratch_size)
-            if address != kernel.scratch_at:
-                set_handle(kernel.m_scratch, address)
-                kernel.scratch_at = address
-            lib.execute(kernel.prim, kernel.args, threads)
+            self._execute(kernel, x, y, threads)
         return y
+
+    def _set_bias(self, address):
+        if address != self._at[2]:
+            self.lib.set_handle(self.m_bias, address)
+            self._at[2] = address
+
+    def _execute(self, kernel, x, y, threads):
+        """Point the source, destination and scratchpad at `x`, `y` and this thread's
+        scratchpad where they point elsewhere, and run `kernel` (under call_lock)."""
+        at, set_handle = self._at, self.lib.set_handle
+        address = _address(x)
+        if address != at[0]:
+            set_handle(self.m_src, address)
+            at[0] = address
+        address = _address(y)
+        if address != at[1]:
+            set_handle(self.m_dst, address)
+            at[1] = address
+        address = _scratch(kernel.scratch_size)
+        if address != kernel.scratch_at:
+            set_handle(kernel.m_scratch, address)
+            kernel.scratch_at = address
+        self.lib.execute(kernel.prim, kernel.args, threads)
+
+    def bound(self, w, b=None):
+        """`run(x) -> y`: this convolution with the filter `w` and bias `b` fixed, for
+        C-contiguous float32 `x` of its input shape (the caller checks), or None where `w`
+        or `b` may change (a fed or variable filter: __call__ then reorders it as needed).
+        `run` returns None where oneDNN is off or fails (off() says why): the caller's
+        general path then takes its numpy fallback.
+
+        Why: a convolution node of a model's step paid 20-35 us of Python around its
+        oneDNN call, in five frames (the kernel, the fused steps, Prepared, __call__,
+        the filter check); NASNetMobile runs 356 of them a step. With `w` and `b` graph
+        constants (immutable: nothing writes them) the filter's layout and the bias handle
+        are checked by identity."""
+        if not immutable(w):
+            return None
+        if b is not None:
+            channels = self.out_shape[1:2] if self.nchw else self.out_shape[-1:]
+            if not (self.m_bias is not None and type(b) is np.ndarray and immutable(b)
+                    and b.dtype == np.float32 and b.flags.c_contiguous
+                    and b.shape == channels):
+                return None
+            b_address = b.ctypes.data
+        kernels, lock, out_shape = self.kernels, self.call_lock, self.out_shape
+        empty, f32 = np.empty, np.float32
+
+        def run(x):
+            if _state.get("lib") is None:
+                return None
+            y = empty(out_shape, f32)
+            threads = _threads[0]
+            try:
+                with lock:
+                    kernel = kernels.get(threads) or self._kernel(threads)
+                    if kernel.layout.kept is not w:
+                        self._filter(kernel, w, threads)
+                    if b is not None and b is not self._bias:
+                        self._set_bias(b_address)
+                        self._bias = b
+                    self._execute(kernel, x, y, threads)
+            except OneDnnError as e:
+                off(str(e))
+                return None
+            return y
+        return run
 
 
 def convolution(x_shape, w_shape, g, nchw=False, bias=False, depthwise=False):
