@@ -9,7 +9,6 @@ from tfg.executor.blas import ADAPTIVE
 from tfg.executor.blas_trial import CLEAR, MARGIN, REPROBE, TRIAL, ThreadTrial
 
 FEEDS = [np.zeros((2, 3), np.float32)]
-WARM = 2  # the first step on each count is not timed
 
 
 @pytest.fixture
@@ -33,40 +32,29 @@ def drive(trial, seconds_of, steps):
 
 
 def test_one_thread_taken_where_it_is_faster_by_the_margin(two_free_cores):
-    used = drive(ThreadTrial(), {1: 0.030, 2: 0.036}.get, WARM + 2 * TRIAL + 20)
+    used = drive(ThreadTrial(), {1: 0.030, 2: 0.036}.get, 1 + 2 * TRIAL + 20)
     assert used[0] == 2  # the first step fills caches, on the meter's count, untimed
-    # each count's first step untimed, then alternating
-    assert sorted(used[1:WARM + 2 * TRIAL]) == [1] * (TRIAL + 1) + [2] * (TRIAL - 1) + [2]
-    assert used[WARM + 2 * TRIAL:] == [1] * 20
+    assert sorted(used[1:1 + 2 * TRIAL]) == [1] * TRIAL + [2] * TRIAL  # alternating
+    assert used[1 + 2 * TRIAL:] == [1] * 20
 
 
 def test_two_threads_kept_where_they_win_or_one_does_not_win_by_the_margin(two_free_cores):
-    used = drive(ThreadTrial(), {1: 0.030, 2: 0.015}.get, WARM + 2 * TRIAL + 20)
-    assert used[WARM + 2 * TRIAL:] == [2] * 20
+    used = drive(ThreadTrial(), {1: 0.030, 2: 0.015}.get, 1 + 2 * TRIAL + 20)
+    assert used[1 + 2 * TRIAL:] == [2] * 20
     # one thread faster by less than the margin: within noise, the meter's count stays
     near = {1: 0.030 * (1 - MARGIN / 2), 2: 0.030}.get
-    assert drive(ThreadTrial(), near, WARM + 2 * TRIAL + 5)[-5:] == [2] * 5
+    assert drive(ThreadTrial(), near, 1 + 2 * TRIAL + 5)[-5:] == [2] * 5
 
 
 def test_one_thread_clearly_slower_is_timed_once(two_free_cores):
     times = {2: 0.020, 1: 0.020 * (1 + CLEAR) * 1.1}
-    used = drive(ThreadTrial(), times.get, WARM + 2 + 20)
-    assert sorted(used[1:WARM + 2]) == [1, 1, 2]  # one timed step of each (1: after its warm-up)
-    assert used[WARM + 2:] == [2] * 20
+    used = drive(ThreadTrial(), times.get, 1 + 2 + 20)
+    assert sorted(used[1:3]) == [1, 2]  # one timed step of each
+    assert used[3:] == [2] * 20
     # a gap under CLEAR: the full trial
     near = {2: 0.020, 1: 0.020 * (1 + CLEAR) * 0.9}.get
-    used = drive(ThreadTrial(), near, WARM + 2 * TRIAL + 5)
-    assert sorted(used[1:WARM + 2 * TRIAL]) == [1] * (TRIAL + 1) + [2] * TRIAL
-
-
-def test_the_first_step_on_one_thread_is_not_timed(two_free_cores):
-    """A Session's first one-thread step makes oneDNN's kernels for that team size: however
-    slow, it decides nothing (here 20x the two-thread step, then 0.8x: one thread wins)."""
-    ones = iter([0.400] + [0.016] * 50)
-    trial = ThreadTrial()
-    used = drive(trial, lambda count: next(ones) if count == 1 else 0.020,
-                 WARM + 2 * TRIAL + 10)
-    assert used[-10:] == [1] * 10
+    used = drive(ThreadTrial(), near, 1 + 2 * TRIAL + 5)
+    assert sorted(used[1:1 + 2 * TRIAL]) == [1] * TRIAL + [2] * TRIAL
 
 
 def test_a_slow_first_step_on_n_threads_does_not_switch_to_one(two_free_cores):
@@ -74,15 +62,14 @@ def test_a_slow_first_step_on_n_threads_does_not_switch_to_one(two_free_cores):
     slow step on n threads is not enough, the full trial's minimums decide."""
     steps = iter([0.020, 1.5] + [0.020] * 50)  # untimed, then a slow timed step on 2
     trial = ThreadTrial()
-    used = drive(trial, lambda count: next(steps) if count == 2 else 0.030,
-                 WARM + 2 * TRIAL + 10)
+    used = drive(trial, lambda count: next(steps) if count == 2 else 0.030, 1 + 2 * TRIAL + 10)
     assert used[-10:] == [2] * 10
 
 
 def test_the_other_count_is_tried_again_and_a_change_followed(two_free_cores):
     times = {1: 0.030, 2: 0.036}
     trial = ThreadTrial()
-    drive(trial, times.get, WARM + 2 * TRIAL)
+    drive(trial, times.get, 1 + 2 * TRIAL)
     times[2] = 0.010  # the host changed: two threads now win
     used = drive(trial, times.get, REPROBE + 2 * TRIAL + 10)
     assert used[:REPROBE] == [1] * REPROBE

@@ -13,7 +13,7 @@ NASNetMobile 44.2 ms on two threads against 36.7 on one, InceptionV3 45.7 agains
 ResNet50 66.7 against 68.4 (for 101 against 67 ms of CPU), while the MLP's large GEMMs run
 1.7x faster on two. So where the meter allows n > 1 threads, each prepared step (per feed
 signature) times its steps on n and on 1, alternately, TRIAL steps each after its first
-(which fills caches, and makes oneDNN's kernels for a new team size), and takes one thread only where its fastest step beats n's by MARGIN
+(which fills caches), and takes one thread only where its fastest step beats n's by MARGIN
 (the meter's count stays where the two are within noise: a wrong switch from a few noisy
 steps costs more than it saves), or after one step of each where one thread is CLEAR slower; it tries the other count again every REPROBE steps and
 whenever the meter's count changes, so a change in load or input is followed. Steps the
@@ -51,18 +51,14 @@ def enabled():
 class _Signature:
     """The trial of one feed signature: recent step times per count, and the choice."""
 
-    __slots__ = ("n", "times", "choice", "since", "warmed")
+    __slots__ = ("n", "times", "choice", "since", "started")
 
     def __init__(self, n):
         self.n = n  # the meter's count this trial compares with one thread
         self.times = {1: [], n: []}
         self.choice = None
         self.since = 0
-        # The counts that have run a step: the first step on each is not timed. The first
-        # fills caches; the first on a new count also makes oneDNN's kernels for that team
-        # size (NASNetMobile: 356 of them, a one-thread step of 0.4 s that CLEAR took for
-        # one thread's speed, keeping two threads that were 1.1x slower).
-        self.warmed = set()
+        self.started = False  # the first step fills caches: not timed
 
     def next_count(self):
         if self.choice is not None and self.since < REPROBE:
@@ -113,13 +109,14 @@ class ThreadTrial:
                 if len(self.signatures) >= _MAX_SIGNATURES:
                     self.signatures.clear()
                 sig = self.signatures[key] = _Signature(n)
+            if not sig.started:
+                sig.started = True
+                return limit, None
             count = sig.next_count()
-            timed = count in sig.warmed
-            sig.warmed.add(count)
         if count == 1:
             choices["1 (trial)"] += 1  # what the benchmarks report as adaptive's choices
-            return 1, (key, 1) if timed else None
-        return limit, (key, n) if timed else None
+            return 1, (key, 1)
+        return limit, (key, n)
 
     def record(self, ticket, seconds):
         """After a step: its wall time, with the ticket `limit()` gave for it."""
