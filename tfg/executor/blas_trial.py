@@ -13,11 +13,13 @@ NASNetMobile 44.2 ms on two threads against 36.7 on one, InceptionV3 45.7 agains
 ResNet50 66.7 against 68.4 (for 101 against 67 ms of CPU), while the MLP's large GEMMs run
 1.7x faster on two. So where the meter allows n > 1 threads, each prepared step (per feed
 signature) times its steps on n and on 1, alternately, TRIAL steps each after its first
-(which fills caches), and takes one thread only where its fastest step beats n's by MARGIN
-(the meter's count stays where the two are within noise: a wrong switch from a few noisy
-steps costs more than it saves), or after one step of each where one thread is CLEAR slower; it tries the other count again every REPROBE steps and
-whenever the meter's count changes, so a change in load or input is followed. Steps the
-meter gives one thread are not timed here.
+(which fills caches; nor is a step timed that made oneDNN's kernels for a new team size,
+which takes a NASNetMobile step from 20 ms to 0.4 s), and takes one thread only where its
+fastest step beats n's by MARGIN (the meter's count stays where the two are within noise: a
+wrong switch from a few noisy steps costs more than it saves), or keeps n after CLEAR_STEPS
+steps of one thread that were CLEAR slower; it tries the other count again every REPROBE
+steps and whenever the meter's count changes, so a change in load or input is followed.
+Steps the meter gives one thread are not timed here.
 
 The steps of the trial are real steps (their results are the results); OpenBLAS's one- and
 two-thread sums can differ in the last bits, as between any two adaptive steps.
@@ -29,18 +31,23 @@ import threading
 from tfg.executor.blas import ADAPTIVE
 from tfg.executor.blas_floor import adaptive_count
 from tfg.executor.contention import choices
+from tfg.kernels import onednn
 
 ENV_VAR = "TFG_BLAS_TRIAL"
 TRIAL = 3  # timed steps per count before a choice (min of them: noise only adds time)
 REPROBE = 64  # steps on the chosen count before the other is timed again
 MARGIN = 0.05  # one thread replaces the meter's n only when at least this much faster
-# One thread this much slower than the meter's count in its first timed step is not timed
+# One thread this much slower than the meter's count in its first timed steps is not timed
 # again: the meter's count stays (the MLP's step on one thread: 1.35x its two-thread time;
 # each probe of it is a step that much slower, at the trial and every REPROBE steps). Not
 # the other way: a slow step on n threads may be a one-time cost (the Session's second step
 # loads compiled loops, kernels for a new team size are made at their first call), and a
 # wrong switch to one thread would cost REPROBE steps; one thread needs the full trial.
 CLEAR = 0.25
+# ... in its fastest of this many timed steps: one step is not enough, a model's steps on
+# this 2-core VM vary by 25-50% from one second to the next (NASNetMobile: 20 to 36 ms);
+# one step 1.26x slower kept two threads, 1.1x slower than one, in a suite run.
+CLEAR_STEPS = 2
 _MAX_SIGNATURES = 8
 
 
@@ -78,8 +85,8 @@ class _Signature:
         if not self.times[other] or (self.choice is not None and count == self.choice):
             return
         fast_n, fast_1 = min(self.times[self.n]), min(self.times[1])
-        if fast_1 > fast_n * (1 + CLEAR) or (len(times) >= TRIAL
-                                             and len(self.times[other]) >= TRIAL):
+        if (len(self.times[1]) >= CLEAR_STEPS and fast_1 > fast_n * (1 + CLEAR)) or (
+                len(times) >= TRIAL and len(self.times[other]) >= TRIAL):
             self.choice = 1 if fast_1 < fast_n * (1 - MARGIN) else self.n
             self.since = 0
             # the other count's times are stale by the next probe: it is timed afresh
@@ -113,16 +120,19 @@ class ThreadTrial:
                 sig.started = True
                 return limit, None
             count = sig.next_count()
+        made = onednn.kernels_made()
         if count == 1:
             choices["1 (trial)"] += 1  # what the benchmarks report as adaptive's choices
-            return 1, (key, 1)
-        return limit, (key, n)
+            return 1, (key, 1, made)
+        return limit, (key, n, made)
 
     def record(self, ticket, seconds):
         """After a step: its wall time, with the ticket `limit()` gave for it."""
         if ticket is None:
             return
-        key, count = ticket
+        key, count, made = ticket
+        if onednn.kernels_made() != made:
+            return  # it made oneDNN kernels (the first step on a new team size): not timed
         with self.lock:
             sig = self.signatures.get(key)
             if sig is not None and count in sig.times:

@@ -68,6 +68,7 @@ class OneDnnError(RuntimeError):
 _state = {}  # "lib": the loaded _Library, or None after a failure or where none is found
 _lock = threading.Lock()
 _threads = [None]  # the OpenMP team size to use (None: OpenMP's default)
+_made = [0]  # kernels made in this process (kernels_made())
 _local = threading.local()
 
 
@@ -76,6 +77,13 @@ def wanted():
     if os.environ.get(ENV_VAR, "1") == "0":
         return False
     return _library() is not None
+
+
+def kernels_made():
+    """How many convolution kernels this process has made: a step during which this grew
+    paid for making them (milliseconds each), a one-time cost that timing a step for a
+    choice must leave out (tfg/executor/blas_trial.py)."""
+    return _made[0]
 
 
 def set_threads(n):
@@ -420,6 +428,7 @@ class Convolution:
                 _Dims(g.dh - 1, g.dw - 1), _Dims(g.pt, g.pl), _Dims(g.pb, g.pr), self.attr),
                 "convolution")
             kernel = self.kernels[threads] = _Kernel(lib, pd, self, self._owned)
+            _made[0] += 1
         return kernel
 
     def _filter(self, kernel, w, threads):
