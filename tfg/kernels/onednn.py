@@ -415,6 +415,11 @@ class Convolution:
         self.layouts = []  # the _Layouts its kernels read the filter in
         self.call_lock = threading.Lock()  # the memory objects are this convolution's own
         self._kernel(_threads[0])  # fails here, not at a call, where oneDNN has no kernel
+        if _threads[0] != 1 and (os.cpu_count() or 1) > 1:
+            # The one-thread kernel too: the adaptive setting's trial times steps on one
+            # thread (tfg/executor/blas_trial.py), and a step that makes kernels is not
+            # timed; made here, in the step that makes the others, it costs no trial step.
+            self._kernel(1)
 
     def _kernel(self, threads):
         kernel = self.kernels.get(threads)
