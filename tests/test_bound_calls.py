@@ -140,3 +140,28 @@ def test_a_fed_filter_is_never_bound(op):
     w *= 2
     assert sess.run("y", {"x": x, "w": w}).tobytes() == sess.run("y", {"x": x, "w": w2}).tobytes()
     assert _bound_nodes(sess) == []
+
+
+@needs_onednn
+@pytest.mark.parametrize("op", ["_FusedConv2D", "DepthwiseConv2dNative"])
+def test_a_failing_onednn_call_in_a_bound_run_falls_back_to_numpy(op, monkeypatch, kept_state,
+                                                                  capfd):
+    """oneDNN's execute failing under a bound run turns oneDNN off (one stderr line) and the
+    step's value comes from the kernel's numpy path."""
+    lib = onednn._library()
+    failing = [False]
+    execute = lib.primitive_execute
+
+    def primitive_execute(*args):
+        return 5 if failing[0] else execute(*args)  # 5: a oneDNN error status
+    monkeypatch.setattr(lib, "primitive_execute", primitive_execute)  # before binding
+    g, _ = _graph(op)
+    sess = Session(g, graph_rewrites=False)
+    x = RNG.standard_normal((2, 7, 7, 4)).astype(np.float32)
+    for _ in range(3):
+        want = sess.run("y", {"x": x})
+    assert _bound_nodes(sess) == ["y"]
+    failing[0] = True
+    np.testing.assert_allclose(sess.run("y", {"x": x}), want, rtol=1e-4, atol=1e-4)
+    assert onednn._state.get("lib") is None
+    assert "oneDNN is off" in capfd.readouterr().err
