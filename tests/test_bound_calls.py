@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from conftest import FIXTURES
+from test_onednn import kept_state, needs_onednn  # noqa: F401 - a fixture, and a mark
 import tfg
 from tfg.executor import Session
 from tfg.graphdef.attrs import Shape
@@ -18,16 +19,6 @@ from tfg.schemas.dtypes import DType
 
 F = DType.FLOAT
 RNG = np.random.default_rng(41)
-needs_onednn = pytest.mark.skipif(not onednn.wanted(),
-                                  reason="oneDNN not installed (tfg[perf])")
-
-
-@pytest.fixture
-def kept_state():
-    saved = dict(onednn._state)
-    yield
-    onednn._state.clear()
-    onednn._state.update(saved)
 
 
 def _bound_nodes(sess):
