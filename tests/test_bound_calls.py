@@ -1,8 +1,8 @@
-"""Bound convolution calls (tfg/kernels/bound.py, tfg/executor/bound_calls.py): after a
-convolution node's first call on oneDNN, the fast program's call runs its bound form (filter,
-bias and activation fixed) while the inputs are the bound ones, and the kernel otherwise.
-Values bit for bit the unbound calls', on real models and across a change of input shape,
-a fed filter, a non-contiguous input and oneDNN turning off."""
+"""Bound convolution calls (tfg/kernels/bound.py; `bound_call` in tfg/executor/calls.py):
+after a convolution node's first call on oneDNN, the fast program's call runs its bound form
+(filter, bias and activation fixed) while the inputs are the bound ones, and the kernel
+otherwise. Values bit for bit the unbound calls', on real models and across a change of input
+shape, a fed filter, a non-contiguous input, oneDNN turning off and oneDNN failing."""
 import json
 
 import numpy as np

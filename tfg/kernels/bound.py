@@ -1,6 +1,6 @@
 """Kernels that leave a bound form of their node after a call: the work of one input with
 the node's other inputs fixed, for the fast program's call to run without the kernel's
-layers (tfg/executor/bound_calls.py).
+layers (`bound_call` in tfg/executor/calls.py).
 
     @bound.binds
     @kernel("Conv2D")
