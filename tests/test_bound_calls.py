@@ -156,3 +156,23 @@ def test_a_failing_onednn_call_in_a_bound_run_falls_back_to_numpy(op, monkeypatc
     np.testing.assert_allclose(sess.run("y", {"x": x}), want, rtol=1e-4, atol=1e-4)
     assert onednn._state.get("lib") is None
     assert "oneDNN is off" in capfd.readouterr().err
+
+
+@needs_onednn
+def test_a_fused_convolution_keeps_one_onednn_convolution():
+    """_FusedConv2D makes its own oneDNN convolution (with the bias) after its first call and
+    lets the base Conv2D's go, its bound form included: one copy of the filter in oneDNN's
+    layout per node, not two."""
+    import gc
+
+    def live():
+        gc.collect()
+        return sum(1 for o in gc.get_objects() if type(o) is onednn.Convolution)
+    before = live()
+    g, _ = _graph("_FusedConv2D")
+    sess = Session(g, graph_rewrites=False)
+    x = RNG.standard_normal((2, 7, 7, 4)).astype(np.float32)
+    for _ in range(3):
+        sess.run("y", {"x": x})
+    assert _bound_nodes(sess) == ["y"]
+    assert live() - before == 1

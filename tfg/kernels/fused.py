@@ -273,6 +273,8 @@ def _remember_chunked(ctx, x, w, b):
             # The base convolution's copy of the filter in oneDNN's layout goes: this one
             # makes its own (the base runs numpy, should this signature miss the hit above).
             run.conv = None
+            # (and the base's bound form, which holds the base convolution)
+            ctx.cache["base"][2].cache.pop(bound.KEY, None)
             base = run.fallback  # tfg's own path, should a oneDNN call fail later
 
             def numpy_path(x, w, b, _act):
@@ -366,7 +368,7 @@ def _bind_depthwise(ctx, x, w, b):
     and the steps are _apply_fused's quick path (BiasAdd + an in-place activation), this
     node's bound form: the base's run, the bias added in place, then the activation (the
     same ufuncs in the same order as _apply_fused)."""
-    ops, _, alpha, _, quick = _steps(ctx, x.ndim)
+    _, _, alpha, _, quick = _steps(ctx, x.ndim)
     hit = ctx.cache["base"][2].cache.get(bound.KEY)
     if (quick is None or hit is None or hit[0] != x.shape or hit[1] is not w
             or type(b) is not np.ndarray or b.dtype != np.float32
