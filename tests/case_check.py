@@ -46,6 +46,19 @@ def load_meta(case_dir):
         return json.load(f)
 
 
+def load_run_case(case_dir):
+    """A run case's (meta, graph, feeds, expected values in fetch order), for tests that run
+    it in a Session of their own."""
+    import tfg  # lazy: check.py's modes run the CLI only and never import the package
+    meta = load_meta(case_dir)
+    graph = tfg.load(os.path.join(case_dir, "graph.pb"))
+    with np.load(os.path.join(case_dir, "feeds.npz")) as f:
+        feeds = {k: f[k] for k in f.files}
+    with np.load(os.path.join(case_dir, "expected.npz")) as f:
+        expected = [f[k] for k in meta["fetches"]]
+    return meta, graph, feeds, expected
+
+
 def pipeline_command(case_dir, meta, mode, out, cluster=None, tfg=TFG):
     """The shell pipeline check.py runs for this case and mode; returns (command, fetches,
     expected keys)."""

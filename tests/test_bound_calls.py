@@ -3,14 +3,13 @@ after a convolution node's first call on oneDNN, the fast program's call runs it
 (filter, bias and activation fixed) while the inputs are the bound ones, and the kernel
 otherwise. Values bit for bit the unbound calls', on real models and across a change of input
 shape, a fed filter, a non-contiguous input, oneDNN turning off and oneDNN failing."""
-import json
 
 import numpy as np
 import pytest
 
+from case_check import load_run_case
 from conftest import FIXTURES
 from test_onednn import kept_state, needs_onednn  # noqa: F401 - a fixture, and a mark
-import tfg
 from tfg.executor import Session
 from tfg.graphdef.attrs import Shape
 from tfg.graphdef.graph import Graph
@@ -54,13 +53,7 @@ class _Unbound:
 @pytest.mark.parametrize("name", ["mobilenetv3small", "nasnet_small", "mobilenetv2",
                                   "efficientnet_small"])
 def test_real_models_bound_calls_give_the_unbound_bits(name, monkeypatch):
-    case = FIXTURES / "real_models" / name
-    meta = json.loads((case / "case.json").read_text())
-    g = tfg.load(str(case / "graph.pb"))
-    with np.load(case / "feeds.npz") as f:
-        feeds = {k: f[k] for k in f.files}
-    with np.load(case / "expected.npz") as f:
-        expected = [f[k] for k in meta["fetches"]]
+    meta, g, feeds, expected = load_run_case(FIXTURES / "real_models" / name)
     fetches = meta["fetches"]
     monkeypatch.setenv("TFG_BLAS_TRIAL", "0")  # one thread count on every step
     plain = _Unbound(g, monkeypatch)

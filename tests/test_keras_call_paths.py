@@ -3,13 +3,12 @@ quick path after a prepared GEMM (kernels/fused.py `_whole`), the prepared zero 
 (kernels/array_ops.py) and, in tfg's Session, chains with tiled per-channel Consts
 (executor/chain_tiles.py): every value bit for bit the unfused kernels' / the plain
 program's (TFG_FAST_PROGRAM=0), TensorFlow's on its small real models."""
-import json
 
 import numpy as np
 import pytest
 
+from case_check import load_run_case
 from conftest import FIXTURES
-import tfg
 from tfg.executor import Session
 from tfg.graphdef.graph import Graph
 from tfg.kernels.context import KernelContext
@@ -24,13 +23,7 @@ def test_real_models_match_tensorflow_and_the_plain_program(name, monkeypatch):
     Session: batch-norm chains with tiled per-channel operands, fused convolutions' quick
     path, prepared Pads, NASNet's sampled crops; over three steps the values TensorFlow's
     within the suite's tolerance and bit for bit the plain program's (TFG_FAST_PROGRAM=0)."""
-    case = FIXTURES / "real_models" / name
-    meta = json.loads((case / "case.json").read_text())
-    g = tfg.load(str(case / "graph.pb"))
-    with np.load(case / "feeds.npz") as f:
-        feeds = {k: f[k] for k in f.files}
-    with np.load(case / "expected.npz") as f:
-        expected = [f[k] for k in meta["fetches"]]
+    meta, g, feeds, expected = load_run_case(FIXTURES / "real_models" / name)
     fetches = meta["fetches"]
     # one BLAS thread count for every step: adaptive's trial (blas_trial.py) times steps on
     # one and on two threads, and OpenBLAS's sums differ in the last bits between them
