@@ -95,6 +95,7 @@ def _counting(monkeypatch):
 @pytest.mark.parametrize("n", [0, 1, 6])
 def test_a_gru_cells_gate_slices_are_blocks_and_its_gate_adds_one_call(reset_first, n,
                                                                        monkeypatch):
+    monkeypatch.setenv("TFG_CHAIN_PROGRAMS", "0")  # (the numpy steps' blocks, not a program)
     graph = _gru_loop(reset_first, BLOCKS)
     rng = np.random.default_rng(n)
     feeds = {"n": n, "x": rng.standard_normal((B, F)).astype(np.float32),

@@ -308,7 +308,9 @@ def test_masks_are_a_view_of_one_expanded_stack(batched, monkeypatch):
     """The frozen Keras BiLSTM's masks, read from the two loops' lists: from the second
     iteration the stacked call reads both as one view of a [T, 2, B, N] copy
     (batched_rows.mask_row; from the second run expanded to the Selects' shape), and the
-    outputs are the sequential run's bytes."""
+    outputs are the sequential run's bytes (the numpy steps: a program reads the narrow
+    mask as it is)."""
+    monkeypatch.setenv("TFG_CHAIN_PROGRAMS", "0")
     case = FIXTURES / "real_models" / "keras_bilstm_masked"
     meta = json.loads((case / "case.json").read_text())
     feeds = dict(np.load(case / "feeds.npz"))

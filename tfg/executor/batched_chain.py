@@ -19,6 +19,7 @@ done stacked (a transposed MatMul, a StridedSlice, ...), are not planned: None.
 """
 from tfg.executor import batched_run as BR
 from tfg.executor import batched_selects as SEL
+from tfg.executor import chain_programs as CP
 from tfg.executor import batched_steps as BS
 from tfg.executor.chain_match import aligned
 
@@ -80,7 +81,17 @@ def batched(ca, cb):
     if steps is None:
         return None
     return BR.runner(len(index), tuple(external), tuple(steps), tuple(escaping),
-                     _mask_uses(plan, roles))
+                     _mask_uses(plan, roles), _program(plan, escaping))
+
+
+def _program(plan, escaping):
+    """The stacked chain as one compiled program (tfg/executor/chain_programs.py): its
+    MatMuls as their stacked steps, the rest one call over the stacks. None where the
+    chain has a member the program does not take."""
+    pre = tuple(BS.matmul(ins[0], ins[1], outs[0], fn[2])
+                for kind, fn, ins, outs in plan if kind == "matmul")
+    members = [(kind, fn, tuple(ins), tuple(outs)) for kind, fn, ins, outs in plan]
+    return CP.program(members, [k for k, _, _ in escaping], pre, batched=True)
 
 
 def _mask_uses(plan, roles):

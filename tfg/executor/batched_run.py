@@ -21,12 +21,13 @@ from tfg.executor.batched_steps import Fallback
 ndarray = np.ndarray
 
 
-def runner(n, external, steps, escaping, mask_uses=()):
+def runner(n, external, steps, escaping, mask_uses=(), program=None):
     """run(va, vb, last) -> bool for a plan of `n` stacked values: `external` ((index, slot
     of A, slot of B, role), ...) the operands read from the loops' slots, `steps` the stacked
     steps in order, `escaping` ((index, slot of A, slot of B), ...) the values the loops read
     after the chain, `mask_uses` ((mask's index, its Selects' x indices), ...) the masks
-    that may be expanded to their Selects' shape. run.kept, run.rows and run.masks are the
+    that may be expanded to their Selects' shape, `program` the chain as one compiled call
+    (chain_programs.py; None: the steps). run.kept, run.rows and run.masks are the
     caller's to clear and fill (loop_lockstep.py, lockstep_plans.py)."""
     empty, concatenate = np.empty, np.concatenate
     kept = {}  # external index -> (value of A, value of B, their stack): the same objects
@@ -97,8 +98,9 @@ def runner(n, external, steps, escaping, mask_uses=()):
                     return False
             bv[k] = st
         try:
-            for f in steps:
-                f(bv)
+            if program is None or not program(bv):
+                for f in steps:
+                    f(bv)
         except Fallback:
             if shapes:  # (an expanded mask may be what the Select declined: not again)
                 shapes.clear()
@@ -106,7 +108,7 @@ def runner(n, external, steps, escaping, mask_uses=()):
                     kept.pop(("masks", k), None)
             return False
         for k, xs in mask_uses:
-            if k not in shapes:
+            if k not in shapes and bv[xs[0]] is not None:  # (None: the program's register)
                 shape = bv[xs[0]].shape
                 if all(bv[x].shape == shape for x in xs):
                     shapes[k] = shape

@@ -30,6 +30,7 @@ import heapq
 import numpy as np
 
 from tfg.executor import block_steps as B
+from tfg.executor import chain_programs as CP
 from tfg.executor import fused_steps as S
 from tfg.executor import loop_blocks as LB
 from tfg.executor import plan as P
@@ -317,7 +318,9 @@ def _fused(group, ins_of, outs_of, readers, outside, new_slot):
         else:
             steps.append(S.matmul(ins[0], ins[1], o, reuse, *fn))
     calls = tuple((c, it) for c, it, _ in group)
-    call = _chain_call(tuple(steps), tuple(dict.fromkeys(floats)), calls)
+    program = _program(group, ins_of, outs_of, escapes)
+    call = _chain_call(tuple(steps), tuple(dict.fromkeys(floats)), calls, program)
+    call.program = program
     call.members = tuple(it for _, it in calls)
     call.steps = tuple(steps)
     # what a batched twin of the chain reads (tfg/executor/loop_pairs.py): each member's
@@ -385,9 +388,29 @@ def _stack_sigmoids(group, ins_of, outs_of, by_whole, escapes):
     return [group[k] for k in order], sigs
 
 
-def _chain_call(steps, floats, calls):
-    """The fused call: its float inputs checked for one float dtype, the steps run; on
-    Fallback the members' own calls (their errors name their node)."""
+def _program(group, ins_of, outs_of, escapes):
+    """The chain's compiled program (tfg/executor/chain_programs.py), or None: its MatMuls
+    as their steps, the rest one call."""
+    members, pre = [], []
+    for _, it, (kind, fn) in group:
+        ins, outs = tuple(ins_of[it.id][0]), tuple(outs_of(it))
+        if kind == "bias":
+            if it.ctx.attrs.get("data_format", b"NHWC") in (b"NCHW", "NCHW"):
+                return None
+        elif kind == "matmul":
+            pre.append(S.matmul(ins[0], ins[1], outs[0], not escapes(outs[0]), *fn))
+        elif kind == "fmatmul":
+            pre.append(S.fused_matmul(ins[0], ins[1], ins[2], outs[0], not escapes(outs[0]),
+                                      *fn))
+        members.append((kind, fn, ins, outs))
+    escaping = [s for _, it, _ in group for s in outs_of(it) if escapes(s)]
+    return CP.program(members, escaping, tuple(pre))
+
+
+def _chain_call(steps, floats, calls, program=None):
+    """The fused call: its float inputs checked for one float dtype, the program (where
+    there is one and it takes the values) or else the steps run; on Fallback the members'
+    own calls (their errors name their node)."""
     ndarray, generic = np.ndarray, np.generic
     first, rest = floats[0], floats[1:]
     misses = [0]  # fallbacks in a row: after _GIVE_UP the steps are no longer tried
@@ -404,6 +427,9 @@ def _chain_call(steps, floats, calls):
                     break
             if ok:
                 try:
+                    if program is not None and program(vals):
+                        misses[0] = 0
+                        return
                     for f in steps:
                         f(vals)
                     misses[0] = 0
