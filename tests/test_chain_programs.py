@@ -172,7 +172,7 @@ def test_a_gru_cells_column_slices_are_registers():
                 ("ufunc", np.multiply, (27, 2), (35,)), ("ufunc", np.add, (35, 34), (36,))]
     run, _ = _check(members, vals, [36, 21])
     plan, = run.plans.values()
-    from tfg.kernels import program_loops as PL
+    from tfg.kernels import program_codes as PL
     loads = plan.code[plan.code[:, 0] == PL.LOAD]
     assert len(loads) == 3 + 3 + 1 + 1  # the two [B, 3H] operands, h, the 1: once each
 

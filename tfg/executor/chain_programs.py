@@ -34,6 +34,7 @@ import os
 import numpy as np
 
 from tfg.kernels import jit, math_ops, vector_math
+from tfg.kernels import program_codes as PC
 from tfg.kernels.indexing_ops import strided_slice_index
 
 ENV_VAR = "TFG_CHAIN_PROGRAMS"
@@ -52,11 +53,9 @@ _state = {}  # "loops": the program_loops module once loaded, or None where it c
 _ROLES = {"split": "af", "select": "mff", "slice": "fbbb"}
 
 
-def _opcodes():
-    from tfg.kernels import program_loops as PL
-    ufuncs = {np.add: PL.ADD, np.subtract: PL.SUB, np.multiply: PL.MUL,
-              np.true_divide: PL.DIV, np.negative: PL.NEG, math_ops.tanh_into: PL.TANH}
-    return PL, ufuncs
+# the ufuncs a program computes as their kernels do, and their instructions
+_UFUNCS = {np.add: PC.ADD, np.subtract: PC.SUB, np.multiply: PC.MUL, np.true_divide: PC.DIV,
+           np.negative: PC.NEG, math_ops.tanh_into: PC.TANH}
 
 
 def wanted():
@@ -73,7 +72,7 @@ def _loops():
     if hit is not False:
         return hit
     try:
-        from tfg.kernels import program_loops
+        from tfg.kernels import program_loops  # lazy: imports numba
     except Exception as e:  # noqa: BLE001 - a numba without what the loop uses
         jit.turn_off(f"the chain program loop could not load ({type(e).__name__}: {e})")
         _state["loops"] = None
@@ -99,10 +98,9 @@ def program(members, escaping, pre=(), batched=False):
     region = [m for m in members if m[0] not in ("matmul", "fmatmul")]
     if len(region) < MIN_MEMBERS or len(region) + len(pre) != len(members):
         return None
-    _, ufuncs = _opcodes()
     made = set()
     for kind, fn, ins, outs in region:
-        if kind == "ufunc" and fn not in ufuncs:
+        if kind == "ufunc" and fn not in _UFUNCS:
             return None
         if kind not in ("ufunc", "sigmoid", "bias", "split", "select", "slice"):
             return None
@@ -181,8 +179,12 @@ def _runner(region, pre, floats, masks, consts, out_slots, batched):
         return plan
 
     def run(vals):
-        loops = _state.get("loops") if vm_loaded and vm_loaded[0] is not None else _loops()
-        if loops is None or unfit[0] >= _GIVE_UP:
+        loops = _state.get("loops") if vm_loaded and vm_loaded[0] is not None else None
+        if loops is None:
+            loops = _loops()  # (vector_math's loops held off, or not loaded yet)
+            if loops is None:
+                return False
+        if unfit[0] >= _GIVE_UP:
             return False
         for f in pre:
             f(vals)  # (its Fallback is the caller's)
@@ -256,7 +258,6 @@ class _Plan:
 
     def __init__(self, region, floats, masks, consts, out_slots, fshapes, mshapes, cvals,
                  batched):
-        PL, ufuncs = _opcodes()
         shape = {}  # slot -> its shape, as numpy broadcasts it (a batched bias: [G, 1, C])
         for s, sh in zip(floats, fshapes):
             shape[s] = tuple(sh)
@@ -354,7 +355,7 @@ class _Plan:
                 return r
             width = shape[slot][-1] if shape[slot] else 1
             gs, rs = strides[slot]
-            op = PL.LOADM if slot in masks else PL.LOAD
+            op = PC.LOADM if slot in masks else PC.LOAD
             out = []
             for p in range(k):
                 col, cstep = (0, 0) if width == 1 else (p * C, 1)
@@ -375,12 +376,12 @@ class _Plan:
             if kind == "select":
                 m, x, y = (operand(t, k) for t in ins)
                 regs[o] = [fresh() for _ in range(k)]
-                code.extend((PL.SELECT, d, a, b, c, 0, 0, 0)
+                code.extend((PC.SELECT, d, a, b, c, 0, 0, 0)
                             for d, a, b, c in zip(regs[o], m, x, y))
                 continue
             args = [operand(t, k) for t in ins]
-            op = (PL.SIGMOID if kind == "sigmoid" else PL.ADD if kind == "bias"
-                  else ufuncs[fn])
+            op = (PC.SIGMOID if kind == "sigmoid" else PC.ADD if kind == "bias"
+                  else _UFUNCS[fn])
             regs[o] = [fresh() for _ in range(k)]
             for p, d in enumerate(regs[o]):
                 code.append((op, d) + tuple(a[p] for a in args) + (0,) * (6 - len(args)))
@@ -391,7 +392,7 @@ class _Plan:
             r = operand(slot, sh[-1] // C)
             size = _prod(sh)
             for p, reg in enumerate(r):
-                code.append((PL.STORE, reg, at, sh[-1], p * C, 0, 0, 0))
+                code.append((PC.STORE, reg, at, sh[-1], p * C, 0, 0, 0))
             self.outs.append((slot, at, size, sh))
             at += size
         # outputs of one shape (an LSTM's h and c): one [n, ...] array, each a row of it
@@ -409,7 +410,7 @@ class _Plan:
         self.nregs = max(count[0], 1)
         if self.nregs * self.n > MAX_REGISTER_FLOATS:
             raise _Unfit
-        self.code = np.array(code, np.int64).reshape(-1, PL.WIDTH)
+        self.code = np.array(code, np.int64).reshape(-1, PC.WIDTH)
 
 
 def _prod(dims):

@@ -36,10 +36,9 @@ one array serves a broadcast (a bias: row stride 0; a [B, 1] mask: column stride
 """
 import numpy as np
 
+from tfg.kernels.program_codes import (ADD, DIV, LOAD, LOADM, MUL, NEG, SELECT, SIGMOID,
+                                       STORE, SUB, TANH)
 from tfg.kernels.vector_loops import _OPTIONS, _compiled, _sigmoid, _tanh
-
-LOAD, LOADM, STORE, ADD, SUB, MUL, DIV, NEG, SIGMOID, TANH, SELECT = range(11)
-WIDTH = 8  # integers per instruction
 
 _ZERO, _ONE = np.float32(0.0), np.float32(1.0)
 
