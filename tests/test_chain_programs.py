@@ -2,11 +2,14 @@
 of the real-model suite take it and give the numpy steps' bytes and TensorFlow's values;
 chains built here check each member kind, each broadcast the layout takes, and the
 signatures it leaves to the steps, against the kernels' own functions member by member."""
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
 from tests.case_check import load_run_case
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, ROOT
 from tfg.executor import Session
 from tfg.executor import chain_programs as CP
 from tfg.kernels import math_ops
@@ -131,17 +134,22 @@ def test_a_signature_is_planned_once_and_a_new_one_again():
 
 
 def test_inputs_the_program_copies_first():
-    """A read-only operand, a transposed (non-contiguous) one and a 0-d Const."""
+    """A read-only operand, a transposed (non-contiguous) one, a 0-d Const and a numpy
+    scalar; the next call with the same signature takes the last call's plan."""
     rng = np.random.default_rng(2)
     vals = [None] * 12
     vals[0] = _rand(rng, 7, 4).T  # [4, 7], Fortran order
     vals[1] = _rand(rng, 4, 7)
     vals[1].flags.writeable = False
     vals[2] = np.array(1.0, F32)
+    vals[3] = F32(0.5)
     members = [("ufunc", np.subtract, (2, 0), (5,)), ("ufunc", np.multiply, (5, 1), (6,)),
                ("sigmoid", None, (6,), (7,)), ("ufunc", np.negative, (7,), (8,)),
-               ("ufunc", np.true_divide, (8, 1), (9,))]
-    _check(members, vals, [9, 6])
+               ("ufunc", np.true_divide, (8, 1), (9,)), ("ufunc", np.add, (9, 3), (10,))]
+    run, got = _check(members, vals, [10, 6])
+    again = list(vals)
+    assert run(again) and run.lookups[0] == 1
+    assert again[10].tobytes() == got[10].tobytes()
 
 
 def test_a_gru_cells_column_slices_are_registers():
@@ -298,3 +306,15 @@ def test_random_chains_are_the_kernels_bytes(seed):
             continue
         assert got[s].shape == want[s].shape
         assert got[s].tobytes() == np.ascontiguousarray(want[s]).tobytes()
+
+
+def test_a_one_shot_run_of_a_keras_loop_imports_no_numba():
+    """Planning a Session's loops writes their programs without numba: a run of one step
+    (tfg run) never imports it (tfg/kernels/jit.py)."""
+    code = ("import sys; from tests.case_check import load_run_case; "
+            "from tfg.executor import Session; "
+            "m, g, f, e = load_run_case('tests/fixtures/real_models/keras_lstm'); "
+            "Session(g).run(m['fetches'], f); print('numba' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "False"

@@ -148,11 +148,13 @@ def _runner(region, pre, floats, masks, consts, out_slots, batched):
     last = [None]  # the last call's plan: checked first
     held = [None] * len(slots)  # (read-only input, its C-contiguous copy): a Const's bias
     unfit = [0]  # calls in a row whose signature the layout did not take
+    lookups = [0]  # calls that did not match the last call's signature (for the tests)
     vm_loaded = vector_math._loaded
     empty, ndarray = np.empty, _ndarray
 
     def plan_for(vals):
         """The plan of these values' signature (made at its first call), or None."""
+        lookups[0] += 1
         values = [vals[s] for s in slots]
         for i, x in enumerate(values):
             if type(x) is not ndarray:
@@ -193,7 +195,11 @@ def _runner(region, pre, floats, masks, consts, out_slots, batched):
         if plan is not None:
             for s, shape, shape2, dt in plan.inputs:
                 x = vals[s]
-                if type(x) is not ndarray or x.shape != shape or x.dtype is not dt:
+                if type(x) is not ndarray:
+                    if not isinstance(x, np.generic):
+                        break
+                    x = np.asarray(x)  # (a scalar Const: 0-d)
+                if x.shape != shape or x.dtype is not dt:
                     break
                 arrs.append(x if shape == shape2 else x.reshape(shape2))
             else:
@@ -236,7 +242,7 @@ def _runner(region, pre, floats, masks, consts, out_slots, batched):
             for slot, k in plan.out_views:
                 vals[slot] = outs[k]
         return True
-    run.plans = plans
+    run.plans, run.lookups = plans, lookups
     return run
 
 
