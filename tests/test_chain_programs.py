@@ -8,8 +8,9 @@ import sys
 import numpy as np
 import pytest
 
-from tests.case_check import load_run_case
+from tests.case_check import grad_name, load_meta, load_run_case, node_of
 from tests.conftest import FIXTURES, ROOT
+import tfg
 from tfg.executor import Session
 from tfg.executor import chain_programs as CP
 from tfg.kernels import math_ops
@@ -37,19 +38,40 @@ def _counting(monkeypatch):
     return counts
 
 
+def _case(name):
+    """(graph, feeds, fetches, expected values, rtol, atol) of a real-model case; a grad case
+    differentiated by tfg.grad, its gradients fetched."""
+    folder = FIXTURES / "real_models" / name
+    meta = load_meta(folder)
+    if meta["kind"] != "grad":
+        meta, graph, feeds, expected = load_run_case(folder)
+        return graph, feeds, meta["fetches"], expected, meta["rtol"], meta["atol"]
+    graph = tfg.grad(tfg.load(str(folder / "graph.pb")), ys=[node_of(y) for y in meta["ys"]],
+                     xs=[node_of(x) for x in meta["xs"]])
+    feeds = dict(np.load(folder / "feeds.npz"))
+    with np.load(folder / "expected.npz") as f:
+        expected = [f[x] for x in meta["xs"]]
+    return graph, feeds, [grad_name(x) for x in meta["xs"]], expected, meta["rtol"], meta["atol"]
+
+
 @pytest.mark.parametrize("case", ["keras_lstm", "keras_gru", "keras_bilstm_masked",
-                                  "keras_lstm_functional"])
-def test_keras_cells_run_as_programs_with_the_steps_bytes(case, monkeypatch):
-    meta, graph, feeds, expected = load_run_case(FIXTURES / "real_models" / case)
+                                  "keras_lstm_functional", "tf1_dynamic_lstm_grad",
+                                  "tf1_bidirectional_lstm_grad", "keras_gru_grad"])
+def test_real_cells_run_as_programs_with_the_steps_bytes(case, monkeypatch):
+    """Keras LSTM, GRU and BiLSTM cells, TF1 dynamic_rnn's (a Select of whole rows for its
+    sequence lengths): every chain of their loops runs as a program from a Session's second
+    call on; the outputs (gradients, for the grad cases) are the numpy steps' bytes and
+    TensorFlow's values."""
+    graph, feeds, fetches, expected, rtol, atol = _case(case)
     counts = _counting(monkeypatch)
-    runs = [Session(graph).run(meta["fetches"], feeds) for _ in range(2)]
+    runs = [Session(graph).run(fetches, feeds) for _ in range(2)]
     assert counts[True] > 0, counts  # (each Session's first call plans, then programs run)
     monkeypatch.setenv("TFG_CHAIN_PROGRAMS", "0")
-    steps = Session(graph).run(meta["fetches"], feeds)
+    steps = Session(graph).run(fetches, feeds)
     for got in runs:
         for a, b, want in zip(got, steps, expected):
             assert a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
-            np.testing.assert_allclose(a, want, rtol=meta["rtol"], atol=meta["atol"])
+            np.testing.assert_allclose(a, want, rtol=rtol, atol=atol)
 
 
 def _reference(members, vals, batched=False):
@@ -72,7 +94,10 @@ def _reference(members, vals, batched=False):
             x = vals[ins[0]]
             vals[outs[0]] = x[strided_slice_index(x.shape, *(vals[s] for s in ins[1:]), attrs)]
         elif kind == "select":
-            vals[outs[0]] = np.where(vals[ins[0]], vals[ins[1]], vals[ins[2]])
+            m, x = vals[ins[0]], vals[ins[1]]
+            if not fn and m.ndim == 1 and x.ndim > 1:  # (Select's vector: whole rows)
+                m = m.reshape(m.shape + (1,) * (x.ndim - 1))
+            vals[outs[0]] = np.where(m, x, vals[ins[2]])
         elif kind == "matmul":
             vals[outs[0]] = np.matmul(vals[ins[0]], vals[ins[1]])
     return vals
@@ -205,8 +230,22 @@ def test_a_batched_cell_reads_one_bias_row_per_loop(monkeypatch):
     _check(members, vals, [20, 19], batched=True, pre=(BS.matmul(0, 1, 10, None),))
 
 
+@pytest.mark.parametrize("rank", [2, 3])
+def test_selects_vector_condition_picks_rows(rank):
+    """Select (not SelectV2) of a [B] condition: whole rows, as TF1's dynamic_rnn masks its
+    finished sequences."""
+    rng = np.random.default_rng(6)
+    shape = (4, 3, 5)[:rank]
+    vals = [None] * 20
+    vals[0], vals[1] = _rand(rng, *shape), _rand(rng, *shape)
+    vals[2] = np.array([True, False, True, False])
+    members = [("ufunc", np.add, (0, 1), (10,)), ("sigmoid", None, (10,), (11,)),
+               ("select", False, (2, 11, 1), (12,)), ("ufunc", np.multiply, (12, 0), (13,))]
+    _check(members, vals, [13, 12])
+
+
 @pytest.mark.parametrize("change", ["float64", "expanding broadcast", "row slice",
-                                    "rank-1 Select mask", "split along rows"])
+                                    "rank-1 SelectV2 mask", "split along rows"])
 def test_signatures_the_layout_does_not_take_are_left_to_the_steps(change):
     rng = np.random.default_rng(5)
     vals = [None] * 20
@@ -225,8 +264,8 @@ def test_signatures_the_layout_does_not_take_are_left_to_the_steps(change):
     elif change == "row slice":
         members.append(("slice", ({}, None), (12, 4, 5, 6), (13,)))
         members.append(("ufunc", np.negative, (13,), (14,)))
-    elif change == "rank-1 Select mask":
-        members.append(("select", False, (2, 12, 1), (13,)))
+    elif change == "rank-1 SelectV2 mask":  # (a [4] mask on [4, 6]: no numpy broadcast)
+        members.append(("select", True, (2, 12, 1), (13,)))
     else:
         vals[3] = np.array(0, np.int32)
         members.append(("split", None, (3, 12), (13, 14)))

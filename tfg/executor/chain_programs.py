@@ -271,6 +271,7 @@ class _Plan:
             shape[s] = tuple(sh)
         const = dict(zip(consts, cvals))
         made = {}  # computed slot -> its shape
+        rows_of = set()  # vector masks of Selects that pick rows (read as [B, 1, ...])
         views = {}  # split piece / slice slot -> (source slot, first column, width)
         for kind, fn, ins, outs in region:
             if kind == "split":
@@ -297,9 +298,19 @@ class _Plan:
                 made[outs[0]] = shape[outs[0]] = src[:-1] + (w,)
                 views[outs[0]] = (ins[0], first, w)
             elif kind == "select":
+                m = ins[0]
                 ms, xs, ys = (shape[s] for s in ins)
-                if xs != ys or not (ms == xs or (fn and len(ms) <= len(xs)
-                                                 and _broadcast(ms, xs) == xs)):
+                if (not fn and not batched and len(ms) == 1 and len(xs) > 1
+                        and ms[0] == xs[0]):
+                    # Select's vector condition picks whole rows (a TF1 dynamic_rnn's
+                    # sequence_length mask): as a [B, 1, ...] mask would
+                    ms = shape[m] = (ms[0],) + (1,) * (len(xs) - 1)
+                    rows_of.add(m)
+                elif m in rows_of and (fn or len(ms) != len(xs)):
+                    raise _Unfit  # (read as rows above, another broadcast here)
+                if xs != ys or not (ms == xs or (len(ms) <= len(xs)
+                                                 and _broadcast(ms, xs) == xs
+                                                 and (fn or m in rows_of))):
                     raise _Unfit
                 made[outs[0]] = shape[outs[0]] = xs
             elif kind == "bias":
