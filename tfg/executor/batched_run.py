@@ -98,17 +98,24 @@ def runner(n, external, steps, escaping, mask_uses=(), program=None):
                     return False
             bv[k] = st
         try:
-            if program is None or not program(bv):
+            if program is not None and program(bv):
+                # (the program reads a narrow mask as it is: expanding it is a copy for
+                # nothing, and a second signature for the program, at the run's first row)
+                if shapes:
+                    shapes.clear()
+                mask_uses_now = ()
+            else:
                 for f in steps:
                     f(bv)
+                mask_uses_now = mask_uses
         except Fallback:
             if shapes:  # (an expanded mask may be what the Select declined: not again)
                 shapes.clear()
                 for k in masks:
                     kept.pop(("masks", k), None)
             return False
-        for k, xs in mask_uses:
-            if k not in shapes and bv[xs[0]] is not None:  # (None: the program's register)
+        for k, xs in mask_uses_now:
+            if k not in shapes:
                 shape = bv[xs[0]].shape
                 if all(bv[x].shape == shape for x in xs):
                     shapes[k] = shape
