@@ -56,10 +56,11 @@ def _case(name):
 
 @pytest.mark.parametrize("case", ["keras_lstm", "keras_gru", "keras_bilstm_masked",
                                   "keras_lstm_functional", "tf1_dynamic_lstm_grad",
-                                  "tf1_bidirectional_lstm_grad", "keras_gru_grad"])
+                                  "tf1_bidirectional_lstm_grad", "keras_gru_grad",
+                                  "tf1_attention_seq2seq_grad"])
 def test_real_cells_run_as_programs_with_the_steps_bytes(case, monkeypatch):
     """Keras LSTM, GRU and BiLSTM cells, TF1 dynamic_rnn's (a Select of whole rows for its
-    sequence lengths): every chain of their loops runs as a program from a Session's second
+    sequence lengths) and an attention decoder's (its output sliced after the chain): chains of their loops runs as a program from a Session's second
     call on; the outputs (gradients, for the grad cases) are the numpy steps' bytes and
     TensorFlow's values."""
     graph, feeds, fetches, expected, rtol, atol = _case(case)
@@ -230,6 +231,22 @@ def test_a_batched_cell_reads_one_bias_row_per_loop(monkeypatch):
     _check(members, vals, [20, 19], batched=True, pre=(BS.matmul(0, 1, 10, None),))
 
 
+def test_a_last_slice_no_member_reads_is_taken_after_the_program():
+    """A StridedSlice of rows (not a column block) at the chain's end: the program stores its
+    source, and the slice is the step's view of it."""
+    rng = np.random.default_rng(7)
+    vals = [None] * 20
+    vals[0], vals[1] = _rand(rng, 4, 6), _rand(rng, 4, 6)
+    vals[2], vals[3], vals[4] = (np.array([1, 0], np.int32), np.array([3, 6], np.int32),
+                                 np.array([1, 1], np.int32))
+    members = [("ufunc", np.add, (0, 1), (10,)), ("sigmoid", None, (10,), (11,)),
+               ("ufunc", np.multiply, (11, 1), (12,)),
+               ("slice", ({}, None), (12, 2, 3, 4), (13,))]
+    run, got = _check(members, vals, [13])
+    plan, = run.plans.values()
+    assert plan.post and got[13].base is not None  # (a view of the stored source)
+
+
 @pytest.mark.parametrize("rank", [2, 3])
 def test_selects_vector_condition_picks_rows(rank):
     """Select (not SelectV2) of a [B] condition: whole rows, as TF1's dynamic_rnn masks its
@@ -261,7 +278,7 @@ def test_signatures_the_layout_does_not_take_are_left_to_the_steps(change):
     elif change == "expanding broadcast":
         vals[0], vals[1] = _rand(rng, 4, 1), _rand(rng, 1, 6)
         members[2] = ("ufunc", np.multiply, (11, 11), (12,))
-    elif change == "row slice":
+    elif change == "row slice":  # (read by a member after it: not a post slice)
         members.append(("slice", ({}, None), (12, 4, 5, 6), (13,)))
         members.append(("ufunc", np.negative, (13,), (14,)))
     elif change == "rank-1 SelectV2 mask":  # (a [4] mask on [4, 6]: no numpy broadcast)

@@ -20,8 +20,10 @@ a scalar 1) is read with stride 0. A signature that does not fit the layout (ano
 broadcast, a slice of rows, a dtype other than float32) keeps the chain's numpy steps.
 
 Members taken: float ufuncs Add, Sub, Mul, RealDiv and Neg, Sigmoid, Tanh, BiasAdd,
-Split along the last axis, StridedSlice of a column block, Select/SelectV2; before them,
-the chain's MatMuls as their own steps (`pre`), when no MatMul reads an elementwise member.
+Split along the last axis, StridedSlice of a column block, Select/SelectV2 (Select's vector
+condition picks rows, as its kernel does); before them, the chain's MatMuls as their own steps
+(`pre`), when no MatMul reads an elementwise member; after them, any other StridedSlice that
+no member reads, as the step's view of its stored source (an attention decoder's output).
 Values are the numpy steps' bit for bit (program_loops.py), and the program runs where the
 steps would use compiled Sigmoid and Tanh loops: float32, compiled loops wanted and warm
 (tfg/kernels/vector_math.py). `TFG_CHAIN_PROGRAMS=0` turns programs off.
@@ -241,6 +243,8 @@ def _runner(region, pre, floats, masks, consts, out_slots, batched):
         else:
             for slot, k in plan.out_views:
                 vals[slot] = outs[k]
+        for slot, src, index in plan.post:
+            vals[slot] = vals[src][index]
         return True
     run.plans, run.lookups = plans, lookups
     return run
@@ -271,6 +275,8 @@ class _Plan:
             shape[s] = tuple(sh)
         const = dict(zip(consts, cvals))
         made = {}  # computed slot -> its shape
+        read = {t for _, _, ins, _ in region for t in ins}
+        self.post = []  # (slot, source slot, index): slices taken after the program
         rows_of = set()  # vector masks of Selects that pick rows (read as [B, 1, ...])
         views = {}  # split piece / slice slot -> (source slot, first column, width)
         for kind, fn, ins, outs in region:
@@ -294,7 +300,17 @@ class _Plan:
                 attrs, limit = fn
                 if not src or (limit is not None and 4 * int(np.prod(src)) > limit):
                     raise _Unfit
-                first, w = _column_block(src, [const[s] for s in ins[1:]], attrs)
+                bounds = [const[s] for s in ins[1:]]
+                try:
+                    first, w = _column_block(src, bounds, attrs)
+                except _Unfit:
+                    if outs[0] in read:
+                        raise
+                    # read by no member: sliced from its source after the program, as
+                    # the step slices it (a decoder's output taken apart for its attention)
+                    self.post.append((outs[0], ins[0], _slice_index(src, bounds, attrs)))
+                    shape[outs[0]] = None
+                    continue
                 made[outs[0]] = shape[outs[0]] = src[:-1] + (w,)
                 views[outs[0]] = (ins[0], first, w)
             elif kind == "select":
@@ -404,7 +420,10 @@ class _Plan:
                 code.append((op, d) + tuple(a[p] for a in args) + (0,) * (6 - len(args)))
         self.outs = []
         at = 0
-        for slot in out_slots:
+        post_outs = {o for o, _, _ in self.post}
+        stored = [t for t in out_slots if t not in post_outs]
+        stored += [src for _, src, _ in self.post if src in made and src not in stored]
+        for slot in stored:
             sh = made[slot]
             r = operand(slot, sh[-1] // C)
             size = _prod(sh)
@@ -479,6 +498,16 @@ def _form(sh, L, s, G, R):
     cols = sh[-1] if sh else 1
     gs = (R if rfull else 1) if gfull else 0
     return (rows, cols), gs, (1 if rfull else 0)
+
+
+def _slice_index(shape, bounds, attrs):
+    """The numpy index of a StridedSlice of these Const bounds (the step's), or _Unfit."""
+    if len(bounds) != 3 or not shape:
+        raise _Unfit
+    try:
+        return strided_slice_index(shape, *bounds, attrs)
+    except Exception:  # noqa: BLE001 - the kernel's error to word, by the steps
+        raise _Unfit from None
 
 
 def _column_block(shape, bounds, attrs):
