@@ -31,6 +31,7 @@ steps would use compiled Sigmoid and Tanh loops: float32, compiled loops wanted 
 Only the values read after the chain (`escaping`) are written back, as views of one fresh
 array a call; the rest live in the call's registers.
 """
+import math
 import os
 
 import numpy as np
@@ -298,7 +299,7 @@ class _Plan:
             elif kind == "slice":
                 src = shape.get(ins[0])
                 attrs, limit = fn
-                if not src or (limit is not None and 4 * int(np.prod(src)) > limit):
+                if not src or (limit is not None and 4 * math.prod(src) > limit):
                     raise _Unfit
                 bounds = [const[s] for s in ins[1:]]
                 try:
@@ -356,7 +357,7 @@ class _Plan:
             raise _Unfit
         operands = [shape[s] for s in floats] + [shape[s] for s in masks]
         s = _split_point(L, operands)
-        G, R = _prod(L[:s]), _prod(L[s:])
+        G, R = math.prod(L[:s]), math.prod(L[s:])
         self.G, self.R, self.C, self.n = G, R, C, G * R * C
         self.shapes2 = [_form(shape[x], L, s, G, R)[0] for x in list(floats) + list(masks)]
         strides = {x: _form(shape[x], L, s, G, R)[1:] for x in list(floats) + list(masks)}
@@ -426,7 +427,7 @@ class _Plan:
         for slot in stored:
             sh = made[slot]
             r = operand(slot, sh[-1] // C)
-            size = _prod(sh)
+            size = math.prod(sh)
             for p, reg in enumerate(r):
                 code.append((PC.STORE, reg, at, sh[-1], p * C, 0, 0, 0))
             self.outs.append((slot, at, size, sh))
@@ -447,13 +448,6 @@ class _Plan:
         if self.nregs * self.n > MAX_REGISTER_FLOATS:
             raise _Unfit
         self.code = np.array(code, np.int64).reshape(-1, PC.WIDTH)
-
-
-def _prod(dims):
-    n = 1
-    for d in dims:
-        n *= d
-    return n
 
 
 def _status(sh, L):
@@ -517,7 +511,7 @@ def _column_block(shape, bounds, attrs):
         raise _Unfit
     try:
         index = strided_slice_index(shape, *bounds, attrs)
-        cells = np.arange(_prod(shape)).reshape(shape)
+        cells = np.arange(math.prod(shape)).reshape(shape)
         got = cells[index]
     except Exception:  # noqa: BLE001 - the kernel's error to word, by the steps
         raise _Unfit from None

@@ -35,12 +35,32 @@ one array serves a broadcast (a bias: row stride 0; a [B, 1] mask: column stride
     SELECT  d, m, a, b                              regs[d] = regs[a] where regs[m] else regs[b]
 """
 import numpy as np
+from numba import njit
 
 from tfg.kernels.program_codes import (ADD, DIV, LOAD, LOADM, MUL, NEG, SELECT, SIGMOID,
                                        STORE, SUB, TANH)
 from tfg.kernels.vector_loops import _OPTIONS, _compiled, _sigmoid, _tanh
 
-_ZERO, _ONE = np.float32(0.0), np.float32(1.0)
+_ZERO = np.float32(0.0)
+
+
+@njit(inline="always", **_OPTIONS)
+def _load(d, src, ins, G, R, C):
+    """LOAD and LOADM: register `d` from the 2D input `src` (float32, or bool: numba casts
+    True and False to 1.0 and 0.0), rows g*gstride + r*rstride from column `col`, every column or (cstep 0) one."""
+    col, cstep, gs, rs = ins[3], ins[4], ins[5], ins[6]
+    for g in range(G):
+        for r in range(R):
+            at = (g * R + r) * C
+            dst = d[at:at + C]
+            if cstep:
+                row = src[g * gs + r * rs, col:col + C]
+                for j in range(C):
+                    dst[j] = row[j]
+            else:
+                v = src[g * gs + r * rs, col]
+                for j in range(C):
+                    dst[j] = v
 
 
 @_compiled(_OPTIONS)
@@ -55,35 +75,9 @@ def run_program(code, xs, ms, outs, nregs, G, R, C):
         op = code[k, 0]
         a = code[k, 1]
         if op == LOAD:
-            d, src = regs[a], xs[code[k, 2]]
-            col, cstep, gs, rs = code[k, 3], code[k, 4], code[k, 5], code[k, 6]
-            for g in range(G):
-                for r in range(R):
-                    at = (g * R + r) * C
-                    dst = d[at:at + C]
-                    if cstep:
-                        row = src[g * gs + r * rs, col:col + C]
-                        for j in range(C):
-                            dst[j] = row[j]
-                    else:
-                        v = src[g * gs + r * rs, col]
-                        for j in range(C):
-                            dst[j] = v
+            _load(regs[a], xs[code[k, 2]], code[k], G, R, C)
         elif op == LOADM:
-            d, msk = regs[a], ms[code[k, 2]]
-            col, cstep, gs, rs = code[k, 3], code[k, 4], code[k, 5], code[k, 6]
-            for g in range(G):
-                for r in range(R):
-                    at = (g * R + r) * C
-                    dst = d[at:at + C]
-                    if cstep:
-                        row = msk[g * gs + r * rs, col:col + C]
-                        for j in range(C):
-                            dst[j] = _ONE if row[j] else _ZERO
-                    else:
-                        v = _ONE if msk[g * gs + r * rs, col] else _ZERO
-                        for j in range(C):
-                            dst[j] = v
+            _load(regs[a], ms[code[k, 2]], code[k], G, R, C)
         elif op == STORE:
             s = regs[a]
             base, width, col = code[k, 2], code[k, 3], code[k, 4]
