@@ -350,13 +350,9 @@ def test_random_chains_are_the_kernels_bytes(seed):
         nxt += 1
     with np.errstate(all="ignore"):
         run = CP.program(members, [live[-1], live[-2]])
-        if run is None:
-            pytest.skip("too few members")
         got = list(vals)
-        ok = run(got)
+        assert run(got)  # (every member's first operand has the full shape: none grows)
         want = _reference(members, vals)
-    if not ok:  # (a broadcast that grows a value: the steps' case)
-        return
     for s in (live[-1], live[-2]):
         if s < 10:
             continue

@@ -152,7 +152,6 @@ def _runner(region, pre, floats, masks, consts, out_slots, batched):
     held = [None] * len(slots)  # (read-only input, its C-contiguous copy): a Const's bias
     unfit = [0]  # calls in a row whose signature the layout did not take
     lookups = [0]  # calls that did not match the last call's signature (for the tests)
-    vm_loaded = vector_math._loaded
     empty, ndarray = np.empty, _ndarray
 
     def plan_for(vals):
@@ -184,7 +183,8 @@ def _runner(region, pre, floats, masks, consts, out_slots, batched):
         return plan
 
     def run(vals):
-        loops = _state.get("loops") if vm_loaded and vm_loaded[0] is not None else None
+        loaded = vector_math._loaded  # (read each call: a test may hold its loops off)
+        loops = _state.get("loops") if loaded and loaded[0] is not None else None
         if loops is None:
             loops = _loops()  # (vector_math's loops held off, or not loaded yet)
             if loops is None:
@@ -359,10 +359,8 @@ class _Plan:
         s = _split_point(L, operands)
         G, R = math.prod(L[:s]), math.prod(L[s:])
         self.G, self.R, self.C, self.n = G, R, C, G * R * C
-        self.shapes2 = [_form(shape[x], L, s, G, R)[0] for x in list(floats) + list(masks)]
-        strides = {x: _form(shape[x], L, s, G, R)[1:] for x in list(floats) + list(masks)}
+        forms = {x: _form(shape[x], L, s, G, R) for x in list(floats) + list(masks)}
         index = {x: i for i, x in enumerate(floats)}
-        index_f = set(index)
         index.update((m, i) for i, m in enumerate(masks))
         code = []
         regs = {}  # slot -> its registers, one per column block of C
@@ -388,7 +386,7 @@ class _Plan:
                 r = regs[slot] = whole[first // C:first // C + k]
                 return r
             width = shape[slot][-1] if shape[slot] else 1
-            gs, rs = strides[slot]
+            gs, rs = forms[slot][1:]
             op = PC.LOADM if slot in masks else PC.LOAD
             out = []
             for p in range(k):
@@ -439,10 +437,10 @@ class _Plan:
             self.out_views = tuple((o[0], k) for k, o in enumerate(self.outs))
         else:
             self.out_shape, self.out_views = (at,), None
-        self.inputs = tuple((x, tuple(sh), shape2, _F32 if x in index_f else _BOOL)
-                            for x, sh, shape2 in zip(list(floats) + list(masks),
-                                                     list(fshapes) + list(mshapes),
-                                                     self.shapes2))
+        # (slot, its shape, its 2D form, its dtype) of each input, floats then masks
+        self.inputs = tuple((x, tuple(sh), forms[x][0], _F32 if i < len(floats) else _BOOL)
+                            for i, (x, sh) in enumerate(zip(list(floats) + list(masks),
+                                                            list(fshapes) + list(mshapes))))
         self.consts = tuple(cvals)
         self.nregs = max(count[0], 1)
         if self.nregs * self.n > MAX_REGISTER_FLOATS:

@@ -320,7 +320,6 @@ def _fused(group, ins_of, outs_of, readers, outside, new_slot):
     calls = tuple((c, it) for c, it, _ in group)
     program = _program(group, ins_of, outs_of, escapes)
     call = _chain_call(tuple(steps), tuple(dict.fromkeys(floats)), calls, program)
-    call.program = program
     call.members = tuple(it for _, it in calls)
     call.steps = tuple(steps)
     # what a batched twin of the chain reads (tfg/executor/loop_pairs.py): each member's
