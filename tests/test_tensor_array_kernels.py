@@ -129,6 +129,22 @@ def test_indices_out_of_range_and_dtypes():
             T=DType.INT32)
 
 
+def test_checks_still_hold_after_a_write_of_the_same_dtype_and_shape_passed():
+    """A write's dtype and shape are checked at the first of each (dtype, shape); the range,
+    the element shape and a second write still fail as TensorFlow's do after one passed."""
+    h, _ = _array(size=4, identical_element_shapes=True)
+    _write(h, 0, [1.0, 2.0])
+    _write(h, 1, [3.0, 4.0])  # the same dtype and shape: not checked again
+    _raises("TensorArray dtype is float but Op is trying to write dtype int32.",
+            _k, "TensorArrayWriteV3", h, np.int32(2), np.array([1, 2], np.int32),
+            np.float32(0), T=DType.INT32)
+    _raises("the value shape is [3] which is incompatible", _write, h, 2, [1.0, 2.0, 3.0])
+    _raises("Tried to write to index 9 but array is not resizeable", _write, h, 9, [1.0, 2.0])
+    _raises("because it has already been written to.", _write, h, 1, [5.0, 6.0])
+    _write(h, 2, [5.0, 6.0])
+    np.testing.assert_array_equal(_read(h, 1), [3.0, 4.0])
+
+
 def test_dynamic_size_grows_on_write():
     h, flow = _array(size=0, dynamic_size=True)
     _write(h, 4, [1.0])

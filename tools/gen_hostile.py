@@ -365,6 +365,17 @@ ALLOCATORS = {
                  + _const_text("axis", "DT_INT32", [0], [])
                  + _op_text("x", "Fill", ["dims", "one"], T=_F)
                  + _op_text("y", "ConcatV2", ["x"] * 4096 + ["axis"], N="i: 4096", T=_F)),
+    # reductions of an empty [0, 2**34] input (nothing allocated) to [2**34] floats: 64 GiB
+    "Sum": (_const_text("dims", "DT_INT32", [0, 1 << 34 >> 4, 16])
+            + _const_text("one", "DT_FLOAT", [1], [])
+            + _const_text("axis", "DT_INT32", [0], [])
+            + _op_text("x", "Fill", ["dims", "one"], T=_F)
+            + _op_text("y", "Sum", ["x", "axis"], T=_F, Tidx=_I)),
+    "BiasAddGrad": (_const_text("dims", "DT_INT32", [0, 1 << 30, 16])
+                    + _const_text("one", "DT_FLOAT", [1], [])
+                    + _op_text("x", "Fill", ["dims", "one"], T=_F)
+                    + _op_text("y", "BiasAddGrad", ["x"], T=_F,
+                               data_format='s: "NCHW"')),
 }
 
 

@@ -16,6 +16,14 @@ pay one dictionary lookup. TensorList contents (item slots, a stacked list), whi
 function of a variant describes, are sized by VARIANT_CONTENTS. A Const is checked from its
 declared shape, without decoding it, before the plan is built (decoding is what allocates it).
 
+Where the inputs bound the outputs, the lookup itself is skipped: an op whose outputs take an
+input's shape, or its shape's ints (`shape_metadata`), is not wrapped; one whose outputs are a
+part or a reduction of an input (traits `view` and `within_input`) runs unsized while its
+inputs are non-empty and each within the limit; a concatenation while its inputs' bytes
+together fit; a broadcast while the product of its operands' sizes does. Each falls back to
+the shape function otherwise (a Sum over an axis of size 0 of an empty [0, 2**34] input is
+64 GiB). In a TF1 gradient loop's cell that was a third of the guarded calls, 2-4 us each.
+
 The limit is per tensor: it stops a graph from asking for more memory than the machine has; it
 does not account for the sum of live tensors. The default is 80% of the memory available when
 the session starts; `tfg run --max-memory`, `tfg worker --max-memory` and
@@ -34,6 +42,7 @@ from tfg.kernels.scratch import SCRATCH, scratch_shape
 from tfg.schemas.dtypes import DType
 from tfg.schemas.ops import registry
 from tfg.schemas.ops.signature import input_dtypes, output_dtypes
+from tfg.schemas.ops.array_shapes import concat_v1, concat_v2, pack
 from tfg.schemas.ops.shape_fns import broadcast_binary, merge_inputs, scalar, unchanged, \
     unchanged_all
 
@@ -337,6 +346,10 @@ def guard_plan(plan, limit, elementwise=True):
         guarded = _guarded(item.fn, node, limit, item.needs_step)
         if sig is not None and sig.shape_fn is broadcast_binary and not item.needs_step:
             guarded = _broadcast_fast_path(item.fn, guarded, limit)
+        elif sig is not None and not item.needs_step and _within_input(node, sig):
+            guarded = _within_fast_path(item.fn, guarded, limit)
+        elif sig is not None and sig.shape_fn in _SUM_OF_INPUTS and not item.needs_step:
+            guarded = _sum_fast_path(item.fn, guarded, limit)
         item.fn = guarded
         if item.call is not None:
             # The dataflow executor's closure captured the unguarded kernel when the plan was
@@ -349,6 +362,8 @@ def guard_plan(plan, limit, elementwise=True):
 # Shape functions whose outputs take the shape of an input (or are scalars): such an output is
 # no larger than a tensor that already exists, unless its dtype is wider (Cast to complex).
 _INPUT_SHAPED = (unchanged, unchanged_all, merge_inputs, scalar)
+# Shape functions whose output is its inputs joined: no larger than their sum.
+_SUM_OF_INPUTS = (concat_v1, concat_v2, pack)
 
 
 def _never_larger(node, sig):
@@ -357,8 +372,21 @@ def _never_larger(node, sig):
             return True  # (the ops whose lists it sizes are in VARIANT_CONTENTS, kept)
     except Exception:  # noqa: BLE001 - a dtype the signature cannot tell: keep the check
         return False
+    if "shape_metadata" in sig.traits:
+        return True  # an input's shape, size or rank: as many ints as it has dimensions
     if sig.shape_fn not in _INPUT_SHAPED:
         return False
+    return _no_wider(node)
+
+
+def _within_input(node, sig):
+    """Ops whose outputs hold no more elements than their largest non-empty input ("view" and
+    "within_input": a Slice, a Split's pieces, a Sum), of a type no wider."""
+    return ("view" in sig.traits or "within_input" in sig.traits) and _no_wider(node)
+
+
+def _no_wider(node):
+    """Whether no output's type is wider than the widest input's."""
     try:
         ins = [d.base.np.itemsize for d in input_dtypes(node)
                if d.base not in (DType.STRING, DType.RESOURCE, DType.VARIANT)]
@@ -367,6 +395,43 @@ def _never_larger(node, sig):
     except Exception:  # noqa: BLE001 - a dtype the signature cannot tell: keep the check
         return False
     return not outs or (bool(ins) and max(outs) <= max(ins))
+
+
+def _within_fast_path(fn, guarded, limit):
+    """An op that is "within_input" runs unchecked while every input is non-empty and within
+    the limit (its outputs are then no larger than one of them); otherwise the shape function
+    decides (a Sum over an axis of size 0 of an empty [0, 2**34] input is 64 GiB; a slice of
+    a fed input over the limit is refused on its own size, as direct_calls.slice_call does).
+
+    Before: a gradient loop's Slice behind the check, 8 us a call. After: 4.5 us."""
+    ndarray = np.ndarray
+
+    def checked(ctx, *args):
+        for x in args:
+            if type(x) is ndarray and (not x.size or x.nbytes > limit):
+                return guarded(ctx, *args)
+        return fn(ctx, *args)
+
+    checked.__wrapped__ = fn
+    checked.limit = guarded.limit
+    return checked
+
+
+def _sum_fast_path(fn, guarded, limit):
+    """Concatenations (ConcatV2, Pack): the output is at most the inputs together, each
+    counted as often as it is passed (a Pack of one tensor a thousand times is a thousand of
+    it), so their bytes clear the common case with one sum."""
+    def checked(ctx, *args):
+        total = 0
+        for x in args:
+            total += getattr(x, "nbytes", 0)
+        if total <= limit:
+            return fn(ctx, *args)
+        return guarded(ctx, *args)
+
+    checked.__wrapped__ = fn
+    checked.limit = limit
+    return checked
 
 
 def _broadcast_fast_path(fn, guarded, limit):

@@ -112,6 +112,8 @@ def norm_axes(axes, ndim, what="reduction dimension"):
 
 def shape_vector(value, what="shape"):
     """A 1-D int tensor holding a shape -> tuple of ints."""
+    if type(value) is np.ndarray and value.ndim == 1 and value.dtype.kind in "iu":
+        return tuple(value.tolist())  # (Python ints: a Slice's begin and size, 0.4 us)
     v = np.asarray(value)
     if v.ndim > 1 or v.dtype.kind not in "iu":
         fail(f"{what} must be a vector of int32/int64, got {tf_name(v)} of shape {v.shape}")

@@ -93,7 +93,10 @@ def bias_add_grad(ctx, dy):
     if dy.ndim < 2:
         fail(f"Input tensor must be at least 2D: {list(dy.shape)}")
     axis = 1 if is_nchw(ctx.attrs.get("data_format", b"NHWC")) and dy.ndim >= 3 else dy.ndim - 1
-    return xp.sum(dy, axis=tuple(a for a in range(dy.ndim) if a != axis), dtype=dy.dtype)
+    axes = tuple(a for a in range(dy.ndim) if a != axis)
+    if xp is np:  # what np.sum calls, without its wrapper (a gradient loop's [8, 128]: 3 us)
+        return np.add.reduce(dy, axis=axes, dtype=dy.dtype)
+    return xp.sum(dy, axis=axes, dtype=dy.dtype)
 
 
 # --------------------------------------------------------------------------- activations

@@ -145,7 +145,8 @@ op("Transpose",
    inputs=["x: T", "perm: Tperm"],
    outputs=["y: T"],
    attrs=["T: type", "Tperm: {int32, int64} = DT_INT32"],
-   shape_fn=transpose)
+   shape_fn=transpose,
+   traits=["within_input"])
 op("InvertPermutation",
    inputs=["x: T"],
    outputs=["y: T"],
@@ -192,17 +193,20 @@ op("Unpack",
    inputs=["value: T"],
    outputs=["output: num * T"],
    attrs=["num: int >= 0", "T: type", "axis: int = 0"],
-   shape_fn=unpack)
+   shape_fn=unpack,
+   traits=["within_input"])
 op("Split",
    inputs=["split_dim: int32", "value: T"],
    outputs=["output: num_split * T"],
    attrs=["num_split: int >= 1", "T: type"],
-   shape_fn=split)
+   shape_fn=split,
+   traits=["within_input"])
 op("SplitV",
    inputs=["value: T", "size_splits: Tlen", "split_dim: int32"],
    outputs=["output: num_split * T"],
    attrs=["num_split: int >= 1", "T: type", "Tlen: {int8, int32, int64} = DT_INT64"],
-   shape_fn=split_v)
+   shape_fn=split_v,
+   traits=["within_input"])
 op("Tile",
    inputs=["input: T", "multiples: Tmultiples"],
    outputs=["output: T"],
@@ -215,14 +219,14 @@ op("Slice",
    outputs=["output: T"],
    attrs=["T: type", "Index: {int32, int64}"],
    shape_fn=slice_shape,
-   traits=["cheap"])
+   traits=["within_input", "cheap"])
 op("StridedSlice",
    inputs=["input: T", "begin: Index", "end: Index", "strides: Index"],
    outputs=["output: T"],
    attrs=["T: type", "Index: {int16, int32, int64}", "begin_mask: int = 0", "end_mask: int = 0",
           "ellipsis_mask: int = 0", "new_axis_mask: int = 0", "shrink_axis_mask: int = 0"],
    shape_fn=strided_slice,
-   traits=["cheap"])
+   traits=["within_input", "cheap"])
 op("StridedSliceGrad",
    inputs=["shape: Index", "begin: Index", "end: Index", "strides: Index", "dy: T"],
    outputs=["output: T"],

@@ -27,7 +27,8 @@ op("BiasAddGrad",
    inputs=["out_backprop: T"],
    outputs=["output: T"],
    attrs=["T: numbertype", "data_format: {'NHWC', 'NCHW'} = 'NHWC'"],
-   shape_fn=bias_add_grad)
+   shape_fn=bias_add_grad,
+   traits=["within_input"])
 
 # --- convolution
 op("Conv2D",

@@ -44,31 +44,36 @@ op("Sum",
    inputs=["input: T", "reduction_indices: Tidx"],
    outputs=["output: T"],
    attrs=["keep_dims: bool = false", "T: numbertype", "Tidx: {int32, int64} = DT_INT32"],
-   shape_fn=reduction)
+   shape_fn=reduction,
+   traits=["within_input"])
 op("Mean",
    inputs=["input: T", "reduction_indices: Tidx"],
    outputs=["output: T"],
    attrs=["keep_dims: bool = false", "T: numbertype", "Tidx: {int32, int64} = DT_INT32"],
-   shape_fn=reduction)
+   shape_fn=reduction,
+   traits=["within_input"])
 op("Max",
    inputs=["input: T", "reduction_indices: Tidx"],
    outputs=["output: T"],
    attrs=["keep_dims: bool = false",
           "T: {float, double, int32, uint8, int16, int8, int64, bfloat16, uint16, half, uint32, "
           "uint64, qint8, quint8, qint32, qint16, quint16}", "Tidx: {int32, int64} = DT_INT32"],
-   shape_fn=reduction)
+   shape_fn=reduction,
+   traits=["within_input"])
 op("Min",
    inputs=["input: T", "reduction_indices: Tidx"],
    outputs=["output: T"],
    attrs=["keep_dims: bool = false",
           "T: {float, double, int32, uint8, int16, int8, int64, bfloat16, uint16, half, uint32, "
           "uint64, qint8, quint8, qint32, qint16, quint16}", "Tidx: {int32, int64} = DT_INT32"],
-   shape_fn=reduction)
+   shape_fn=reduction,
+   traits=["within_input"])
 op("Prod",
    inputs=["input: T", "reduction_indices: Tidx"],
    outputs=["output: T"],
    attrs=["keep_dims: bool = false", "T: numbertype", "Tidx: {int32, int64} = DT_INT32"],
-   shape_fn=reduction)
+   shape_fn=reduction,
+   traits=["within_input"])
 op("All",
    inputs=["input: bool", "reduction_indices: Tidx"],
    outputs=["output: bool"],

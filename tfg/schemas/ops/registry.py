@@ -51,6 +51,10 @@ TRAITS = {
     "shape_metadata": "the output is the input's shape, size or rank, not its values",
     # Output 0 is input 0's elements in another shape: no arithmetic (cost model).
     "view": "output 0 holds input 0's elements in another shape",
+    # No output holds more elements than the largest input, of a type no wider (a part of
+    # it, a reduction of it), while no input is empty (a Sum over an axis of size 0 has
+    # more): the memory limits need not size it before it runs (tfg/executor/limits.py).
+    "within_input": "no output holds more elements than the largest non-empty input",
     # A value the user feeds: kept by every pass, never folded, listed as a graph input.
     "placeholder": "a value the caller feeds",
     # A variable that persists across steps and is saved in checkpoints.

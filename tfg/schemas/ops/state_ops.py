@@ -129,7 +129,7 @@ op("StackPushV2",
    outputs=["output: T"],
    attrs=["T: type", "swap_memory: bool = false"],
    stateful=True, shape_fn=stack_push,
-   traits=["cheap"])
+   traits=["within_input", "cheap"])
 op("StackPopV2",
    inputs=["handle: resource"],
    outputs=["elem: elem_type"],

@@ -64,7 +64,8 @@ op("TensorArrayGradV3",
    inputs=["handle: resource", "flow_in: float"],
    outputs=["grad_handle: resource", "flow_out: float"],
    attrs=["source: string"],
-   stateful=True, shape_fn=grad)
+   stateful=True, shape_fn=grad,
+   traits=["within_input"])  # (the forward array's size: a flow scalar out)
 op("TensorArrayGradWithShape",
    inputs=["handle: resource", "flow_in: float", "shape_to_prepend: int32"],
    outputs=["grad_handle: resource", "flow_out: float"],
@@ -74,7 +75,7 @@ op("TensorArrayWriteV3",
    inputs=["handle: resource", "index: int32", "value: T", "flow_in: float"],
    outputs=["flow_out: float"],
    attrs=["T: type"],
-   stateful=True, shape_fn=write, traits=["cheap"])
+   stateful=True, shape_fn=write, traits=["within_input", "cheap"])
 op("TensorArrayReadV3",
    inputs=["handle: resource", "index: int32", "flow_in: float"],
    outputs=["value: dtype"],
