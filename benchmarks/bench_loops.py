@@ -14,6 +14,7 @@ each GraphDef into a `tf.compat.v1.Session` and times one step on request:
 | bilstm | `Masking` then `Bidirectional(LSTM(32))` then `Dense(4)`, the same shapes, the last 5 steps of half the batch masked: two loops whose bodies select by the mask |
 | while_cond_grad | a TF1 `tf.while_loop` of 100 iterations with a `tf.cond` inside (even: `acc * x`, odd: `acc + tanh(acc)`), acc of 64 floats, and `tf.gradients` of its sum: the forward loop, its stacks and the backward loop |
 | bare_while | 10,000 iterations of `i + 1`, `x * c`, `i < n` on scalars: the per-iteration cost |
+| tf1_gru_train, tf1_lstm_train | TF1 `dynamic_rnn` of a `GRUCell(64)` / `LSTMCell(64)`, the same shapes, loss `sum(y**2)` and TensorFlow's own `tf.gradients` for every weight, frozen: the forward loop over TensorArrays, its stacks and the gradient loop (a training step) |
 
 tfg loads each GraphDef and runs the same fetches with `tfg.Session`; the first step's outputs
 are compared with TensorFlow's (a fast wrong answer cannot pass). Steps alternate A B A B
@@ -39,8 +40,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
 
-CASES = ["lstm", "gru", "bilstm", "while_cond_grad", "bare_while"]
-TARGETS = {"lstm": 1.5, "gru": 1.5, "bilstm": 1.5, "while_cond_grad": 1.5, "bare_while": 2.5}
+CASES = ["lstm", "gru", "bilstm", "while_cond_grad", "bare_while", "tf1_gru_train",
+         "tf1_lstm_train"]
+TARGETS = {"lstm": 1.5, "gru": 1.5, "bilstm": 1.5, "while_cond_grad": 1.5, "bare_while": 2.5,
+           "tf1_gru_train": 1.5, "tf1_lstm_train": 1.5}
 BARE_ITERS = 10_000
 
 TF_WORKER = r'''
@@ -120,6 +123,37 @@ def bare_while():
         tf.identity(x, name="out")
         return {"n:0": np.array(bare_iters, np.int32)}, ["out:0"]
     return v1_graph(build)
+
+
+def v1_training(make_cell):
+    """A TF1 dynamic_rnn of `make_cell()`, sum(y**2) and tf.gradients for every weight,
+    frozen (the weights become Consts; the loops and TensorArrays stay)."""
+    from tensorflow.python.ops import rnn
+    tf1.disable_control_flow_v2()
+    g = tf.Graph()
+    with g.as_default():
+        tf1.set_random_seed(7)
+        x = tf1.placeholder(tf.float32, [B, T, F], name="x")
+        y, _ = rnn.dynamic_rnn(make_cell(), x, dtype=tf.float32)
+        loss = tf.reduce_sum(tf.square(y), name="loss")
+        grads = tf.gradients(loss, tf1.trainable_variables())
+        names = [tf.identity(gr, name=f"grad_{i}").op.name for i, gr in enumerate(grads)]
+        with tf1.Session(graph=g) as s:
+            s.run(tf1.global_variables_initializer())
+            gd = tf1.graph_util.convert_variables_to_constants(s, g.as_graph_def(),
+                                                              names + ["loss"])
+    feeds = {"x:0": rng.standard_normal((B, T, F)).astype(np.float32)}
+    return gd, feeds, ["loss:0"] + [n + ":0" for n in names]
+
+
+def tf1_gru_train():
+    from tensorflow.python.ops import rnn_cell_impl
+    return v1_training(lambda: rnn_cell_impl.GRUCell(64))
+
+
+def tf1_lstm_train():
+    from tensorflow.python.ops import rnn_cell_impl
+    return v1_training(lambda: rnn_cell_impl.LSTMCell(64))
 
 
 sessions = {}

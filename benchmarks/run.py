@@ -11,8 +11,8 @@ a TF1 while loop with a cond and its gradient, a bare 10,000-iteration loop), op
 grad (`tfg grad` on 10,000 nodes), io (binary load/save of 100,000 nodes), gpu (only with
 CuPy). TensorFlow runs only in subprocesses (never in the same process as tfg); the graph rows
 reuse benchmarks/bench_run.py's TensorFlow worker, bench_rnn.py, bench_grad.py, bench_io.py and
-bench_optimize.py. TF-vs-tfg timings alternate A B A B and report the median of --reps (>= 5; the
-rnn and loop rows, steps of a few ms, at least --loop-reps = 15).
+bench_optimize.py. TF-vs-tfg timings alternate A B A B and report the median of --reps (>= 5;
+15 by default, 25 with --load; the rnn and loop rows at least --loop-reps = 15).
 Peak memory is the growth of peak RSS over one steady-state step (Linux: the peak is reset
 through /proc/<pid>/clear_refs), the same measure for both sides; tfg's tracemalloc peak is
 reported too. --quick shrinks the large graphs (10x fewer nodes) for a smoke run.
@@ -38,6 +38,14 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+
+# A B rounds per row. Default / best compares the medians of three settings and takes the
+# smallest as "best", so noise alone makes it > 1. With 7 rounds: on a quiet machine a
+# keras model's default included the adaptive setting's BLAS trial (6 of its first 10
+# steps, half on the slower count: MobileNetV2 1.25 once); under --load 2 the default and
+# blas=1, the same thread count, were 1.23x (cnn) and 1.26x (mlp) apart in two runs
+# minutes apart (stop 38), steps there varying 7-19 ms from one to the next.
+REPS, REPS_UNDER_LOAD = 15, 25
 sys.path.insert(0, os.path.dirname(HERE))
 
 import bench_loops  # noqa: E402 - after the path: the loop rows and their targets
@@ -255,7 +263,9 @@ def main():
     ap.add_argument("--tf-python", default="/tmp/tfenv/bin/python")
     ap.add_argument("--rows", default=",".join(ALL_ROWS), help="comma-separated subset")
     ap.add_argument("--quick", action="store_true", help="10x smaller large graphs")
-    ap.add_argument("--reps", type=int, default=7)
+    ap.add_argument("--reps", type=int, default=None,
+                    help="A B rounds of the chain, mlp, cnn and keras rows (default 15; 25 with "
+                         "--load: see REPS_UNDER_LOAD)")
     ap.add_argument("--loop-reps", type=int, default=15,
                     help="A B rounds of the rnn and loop rows (steps of 2-10 ms: a median of "
                          "7 moved by 1.3x between runs minutes apart)")
@@ -274,6 +284,8 @@ def main():
     a = ap.parse_args()
     if a.load < 0:
         raise SystemExit("--load must be >= 0")
+    if a.reps is None:
+        a.reps = REPS_UNDER_LOAD if a.load else REPS
     from load import busy_load
     with busy_load(a.load, a.load_kind):
         return suite(a)
@@ -333,7 +345,7 @@ def suite(a):
         import bench_grad
         rows.append(bench_grad.run(10_000 // scale, repeat=3, cli=True))
     if "io" in want:
-        rows.append(io_row(100_000 // scale, max(5, a.reps) if not a.quick else 3))
+        rows.append(io_row(100_000 // scale, 7 if not a.quick else 3))  # no A B: 7 runs
     if "gpu" in want:
         rows.append(gpu_row())
     print(f"{'graph':22} {'nodes':>7} {'TF median':>12} {'tfg median':>12} {'ratio':>7} "

@@ -6,7 +6,9 @@ import pytest
 from tfg import builder as tb
 from tfg.executor import blas_floor, blas_trial
 from tfg.executor.blas import ADAPTIVE
-from tfg.executor.blas_trial import CLEAR, MARGIN, REPROBE, TRIAL, ThreadTrial
+from tfg.executor.blas_trial import CLEAR, MARGIN, REPROBE, TRIAL, WARM_STEPS, ThreadTrial
+
+W = WARM_STEPS  # steps a signature runs untimed before its trial
 from tfg.kernels import onednn
 
 FEEDS = [np.zeros((2, 3), np.float32)]
@@ -33,42 +35,42 @@ def drive(trial, seconds_of, steps):
 
 
 def test_one_thread_taken_where_it_is_faster_by_the_margin(two_free_cores):
-    used = drive(ThreadTrial(), {1: 0.030, 2: 0.036}.get, 1 + 2 * TRIAL + 20)
-    assert used[0] == 2  # the first step fills caches, on the meter's count, untimed
-    assert sorted(used[1:1 + 2 * TRIAL]) == [1] * TRIAL + [2] * TRIAL  # alternating
-    assert used[1 + 2 * TRIAL:] == [1] * 20
+    used = drive(ThreadTrial(), {1: 0.030, 2: 0.036}.get, W + 2 * TRIAL + 20)
+    assert used[:W] == [2] * W  # the first steps fill caches, on the meter's count, untimed
+    assert sorted(used[W:W + 2 * TRIAL]) == [1] * TRIAL + [2] * TRIAL  # alternating
+    assert used[W + 2 * TRIAL:] == [1] * 20
 
 
 def test_two_threads_kept_where_they_win_or_one_does_not_win_by_the_margin(two_free_cores):
-    used = drive(ThreadTrial(), {1: 0.030, 2: 0.015}.get, 1 + 2 * TRIAL + 20)
-    assert used[1 + 2 * TRIAL:] == [2] * 20
+    used = drive(ThreadTrial(), {1: 0.030, 2: 0.015}.get, W + 2 * TRIAL + 20)
+    assert used[W + 2 * TRIAL:] == [2] * 20
     # one thread faster by less than the margin: within noise, the meter's count stays
     near = {1: 0.030 * (1 - MARGIN / 2), 2: 0.030}.get
-    assert drive(ThreadTrial(), near, 1 + 2 * TRIAL + 5)[-5:] == [2] * 5
+    assert drive(ThreadTrial(), near, W + 2 * TRIAL + 5)[-5:] == [2] * 5
 
 
 def test_one_thread_clearly_slower_is_timed_twice(two_free_cores):
     times = {2: 0.020, 1: 0.020 * (1 + CLEAR) * 1.1}
-    used = drive(ThreadTrial(), times.get, 1 + 4 + 20)
-    assert sorted(used[1:5]) == [1, 1, 2, 2]  # two timed steps of each
-    assert used[5:] == [2] * 20
+    used = drive(ThreadTrial(), times.get, W + 4 + 20)
+    assert sorted(used[W:W + 4]) == [1, 1, 2, 2]  # two timed steps of each
+    assert used[W + 4:] == [2] * 20
     # one slow one-thread step among fast ones (noise) does not decide
     ones = iter([0.020 * (1 + CLEAR) * 1.5] + [0.016] * 50)
     used = drive(ThreadTrial(), lambda c: next(ones) if c == 1 else 0.020,
-                 1 + 2 * TRIAL + 10)
+                 W + 2 * TRIAL + 10)
     assert used[-10:] == [1] * 10
     # a gap under CLEAR: the full trial
     near = {2: 0.020, 1: 0.020 * (1 + CLEAR) * 0.9}.get
-    used = drive(ThreadTrial(), near, 1 + 2 * TRIAL + 5)
-    assert sorted(used[1:1 + 2 * TRIAL]) == [1] * TRIAL + [2] * TRIAL
+    used = drive(ThreadTrial(), near, W + 2 * TRIAL + 5)
+    assert sorted(used[W:W + 2 * TRIAL]) == [1] * TRIAL + [2] * TRIAL
 
 
 def test_a_slow_first_step_on_n_threads_does_not_switch_to_one(two_free_cores):
     """The Session's second step (the trial's first timed one) may load compiled loops: one
     slow step on n threads is not enough, the full trial's minimums decide."""
-    steps = iter([0.020, 1.5] + [0.020] * 50)  # untimed, then a slow timed step on 2
+    steps = iter([0.020] * W + [1.5] + [0.020] * 50)  # untimed, then a slow timed step on 2
     trial = ThreadTrial()
-    used = drive(trial, lambda count: next(steps) if count == 2 else 0.030, 1 + 2 * TRIAL + 10)
+    used = drive(trial, lambda count: next(steps) if count == 2 else 0.030, W + 2 * TRIAL + 10)
     assert used[-10:] == [2] * 10
 
 
@@ -85,14 +87,14 @@ def test_a_step_that_made_onednn_kernels_is_not_timed(two_free_cores, monkeypatc
             made[0] += 356
             return 0.400
         return 0.016 if count == 1 else 0.020
-    used = drive(ThreadTrial(), seconds, 2 + 2 * TRIAL + 10)
+    used = drive(ThreadTrial(), seconds, W + 1 + 2 * TRIAL + 10)
     assert used[-10:] == [1] * 10
 
 
 def test_the_other_count_is_tried_again_and_a_change_followed(two_free_cores):
     times = {1: 0.030, 2: 0.036}
     trial = ThreadTrial()
-    drive(trial, times.get, 1 + 2 * TRIAL)
+    drive(trial, times.get, W + 2 * TRIAL)
     times[2] = 0.010  # the host changed: two threads now win
     used = drive(trial, times.get, REPROBE + 2 * TRIAL + 10)
     assert used[:REPROBE] == [1] * REPROBE
@@ -118,7 +120,7 @@ def test_a_session_step_runs_the_trial_and_gives_the_same_values(two_free_cores)
         tb.matmul(x, x, name="y")
     x = np.random.RandomState(0).rand(256, 256).astype(np.float32)
     sess = Session(b.graph)
-    outs = [sess.run("y", feeds={"x": x}) for _ in range(1 + 2 * TRIAL + 2)]
+    outs = [sess.run("y", feeds={"x": x}) for _ in range(W + 2 * TRIAL + 2)]
     for out in outs:
         np.testing.assert_allclose(out, x @ x, rtol=1e-5)
     (prepared,) = sess._cache.values()

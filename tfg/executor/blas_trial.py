@@ -13,12 +13,13 @@ NASNetMobile 44.2 ms on two threads against 36.7 on one, InceptionV3 45.7 agains
 ResNet50 66.7 against 68.4 (for 101 against 67 ms of CPU), while the MLP's large GEMMs run
 1.7x faster on two. So where the meter allows n > 1 threads, each prepared step (per feed
 signature) times its steps on n and on 1, alternately, TRIAL steps each after its first
-(which fills caches; nor is a step timed that made oneDNN's kernels for a new team size,
-which took a NASNetMobile step from 25 to 64 ms), and takes one thread only where its
-fastest step beats n's by MARGIN (the meter's count stays where the two are within noise: a
-wrong switch from a few noisy steps costs more than it saves), or keeps n after CLEAR_STEPS
-steps of one thread that were CLEAR slower; it tries the other count again every REPROBE
-steps and whenever the meter's count changes, so a change in load or input is followed.
+WARM_STEPS (which fill caches and settle; nor is a step timed that made oneDNN's kernels
+for a new team size, which took a NASNetMobile step from 25 to 64 ms), and takes one thread
+only where its fastest step beats n's by MARGIN (the meter's count stays where the two are
+within noise: a wrong switch from a few noisy steps costs more than it saves), or keeps n
+after CLEAR_STEPS steps of one thread that were CLEAR slower; it tries the other count again
+every REPROBE steps and whenever the meter's count changes, so a change in load or input is
+followed.
 Steps the meter gives one thread are not timed here.
 
 The steps of the trial are real steps (their results are the results); OpenBLAS's one- and
@@ -36,7 +37,15 @@ from tfg.kernels import onednn
 ENV_VAR = "TFG_BLAS_TRIAL"
 TRIAL = 3  # timed steps per count before a choice (min of them: noise only adds time)
 REPROBE = 64  # steps on the chosen count before the other is timed again
-MARGIN = 0.05  # one thread replaces the meter's n only when at least this much faster
+# One thread replaces the meter's n only when at least this much faster. 5% let a noisy
+# trial switch keras NASNetMobile to one thread in a quiet suite run (stop 38: 16.1 ms where
+# two fixed threads took 13.8); not switching costs at most this much.
+MARGIN = 0.10
+# Steps of a signature not timed before the trial: the first fills caches, and the next few
+# are still settling (a NASNetMobile Session's steps 3-6: 17-22 ms, then 15-16). With the
+# counts alternating, a drift down favours the count timed last; min-of-TRIAL does not
+# undo it.
+WARM_STEPS = 3
 # One thread this much slower than the meter's count in its first timed steps is not timed
 # again: the meter's count stays (the MLP's step on one thread: 1.35x its two-thread time;
 # each probe of it is a step that much slower, at the trial and every REPROBE steps). Not
@@ -59,14 +68,14 @@ def enabled():
 class _Signature:
     """The trial of one feed signature: recent step times per count, and the choice."""
 
-    __slots__ = ("n", "times", "choice", "since", "started")
+    __slots__ = ("n", "times", "choice", "since", "warm")
 
     def __init__(self, n):
         self.n = n  # the meter's count this trial compares with one thread
         self.times = {1: [], n: []}
         self.choice = None
         self.since = 0
-        self.started = False  # the first step fills caches: not timed
+        self.warm = 0  # steps run before the trial (WARM_STEPS): not timed
 
     def next_count(self):
         if self.choice is not None and self.since < REPROBE:
@@ -117,8 +126,8 @@ class ThreadTrial:
                 if len(self.signatures) >= _MAX_SIGNATURES:
                     self.signatures.clear()
                 sig = self.signatures[key] = _Signature(n)
-            if not sig.started:
-                sig.started = True
+            if sig.warm < WARM_STEPS:
+                sig.warm += 1
                 return limit, None
             count = sig.next_count()
         made = onednn.kernels_made()
