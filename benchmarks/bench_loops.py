@@ -2,7 +2,8 @@
 """Loop graphs: tfg against TensorFlow on the same GraphDefs, A B A B.
 
     python3 benchmarks/bench_loops.py --tf-python /work/tfvenv/bin/python [--reps 7]
-        [--cases lstm,gru,bilstm,while_cond_grad,bare_while] [--save DIR]
+        [--cases lstm,gru,bilstm,while_cond_grad,bare_while,tf1_gru_train,tf1_lstm_train]
+        [--save DIR]
     python3 benchmarks/bench_loops.py --profile DIR | --op-profile DIR [--cases lstm]
 
 TensorFlow (in a subprocess: it never shares a process with tfg) builds the graphs, imports
