@@ -6,8 +6,8 @@ from tfg.executor import contention as C
 
 
 @pytest.mark.parametrize("cores,others,want", [
-    (2, 0.0, 2), (2, 0.2, 2), (2, 0.3, 1), (2, 1.0, 1), (2, 3.5, 1),
-    (8, 0.1, 8), (8, 2.0, 6), (8, 2.2, 6), (8, 2.3, 5), (8, 20.0, 1), (1, 0.0, 1),
+    (2, 0.0, 2), (2, 0.3, 2), (2, 0.6, 1), (2, 1.0, 1), (2, 3.5, 1),
+    (8, 0.1, 8), (8, 2.0, 6), (8, 2.4, 6), (8, 2.6, 5), (8, 20.0, 1), (1, 0.0, 1),
 ])
 def test_threads_are_the_cores_others_leave_free(cores, others, want):
     assert C.threads_for(cores, others) == want
