@@ -301,8 +301,15 @@ def _guarded(fn, node, limit, needs_step):
             raise MemoryLimitError(verdict)
         return fn(ctx, *args)
 
+    return _marked(checked, fn, limit)
+
+
+def _marked(checked, fn, limit):
+    """`checked`, a guarded form of kernel `fn`, marked as such: guard_plan leaves a kernel
+    with `__wrapped__` alone, and compiled loops read `limit` (they check a MatMul's output
+    size themselves)."""
     checked.__wrapped__ = fn
-    checked.limit = limit  # (compiled loops check a MatMul's output size themselves)
+    checked.limit = limit
     return checked
 
 
@@ -412,9 +419,7 @@ def _within_fast_path(fn, guarded, limit):
                 return guarded(ctx, *args)
         return fn(ctx, *args)
 
-    checked.__wrapped__ = fn
-    checked.limit = guarded.limit
-    return checked
+    return _marked(checked, fn, limit)
 
 
 def _sum_fast_path(fn, guarded, limit):
@@ -429,9 +434,7 @@ def _sum_fast_path(fn, guarded, limit):
             return fn(ctx, *args)
         return guarded(ctx, *args)
 
-    checked.__wrapped__ = fn
-    checked.limit = limit
-    return checked
+    return _marked(checked, fn, limit)
 
 
 def _broadcast_fast_path(fn, guarded, limit):
@@ -444,9 +447,7 @@ def _broadcast_fast_path(fn, guarded, limit):
             return fn(ctx, x, y, *rest)
         return guarded(ctx, x, y, *rest)
 
-    checked.__wrapped__ = fn
-    checked.limit = limit  # (compiled loops check a MatMul's output size themselves)
-    return checked
+    return _marked(checked, fn, limit)
 
 
 def check_constants(nodes, limit):

@@ -47,7 +47,8 @@ _ZERO = np.float32(0.0)
 @njit(inline="always", **_OPTIONS)
 def _load(d, src, ins, G, R, C):
     """LOAD and LOADM: register `d` from the 2D input `src` (float32, or bool: numba casts
-    True and False to 1.0 and 0.0), rows g*gstride + r*rstride from column `col`, every column or (cstep 0) one."""
+    True and False to 1.0 and 0.0), rows g*gstride + r*rstride from column `col`, every
+    column or (cstep 0) one."""
     col, cstep, gs, rs = ins[3], ins[4], ins[5], ins[6]
     for g in range(G):
         for r in range(R):
