@@ -506,8 +506,9 @@ def _column_block(shape, bounds, attrs):
     """(first column, width) where a StridedSlice of these Const bounds takes, of an array of
     `shape`, whole leading axes and one run of columns of the last axis; else _Unfit."""
     index = _slice_index(shape, bounds, attrs)
+    cells = np.arange(math.prod(shape)).reshape(shape)
     try:
-        got = np.arange(math.prod(shape)).reshape(shape)[index]
+        got = cells[index]
     except Exception:  # noqa: BLE001 - the kernel's error to word, by the steps
         raise _Unfit from None
     if got.shape[:-1] != tuple(shape[:-1]) or got.ndim != len(shape) or not got.shape[-1]:
