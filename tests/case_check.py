@@ -12,6 +12,9 @@ Modes, how the graph reaches `tfg run` (all through pipes between CLI processes)
     partition  tfg grad | tfg partition --devices cpu:2 | tfg run --devices cpu:2 (not
                optimized first: the graph's own loops, split across two devices)
     cluster    tfg partition --cluster SPEC | tfg run --cluster SPEC (two `tfg worker`s)
+    gpu        tfg run --devices gpu:1 (ops without a GPU kernel placed on the host's CPU)
+    gpu_split  tfg partition --devices cpu:1,gpu:1 | tfg run --devices cpu:1,gpu:1 (the
+               cost model splits the graph, loops included, between the CPU and the GPU)
 
 `check_case` raises CaseFailure with one line saying what differed.
 """
@@ -90,6 +93,11 @@ def pipeline_command(case_dir, meta, mode, out, cluster=None, tfg=TFG):
     elif mode == "partition":
         pipe = (f"{stage0} | {tfg} partition - --devices cpu:2 "
                 f"| {tfg} run - --devices cpu:2 {run_args}")
+    elif mode == "gpu":
+        pipe = f"{stage0} | {tfg} run - --devices gpu:1 {run_args}"
+    elif mode == "gpu_split":
+        pipe = (f"{stage0} | {tfg} partition - --devices cpu:1,gpu:1 "
+                f"| {tfg} run - --devices cpu:1,gpu:1 {run_args}")
     elif mode == "cluster":
         pipe = (f"{stage0} | {tfg} partition - --cluster {cluster} "
                 f"| {tfg} run - --cluster {cluster} {run_args}")

@@ -13,7 +13,7 @@ import pytest
 import tfg
 from tests.conftest import ROOT
 from tests.gpu_suite import *  # noqa: F401,F403  (the shared GPU checks run here on the stand-in)
-from tests.gpu_suite import _mlp_train, _cnn
+from tests.gpu_suite import _cnn, _lstm_cell, _mlp_train
 from tfg import builder as tb
 from tfg.executor.devices import STANDIN_ENV
 from tfg.executor.session import Session
@@ -151,10 +151,33 @@ def test_cli_places_ops_without_gpu_kernel_on_cpu(tmp_path):
     assert "device:GPU:0" in block[:block.index("}")]
 
 
-def test_cli_gpu_only_without_a_gpu_kernel_names_the_op(tmp_path):
+def _device_of(pbtxt, op):
+    block = pbtxt[pbtxt.index(f'op: "{op}"'):]
+    return block[:block.index("}")]
+
+
+def test_cli_gpu_only_runs_ops_without_a_gpu_kernel_on_the_host(tmp_path):
+    """`--devices gpu:1` comes with the host's CPU, as in TensorFlow: RandomUniform (no GPU
+    kernel) goes there, everything a GPU runs stays on the GPU, and the values are the CPU's."""
     path = _random_graph(tmp_path)
-    p = _tfg("run", str(path), "--devices", "gpu:1", "--feed", "x=[[1,2,3],[4,5,6]]",
-             "--fetch", "y")
+    p = _tfg("place", str(path), "--devices", "gpu:1", "--format", "pbtxt", env_gpu=False)
+    assert p.returncode == 0, p.stderr
+    assert "device:CPU:0" in _device_of(p.stdout, "RandomUniform")
+    for op in ("Tanh", "AddV2", "Placeholder"):
+        assert "device:GPU:0" in _device_of(p.stdout, op), op
+    outs = {}
+    for devices in ("cpu:1", "gpu:1"):
+        out = tmp_path / f"{devices.replace(':', '')}.npz"
+        p = _tfg("run", str(path), "--devices", devices, "--feed", "x=[[1,2,3],[4,5,6]]",
+                 "--fetch", "y", "-o", str(out))
+        assert p.returncode == 0, p.stderr
+        outs[devices] = np.load(out)["y"]
+    np.testing.assert_allclose(outs["gpu:1"], outs["cpu:1"], rtol=1e-6)
+
+
+def test_cli_gpu_request_without_a_gpu_kernel_is_an_error_when_not_soft(tmp_path):
+    path = _random_graph(tmp_path, device="/device:GPU:0")
+    p = _tfg("place", str(path), "--devices", "gpu:1", "--no-soft-placement", env_gpu=False)
     assert p.returncode == 2
     assert "RandomUniform" in p.stderr and "Traceback" not in p.stderr
     assert len(p.stderr.strip().splitlines()) == 1
@@ -206,3 +229,29 @@ def test_fused_cuda_source_for_a_group(gpu, monkeypatch):
     assert body.endswith("float t2 = t0 * t1; out0 = t2;") or \
         body.endswith("float t2 = t1 * t0; out0 = t2;"), body
     assert "tanh(in" in body and "exp(-fabs(in" in body
+
+
+def test_gpu_alone_keeps_a_graph_with_gpu_kernels_unpartitioned(gpu):
+    """`gpu:1` holds the host's CPU too, but a graph whose ops all have GPU kernels runs as one
+    GPU partition (unpartitioned, with the step rewrites), as a one-device set runs it."""
+    graph, fetches, feeds = _lstm_cell()
+    s = Session(graph, devices="gpu:1")
+    assert [d.short for d in s.backend.devices] == ["GPU:0", "CPU:0"]
+    s.run(fetches, feeds=feeds)
+    assert s.backend._graph() is graph
+    assert s.backend.rewrites  # the one-device step rewrites ran
+
+
+def test_gpu_alone_runs_a_keras_lstm_with_its_tensor_lists_on_the_host(gpu):
+    """A Keras LSTM (TensorLists have no GPU kernel) on `gpu:1`: the list ops go to the host's
+    CPU, the cell's maths to the GPU, and the values are TensorFlow's."""
+    from case_check import load_run_case
+    from conftest import FIXTURES
+    meta, graph, feeds, expected = load_run_case(str(FIXTURES / "real_models" / "keras_lstm"))
+    s = Session(graph, devices="gpu:1")
+    (got,) = s.run(meta["fetches"], feeds=feeds)
+    np.testing.assert_allclose(got, expected[0], rtol=meta["rtol"], atol=meta["atol"])
+    placed = s.backend._graph()
+    on = {n.op: n.device.rsplit("/", 1)[-1] for n in placed}
+    assert on["TensorListReserve"] == "device:CPU:0"
+    assert on["MatMul"] == "device:GPU:0"

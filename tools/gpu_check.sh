@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Everything tfg checks on a GPU machine, in one run of at most ~6 minutes; results in $OUT.
+# Everything tfg checks on a GPU machine, in one run of at most ~9 minutes; results in $OUT.
 #
 #   cp -r ../shared/conformance .conformance      # (beforehand, where the cases are)
 #   OUT=/some/dir bash tools/gpu_check.sh         # from the repository root, on the GPU machine
@@ -18,7 +18,10 @@
 #                      LSTM-cell gates b256x1024 with fused elementwise kernels on and off
 #   conformance.txt    the shared checker (check.py --mode run) through the CLI, `tfg run
 #                      --devices gpu:1` for every case (tools/tfg_devices.sh adds the option)
+#   real_graphs.txt    tests/test_real_graphs_gpu.py: the real-model and real-loop suites
+#                      through the CLI on gpu:1 and split over cpu:1,gpu:1 (8 processes)
 #   pytest_standin.txt tests/test_gpu_standin.py (the numpy stand-in, as CI runs it)
+# ONLY=env,real_graphs (section names, as in summary.txt) runs just those sections.
 set -u
 cd "$(dirname "$0")/.."
 OUT="${OUT:?set OUT to the folder for the results}"
@@ -27,14 +30,14 @@ export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 # protobuf/grpcio/click/google-crc32c as wheels carried in .whl/ when the machine lacks them (no network).
 if [ -d .whl ] && ! python3 -c "import google.protobuf, grpc, click, google_crc32c" 2>/dev/null; then
     python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl \
-        > "$OUT/pip.txt" 2>&1
+        >> "$OUT/env.txt" 2>&1
     export PYTHONPATH="/tmp/site:$PYTHONPATH"
 fi
 export TFG_CONFORMANCE="$PWD/.conformance"
 unset TFG_GPU_STANDIN
 # GPU_CHECK_DRY=1 tries this script on a machine without a GPU (the numpy stand-in as `gpu:1`).
 if [ -n "${GPU_CHECK_DRY:-}" ]; then export TFG_GPU_STANDIN=1; fi
-BUDGET="${BUDGET:-340}"
+BUDGET="${BUDGET:-560}"
 START=$(date +%s)
 
 # section NAME CAP RESERVE FILE CMD...: run CMD with a limit of CAP seconds, less if the time
@@ -42,6 +45,9 @@ START=$(date +%s)
 section() {
     local name=$1 cap=$2 reserve=$3 file=$4
     shift 4
+    if [ -n "${ONLY:-}" ] && [[ ",$ONLY," != *",$name,"* ]]; then
+        return
+    fi
     local left=$(( BUDGET - ($(date +%s) - START) - reserve ))
     local limit=$(( cap < left ? cap : left ))
     if (( limit < 5 )); then
@@ -75,6 +81,8 @@ section bench_mobilenetv2 45 40 bench.txt python3 benchmarks/bench_gpu.py \
     --rows mobilenetv2_b32_infer --out "$OUT/bench_mobilenetv2.json"
 section conformance_cli 75 0 conformance.txt python3 .conformance/check.py --mode run \
     --timeout 60 --tfg "bash tools/tfg_devices.sh gpu:1" .conformance/*/
+section real_graphs 200 40 real_graphs.txt python3 -m pytest -q -p no:cacheprovider -n 8 \
+    tests/test_real_graphs_gpu.py
 section pytest_standin 40 0 pytest_standin.txt env TFG_GPU_STANDIN=1 \
     python3 -m pytest -q -p no:cacheprovider tests/test_gpu_standin.py -k "not conformance"
 

@@ -7,7 +7,8 @@
 
 SPEC forms: `cpu:4` (four CPU devices), `cpu:2,gpu:1`, full or partial names separated by commas
 (`/job:localhost/replica:0/task:0/device:CPU:1`, `/device:CPU:1`), or None/"" for every local
-device (CPU:0, plus each GPU that CuPy sees). GPU kernels are looked up under device type "GPU"
+device (CPU:0, plus each GPU that CuPy sees). GPUs alone (`gpu:1`) come with the host's CPU:0,
+as in TensorFlow, which gets only the ops no GPU has a kernel for. GPU kernels are looked up under device type "GPU"
 and get `cupy` as their array module; asking for a GPU without CuPy is an input error.
 With `TFG_GPU_STANDIN=N` in the environment, N GPU devices exist and their array module is
 tfg.kernels.gpu.standin (numpy behind a distinct array type): CI runs every GPU kernel that way.
@@ -17,8 +18,8 @@ import numpy as np
 
 from tfg.errors import TfgInputError
 from tfg.graphdef.names import (  # noqa: F401  (local_gpu_count, STANDIN_ENV: this API's)
-    LOCAL_JOB, STANDIN_ENV, DeviceSpec, cupy_module, local_device_specs, local_gpu_count,
-    parse_device_list, standin_gpu_count)
+    LOCAL_JOB, STANDIN_ENV, DeviceSpec, cupy_module, host_cpu_for, local_device_specs,
+    local_gpu_count, parse_device_list, standin_gpu_count)
 from tfg.kernels import memory
 from tfg.kernels.memory import to_host  # noqa: F401  (re-exported: the executor's border copy)
 
@@ -85,11 +86,13 @@ class Device:
 class DeviceSet:
     """An ordered set of devices; the first is the default for nodes without a device."""
 
-    def __init__(self, devices):
+    def __init__(self, devices, host_only=()):
         self.devices = list(devices)
         if not self.devices:
             raise TfgInputError("the device set is empty")
         self._by_name = {d.name: d for d in self.devices}
+        # the host CPU added to a set of GPUs alone: only for what no GPU runs (host_cpu_for)
+        self.host_only = frozenset(host_only)
 
     def __iter__(self):
         return iter(self.devices)
@@ -119,7 +122,9 @@ class DeviceSet:
             if full.job != job or full.task != task:
                 raise TfgInputError(f"device {full.to_string()!r} is not a local device "
                                     f"(/job:{job}/task:{task}); use --cluster for remote tasks")
-        devices = DeviceSet(Device(s) for s in out)
+        host = host_cpu_for(out)
+        devices = DeviceSet((Device(s) for s in out + ([host] if host else [])),
+                            host_only=[host.to_string()] if host else ())
         for d in devices:
             if d.device_type == "GPU":
                 d.xp  # noqa: B018  (fail now, clearly, when CuPy is missing)

@@ -30,11 +30,21 @@ def executable_graph(graph, devices):
     The nodes `without_unrunnable` leaves out are returned with the reason, for the step that
     needs one (`check_runnable`).
     """
-    if len(devices) < 2 or is_partitioned(graph):
+    if len(devices) < 2 or is_partitioned(graph) or _gpu_alone_runs_it(graph, devices):
         return graph, {}
     from tfg.passes.partition import partition  # lazy: the passes are heavy to import
     graph, unrunnable = without_unrunnable(graph, {d.device_type for d in devices})
-    return partition(graph, devices=devices.names), unrunnable
+    return partition(graph, devices=devices), unrunnable
+
+
+def _gpu_alone_runs_it(graph, devices):
+    """Whether a set of one GPU and its host CPU (`gpu:1`) runs `graph` on the GPU alone:
+    every op has a GPU kernel, so nothing needs the host and the graph stays unpartitioned,
+    on the set's first device, as a one-device set runs it."""
+    host_only = getattr(devices, "host_only", ())
+    runners = {d.device_type for d in devices if d.name not in host_only}
+    return bool(host_only) and len(devices) - len(host_only) == 1 and not _unrunnable(
+        graph, sorted(runners))
 
 
 def without_unrunnable(graph, device_types):

@@ -212,7 +212,7 @@ class LocalSession:
         partitions.check_runnable(self.graph, self._unrunnable, request.fetch_refs,
                                   request.targets, set(request.feed_refs))
         needed = S.check_request(graph, request.feed_refs, request.fetch_refs, request.targets)
-        if self.graph_rewrites and len(self.devices) == 1:
+        if self.graph_rewrites and self._one_device(graph):
             graph, needed = rewrites.rewrite(graph, needed, request, self.rewrites)
         prepared = S.prepare(graph, needed, self.devices, request.feed_refs,
                              request.fetch_refs, request.targets, self.memory_limit,
@@ -222,6 +222,11 @@ class LocalSession:
         # adaptive's count checked against this step's own times (blas_trial.py)
         prepared.thread_trial = ThreadTrial()
         return prepared
+
+    def _one_device(self, graph):
+        """Whether the step runs on one device: the step rewrites assume it."""
+        return len(self.devices) == 1 or (bool(self.devices.host_only)
+                                          and not partitions.is_partitioned(graph))
 
     def variables(self):
         return self.resources

@@ -214,6 +214,26 @@ def local_gpu_count():
         return 0
 
 
+def host_cpu_for(specs):
+    """The host CPU that a set of GPUs alone runs its CPU-only ops on, or None.
+
+    TensorFlow always has the host's CPU: `--devices gpu:1` means "run on the GPU", and ops
+    with no GPU kernel (TensorList and TensorArray bookkeeping, string ops) go to the host.
+    So a local set with GPUs and no CPU of their task gets that task's CPU:0, which placement
+    uses only for what no GPU of the set can run (build_groups' `host_only`).
+
+        >>> host_cpu_for(parse_device_list("gpu:1")).to_string()
+        '/job:localhost/replica:0/task:0/device:CPU:0'
+        >>> host_cpu_for(parse_device_list("cpu:1,gpu:1")) is None
+        True
+    """
+    gpus = [s for s in specs if s.device_type == "GPU"]
+    if not gpus or any(s.device_type == "CPU" for s in specs):
+        return None
+    first = gpus[0]
+    return DeviceSpec(first.job, first.replica, first.task, "CPU", 0)
+
+
 def local_device_specs(job=LOCAL_JOB, task=0):
     """The devices of this machine, as an empty `--devices` means: CPU:0 and every GPU."""
     return ([DeviceSpec(job, 0, task, "CPU", 0)]

@@ -18,7 +18,7 @@ import json
 import os
 
 from tfg.errors import TfgInputError
-from tfg.graphdef.names import DeviceSpec, local_device_specs, parse_device_list
+from tfg.graphdef.names import DeviceSpec, host_cpu_for, local_device_specs, parse_device_list
 
 
 def parse_cluster(spec):
@@ -101,7 +101,20 @@ def device_names(devices=None, cluster=None):
         return [d.to_string() for d in local_device_specs()]
     if hasattr(devices, "names"):
         return list(devices.names)
-    return [d.to_string() for d in parse_device_list(devices)]
+    specs = parse_device_list(devices)
+    host = host_cpu_for(specs)
+    return [d.to_string() for d in specs + ([host] if host else [])]
+
+
+def host_only_names(devices=None, cluster=None):
+    """The names `device_names` added as the host CPU of a set of GPUs alone (host_cpu_for):
+    placement gives them only the nodes no GPU of the set has a kernel for."""
+    if cluster is not None or devices is None:
+        return set()
+    if hasattr(devices, "host_only"):
+        return set(devices.host_only)
+    host = host_cpu_for(parse_device_list(devices))
+    return {host.to_string()} if host else set()
 
 
 def _split(devices):

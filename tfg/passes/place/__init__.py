@@ -10,7 +10,7 @@ cost model picks the device where each group finishes first (simulate.py).
 """
 from tfg.graphdef.canonical import canonicalize
 from tfg.graphdef.infer import infer
-from tfg.passes.cluster_spec import device_names
+from tfg.passes.cluster_spec import device_names, host_only_names
 from tfg.passes.cost_model import CostModel
 from tfg.passes.place.colocation import (  # noqa: F401
     EXECUTOR_OPS, PlacementError, build_groups, default_warn)
@@ -27,7 +27,8 @@ def place(graph, devices=None, cost_model=None, soft=True, cluster=None, warn=de
     devices: a SPEC (`cpu:3`, `cpu:2,gpu:1`, full names), a list of names or a DeviceSet;
     cluster: a cluster SPEC (one CPU device per task); cost_model: a CostModel, a path to a
     cost-model file, or None for static estimates; soft: fall back (with `warn`) when a
-    requested device is missing or has no kernel, instead of raising PlacementError.
+    requested device is missing or has no kernel, instead of raising PlacementError. A local
+    set of GPUs alone (`gpu:1`) also holds the host's CPU:0, for the ops no GPU runs.
 
     Before: `mm` (MatMul) with device "", `c` with device "/device:CPU:1".
     After:  `mm` on "/job:localhost/replica:0/task:0/device:CPU:0", `c` on ".../CPU:1".
@@ -39,7 +40,8 @@ def place(graph, devices=None, cost_model=None, soft=True, cluster=None, warn=de
     elif isinstance(cost_model, str):
         cost_model = CostModel.load(cost_model)
     out = graph.copy()
-    groups = build_groups(out, names, soft=soft, warn=warn or (lambda msg: None))
+    groups = build_groups(out, names, soft=soft, warn=warn or (lambda msg: None),
+                          host_only=host_only_names(devices, cluster))
     where = simulate(out, groups, cost_model, tensor_shapes(out))
     for node in out:
         node.device = where[node.name]

@@ -12,6 +12,10 @@ member; its candidates are the devices of the set that satisfy both.
     >>> groups.of("w").candidates
     ['/job:localhost/replica:0/task:0/device:CPU:0']    # Assign has no GPU kernel here
 
+Devices in `host_only` (the host CPU a set of GPUs alone runs with: tfg.graphdef.names.
+host_cpu_for) are candidates only for groups that no other device can run, or that request
+them.
+
 Soft placement: a request no device satisfies falls back to the feasible devices of the same
 job/replica/task (else any feasible device) with a warning; with soft=False it is an error
 naming the node and the device.
@@ -124,7 +128,7 @@ def feasible_types(node, device_types):
     return {t for t in device_types if has_kernel(node.op, t)}
 
 
-def build_groups(graph, devices, soft=True, warn=default_warn):
+def build_groups(graph, devices, soft=True, warn=default_warn, host_only=()):
     """Colocation groups of `graph` with their candidate devices (see module docstring)."""
     uf = _UnionFind()
     for node in graph:
@@ -149,7 +153,7 @@ def build_groups(graph, devices, soft=True, warn=default_warn):
             group_of[name] = group
         _merge_requests(graph, group, soft, warn)
         _feasible(graph, group, types, devices)
-        _candidates(graph, group, devices, specs, soft, warn)
+        _candidates(graph, group, devices, specs, soft, warn, host_only)
         groups.append(group)
     return Groups(groups, group_of)
 
@@ -197,10 +201,12 @@ def _feasible(graph, group, types, devices):
     group.types = feasible
 
 
-def _candidates(graph, group, devices, specs, soft, warn):
-    ok = [d for d, s in zip(devices, specs) if s.device_type in group.types]
-    matching = [d for d, s in zip(devices, specs)
-                if d in ok and group.request.matches(s)]
+def _candidates(graph, group, devices, specs, soft, warn, host_only=()):
+    able = [d for d, s in zip(devices, specs) if s.device_type in group.types]
+    ok = [d for d in able if d not in host_only] or able
+    matching = ([d for d, s in zip(devices, specs) if d in ok and group.request.matches(s)]
+                or [d for d, s in zip(devices, specs)
+                    if d in able and group.request.matches(s)])
     if matching:
         group.candidates = matching
         return
