@@ -1,7 +1,8 @@
 """GPU against tfg's own CPU, on the same machine: an MLP SGD step (784-1024-1024-10, batch 128),
 CNN inference (two conv/pool blocks, batch 64), keras.applications ResNet50 and
 MobileNetV2 inference (batch 32, 224x224x3), and the elementwise part of an LSTM cell (batch
-256 x 1024), also with fused elementwise kernels off (TFG_GPU_FUSE=0: `gpu_unfused_ms`).
+256 x 1024), also with fused elementwise kernels off (TFG_GPU_FUSE=0: `gpu_unfused_ms`), and
+two loop cases of the real-model suite (a Keras LSTM, a TF1 dynamic_rnn gradient: loop_case).
 
     PYTHONPATH=. python3 benchmarks/bench_gpu.py [--rows mlp_sgd_step,cnn_infer,...]
         [--out benchmarks/results/gpu.json] [--cpu-steps 2] [--gpu-steps 10]
@@ -131,10 +132,38 @@ def keras_model(name):
             "expected": expected}
 
 
+FIXTURES = HERE.parent / "tests" / "fixtures" / "real_models"
+
+
+def loop_case(name):
+    """A real-model loop case (tests/fixtures/real_models/<name>: a Keras LSTM over
+    TensorLists, a TF1 dynamic_rnn over TensorArrays with `tfg grad`). Their list and array
+    ops have no GPU kernel: on `gpu:1` they run on the host's CPU and each iteration's
+    values cross between host and GPU; `split_ms` times `cpu:1,gpu:1` (the cost model)."""
+    folder = FIXTURES / name
+    meta = json.loads((folder / "case.json").read_text())
+    graph = io.load(str(folder / "graph.pb"))
+    with np.load(folder / "feeds.npz") as f:
+        feeds = {k: f[k] for k in f.files}
+    with np.load(folder / "expected.npz") as f:
+        if meta["kind"] == "grad":
+            graph = tfg.grad(graph, ys=meta["ys"], xs=meta["xs"])
+            fetches = [f"grad/{meta['xs'][0].split(':')[0]}:0"]
+            expected = f[meta["xs"][0]]
+        else:
+            fetches, expected = meta["fetches"][:1], f[meta["fetches"][0]]
+    return {"graph": graph, "fetches": fetches, "targets": [], "feeds": feeds,
+            "expected": expected, "split": True,
+            # small steps: enough of them on the CPU too, after the compiled loops warm up
+            "cpu_steps": 10, "cpu_warmup": 3}
+
+
 ROWS = {"mlp_sgd_step": mlp, "cnn_infer": cnn,
         "resnet50_b32_infer": lambda: keras_model("resnet50"),
         "mobilenetv2_b32_infer": lambda: keras_model("mobilenetv2"),
-        "lstm_gates_b256x1024": lstm_gates}
+        "lstm_gates_b256x1024": lstm_gates,
+        "keras_lstm_loop": lambda: loop_case("keras_lstm"),
+        "tf1_dynamic_lstm_grad_loop": lambda: loop_case("tf1_dynamic_lstm_grad")}
 
 
 def timed(row, devices, steps, warmup):
@@ -171,7 +200,8 @@ def main():
     for label in a.rows.split(","):
         try:
             row = ROWS[label]()
-            cpu_ms, cpu_out = timed(row, "cpu:1", a.cpu_steps, 1)
+            cpu_ms, cpu_out = timed(row, "cpu:1", row.get("cpu_steps", a.cpu_steps),
+                                    row.get("cpu_warmup", 1))
             gpu_ms, gpu_out = timed(row, "gpu:1", a.gpu_steps, 2)
             r = {"cpu_ms": round(cpu_ms, 2), "gpu_ms": round(gpu_ms, 2),
                  "gpu_speedup": round(cpu_ms / gpu_ms, 2)}
@@ -184,6 +214,8 @@ def main():
                 r["gpu_unfused_ms"] = round(plain_ms, 2)
                 r["fusion_speedup"] = round(plain_ms / gpu_ms, 2)
                 r["fused_vs_unfused_max_abs_diff"] = float(np.max(np.abs(gpu_out - plain_out)))
+            if row.get("split"):  # the same split by the cost model over cpu:1,gpu:1
+                r["split_ms"] = round(timed(row, "cpu:1,gpu:1", a.gpu_steps, 2)[0], 2)
             if not row["targets"]:  # inference: both devices computed the same thing
                 r["gpu_vs_cpu_max_abs_diff"] = float(np.max(np.abs(gpu_out - cpu_out)))
             if "expected" in row:

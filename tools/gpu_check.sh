@@ -15,7 +15,9 @@
 #                      cpu:1,gpu:1 (in process), with tfg grad for the grad cases
 #   bench.txt, bench.json   benchmarks/bench_gpu.py, one row per process: MLP SGD step, CNN
 #                      inference, ResNet50 and MobileNetV2 b32 on gpu:1 against cpu:1, and
-#                      LSTM-cell gates b256x1024 with fused elementwise kernels on and off
+#                      LSTM-cell gates b256x1024 with fused elementwise kernels on and off,
+#                      two real-model loops (Keras LSTM, TF1 dynamic_rnn gradient) on cpu:1,
+#                      gpu:1 and cpu:1,gpu:1
 #   conformance.txt    the shared checker (check.py --mode run) through the CLI, `tfg run
 #                      --devices gpu:1` for every case (tools/tfg_devices.sh adds the option)
 #   real_graphs.txt    tests/test_real_graphs_gpu.py: the real-model and real-loop suites
@@ -79,6 +81,8 @@ section bench_lstm_gates 20 40 bench.txt python3 benchmarks/bench_gpu.py \
     --rows lstm_gates_b256x1024 --out "$OUT/bench_lstm_gates.json"
 section bench_mobilenetv2 45 40 bench.txt python3 benchmarks/bench_gpu.py \
     --rows mobilenetv2_b32_infer --out "$OUT/bench_mobilenetv2.json"
+section bench_loops 60 40 bench.txt python3 benchmarks/bench_gpu.py \
+    --rows keras_lstm_loop,tf1_dynamic_lstm_grad_loop --out "$OUT/bench_loops.json"
 section conformance_cli 75 0 conformance.txt python3 .conformance/check.py --mode run \
     --timeout 60 --tfg "bash tools/tfg_devices.sh gpu:1" .conformance/*/
 section real_graphs 200 40 real_graphs.txt python3 -m pytest -q -p no:cacheprovider -n 8 \
@@ -86,7 +90,7 @@ section real_graphs 200 40 real_graphs.txt python3 -m pytest -q -p no:cacheprovi
 section pytest_standin 40 0 pytest_standin.txt env TFG_GPU_STANDIN=1 \
     python3 -m pytest -q -p no:cacheprovider tests/test_gpu_standin.py -k "not conformance"
 
-# The four benchmark rows as one file (at most 8 files come back).
+# The benchmark rows as one file (at most 8 files come back).
 python3 - "$OUT" <<'PY'
 import glob, json, os, sys
 out = sys.argv[1]
