@@ -9,6 +9,9 @@ environment set so that `gpu:1` names a device of it).
     graphs    an MLP training loop, a CNN's gradient step, resource variables and stacks in a
               while loop on `gpu:1` and `cpu:1,gpu:1`, against `cpu:1`
     cases     every shared conformance case on `gpu:1` and on `cpu:1,gpu:1`
+    loops     real-model loops over TensorLists and TensorArrays on `gpu:1`, their list and
+              array ops on the GPU, against TensorFlow's values; the list and array kernels
+              no such graph runs, against the CPU kernels
 """
 import json
 
@@ -239,7 +242,8 @@ def test_gpu_kernel_matches_cpu_kernel(op, gpu):
 
 def test_every_gpu_kernel_is_checked(kgraph):
     fixture_ops = {kgraph[c["name"]].op for c in KCASES}
-    unchecked = set(registered_ops(GPU)) - fixture_ops - set(RANDOM_CASES) - GRAPH_CHECKED
+    unchecked = (set(registered_ops(GPU)) - fixture_ops - set(RANDOM_CASES) - GRAPH_CHECKED
+                 - LOOP_GRAPH_CHECKED - LOOP_KERNELS_CHECKED)
     assert not unchecked, f"GPU kernels no test runs: {sorted(unchecked)}"
     graphs = [_mlp_train()[0], _cnn()[0], _resource_optimizers()[0]]
     for case in CASES:
@@ -462,3 +466,108 @@ def test_elementwise_chains_fuse_on_gpu(gpu, monkeypatch):
         else:
             np.testing.assert_allclose(a, b, rtol=2e-6, atol=1e-5, err_msg=name)
         np.testing.assert_allclose(a, w, rtol=1e-5, atol=1e-5, err_msg=name)
+
+
+# --------------------------------------------------------------------------- loops
+# Real-model loops (tests/fixtures) whose TensorList / TensorArray ops run on the GPU, and the
+# list and array ops they run between them.
+LOOP_CASES = ["real_models/keras_lstm", "real_models/keras_gru_grad",
+              "real_models/tf1_dynamic_lstm_grad", "real_models/tf1_beam_search",
+              "real_loops/tf1_raw_rnn_swap_grad", "real_loops/tf2_lstm_tape_tfgrad"]
+LOOP_GRAPH_CHECKED = {
+    "EmptyTensorList", "TensorListReserve", "TensorListFromTensor", "TensorListLength",
+    "TensorListElementShape", "TensorListGetItem", "TensorListSetItem", "TensorListStack",
+    "TensorListPushBack", "TensorListPopBack", "TensorArrayV3", "TensorArrayGradV3",
+    "TensorArrayWriteV3", "TensorArrayReadV3", "TensorArrayScatterV3", "TensorArrayGatherV3",
+    "TensorArraySizeV3"}
+# the list and array kernels no fixture graph runs: test_list_and_array_kernels_match_cpu
+LOOP_KERNELS_CHECKED = {"TensorListGather", "TensorListResize", "TensorArraySplitV3",
+                        "TensorArrayConcatV3", "TensorArrayGradWithShape", "TensorArrayCloseV3"}
+
+
+def _loop_case(name):
+    case = FIXTURES / name
+    meta = json.loads((case / "case.json").read_text())
+    graph = io.load(str(case / "graph.pb"))
+    with np.load(case / "feeds.npz") as f:
+        feeds = dict(f)
+    with np.load(case / "expected.npz") as f:
+        expected = dict(f)
+    if meta["kind"] == "grad":
+        graph = tfg.grad(graph, ys=meta["ys"], xs=meta["xs"])
+        fetches = [f"grad/{x.rsplit(':', 1)[0]}:0" for x in meta["xs"]]
+        want = [expected[x] for x in meta["xs"]]
+    else:
+        fetches, want = meta["fetches"], [expected[k] for k in meta["fetches"]]
+    return meta, graph, feeds, fetches, want
+
+
+def _is_loop_op(op):
+    return op.startswith(("TensorList", "TensorArray")) or op == "EmptyTensorList"
+
+
+@pytest.mark.parametrize("name", LOOP_CASES)
+def test_loop_over_lists_and_arrays_on_gpu(name, gpu):
+    """The loop runs on `gpu:1` with its list and array ops on the GPU (no value of theirs
+    crosses to the host's CPU each iteration) and gives TensorFlow's values."""
+    meta, graph, feeds, fetches, want = _loop_case(name)
+    s = Session(graph, devices="gpu:1")
+    got = s.run(fetches, feeds=feeds)
+    for f, a, w in zip(fetches, got, want):
+        a = np.asarray(a)
+        assert a.shape == w.shape, f
+        if w.dtype.kind in "biu":
+            np.testing.assert_array_equal(a, w, err_msg=f)
+        else:
+            np.testing.assert_allclose(a, w, rtol=max(meta.get("rtol", 1e-4), 1e-4),
+                                       atol=max(meta.get("atol", 1e-5), 1e-5), err_msg=f)
+    on_host = {n.op for n in s.backend._graph() if "CPU" in n.device and _is_loop_op(n.op)}
+    assert not on_host, f"list/array ops placed on the host: {sorted(on_host)}"
+
+
+def test_loop_cases_run_the_list_and_array_ops():
+    ran = set()
+    for name in LOOP_CASES:
+        graph = _loop_case(name)[1]
+        ran |= {n.op for n in _canonical(graph)}
+    assert LOOP_GRAPH_CHECKED <= ran, sorted(LOOP_GRAPH_CHECKED - ran)
+
+
+def _canonical(graph):
+    from tfg.graphdef.canonical import canonicalize  # (functional While lowered: its body ops)
+    return canonicalize(graph)
+
+
+def _kcall(op, xp, attrs, *inputs):
+    """One kernel call: the CPU kernel (xp numpy) or the GPU kernel on `xp`."""
+    node = Graph().add_node("n", op, [f"in{i}" for i in range(len(inputs))], attrs)
+    if xp is not np:
+        return _gpu_call(node, xp, *inputs)
+    out = get_kernel(op, CPU).fn(_ctx(node, np, ""), *inputs)
+    return list(out) if isinstance(out, (list, tuple)) else [out]
+
+
+def test_list_and_array_kernels_match_cpu(gpu):
+    from tfg.kernels.tensor_array_ops import TensorArray
+    x, shape = _rand((5, 3, 2)), np.array([3, 2], np.int32)
+    lists = {"element_dtype": DType.FLOAT, "shape_type": DType.INT32}
+    got = {}
+    for xp in (np, gpu):
+        (lst,) = _kcall("TensorListFromTensor", xp, lists, x, shape)
+        (gathered,) = _kcall("TensorListGather", xp, lists, lst, np.array([4, 0, 2], np.int32),
+                             shape)
+        (short,) = _kcall("TensorListResize", xp, {}, lst, np.int32(7))
+        (stacked,) = _kcall("TensorListStack", xp, lists, short, shape)  # 2 unset: zeros
+        ta = TensorArray("ta", DType.FLOAT, 3)
+        flow = np.float32(0)
+        _kcall("TensorArraySplitV3", xp, {"T": DType.FLOAT}, ta, x.reshape(15, 2),
+               np.array([5, 4, 6], np.int64), flow)
+        (g, _) = _kcall("TensorArrayGradWithShape", xp, {"source": b"grad"}, ta, flow,
+                        np.array([4], np.int32))
+        concat, lengths = _kcall("TensorArrayConcatV3", xp,
+                                 {"dtype": DType.FLOAT}, ta, flow)
+        _kcall("TensorArrayCloseV3", xp, {}, ta)
+        got[xp] = [gathered, stacked, concat, lengths, np.array(g.entries[1].shape), ta.closed]
+    for a, b in zip(got[gpu], got[np]):
+        np.testing.assert_array_equal(_host(a), np.asarray(b))
+    assert type(got[gpu][0]) is gpu.ndarray  # computed on the device

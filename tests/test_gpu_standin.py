@@ -242,16 +242,30 @@ def test_gpu_alone_keeps_a_graph_with_gpu_kernels_unpartitioned(gpu):
     assert s.backend.rewrites  # the one-device step rewrites ran
 
 
-def test_gpu_alone_runs_a_keras_lstm_with_its_tensor_lists_on_the_host(gpu):
-    """A Keras LSTM (TensorLists have no GPU kernel) on `gpu:1`: the list ops go to the host's
-    CPU, the cell's maths to the GPU, and the values are TensorFlow's."""
+def test_gpu_alone_runs_a_keras_lstm_wholly_on_the_gpu(gpu):
+    """A Keras LSTM on `gpu:1`: its TensorList ops have GPU kernels, so nothing needs the
+    host's CPU, the graph runs unpartitioned on the GPU, and the values are TensorFlow's."""
     from case_check import load_run_case
     from conftest import FIXTURES
     meta, graph, feeds, expected = load_run_case(str(FIXTURES / "real_models" / "keras_lstm"))
     s = Session(graph, devices="gpu:1")
+    standin.reset_counts()
     (got,) = s.run(meta["fetches"], feeds=feeds)
     np.testing.assert_allclose(got, expected[0], rtol=meta["rtol"], atol=meta["atol"])
-    placed = s.backend._graph()
-    on = {n.op: n.device.rsplit("/", 1)[-1] for n in placed}
-    assert on["TensorListReserve"] == "device:CPU:0"
-    assert on["MatMul"] == "device:GPU:0"
+    assert s.backend._graph() is graph
+    assert standin.COUNTS["d2h"] <= 2  # the fetch (and no item of a list each iteration)
+
+
+def test_a_list_crossing_devices_is_copied_item_by_item(gpu):
+    """A TensorList arriving at a device (a _Recv) holds its items in that device's memory,
+    as TensorFlow's variant device copy does; unset items stay unset, the source is unchanged."""
+    from tfg.kernels.list_ops import TensorList
+    from tfg.kernels.memory import received
+    from tfg.schemas.dtypes import DType
+    host = TensorList(DType.FLOAT, (2,), [np.ones(2, np.float32), None])
+    on_gpu = received(gpu, host)
+    assert type(on_gpu.items[0]) is gpu.ndarray and on_gpu.items[1] is None
+    assert type(host.items[0]) is np.ndarray
+    back = received(np, on_gpu)
+    assert type(back.items[0]) is np.ndarray
+    np.testing.assert_array_equal(back.items[0], host.items[0])

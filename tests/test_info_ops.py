@@ -27,9 +27,9 @@ def test_functional_lstm_is_fully_supported():
     ops = data["ops"]
     assert "While" not in ops  # reported as tfg runs it: lowered to the v1 primitives
     assert ops["Enter"]["executor"] and ops["Enter"]["count"] == 20
-    assert ops["TensorListSetItem"] == {"count": 2, "signature": True, "runs": ["CPU"],
+    assert ops["TensorListSetItem"] == {"count": 2, "signature": True, "runs": ["CPU", "GPU"],
                                         "executor": False, "gradient": "yes",
-                                        "places": ["CPU"]}
+                                        "places": ["CPU", "GPU"]}
     assert ops["Const"]["gradient"] == "none"  # not differentiable by declaration
     assert sum(r["count"] for r in ops.values()) == data["nodes"]
     assert list(ops) == sorted(ops, key=lambda op: (-ops[op]["count"], op))
@@ -81,7 +81,7 @@ def test_saved_model_reports_what_was_not_inlined():
     for name, why in data["not_inlined"].items():
         assert why and data["ops"]["StatefulPartitionedCall"]["runs"] == []
         assert "StatefulPartitionedCall" in data["unsupported"] and not data["supported"]
-    assert data["ops"]["TensorListStack"]["places"] == ["CPU"]
+    assert data["ops"]["TensorListStack"]["places"] == ["CPU", "GPU"]
 
 
 def test_without_graph_lists_every_op():

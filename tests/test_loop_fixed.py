@@ -164,7 +164,7 @@ def test_sigmoid_into_keeps_its_overflow_test(order, numpy_exp):
 
 
 def _ctx():
-    return SimpleNamespace(attrs={"element_dtype": DType.FLOAT}, cache={})
+    return SimpleNamespace(attrs={"element_dtype": DType.FLOAT}, cache={}, xp=np)
 
 
 def test_tensor_list_stack_of_set_rows_equals_row_by_row():

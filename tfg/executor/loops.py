@@ -540,7 +540,7 @@ def _call(it, ins, outs, sources):
             return select_call(call, ins, outs[0], broadcast=fn is select_v2)
         if fn is tensor_list_get_item:
             return list_get_call(call, fn, it.ctx, ins, outs[0])
-        if fn is tensor_list_set_item:
+        if fn is tensor_list_set_item and it.ctx.xp is np:  # (stores numpy items as they are)
             return list_set_call(call, fn, it.ctx, ins, outs[0])
         if fn is nn_matmul and it.ctx.xp is np:
             return matmul_call(call, fn, it.ctx, ins, outs[0], getattr(it.fn, "limit", None))

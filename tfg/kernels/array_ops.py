@@ -422,7 +422,7 @@ def fill(ctx, dims, value):
 @kernel("ZerosLike", device_types=ALL_DEVICES)
 def zeros_like(ctx, x):
     if isinstance(x, TensorList):  # T=variant: the zero gradient of a list
-        return zeros_like_list(x)
+        return zeros_like_list(x, ctx.xp)
     return ctx.xp.zeros_like(x)
 
 

@@ -169,6 +169,8 @@ def add_lists(lists):
     return first.with_items(items)
 
 
-def zeros_like_list(lst):
-    """A list of the same length whose set items are zeros (unset ones stay unset)."""
-    return lst.with_items([None if a is None else np.zeros_like(a) for a in lst.items])
+def zeros_like_list(lst, xp=np):
+    """A list of the same length whose set items are zeros of `xp` (unset ones stay unset)."""
+    return lst.with_items([None if a is None else zeros_like_list(a, xp)
+                           if isinstance(a, TensorList) else xp.zeros(a.shape, a.dtype)
+                           for a in lst.items])

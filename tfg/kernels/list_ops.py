@@ -1,4 +1,4 @@
-"""TensorList kernels (CPU): the variant-typed lists of TF2 control flow (TensorArray in a
+"""TensorList kernels (CPU and GPU): the variant-typed lists of TF2 control flow (TensorArray in a
 tf.function, the per-timestep inputs and outputs of a Keras LSTM/GRU loop).
 
     l = TensorListReserve(element_shape=[-1, 8], num_elements=5, element_dtype=float)
@@ -10,12 +10,17 @@ A list is a value, not a resource: every op that changes one returns a new `Tens
 (copying the Python list of items, never the arrays, which no kernel writes in place), so a
 list that flows into two consumers, or around a loop, is never changed behind a reader's
 back. Errors use TensorFlow's words.
+
+On a GPU, as TensorFlow's GPU list kernels: the items live in device memory, indices, sizes
+and element shapes in host memory (`host_inputs`); Length and ElementShape compute on the
+host. A list that crosses devices (a _Recv) is copied item by item (memory.register_container).
 """
 import numpy as np
 
 from tfg.kernels._util import fail
 from tfg.kernels.basic import shape_string
-from tfg.kernels.registry import kernel
+from tfg.kernels.memory import is_device_array, register_container
+from tfg.kernels.registry import ALL_DEVICES, kernel
 from tfg.schemas.dtypes import DType
 
 # DataTypeString's names, which TensorFlow's list errors print ("op elements int32 but list
@@ -160,7 +165,7 @@ _VARIANT = object()  # the cached "numpy dtype" of a list of variants (lists, op
 
 def item_shape(value):
     """An item's shape: a variant item (a TensorList, an Optional) is a scalar."""
-    return value.shape if type(value) is np.ndarray else ()
+    return value.shape if type(value) is np.ndarray or is_device_array(value) else ()
 
 
 def _variant_item(value):
@@ -187,7 +192,7 @@ def _element(ctx, value):
         ctx.cache["element_np"] = want_np
     if want_np is _VARIANT:
         return _variant_item(value)
-    arr = np.asarray(value)
+    arr = value if is_device_array(value) else np.asarray(value)
     if want_np is not False and arr.dtype == want_np:
         return arr  # (DType's own conversions cost microseconds; an LSTM sets an item a step)
     want = _element_dtype(ctx)
@@ -212,8 +217,8 @@ def _read_shape(lst, shape_input):
     return shape
 
 
-def _zeros(lst, shape):
-    return np.zeros(shape, lst.element_dtype.np)
+def _zeros(lst, shape, xp=np):
+    return xp.zeros(shape, lst.element_dtype.np)
 
 
 def stacked_shape(lst, element_shape):
@@ -229,13 +234,13 @@ def stacked_shape(lst, element_shape):
 
 
 # --- making lists -------------------------------------------------------------------------
-@kernel("EmptyTensorList")
+@kernel("EmptyTensorList", device_types=ALL_DEVICES, host_inputs=(0, 1))
 def empty_tensor_list(ctx, element_shape, max_num_elements):
     return TensorList(_element_dtype(ctx), _partial_shape(element_shape), [],
                       _int(max_num_elements, "max_num_elements"))
 
 
-@kernel("TensorListReserve")
+@kernel("TensorListReserve", device_types=ALL_DEVICES, host_inputs=(0, 1))
 def tensor_list_reserve(ctx, element_shape, num_elements):
     shape = _partial_shape(element_shape)
     n = _int(num_elements, "num_elements")
@@ -244,7 +249,7 @@ def tensor_list_reserve(ctx, element_shape, num_elements):
     return TensorList(_element_dtype(ctx), shape, [None] * n)
 
 
-@kernel("TensorListFromTensor")
+@kernel("TensorListFromTensor", device_types=ALL_DEVICES, host_inputs=(1,))
 def tensor_list_from_tensor(ctx, tensor, element_shape):
     t = _element(ctx, tensor)
     shape = _partial_shape(element_shape)
@@ -258,12 +263,12 @@ def tensor_list_from_tensor(ctx, tensor, element_shape):
 
 
 # --- reading ------------------------------------------------------------------------------
-@kernel("TensorListLength")
+@kernel("TensorListLength", device_types=ALL_DEVICES, host_only=True)
 def tensor_list_length(ctx, handle):
     return np.int32(len(_list(ctx, handle, check_dtype=False)))
 
 
-@kernel("TensorListElementShape")
+@kernel("TensorListElementShape", device_types=ALL_DEVICES, host_only=True)
 def tensor_list_element_shape(ctx, handle):
     shape = _list(ctx, handle, check_dtype=False).element_shape
     dt = DType.parse(ctx.attrs["shape_type"]).np
@@ -274,7 +279,8 @@ def tensor_list_element_shape(ctx, handle):
 
 # GetItem and PopBack return a stored item itself, which may be a view of an op's input (a
 # variable's buffer read into TensorListFromTensor): a fetch of it is copied, as Identity's.
-@kernel("TensorListGetItem", forwards_input=True)
+@kernel("TensorListGetItem", device_types=ALL_DEVICES, host_inputs=(1, 2),
+        forwards_input=True)
 def tensor_list_get_item(ctx, handle, index, element_shape):
     lst = _list(ctx, handle)
     i = _int(index, "index")
@@ -283,12 +289,12 @@ def tensor_list_get_item(ctx, handle, index, element_shape):
     item = lst.items[i]
     if item is not None:
         return item
-    return _zeros(lst, _read_shape(lst, element_shape))
+    return _zeros(lst, _read_shape(lst, element_shape), ctx.xp)
 
 
-def _stacked(lst, rows, shape_input, what):
-    """Stack `rows` (items or None) into one array, unset items as zeros (TensorListStack,
-    TensorListGather)."""
+def _stacked(lst, rows, shape_input, what, xp=np):
+    """Stack `rows` (items or None) into one array of `xp`, unset items as zeros
+    (TensorListStack, TensorListGather)."""
     shape = merge_shapes(_partial_shape(shape_input), lst.element_shape)
     if not fully_defined(shape):
         if not lst.items:
@@ -300,18 +306,21 @@ def _stacked(lst, rows, shape_input, what):
                  f"non-fully-defined element_shape: {shape_string(shape)}")
         shape = merge_shapes(shape, first.shape)
     shape, dt, n = tuple(shape), lst.element_dtype.np, len(rows)
-    if n and shape and all(type(a) is np.ndarray and a.shape == shape and a.dtype == dt
+    array = xp.ndarray
+    if n and shape and all(type(a) is array and a.shape == shape and a.dtype == dt
                            for a in rows):
         # every row set, of the element shape and dtype (a Keras RNN's outputs): one copy of
         # them all into the result's memory, the same values as row by row (20 rows of 8x64:
         # 22 -> 11 us)
-        out = np.empty((n,) + shape, dt)
-        np.concatenate(rows, 0, out.reshape((n * shape[0],) + shape[1:]))
+        out = xp.empty((n,) + shape, dt)
+        xp.concatenate(rows, 0, out=out.reshape((n * shape[0],) + shape[1:]))
         return out
-    out = np.zeros((n,) + shape, dt)
+    out = xp.zeros((n,) + shape, dt)
     for k, a in enumerate(rows):
         if a is None:
             continue
+        if xp is not np and type(a) is np.ndarray:
+            a = xp.asarray(a)  # (an item set on the host, before the list came here)
         if a.shape != shape:
             fail(f"Tried to {what} a list element of shape {shape_string(a.shape)} with "
                  f"element_shape {shape_string(shape)}")
@@ -320,17 +329,17 @@ def _stacked(lst, rows, shape_input, what):
     return out
 
 
-@kernel("TensorListStack")
+@kernel("TensorListStack", device_types=ALL_DEVICES, host_inputs=(1,))
 def tensor_list_stack(ctx, handle, element_shape):
     lst = _list(ctx, handle)
     n = ctx.attrs.get("num_elements", -1)
     if n != -1 and n != len(lst):
         fail(f"Operation expected a list with {n} elements but got a list with {len(lst)} "
              f"elements.")
-    return _stacked(lst, lst.items, element_shape, "stack")
+    return _stacked(lst, lst.items, element_shape, "stack", ctx.xp)
 
 
-@kernel("TensorListGather")
+@kernel("TensorListGather", device_types=ALL_DEVICES, host_inputs=(1, 2))
 def tensor_list_gather(ctx, handle, indices, element_shape):
     lst = _list(ctx, handle)
     idx = np.asarray(indices)
@@ -342,11 +351,11 @@ def tensor_list_gather(ctx, handle, indices, element_shape):
         if not 0 <= i < len(lst):
             fail(f"Trying to gather element {i} in a list with {len(lst)} elements.")
         rows.append(lst.items[i])
-    return _stacked(lst, rows, element_shape, "gather")
+    return _stacked(lst, rows, element_shape, "gather", ctx.xp)
 
 
 # --- changing (each returns a new list) ---------------------------------------------------
-@kernel("TensorListSetItem")
+@kernel("TensorListSetItem", device_types=ALL_DEVICES, host_inputs=(1,))
 def tensor_list_set_item(ctx, handle, index, item):
     lst = _list(ctx, handle)
     i = _int(index, "index")
@@ -363,7 +372,7 @@ def tensor_list_set_item(ctx, handle, index, item):
     return lst.with_items(items)
 
 
-@kernel("TensorListPushBack")
+@kernel("TensorListPushBack", device_types=ALL_DEVICES)
 def tensor_list_push_back(ctx, handle, tensor):
     lst = _list(ctx, handle)
     value = _element(ctx, tensor)
@@ -376,21 +385,29 @@ def tensor_list_push_back(ctx, handle, tensor):
     return lst.with_items(lst.items + [value])
 
 
-@kernel("TensorListPopBack", forwards_input=True)
+@kernel("TensorListPopBack", device_types=ALL_DEVICES, host_inputs=(1,), forwards_input=True)
 def tensor_list_pop_back(ctx, handle, element_shape):
     lst = _list(ctx, handle)
     if not lst.items:
         fail("Trying to pop from an empty list.")
     item = lst.items[-1]
     if item is None:
-        item = _zeros(lst, _read_shape(lst, element_shape))
+        item = _zeros(lst, _read_shape(lst, element_shape), ctx.xp)
     return lst.with_items(lst.items[:-1]), item
 
 
-@kernel("TensorListResize")
+@kernel("TensorListResize", device_types=ALL_DEVICES, host_inputs=(1,))
 def tensor_list_resize(ctx, handle, size):
     lst = _list(ctx, handle, check_dtype=False)
     n = _int(size, "size")
     if n < 0:
         fail(f"TensorListSlice expects size to be non-negative. Got: {n}")
     return lst.with_items(lst.items[:n] + [None] * max(0, n - len(lst)))
+
+
+def _moved(lst, move):
+    """`lst` with each set item moved to the receiving device (a _Recv of a list)."""
+    return lst.with_items([None if a is None else move(a) for a in lst.items])
+
+
+register_container(TensorList, _moved)

@@ -64,6 +64,24 @@ def is_device_array(value):
     return type(value) in DEVICE_ARRAY_TYPES
 
 
+def in_memory_of(xp, value):
+    """`value` where a kernel of array module `xp` reads it: numpy for the host, a device
+    array for a GPU (a TensorArray entry written by a kernel on the other side)."""
+    if type(value) is np.ndarray:
+        return value if xp is np else to_device(xp, value)
+    return to_host(value) if xp is np else value
+
+
+# Variant values that hold arrays (a TensorList's items): type -> `copy(value, move)`, a copy
+# of the value with `move` applied to each array it holds. TensorFlow copies a variant across
+# devices the same way (its registered device-copy functions), item by item.
+_CONTAINERS = {}
+
+
+def register_container(value_type, copy):
+    _CONTAINERS[value_type] = copy
+
+
 def to_host(value):
     """A device array copied to numpy (into pinned memory when large); anything else unchanged.
 
@@ -119,7 +137,11 @@ def _upload(xp, value, empty_pinned):
 
 def received(xp, value):
     """A value arriving at a device from another one (a _Recv): a numpy array for a CPU
-    (`xp` numpy), a device array for a GPU except int32 and strings, which stay on the host."""
+    (`xp` numpy), a device array for a GPU except int32 and strings, which stay on the host;
+    a container (a TensorList) copied with each item moved so."""
+    copy = _CONTAINERS.get(type(value))
+    if copy is not None:
+        return copy(value, lambda item: received(xp, item))
     if xp is np:
         return to_host(value)
     if type(value) is np.ndarray and value.dtype == np.int32:

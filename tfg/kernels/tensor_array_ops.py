@@ -1,4 +1,4 @@
-"""TensorArray kernels (CPU): the per-timestep arrays of TF1 `dynamic_rnn`, `raw_rnn` and beam
+"""TensorArray kernels (CPU and GPU): the per-timestep arrays of TF1 `dynamic_rnn`, `raw_rnn` and beam
 search, as TensorFlow's tensor_array.cc runs them.
 
     h, flow = TensorArrayV3(size=3, dtype=float)      # a new array each time it runs
@@ -13,6 +13,11 @@ so it lives as long as the values that carry it. The float `flow` carries no dat
 returns its flow_in as flow_out, and the data edges it makes order the accesses (and carry the
 gradient of the array's contents in `tfg grad`). Errors use TensorFlow's words, with the
 array's name `<tensor_array_name or node name>_<counter>` as TensorFlow prints it.
+
+On a GPU, as TensorFlow's GPU kernels: entries live in device memory; sizes, indices, lengths
+and the flow in host memory (`host_inputs`). A kernel reads entries in its own memory
+(memory.in_memory_of), so an array whose ops placement split between a CPU and a GPU still
+reads right.
 """
 import itertools
 import threading
@@ -22,7 +27,8 @@ import numpy as np
 from tfg.kernels._util import fail, s
 from tfg.kernels.basic import shape_string
 from tfg.kernels.list_ops import type_string
-from tfg.kernels.registry import kernel
+from tfg.kernels.memory import in_memory_of, is_device_array
+from tfg.kernels.registry import ALL_DEVICES, kernel
 from tfg.schemas.dtypes import DType
 
 _ids = itertools.count()
@@ -93,10 +99,12 @@ class TensorArray:
             fail(f"TensorArray {self.name} has already been closed.")
 
     # --- writes -------------------------------------------------------------------------------
-    def write(self, index, value):
+    def write(self, index, value, xp=np):
+        """Store `value` (an array of `xp`) at `index`; a gradient array adds it to what is
+        there."""
         with self.lock:
             self._check_open()
-            if type(value) is not np.ndarray:
+            if type(value) is not np.ndarray and not is_device_array(value):
                 value = np.asarray(value)
             # Once a dtype and shape passed the checks, a later value of the same passes too
             # (the element shape only narrows to shapes that passed): a loop's writes are
@@ -126,8 +134,9 @@ class TensorArray:
                     self._fail(f"Could not aggregate to TensorArray index {index} because the "
                                f"existing shape is {shape_string(entry.shape)} but the "
                                f"new input shape is {shape_string(value.shape)}.")
-                if entry.value is not None:
-                    value = entry.value + value  # a gradient array sums its writes
+                if entry.value is not None:  # a gradient array sums its writes
+                    old = entry.value
+                    value = (old if type(old) is type(value) else in_memory_of(xp, old)) + value
             entry.value, entry.shape, entry.written = value, tuple(value.shape), True
 
     def _check_shape(self, index, value):
@@ -142,7 +151,8 @@ class TensorArray:
         self._written = (value.dtype, value.shape)
 
     # --- reads --------------------------------------------------------------------------------
-    def read(self, index):
+    def read(self, index, xp=np):
+        """Entry `index` as an array of `xp` (zeros where unset and its shape is known)."""
         with self.lock:
             self._check_open()
             if index < 0 or (not self.is_grad and index >= len(self.entries)):
@@ -155,7 +165,9 @@ class TensorArray:
                            f"previous read (perhaps try setting clear_after_read = false?).")
             value = entry.value
             if value is None:
-                value = np.zeros(entry.shape, self.dtype.np)
+                value = xp.zeros(entry.shape, self.dtype.np)
+            elif type(value) is not xp.ndarray:
+                value = in_memory_of(xp, value)
             if self.clear_after_read:
                 entry.value, entry.cleared = None, True
             entry.read = True
@@ -216,22 +228,22 @@ class TensorArray:
             return g
 
     # --- stacking -----------------------------------------------------------------------------
-    def gather(self, indices, element_shape):
+    def gather(self, indices, element_shape, xp=np):
         """The entries at `indices` stacked (TensorArrayGatherV3; all of one shape)."""
-        values = [self.read(i) for i in indices]
+        values = [self.read(i, xp) for i in indices]
         if not values:
             shape = _merge(element_shape, self.element_shape)
             if not _defined(shape):
                 fail(f"TensorArray has size zero, but element shape "
                      f"{shape_string(shape)} is not fully defined. Currently only static "
                      f"shapes are supported when packing zero-size TensorArrays.")
-            return np.zeros((0,) + tuple(shape), self.dtype.np)
+            return xp.zeros((0,) + tuple(shape), self.dtype.np)
         first = values[0].shape
         for i, v in zip(indices, values):
             if v.shape != first:
                 fail(f"TensorArray has inconsistent shapes.  Index 0 has shape: "
                      f"{shape_string(first)} but index {i} has shape: {shape_string(v.shape)}")
-        return np.stack(values)
+        return xp.stack(values)
 
 
 def _array(handle):
@@ -266,7 +278,7 @@ def _shape_attr(ctx, name):
 
 
 # --- making arrays ----------------------------------------------------------------------------
-@kernel("TensorArrayV3", needs_step=True)
+@kernel("TensorArrayV3", device_types=ALL_DEVICES, needs_step=True, host_inputs=(0,))
 def tensor_array_v3(ctx, step, size):
     n = _index(size, "size")
     if n < 0:
@@ -280,13 +292,13 @@ def tensor_array_v3(ctx, step, size):
     return array, np.float32(0.0)
 
 
-@kernel("TensorArrayGradV3")
+@kernel("TensorArrayGradV3", device_types=ALL_DEVICES, host_inputs=(1,))
 def tensor_array_grad_v3(ctx, handle, flow_in):
     g = _array(handle).grad(s(ctx.attrs["source"]))
     return g, _flow(flow_in)
 
 
-@kernel("TensorArrayGradWithShape")
+@kernel("TensorArrayGradWithShape", device_types=ALL_DEVICES, host_inputs=(1, 2))
 def tensor_array_grad_with_shape(ctx, handle, flow_in, shape_to_prepend):
     prefix = _vector(shape_to_prepend, "shape_to_prepend")
     g = _array(handle).grad(s(ctx.attrs["source"]), prefix)
@@ -294,26 +306,26 @@ def tensor_array_grad_with_shape(ctx, handle, flow_in, shape_to_prepend):
 
 
 # --- element access ---------------------------------------------------------------------------
-@kernel("TensorArrayWriteV3")
+@kernel("TensorArrayWriteV3", device_types=ALL_DEVICES, host_inputs=(1, 3))
 def tensor_array_write_v3(ctx, handle, index, value, flow_in):
-    _array(handle).write(_index(index), value)
+    _array(handle).write(_index(index), value, ctx.xp)
     return _flow(flow_in)
 
 
 # A read returns the written array itself: a fetch of it is copied, as Identity's.
-@kernel("TensorArrayReadV3", forwards_input=True)
+@kernel("TensorArrayReadV3", device_types=ALL_DEVICES, host_inputs=(1, 2), forwards_input=True)
 def tensor_array_read_v3(ctx, handle, index, flow_in):
     array = _array(handle)
     _check_dtype(ctx, array)
-    return array.read(_index(index))
+    return array.read(_index(index), ctx.xp)
 
 
-@kernel("TensorArraySizeV3")
+@kernel("TensorArraySizeV3", device_types=ALL_DEVICES, host_only=True)
 def tensor_array_size_v3(ctx, handle, flow_in):
     return np.int32(_array(handle).size())
 
 
-@kernel("TensorArrayCloseV3")
+@kernel("TensorArrayCloseV3", device_types=ALL_DEVICES, host_only=True)
 def tensor_array_close_v3(ctx, handle):
     _array(handle).close()
     return ()
@@ -328,20 +340,20 @@ def _check_dtype(ctx, array):
 
 
 # --- whole-array access -----------------------------------------------------------------------
-@kernel("TensorArrayGatherV3")
+@kernel("TensorArrayGatherV3", device_types=ALL_DEVICES, host_inputs=(1, 2))
 def tensor_array_gather_v3(ctx, handle, indices, flow_in):
     array = _array(handle)
     _check_dtype(ctx, array)
     idx = _vector(indices, "indices")
     with array.lock:
-        return array.gather(idx, _shape_attr(ctx, "element_shape"))
+        return array.gather(idx, _shape_attr(ctx, "element_shape"), ctx.xp)
 
 
-@kernel("TensorArrayScatterV3")
+@kernel("TensorArrayScatterV3", device_types=ALL_DEVICES, host_inputs=(1, 3))
 def tensor_array_scatter_v3(ctx, handle, indices, value, flow_in):
     array = _array(handle)
     idx = _vector(indices, "indices")
-    value = np.asarray(value)
+    value = ctx.xp.asarray(value)
     if value.ndim < 1 or len(idx) != value.shape[0]:
         fail(f"Expected len(indices) == values.shape[0], but saw: {len(idx)} vs. "
              f"{value.shape[0] if value.ndim else 0}")
@@ -349,23 +361,23 @@ def tensor_array_scatter_v3(ctx, handle, indices, value, flow_in):
         if idx and not array.dynamic_size and max(idx) >= len(array):
             fail(f"Max scatter index must be < array size ({max(idx)} vs. {len(array)})")
         for k, i in enumerate(idx):
-            array.write(i, value[k])
+            array.write(i, value[k], ctx.xp)
     return _flow(flow_in)
 
 
-@kernel("TensorArrayConcatV3")
+@kernel("TensorArrayConcatV3", device_types=ALL_DEVICES, host_inputs=(1,))
 def tensor_array_concat_v3(ctx, handle, flow_in):
     array = _array(handle)
     _check_dtype(ctx, array)
     with array.lock:
-        values = [array.read(i) for i in range(len(array))]
+        values = [array.read(i, ctx.xp) for i in range(len(array))]
         if not values:
             rest = _shape_attr(ctx, "element_shape_except0")
             if not _defined(rest):
                 fail(f"TensorArray has size zero, but element_shape_except0 "
                      f"{shape_string(rest)} is not fully defined. Currently only static "
                      f"shapes are supported when concatenating zero-size TensorArrays.")
-            return np.zeros((0,) + tuple(rest), array.dtype.np), np.zeros(0, np.int64)
+            return ctx.xp.zeros((0,) + tuple(rest), array.dtype.np), np.zeros(0, np.int64)
     for i, v in enumerate(values):
         if v.ndim == 0:
             fail(f"Concat saw a scalar shape at index {i} but requires at least vector.  Did "
@@ -375,13 +387,13 @@ def tensor_array_concat_v3(ctx, handle, flow_in):
                  f"shape: {shape_string(values[0].shape[1:])} but index {i} has (excepting "
                  f"dimension 0) shape: {shape_string(v.shape[1:])}")
     lengths = np.array([v.shape[0] for v in values], np.int64)
-    return np.concatenate(values), lengths
+    return ctx.xp.concatenate(values), lengths
 
 
-@kernel("TensorArraySplitV3")
+@kernel("TensorArraySplitV3", device_types=ALL_DEVICES, host_inputs=(2, 3))
 def tensor_array_split_v3(ctx, handle, value, lengths, flow_in):
     array = _array(handle)
-    value = np.asarray(value)
+    value = ctx.xp.asarray(value)
     sizes = _vector(lengths, "lengths")
     if value.ndim < 1:
         fail(f"Expected value to be at least a vector, but received shape: "
@@ -395,6 +407,6 @@ def tensor_array_split_v3(ctx, handle, value, lengths, flow_in):
                  f"{len(sizes)}), and the TensorArray is not marked as dynamically resizeable")
         start = 0
         for i, n in enumerate(sizes):
-            array.write(i, value[start:start + n])
+            array.write(i, value[start:start + n], ctx.xp)
             start += n
     return _flow(flow_in)
