@@ -9,8 +9,9 @@ Modes, how the graph reaches `tfg run` (all through pipes between CLI processes)
     run        tfg run on the graph as it is (grad cases: tfg grad first)
     optimize   tfg optimize --keep <fetch nodes> first
     pipeline   tfg grad | tfg optimize | tfg partition --devices cpu:3 | tfg run --devices cpu:3
-    partition  tfg grad | tfg partition --devices cpu:2 | tfg run --devices cpu:2 (not
-               optimized first: the graph's own loops, split across two devices)
+    partition  tfg grad | tfg partition --devices cpu:2 --spread-loops | tfg run --devices
+               cpu:2 (not optimized first: the graph's own loops, split node by node across
+               two devices; by default placement keeps each loop nest on one device)
     cluster    tfg partition --cluster SPEC | tfg run --cluster SPEC (two `tfg worker`s)
     gpu        tfg run --devices gpu:1 (ops without a GPU kernel placed on the host's CPU)
     gpu_split  tfg partition --devices cpu:1,gpu:1 | tfg run --devices cpu:1,gpu:1 (the
@@ -91,7 +92,7 @@ def pipeline_command(case_dir, meta, mode, out, cluster=None, tfg=TFG):
         pipe = (f"{stage0} | {tfg} optimize - --keep {keep} | {tfg} partition - --devices cpu:3 "
                 f"| {tfg} run - --devices cpu:3 {run_args}")
     elif mode == "partition":
-        pipe = (f"{stage0} | {tfg} partition - --devices cpu:2 "
+        pipe = (f"{stage0} | {tfg} partition - --devices cpu:2 --spread-loops "
                 f"| {tfg} run - --devices cpu:2 {run_args}")
     elif mode == "gpu":
         pipe = f"{stage0} | {tfg} run - --devices gpu:1 {run_args}"

@@ -428,12 +428,13 @@ def test_a_constant_of_an_invalid_dtype_is_an_input_error(tmp_path, sub):
 
 
 def _partitioned_loop_graph():
-    """_loop_graph() as `tfg partition --devices cpu:3` writes it (GraphDef message)."""
+    """_loop_graph() as `tfg partition --devices cpu:3 --spread-loops` writes it (GraphDef
+    message; the loop split over devices: transfers inside it)."""
     from tfg.graphdef import io
     from tfg.passes.partition import partition
 
     graph = partition(io.loads(_loop_graph().SerializeToString()), "cpu:3",
-                      warn=lambda *a, **k: None)
+                      warn=lambda *a, **k: None, spread_loops=True)
     return graph.to_proto()
 
 

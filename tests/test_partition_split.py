@@ -23,13 +23,20 @@ CPU = "/job:localhost/replica:0/task:0/device:CPU:%d"
 
 def loop_graph(path):
     """A while loop whose body and a cond sit on three different CPUs (control loops, Send/Recv
-    inside a frame and across the root)."""
+    inside a frame and across the root). The body asks for two devices: placement alone keeps
+    a loop on one (tfg/passes/place/simulate.py)."""
+    def body(i, a):
+        with tb.device("/device:CPU:0"):
+            step = i + 1
+        with tb.device("/device:CPU:1"):
+            scaled = x * w
+        return step, a + scaled
+
     with tb.Graph() as g:
         x = tb.placeholder(tb.float32, [2], name="x")
         with tb.device("/device:CPU:1"):
             w = tb.constant(np.array([0.5, 2.0], np.float32), name="w")
-        _, acc = tb.while_loop(lambda i, a: i < 3, lambda i, a: (i + 1, a + x * w),
-                               [tb.constant(0), tb.zeros([2])])
+        _, acc = tb.while_loop(lambda i, a: i < 3, body, [tb.constant(0), tb.zeros([2])])
         with tb.device("/device:CPU:2"):
             y = tb.cond(tb.reduce_sum(acc) > 0, lambda: acc * 2.0, lambda: acc)
         tb.identity(tb.reduce_sum(y), name="out")

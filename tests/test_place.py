@@ -217,6 +217,42 @@ def test_loop_skeleton_stays_on_one_device():
             assert len({g2[n].device for n in names if n}) == 1, var
 
 
+def _loop_devices(g2):
+    """{outermost frame name: devices of the nodes running in it}."""
+    from tfg.graphdef.frames_loops import assign_frames
+    _, frame_of = assign_frames(g2, g2.topo_order())
+    out = {}
+    for name, frame in frame_of.items():
+        while frame is not None and frame.parent is not None:
+            frame = frame.parent
+        if frame is not None:
+            out.setdefault(frame.name, set()).add(g2[name].device)
+    return out
+
+
+def test_a_loop_nest_goes_to_one_device():
+    """Iterations would pay every crossing again: the greedy spread of a loop's independent
+    ops (a Keras LSTM's gates) over devices is not taken inside a loop."""
+    import tfg
+    g = tfg.load(str(FIXTURES / "real_models" / "keras_lstm" / "graph.pb"))
+    for spec in ("cpu:3", "cpu:1,gpu:1"):
+        loops = _loop_devices(place(g, spec))
+        assert loops and all(len(d) == 1 for d in loops.values()), (spec, loops)
+
+
+def test_a_loop_with_heavy_work_goes_to_the_faster_device(monkeypatch):
+    import tfg.builder as tb
+    _allow_gpu(monkeypatch)
+    with tb.Graph() as b:
+        w = tb.placeholder(tb.float32, [2048, 2048], name="w")
+        h0 = tb.placeholder(tb.float32, [2048, 2048], name="h0")
+        tb.while_loop(lambda i, h: tb.less(i, 10),
+                      lambda i, h: (tb.add(i, 1), tb.tanh(tb.matmul(h, w))),
+                      [tb.constant(0), h0], name="loop")
+    loops = _loop_devices(place(b.graph, "cpu:1,gpu:1"))
+    assert list(loops.values()) == [{GPU % 0}], loops
+
+
 # --- cost model -------------------------------------------------------------------------
 
 def _allow_gpu(monkeypatch):
@@ -297,3 +333,10 @@ def _load_fixture(name):
     from tfg.graphdef import io
 
     return io.load(str(FIXTURES / "partition" / name / "graph.pb"))
+
+
+def test_spread_loops_places_loop_nodes_one_by_one():
+    import tfg
+    g = tfg.load(str(FIXTURES / "real_models" / "keras_lstm" / "graph.pb"))
+    loops = _loop_devices(place(g, "cpu:3", spread_loops=True))
+    assert any(len(d) > 1 for d in loops.values()), loops

@@ -21,8 +21,8 @@ from tfg.passes.partition.files import StagedSplit, check_split_dir, split_files
 @click.option("--schedule-recv", type=click.Choice(["none", "alap"]), default=None,
               help="alap: control edges start each _Recv as late as possible (an ASAP/ALAP "
                    "analysis with the cost model), so received tensors do not wait in memory.")
-def command(graph, devices, cluster, cost_model, hard, output, fmt, split_dir, compress,
-            schedule_recv):
+def command(graph, devices, cluster, cost_model, hard, spread_loops, output, fmt, split_dir,
+            compress, schedule_recv):
     """Partition GRAPH per device: nodes without a device are placed first, then every edge
     between devices becomes a _Send/_Recv pair (loops split across devices get a control
     loop on each). `tfg run` runs the result without placing again.
@@ -40,7 +40,8 @@ def command(graph, devices, cluster, cost_model, hard, output, fmt, split_dir, c
         check_split_dir(split_dir)  # before the work, not after it
     g = read_graph(graph)
     parted = partition(g, devices, cost_model=cost_model, soft=not hard, cluster=cluster,
-                       compress=compress, schedule_recv=schedule_recv)
+                       compress=compress, schedule_recv=schedule_recv,
+                       spread_loops=spread_loops)
     if split_dir is None:
         write_graph(parted, output, fmt)
         return

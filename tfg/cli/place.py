@@ -6,7 +6,12 @@ from tfg.passes.place import place
 
 
 def device_options(f):
-    """--devices / --cluster / --cost-model / --no-soft-placement, shared with `partition`."""
+    """--devices / --cluster / --cost-model / --no-soft-placement / --spread-loops, shared
+    with `partition`."""
+    f = click.option("--spread-loops", is_flag=True,
+                     help="Place a while loop's nodes one by one, as for straight-line "
+                          "work (default: each loop nest on one device, so no iteration "
+                          "crosses devices).")(f)
     f = click.option("--no-soft-placement", "hard", is_flag=True,
                      help="A requested device that is missing or has no kernel for the op "
                           "is an error (default: fall back with a warning).")(f)
@@ -24,7 +29,7 @@ def device_options(f):
 @graph_argument
 @device_options
 @output_options
-def command(graph, devices, cluster, cost_model, hard, output, fmt):
+def command(graph, devices, cluster, cost_model, hard, spread_loops, output, fmt):
     """Set every node's device in GRAPH: requested devices are kept (partial specs narrow
     the choice), colocation groups stay together, and the rest go where a cost-model
     simulation says they finish first.
@@ -35,5 +40,5 @@ def command(graph, devices, cluster, cost_model, hard, output, fmt):
       tfg place model.pb --devices cpu:2 --cost-model cost.json --no-soft-placement
     """
     g = read_graph(graph)
-    write_graph(place(g, devices, cost_model=cost_model, soft=not hard, cluster=cluster),
-                output, fmt)
+    write_graph(place(g, devices, cost_model=cost_model, soft=not hard, cluster=cluster,
+                      spread_loops=spread_loops), output, fmt)

@@ -31,10 +31,10 @@ from tfg.passes.place import default_warn, place
 
 
 def partition(graph, devices=None, cost_model=None, soft=True, cluster=None,
-              warn=default_warn, compress=None, schedule_recv=None):
+              warn=default_warn, compress=None, schedule_recv=None, spread_loops=False):
     """A copy of `graph` partitioned per device (see the module docstring).
 
-    devices/cluster/cost_model/soft are as for `tfg.passes.place.place`, which runs first
+    devices/cluster/cost_model/soft/spread_loops are as for `tfg.passes.place.place`, which runs first
     unless `devices` and `cluster` are both None and every node already has a full device.
     `compress="bf16"` marks float32 transfers for truncation to 16 bits (compress.py).
     `schedule_recv="alap"` delays each _Recv with a control edge until just before its value
@@ -54,7 +54,7 @@ def partition(graph, devices=None, cost_model=None, soft=True, cluster=None,
             node.device = DeviceSpec.parse(node.device).to_string()
     else:
         out = place(graph, devices, cost_model=cost_model, soft=soft, cluster=cluster,
-                    warn=warn)
+                    warn=warn, spread_loops=spread_loops)
     normalize_control_flow_devices(out)
     copy_small_consts(out)  # small Consts: a copy per reading device, not a Send/Recv
     cloops = add_control_loops(out, analyze(out))

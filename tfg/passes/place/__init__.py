@@ -21,7 +21,8 @@ from tfg.schemas.ops import ops_with, ref_variable_ops
 _SHAPE_ATTR_OPS = ops_with("placeholder") | ref_variable_ops()
 
 
-def place(graph, devices=None, cost_model=None, soft=True, cluster=None, warn=default_warn):
+def place(graph, devices=None, cost_model=None, soft=True, cluster=None, warn=default_warn,
+          spread_loops=False):
     """A copy of `graph` where every node's device is a full device name.
 
     devices: a SPEC (`cpu:3`, `cpu:2,gpu:1`, full names), a list of names or a DeviceSet;
@@ -29,6 +30,8 @@ def place(graph, devices=None, cost_model=None, soft=True, cluster=None, warn=de
     cost-model file, or None for static estimates; soft: fall back (with `warn`) when a
     requested device is missing or has no kernel, instead of raising PlacementError. A local
     set of GPUs alone (`gpu:1`) also holds the host's CPU:0, for the ops no GPU runs.
+    spread_loops: place a while loop's nodes one by one (default: each loop nest on one
+    device, simulate.py).
 
     Before: `mm` (MatMul) with device "", `c` with device "/device:CPU:1".
     After:  `mm` on "/job:localhost/replica:0/task:0/device:CPU:0", `c` on ".../CPU:1".
@@ -42,7 +45,7 @@ def place(graph, devices=None, cost_model=None, soft=True, cluster=None, warn=de
     out = graph.copy()
     groups = build_groups(out, names, soft=soft, warn=warn or (lambda msg: None),
                           host_only=host_only_names(devices, cluster))
-    where = simulate(out, groups, cost_model, tensor_shapes(out))
+    where = simulate(out, groups, cost_model, tensor_shapes(out), keep_loops=not spread_loops)
     for node in out:
         node.device = where[node.name]
     return out

@@ -14,11 +14,21 @@ Heuristics for nodes that placement may move freely (one node, no request), as i
 a generator (no data inputs, one output) goes with its consumers when they share one device; Shape,
 Size and Rank go with their input; Switch and Exit with their data input; Enter and
 NextIteration with their first consumer (so one loop frame's skeleton stays on one device).
-And one of tfg's: a node reading a reference variable's buffer that the graph writes in place
+And two of tfg's: a node reading a reference variable's buffer that the graph writes in place
 goes with the buffer (tfg/passes/variable_buffers.py), so it sees the buffer as it is when it
-runs.
+runs; and the nodes of a while loop that ask for no device (its whole nest, inner loops
+included; colocation groups whose members are all in it) go to ONE device, the one where the
+loop's nodes cost least in sum (a node that cannot run there counts a copy in and out): the
+simulation sees one iteration, but every iteration would pay each border crossing again, and
+spreading a loop's independent ops over devices only pays off once.
+
+    Before: a Keras LSTM on cpu:1,gpu:1: its cell's Sigmoids on GPU:0, its Tanhs on CPU:0,
+            ~20 _Send/_Recv pairs an iteration (53 ms a step on an H200 machine).
+    After:  the whole loop on one device, no crossing inside it.
 """
-from tfg.graphdef.names import CONTROL
+from tfg.errors import TfgInputError
+from tfg.graphdef.frames_loops import assign_frames
+from tfg.graphdef.names import CONTROL, DeviceSpec
 from tfg.passes.variable_buffers import buffer_holders, buffer_inputs
 from tfg.schemas.ops import control_flow_names, ops_with, signature
 
@@ -50,7 +60,7 @@ def _ref_output(node):
 
 
 class _Sim:
-    def __init__(self, graph, groups, cost_model, shapes):
+    def __init__(self, graph, groups, cost_model, shapes, keep_loops=True):
         self.graph = graph
         self.groups = groups
         self.cm = cost_model
@@ -63,6 +73,9 @@ class _Sim:
         self._bytes = {}  # (node, port) -> bytes
         self._copies = {}  # (src device, dst device) -> Link
         self.holders = buffer_holders(graph)  # nodes whose outputs may be a variable's buffer
+        self.keep_loops = keep_loops
+        self.loop_of = {}  # node -> the outermost loop frame it runs in (loop_affinity)
+        self.loop_device = {}  # outermost frame -> the device its free nodes go to
 
     def device_type(self, device):
         return device.rsplit("/device:", 1)[-1].split(":")[0]
@@ -129,6 +142,49 @@ class _Sim:
                 best, best_t = device, t
         return best
 
+    def loop_affinity(self, order):
+        """Map every node inside a while loop to its outermost frame (no loops, or frames
+        that do not validate: none; placement then runs as for straight-line graphs)."""
+        try:
+            _, frame_of = assign_frames(self.graph, order)
+        except TfgInputError:
+            return
+        for name, frame in frame_of.items():
+            if frame is not None:
+                while frame.parent is not None:
+                    frame = frame.parent
+                self.loop_of[name] = frame
+
+    def frame_device(self, frame, group):
+        """The device the free nodes of loop nest `frame` go to (chosen at its first free node:
+        the candidate where its nodes cost least in sum)."""
+        device = self.loop_device.get(frame)
+        if device is None:
+            members = [self.graph[n] for n, f in self.loop_of.items() if f is frame]
+            best_t = None
+            for d in group.candidates:
+                t = self.free.get(d, 0.0)  # (a second loop nest may go where work is not)
+                for m in members:
+                    if d in self.groups.of(m.name).candidates:
+                        t += self.cost(m, d)
+                    else:  # runs elsewhere: a copy in and one out, each iteration
+                        t += 2 * self.cm.link(d, self.groups.of(m.name).candidates[0]).latency_us
+                if best_t is None or t < best_t - 1e-9:
+                    device, best_t = d, t
+            self.loop_device[frame] = device
+        return device if device in group.candidates else None
+
+    def loop_pick(self, node, group):
+        """The device of the loop nest the members of `group` run in (members outside loops,
+        a TF1 TensorArray made before its loop, go along), or None (not in a loop, members in
+        two nests, or a device asked for by name)."""
+        if group.request != DeviceSpec() or len(group.candidates) < 2:
+            return None
+        nests = {self.loop_of.get(m) for m in group.members} - {None}
+        if len(nests) != 1:  # not in a loop, or colocated across two loop nests
+            return None
+        return self.frame_device(nests.pop(), group)
+
     def heuristic(self, node, group):
         """A device forced by the heuristics in the module docstring, or None."""
         if node.op in SHAPE_OPS or node.op in FOLLOW_INPUT_OPS:
@@ -136,6 +192,11 @@ class _Sim:
             src = self.source(data[0]) if data else None
             if src is not None and src[1] in group.candidates:
                 return src[1]
+        return None
+
+    def buffer_pick(self, node, group):
+        """The device of the variable buffer `node` reads, where the graph writes that buffer
+        in place (it must see the buffer as it is), or None."""
         for ref in buffer_inputs(self.graph, node, self.holders) if self.holders else ():
             src = self.source(ref)
             if src is not None and src[1] in group.candidates:
@@ -143,6 +204,8 @@ class _Sim:
         return None
 
     def run(self, order):
+        if self.keep_loops:
+            self.loop_affinity(order)
         for node in order:
             group = self.groups.of(node.name)
             free_node = not group.constrained and len(group.candidates) > 1
@@ -156,7 +219,9 @@ class _Sim:
                 if len(group.candidates) == 1:
                     group.device = group.candidates[0]
                 else:
-                    group.device = (self.heuristic(node, group) if free_node else None) \
+                    group.device = (self.buffer_pick(node, group) if free_node else None) \
+                        or self.loop_pick(node, group) \
+                        or (self.heuristic(node, group) if free_node else None) \
                         or self.choose(node, group)
             device = group.device
             start = max(self.ready_on(node, device), self.free.get(device, 0.0))
@@ -186,6 +251,7 @@ class _Sim:
         return candidates[0]
 
 
-def simulate(graph, groups, cost_model, shapes):
-    """Device of every node: {name: full device name} (see module docstring)."""
-    return _Sim(graph, groups, cost_model, shapes).run(graph.topo_order())
+def simulate(graph, groups, cost_model, shapes, keep_loops=True):
+    """Device of every node: {name: full device name} (see module docstring); keep_loops=False
+    places a loop's nodes one by one, as straight-line work."""
+    return _Sim(graph, groups, cost_model, shapes, keep_loops).run(graph.topo_order())
