@@ -182,3 +182,48 @@ def test_scalar_fast_paths_equal_the_ufuncs_and_wrap_silently():
             got = get_kernel(op, "CPU", "x").fn(Ctx, x, y)
             want = ufunc(np.asarray(x), np.asarray(y))
             assert np.asarray(got).dtype == want.dtype and np.array_equal(got, want), op
+
+
+@pytest.mark.parametrize("case", ["keras_lstm", "tf1_dynamic_lstm_grad"])
+def test_loops_of_a_partitioned_graph_compile(case):
+    """A loop nest placed on one device of a partitioned graph runs as a compiled loop there:
+    its Enters read _Recvs whose senders wait for no Exit of it (recv_exit_frames)."""
+    import sys
+    from conftest import ROOT
+    sys.path.insert(0, str(ROOT))
+    from tests.gpu_suite import _loop_case
+    from tfg.executor.loops import compile_loops
+    from tfg.passes.partition import partition
+    meta, graph, feeds, fetches, want = _loop_case(f"real_models/{case}")
+    s = Session(partition(graph, "cpu:2", warn=lambda *a: None), devices="cpu:2")
+    got = s.run(fetches, feeds=feeds)
+    for a, w in zip(got, want):
+        np.testing.assert_allclose(a, w, rtol=max(meta.get("rtol", 1e-4), 1e-4),
+                                   atol=max(meta.get("atol", 1e-5), 1e-5))
+    (prepared,) = s.backend._cache.values()
+    compiled = {}
+    for plan in prepared.plans:
+        why = {}
+        compiled.update(compile_loops(plan, why))
+        assert not why, why
+    assert compiled
+
+
+def test_recv_exit_frames_follow_sends_across_devices():
+    from tfg.executor.partitions import recv_exit_frames
+    from tfg.passes.partition import partition
+    with tb.Graph() as g:
+        with tb.device("/device:CPU:1"):
+            c = tb.constant(np.float32(2.0), name="c") * tb.constant(np.float32(1.5))
+        with tb.device("/device:CPU:0"):
+            _, acc = tb.while_loop(lambda i, a: i < 3, lambda i, a: (i + 1, a * c),
+                                   [tb.constant(0), tb.constant(np.float32(1.0))], name="w")
+        with tb.device("/device:CPU:1"):
+            tb.identity(acc * 2.0, name="out")
+    parted = partition(g.graph, "cpu:2", warn=lambda *a: None)
+    frames = recv_exit_frames(parted)
+    into_loop = [n.name for n in parted if n.op == "_Recv" and "CPU:0" in n.device]
+    after_loop = [n.name for n in parted if n.op == "_Recv" and "CPU:1" in n.device]
+    assert into_loop and all(frames[n] == frozenset() for n in into_loop)
+    assert after_loop and any("w/while_context" in frames[n] for n in after_loop)
+    assert Session(parted, devices="cpu:2").run("out:0") == pytest.approx(2 * 3.0 ** 3)

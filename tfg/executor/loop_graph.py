@@ -148,19 +148,24 @@ def frame_members(name, frame_enters, items):
     exits.sort(key=lambda it: it.id)
     return members, exits
 
-def enter_depends_on_exit(frame_enters, exits, sources, member_ids):
+def enter_depends_on_exit(frame_enters, exits, sources, member_ids, frame=None):
     """Whether an Enter may wait for an Exit of its own frame: through this partition's
-    nodes, or through a _Recv (what another device sends is not visible here). Not through
-    an enclosing loop's NextIteration: that is the enclosing loop's previous iteration, whose
-    instance of this frame has ended (a nested loop, whose Enters read the outer loop's
-    variables that its Exits fed back)."""
+    nodes, or through a _Recv whose sender may wait for an Exit of this frame or of a frame
+    inside it on another device (its `exit_frames`, read off the whole partitioned graph;
+    unknown: it may). Not through an enclosing loop's NextIteration: that is the enclosing
+    loop's previous iteration, whose instance of this frame has ended (a nested loop, whose
+    Enters read the outer loop's variables that its Exits fed back)."""
     exit_ids = {e.id for e in exits}
     seen, stack = set(), [e.id for e in frame_enters]
     while stack:
         iid = stack.pop()
         for src, _, _ in sources[iid]:
-            if src.id in exit_ids or src.kind == P.RECV:
+            if src.id in exit_ids:
                 return True
+            if src.kind == P.RECV:
+                if src.exit_frames is None or frame is None or frame in src.exit_frames:
+                    return True
+                continue  # (what it waits for is on another device: exit_frames said)
             if src.kind == P.NEXT and src.id not in member_ids:
                 continue
             if src.id not in seen:

@@ -233,7 +233,8 @@ def _compile_frame(name, frame_enters, items, sources, buffers):
         for src, _, _ in sources[it.id]:
             if src.id not in member_ids and src.id not in enter_ids:
                 raise G.Unsupported(f"{it.name!r} reads {src.name!r} from outside the frame")
-    if G.enter_depends_on_exit(frame_enters, exits, sources, member_ids):
+    frame = name.decode("utf-8", "replace") if isinstance(name, bytes) else name
+    if G.enter_depends_on_exit(frame_enters, exits, sources, member_ids, frame):
         raise G.Unsupported("an Enter may wait for an Exit of its own frame")
     loop_merges, inner_merges = G.loop_and_cond_merges(members, sources)
     for enter in frame_enters:

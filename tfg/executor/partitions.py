@@ -17,6 +17,7 @@ from tfg.schemas.ops import signature
 
 SEND_OPS = control_flow_names("send")
 RECV_OPS = control_flow_names("recv")
+EXIT_OPS = control_flow_names("exit")
 
 
 def is_partitioned(graph):
@@ -177,3 +178,61 @@ def group_by_device(graph, needed, devices):
         groups.setdefault(dev.name, (dev, []))[1].append(node)
     order = {d.name: i for i, d in enumerate(devices)}
     return sorted(groups.values(), key=lambda g: order[g[0].name])
+
+
+def recv_exit_frames(graph):
+    """{_Recv name: names of the frames whose Exits its value may wait for}, on every device
+    of a partitioned graph (each _Recv reads through its _Send, matched by tensor name and
+    devices); an Exit counts for its frame and every frame around it. Back edges
+    (NextIteration) are not followed: an enclosing loop's previous iteration has ended.
+    {} where the frames do not validate (callers then assume any frame)."""
+    from tfg.graphdef.frames_loops import NEXT_ITERATION_OPS, assign_frames  # lazy: as above
+
+    try:
+        _, frame_of = assign_frames(graph, graph.topo_order())
+    except TfgInputError:
+        return {}
+    sends = {}
+    for node in graph:
+        if node.op in SEND_OPS:
+            sends[_transfer_key(node)] = node.name
+    memo = {}
+    for start in graph:
+        if start.op not in RECV_OPS or start.name in memo:
+            continue
+        stack = [(start.name, False)]
+        while stack:
+            name, expanded = stack.pop()
+            if name in memo:
+                continue
+            node = graph.get(name)
+            if node is None:
+                memo[name] = frozenset()
+                continue
+            if node.op in RECV_OPS:
+                ins = [sends[k] for k in (_transfer_key(node),) if k in sends]
+            elif node.op in NEXT_ITERATION_OPS:
+                ins = []
+            else:
+                ins = [r.node for r in node.input_refs]
+            if not expanded:
+                stack.append((name, True))
+                stack.extend((i, False) for i in ins if i not in memo)
+                continue
+            frames = set()
+            for i in ins:
+                frames |= memo.get(i, frozenset())
+            if node.op in EXIT_OPS and frame_of.get(name) is not None:
+                frame = frame_of[name]
+                while frame is not None:
+                    frames.add(frame.name)
+                    frame = frame.parent
+            memo[name] = frozenset(frames)
+    return {n.name: memo[n.name] for n in graph if n.op in RECV_OPS and n.name in memo}
+
+
+def _transfer_key(node):
+    def text(attr):
+        value = node.get_attr(attr) if node.has_attr(attr) else b""
+        return value if isinstance(value, (bytes, str)) else repr(value)
+    return (text("tensor_name"), text("send_device"), text("recv_device"))

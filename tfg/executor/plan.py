@@ -59,7 +59,7 @@ class Item:
                  "num_inputs", "num_outputs", "out_edges", "pending_init", "is_merge",
                  "frame_name", "is_constant", "parallel_iterations", "poolable", "blocking",
                  "key_prefix", "fetch_ports", "feed_index", "keeps_ref", "forwards_input",
-                 "succ", "deref", "call", "compress")
+                 "succ", "deref", "call", "compress", "exit_frames")
 
     def __init__(self, id_, name, op, kind, node=None):
         self.id = id_
@@ -96,6 +96,9 @@ class Item:
         # A _Send/_Recv of `tfg partition --compress-transfers bf16`: float32 crosses as its
         # upper 16 bits (tfg/schemas/truncate.py).
         self.compress = False
+        # A _Recv: the frames whose Exits the sent value may wait for, on any device
+        # (partitions.recv_exit_frames; None: not known, so possibly any).
+        self.exit_frames = None
 
     def __repr__(self):
         return f"<Item {self.id} {self.name} {self.kind}>"

@@ -25,7 +25,7 @@ from tfg.executor import limits, partitions
 from tfg.executor.devices import to_host
 from tfg.executor.executor import NOVAL, DataflowRun
 from tfg.executor.fastpath import Schedule
-from tfg.executor.plan import BUILTIN_KINDS, KERNEL, build_plan
+from tfg.executor.plan import BUILTIN_KINDS, KERNEL, RECV, build_plan
 from tfg.executor.ref_aliases import mark_variable_writes
 from tfg.executor.rendezvous import LocalRendezvous
 from tfg.graphdef.frames_loops import ENTER_OPS, EXIT_OPS, assign_frames
@@ -189,6 +189,12 @@ def prepare(graph, needed, devices, feed_refs, fetch_refs, targets=(), memory_li
             raise TfgInputError(f"fetch {tensor_name(*fetch_refs[i])!r} is not computed on "
                                 f"{where}")
     mark_variable_writes(plans)
+    if len(plans) > 1:  # what each _Recv's sender may wait for (compiled loops ask)
+        exit_frames = partitions.recv_exit_frames(graph)
+        for plan in plans:
+            for it in plan.items:
+                if it.kind == RECV:
+                    it.exit_frames = exit_frames.get(it.name)
     schedules = [Schedule.build(p) if len(plans) == 1 and fast_path else None for p in plans]
     # (a fetch of a variable's buffer, which a later step may write in place, is a copy too)
     holders = buffer_holders(graph, written=False) if fetch_refs else frozenset()

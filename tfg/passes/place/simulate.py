@@ -143,8 +143,9 @@ class _Sim:
         return best
 
     def loop_affinity(self, order):
-        """Map every node inside a while loop to its outermost frame (no loops, or frames
-        that do not validate: none; placement then runs as for straight-line graphs)."""
+        """Map every node inside a while loop to its outermost frame, nests joined by a
+        colocation group counting as one (no loops, or frames that do not validate: none;
+        placement then runs as for straight-line graphs)."""
         try:
             _, frame_of = assign_frames(self.graph, order)
         except TfgInputError:
@@ -154,6 +155,22 @@ class _Sim:
                 while frame.parent is not None:
                     frame = frame.parent
                 self.loop_of[name] = frame
+        # Nests that share a colocation group go together: a forward loop's StackPushV2 and
+        # its gradient loop's StackPopV2 use one stack.
+        joined = {}
+
+        def root(f):
+            while joined.get(f, f) is not f:
+                f = joined[f]
+            return f
+
+        for group in self.groups:
+            nests = [root(self.loop_of[m]) for m in group.members if m in self.loop_of]
+            for other in nests[1:]:
+                if other is not nests[0]:
+                    joined[other] = nests[0]
+        if joined:
+            self.loop_of = {name: root(f) for name, f in self.loop_of.items()}
 
     def frame_device(self, frame, group):
         """The device the free nodes of loop nest `frame` go to (chosen at its first free node:
