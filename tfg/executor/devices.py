@@ -8,8 +8,9 @@
 SPEC forms: `cpu:4` (four CPU devices), `cpu:2,gpu:1`, full or partial names separated by commas
 (`/job:localhost/replica:0/task:0/device:CPU:1`, `/device:CPU:1`), or None/"" for every local
 device (CPU:0, plus each GPU that CuPy sees). GPUs alone (`gpu:1`) come with the host's CPU:0,
-as in TensorFlow, which gets only the ops no GPU has a kernel for. GPU kernels are looked up under device type "GPU"
-and get `cupy` as their array module; asking for a GPU without CuPy is an input error.
+as in TensorFlow, which gets only the ops no GPU has a kernel for. GPU kernels are looked up
+under device type "GPU" and get `cupy` as their array module; asking for a GPU without CuPy
+is an input error.
 With `TFG_GPU_STANDIN=N` in the environment, N GPU devices exist and their array module is
 tfg.kernels.gpu.standin (numpy behind a distinct array type): CI runs every GPU kernel that way.
 """

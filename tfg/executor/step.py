@@ -189,7 +189,8 @@ def prepare(graph, needed, devices, feed_refs, fetch_refs, targets=(), memory_li
             raise TfgInputError(f"fetch {tensor_name(*fetch_refs[i])!r} is not computed on "
                                 f"{where}")
     mark_variable_writes(plans)
-    if len(plans) > 1:  # what each _Recv's sender may wait for (compiled loops ask)
+    if len(plans) > 1 and any(p.has_control_flow and p.has_recv for p in plans):
+        # what each _Recv's sender may wait for (compiled loops ask)
         exit_frames = partitions.recv_exit_frames(graph)
         for plan in plans:
             for it in plan.items:

@@ -1,5 +1,5 @@
-"""TensorList kernels (CPU and GPU): the variant-typed lists of TF2 control flow (TensorArray in a
-tf.function, the per-timestep inputs and outputs of a Keras LSTM/GRU loop).
+"""TensorList kernels (CPU and GPU): the variant-typed lists of TF2 control flow (TensorArray
+in a tf.function, the per-timestep inputs and outputs of a Keras LSTM/GRU loop).
 
     l = TensorListReserve(element_shape=[-1, 8], num_elements=5, element_dtype=float)
     l = TensorListSetItem(l, 0, h0)             # a new list; the old one is unchanged
@@ -19,7 +19,7 @@ import numpy as np
 
 from tfg.kernels._util import fail
 from tfg.kernels.basic import shape_string
-from tfg.kernels.memory import is_device_array, register_container
+from tfg.kernels.memory import in_memory_of, is_device_array, register_container
 from tfg.kernels.registry import ALL_DEVICES, kernel
 from tfg.schemas.dtypes import DType
 
@@ -319,8 +319,8 @@ def _stacked(lst, rows, shape_input, what, xp=np):
     for k, a in enumerate(rows):
         if a is None:
             continue
-        if xp is not np and type(a) is np.ndarray:
-            a = xp.asarray(a)  # (an item set on the host, before the list came here)
+        if type(a) is not array:
+            a = in_memory_of(xp, a)  # (an item set on the other side, before the list came)
         if a.shape != shape:
             fail(f"Tried to {what} a list element of shape {shape_string(a.shape)} with "
                  f"element_shape {shape_string(shape)}")

@@ -1,5 +1,5 @@
-"""TensorArray kernels (CPU and GPU): the per-timestep arrays of TF1 `dynamic_rnn`, `raw_rnn` and beam
-search, as TensorFlow's tensor_array.cc runs them.
+"""TensorArray kernels (CPU and GPU): the per-timestep arrays of TF1 `dynamic_rnn`, `raw_rnn`
+and beam search, as TensorFlow's tensor_array.cc runs them.
 
     h, flow = TensorArrayV3(size=3, dtype=float)      # a new array each time it runs
     flow = TensorArrayWriteV3(h, 0, x, flow)           # every access passes the flow along

@@ -34,8 +34,9 @@ def partition(graph, devices=None, cost_model=None, soft=True, cluster=None,
               warn=default_warn, compress=None, schedule_recv=None, spread_loops=False):
     """A copy of `graph` partitioned per device (see the module docstring).
 
-    devices/cluster/cost_model/soft/spread_loops are as for `tfg.passes.place.place`, which runs first
-    unless `devices` and `cluster` are both None and every node already has a full device.
+    devices/cluster/cost_model/soft/spread_loops are as for `tfg.passes.place.place`, which
+    runs first unless `devices` and `cluster` are both None and every node already has a full
+    device.
     `compress="bf16"` marks float32 transfers for truncation to 16 bits (compress.py).
     `schedule_recv="alap"` delays each _Recv with a control edge until just before its value
     is needed (recv_schedule.py); "none" starts every _Recv at once. Default: the

@@ -76,7 +76,7 @@ class Groups:
         return self._of[name]
 
 
-class _UnionFind:
+class UnionFind:
     def __init__(self):
         self.parent = {}
 
@@ -130,7 +130,7 @@ def feasible_types(node, device_types):
 
 def build_groups(graph, devices, soft=True, warn=default_warn, host_only=()):
     """Colocation groups of `graph` with their candidate devices (see module docstring)."""
-    uf = _UnionFind()
+    uf = UnionFind()
     for node in graph:
         uf.find(node.name)
         for target in colocation_names(node):

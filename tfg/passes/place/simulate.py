@@ -29,6 +29,7 @@ spreading a loop's independent ops over devices only pays off once.
 from tfg.errors import TfgInputError
 from tfg.graphdef.frames_loops import assign_frames
 from tfg.graphdef.names import CONTROL, DeviceSpec
+from tfg.passes.place.colocation import UnionFind
 from tfg.passes.variable_buffers import buffer_holders, buffer_inputs
 from tfg.schemas.ops import control_flow_names, ops_with, signature
 
@@ -157,20 +158,13 @@ class _Sim:
                 self.loop_of[name] = frame
         # Nests that share a colocation group go together: a forward loop's StackPushV2 and
         # its gradient loop's StackPopV2 use one stack.
-        joined = {}
-
-        def root(f):
-            while joined.get(f, f) is not f:
-                f = joined[f]
-            return f
-
+        nests = UnionFind()
         for group in self.groups:
-            nests = [root(self.loop_of[m]) for m in group.members if m in self.loop_of]
-            for other in nests[1:]:
-                if other is not nests[0]:
-                    joined[other] = nests[0]
-        if joined:
-            self.loop_of = {name: root(f) for name, f in self.loop_of.items()}
+            mine = [self.loop_of[m] for m in group.members if m in self.loop_of]
+            for other in mine[1:]:
+                nests.union(mine[0], other)
+        if nests.parent:
+            self.loop_of = {name: nests.find(f) for name, f in self.loop_of.items()}
 
     def frame_device(self, frame, group):
         """The device the free nodes of loop nest `frame` go to (chosen at its first free node:
