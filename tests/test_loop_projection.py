@@ -431,3 +431,84 @@ def test_an_accumulator_read_in_the_loop_is_not_deferred(monkeypatch):
         acc = acc + a[t].T @ b[t]
     np.testing.assert_allclose(got[0], acc, rtol=1e-12)
     np.testing.assert_allclose(got[1], s, rtol=1e-12)
+
+
+def _biased_rnn_grad(n_steps, xs, rank3=False):
+    """h_t = tanh(h W + x_t U + b) over a TF1-style loop, loss = sum(h_T), and `tfg grad`
+    of it for `xs` (a BiasAdd whose gradient loop sums BiasAddGrad(dz) into db); `rank3`:
+    the BiasAdd over the pre-activation reshaped to [B, 1, H] (a rank-3 gradient)."""
+    import tfg
+
+    rng = np.random.default_rng(6)
+    w = rng.standard_normal((H, H)) * 0.3
+    u = rng.standard_normal((F, H)) * 0.3
+    b = rng.standard_normal(H) * 0.3
+    with tb.Graph() as g:
+        x = tb.placeholder(tb.float64, [None, B, F], name="x")
+        wc, uc, bc = tb.constant(w, name="W"), tb.constant(u, name="U"), tb.constant(b, name="b")
+
+        def body(i, h):
+            z = tb.add(tb.matmul(h, wc), tb.matmul(tb.gather(x, i), uc))
+            if rank3:
+                z = tb.reshape(tb.bias_add(tb.reshape(z, [B, 1, H]), bc), [B, H])
+            else:
+                z = tb.bias_add(z, bc)
+            return i + 1, tb.tanh(z)
+
+        _, h = tb.while_loop(lambda i, h: i < n_steps, body,
+                             [tb.constant(0), tb.zeros([B, H], tb.float64)], name="rnn")
+        tb.reduce_sum(h, name="loss")
+    return tfg.grad(g.graph, "loss", xs), (w, u, b)
+
+
+def _biased_reference(x, w, u, b, n_steps):
+    hs = [np.zeros((B, H))]
+    for t in range(n_steps):
+        hs.append(np.tanh(hs[-1] @ w + x[t] @ u + b))
+    dw, db, dh = np.zeros_like(w), np.zeros_like(b), np.ones((B, H))
+    for t in reversed(range(n_steps)):
+        dz = dh * (1 - hs[t + 1] ** 2)
+        dw += hs[t].T @ dz
+        db += dz.sum(axis=0)
+        dh = dz @ w.T
+    return dw, db
+
+
+def _bias_grads(prog):
+    return [it for _, it in prog.body_rest if it.op == "BiasAddGrad"]
+
+
+@pytest.mark.parametrize("xs", ["W,U,b", "b"])
+@pytest.mark.parametrize("n", [0, 1, 7])
+def test_deferred_bias_gradient_sums(xs, n, monkeypatch):
+    """db = sum_t BiasAddGrad(dz_t) as the column sums of the collected dz rows when the
+    loop exits: with dW and dU (one call collects dz for the three) or alone (xs "b"); the
+    values of the loop adding them one by one (within rounding) and numpy's BPTT; zero
+    iterations: zeros."""
+    graph, (w, u, b) = _biased_rnn_grad(n, xs)
+    x = np.random.default_rng(n + 1).standard_normal((max(n, 1), B, F))
+    fetches = ["grad/" + v for v in xs.split(",")]
+    got, sess = _run(graph, fetches, {"x": x}, True, monkeypatch)
+    want, plain = _run(graph, fetches, {"x": x}, False, monkeypatch)
+    assert len(_collects(sess)) == 1 and not _collects(plain)
+    assert all(not _bias_grads(prog) for prog in _programs(sess))
+    assert any(_bias_grads(prog) for prog in _programs(plain))
+    for a, c in zip(got, want):
+        np.testing.assert_allclose(a, c, rtol=1e-12, atol=1e-13)
+    dw, db = _biased_reference(x, w, u, b, n)
+    np.testing.assert_allclose(got[-1], db, rtol=1e-10, atol=1e-12)
+    if xs != "b":
+        np.testing.assert_allclose(got[0], dw, rtol=1e-10, atol=1e-12)
+    if n == 0:
+        assert not np.any(got[-1])
+
+
+def test_a_rank3_bias_gradient_runs_its_nodes(monkeypatch):
+    """A BiasAddGrad of a [B, 1, H] gradient: the collected rows are not its operand, so
+    every iteration runs BiasAddGrad and the AddV2 as written (their values: numpy's)."""
+    graph, (w, u, b) = _biased_rnn_grad(5, "b", rank3=True)
+    x = np.random.default_rng(9).standard_normal((5, B, F))
+    got, sess = _run(graph, ["grad/b"], {"x": x}, True, monkeypatch)
+    want, _ = _run(graph, ["grad/b"], {"x": x}, False, monkeypatch)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(got[0], _biased_reference(x, w, u, b, 5)[1], rtol=1e-10)

@@ -7,7 +7,9 @@
     After: each iteration copies A_t and G_t into the next rows of buffers and passes acc
     through unchanged; when the loop exits, acc = acc0 + A^T G ([128, 1600] x [1600, 128],
     one GEMM), which the Exit then reads. Accumulations of the same G (dW = sum h^T g and
-    dU = sum x^T g) are collected by one call, which copies G once.
+    dU = sum x^T g) are collected by one call, which copies G once. So are the bias's:
+    acc' = AddV2(acc, BiasAddGrad(G_t)) becomes acc0 + the column sums of all the G rows (a
+    TF1 GRUCell's gradient loop: two BiasAddGrads and two AddV2s fewer an iteration).
 
 Only where nothing else sees the accumulator during the loop: its Merge's value is read by
 the AddV2 alone (its Switch, Exit and Identities share its slot), the product by the AddV2
@@ -24,11 +26,13 @@ with the input projections (loop_projection.py).
 """
 import numpy as np
 
+from tfg.executor import plan as P
 from tfg.executor.loop_buffers import BufferPool
 from tfg.executor.loop_calls import run_named
 from tfg.executor.loop_fusion import node_kind
 from tfg.executor.loop_projection import enabled
 from tfg.executor.loop_side import CHUNKED_MACS, side_free, submit
+from tfg.kernels.nn_ops import bias_add_grad
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -64,15 +68,19 @@ def defer_accumulations(body, tail, order, slot, aliased, ins_of, merges, pred_s
             continue
         a, b = ins_of[add.id][0]
         prod = b if a == out else a if b == out else None
-        mm = producer.get(prod)
-        if mm is None or mm.id not in calls or not plain(mm) or prod in nexts \
+        term = producer.get(prod)
+        if term is None or term.id not in calls or not plain(term) or prod in nexts \
                 or readers.get(prod) != {add.id}:
             continue
-        kind = node_kind(mm)
+        if _is_bias_grad(term):  # acc += BiasAddGrad(G_t): the column sums of G
+            found.append((add, term, out, nxt, None, ins_of[term.id][0][0],
+                          getattr(term.fn, "limit", None)))
+            continue
+        kind = node_kind(term)
         if kind is None or kind[0] != "matmul" or kind[1][:2] != (True, False):
             continue
-        lhs, rhs = ins_of[mm.id][0]
-        found.append((add, mm, out, nxt, lhs, rhs, kind[1][2]))
+        lhs, rhs = ins_of[term.id][0]
+        found.append((add, term, out, nxt, lhs, rhs, kind[1][2]))
     if not found:
         return body, tail, set()
     # Accumulations of one G (dW and dU: both h^T g and x^T g) share its buffer and one
@@ -86,16 +94,20 @@ def defer_accumulations(body, tail, order, slot, aliased, ins_of, merges, pred_s
     for rhs, members in groups.items():
         last = max(members, key=lambda m: position[m[0].id])[0]
         # (what the call reads now, for the chains' order and buffers: loop_fusion.py)
-        ins_of[last.id] = ([s for m in members for s in (m[2], m[4])] + [rhs],
+        ins_of[last.id] = ([s for m in members for s in (m[2], m[4]) if s is not None]
+                           + [rhs],
                            [s for m in members
                             for s in ins_of[m[0].id][1] + ins_of[m[1].id][1]])
         state = new_slot((last.id, "deferred"))
-        finish = _finish(tuple(m[2] for m in members), state)
+        products = tuple(m for m in members if m[4] is not None)
+        sums = tuple(m for m in members if m[4] is None)
+        finish = _finish(tuple(m[2] for m in products), tuple(m[2] for m in sums), state)
         fallback = [pair for m in members
                     for pair in ((calls[m[1].id], m[1]), (calls[m[0].id], m[0]))]
         limit = min((m[6] for m in members if m[6] is not None), default=None)
-        replaced[last.id] = _collect(tuple((m[4], m[2], m[3]) for m in members), rhs, state,
-                                     limit, finish, fallback)
+        replaced[last.id] = _collect(tuple((m[4], m[2], m[3]) for m in products),
+                                     tuple((m[2], m[3]) for m in sums), rhs, state, limit,
+                                     finish, fallback)
         finals.append((finish, last))
         deferred.update(i for m in members for i in (m[0].id, m[1].id))
     body = [(replaced.get(it.id, call), it) for call, it in body if it.id not in deferred
@@ -103,8 +115,9 @@ def defer_accumulations(body, tail, order, slot, aliased, ins_of, merges, pred_s
     return body, finals + list(tail), deferred
 
 
-def _finish(outs, state):
-    """The call that makes the sums: acc_i = acc0_i + A_i^T G over the rows kept."""
+def _finish(outs, sum_outs, state):
+    """The call that makes the sums: acc_i = acc0_i + A_i^T G over the rows kept, and
+    acc_j = acc0_j + the column sums of G (the BiasAddGrad accumulations)."""
     def finish(vals, step=None):
         held = vals[state]
         if held is None:
@@ -112,6 +125,8 @@ def _finish(outs, state):
         vals[state] = None
         accs, abufs, gbuf, rows, _ = held
         g = gbuf[:rows]
+        for out, acc in zip(sum_outs, accs[len(outs):]):
+            vals[out] = _column_sum(acc, g)
         if len(outs) > 1 and rows * g.shape[1] * abufs[1].shape[1] >= CHUNKED_MACS \
                 and side_free():
             # (the sums do not depend on each other: all but the first on the worker,
@@ -132,16 +147,31 @@ def _sum(acc, a, g):
     return np.add(acc, np.matmul(a.T, g))
 
 
-def _collect(members, rhs, state, limit, finish, fallback):
+def _column_sum(acc, g):
+    """acc + BiasAddGrad(g) of a matrix g: its columns' sums (the kernel's reduction)."""
+    return np.add(acc, np.add.reduce(g, axis=0, dtype=g.dtype))
+
+
+def _is_bias_grad(it):
+    """A BiasAddGrad the deferral may take: its plain numpy kernel (on a matrix, both data
+    formats sum the rows, as the collected G is)."""
+    return (it.kind == P.KERNEL and it.op == "BiasAddGrad" and it.deref is None
+            and not it.needs_step and it.ctx is not None and it.ctx.xp is np
+            and getattr(it.fn, "__wrapped__", it.fn) is bias_add_grad)
+
+
+def _collect(members, sums, rhs, state, limit, finish, fallback):
     """The call that copies each A_t and G_t into the next rows of a buffer each, G_t once
     for all the members (so that none stays alive: less memory than keeping them, no heap
     grown and trimmed each run, and no stack to concatenate at the end), or makes the sums
-    so far and runs `fallback`, the (prepared call, item) of each member's MatMul and AddV2,
-    each error named by its node. Buffers stay within the memory guard's per-tensor `limit`
-    (None: none): past it, the sums so far are made first. `members`: (A slot, accumulator
-    slot, next slot) of each accumulation of G."""
+    so far and runs `fallback`, the (prepared call, item) of each member's MatMul (or
+    BiasAddGrad) and AddV2, each error named by its node. Buffers stay within the memory
+    guard's per-tensor `limit` (None: none): past it, the sums so far are made first.
+    `members`: (A slot, accumulator slot, next slot) of each accumulation of A^T G; `sums`:
+    (accumulator slot, next slot) of each accumulation of G's column sums."""
     ndarray = np.ndarray
-    pairs = tuple((m[2], m[1]) for m in members)  # (next slot, accumulator slot)
+    # (next slot, accumulator slot), products first (the order of `held`'s accumulators)
+    pairs = tuple((m[2], m[1]) for m in members) + tuple((nxt, out) for out, nxt in sums)
     pool = BufferPool(keep=2 * (len(members) + 1))  # (reused across runs; grown ones)
     hint = [0]  # rows the last run kept: the buffers' first size
 
@@ -162,23 +192,29 @@ def _collect(members, rhs, state, limit, finish, fallback):
                 parts.append(a)
                 widths.append(c)
             else:
-                # held: [accumulators, A buffers, G buffer, rows kept, A widths]
-                held = vals[state]
-                if held is not None and held[4] == widths and held[2].shape[1] == gw:
-                    rows = held[3]
-                    need = rows + n
-                    if need <= held[2].shape[0]:  # (the usual iteration)
-                        for buf, a in zip(held[1], parts):
-                            buf[rows:need] = a
-                        held[2][rows:need] = g
-                        held[3] = need
-                        if need > hint[0]:
-                            hint[0] = need
-                        for nxt, out in pairs:
-                            vals[nxt] = vals[out]  # (the sum comes at the end)
+                for out, _ in sums:
+                    acc = vals[out]
+                    if not (type(acc) is ndarray and acc.dtype is dtype
+                            and acc.shape == (gw,)):
+                        break
+                else:
+                    # held: [accumulators, A buffers, G buffer, rows kept, A widths]
+                    held = vals[state]
+                    if held is not None and held[4] == widths and held[2].shape[1] == gw:
+                        rows = held[3]
+                        need = rows + n
+                        if need <= held[2].shape[0]:  # (the usual iteration)
+                            for buf, a in zip(held[1], parts):
+                                buf[rows:need] = a
+                            held[2][rows:need] = g
+                            held[3] = need
+                            if need > hint[0]:
+                                hint[0] = need
+                            for nxt, out in pairs:
+                                vals[nxt] = vals[out]  # (the sum comes at the end)
+                            return
+                    if _take(vals, held, parts, widths, g):
                         return
-                if _take(vals, held, parts, widths, g):
-                    return
         finish(vals)  # the sums so far, then this iteration as the nodes compute it
         run_named(fallback, vals, step)
 
@@ -203,7 +239,7 @@ def _collect(members, rhs, state, limit, finish, fallback):
                 cap = max(n, limit // row_bytes)
                 if cap * row_bytes > limit:
                     return False
-        accs = [vals[m[1]] for m in members] if held is None else held[0]
+        accs = [vals[out] for _, out in pairs] if held is None else held[0]
         new = [accs, [pool.take((cap, c), g.dtype) for c in widths],
                pool.take((cap, gw), g.dtype), need, widths]
         if rows:

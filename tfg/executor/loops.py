@@ -61,6 +61,7 @@ from tfg.executor.direct_calls import (list_get_call, list_set_call, matmul_call
                                        select_call, slice_call)
 from tfg.executor.loop_calls import (INDEX, LoopNodeError, binary_call, forward, guarded,
                                      merge_call, switch_call, unary_call)
+from tfg.executor.loop_array_calls import array_call
 from tfg.executor.loop_kernels import kernel_call
 from tfg.executor.loop_fusion import fuse_chains
 from tfg.executor.loop_accumulation import defer_accumulations
@@ -527,16 +528,19 @@ def _call(it, ins, outs, sources):
     """The prepared call of one member (None: nothing to run, a NoOp)."""
     if it.kind == P.KERNEL:
         call = slot_call(it, ins, outs)
-        if it.deref is not None or it.needs_step or len(outs) != 1:
+        if it.deref is not None or it.needs_step:
             return call
-        array_fn = array_kernel(it.op, getattr(it.fn, "__wrapped__", it.fn))
+        fn = getattr(it.fn, "__wrapped__", it.fn)
+        direct = array_call(it, fn, call, ins, outs)
+        if direct is not None or len(outs) != 1:
+            return direct or call
+        array_fn = array_kernel(it.op, fn)
         scalar_fn = scalar_kernel(it.op) if it.op in SCALAR_OPS else None
         if len(ins) == 2 and (array_fn is not None or scalar_fn is not None):
             # (binary_call's own scalar path: Python's operator on numpy scalars)
             return binary_call(call, array_fn, scalar_fn, ins, outs[0], it.op)
         if len(ins) == 1 and array_fn is not None:
             return unary_call(call, array_fn, ins[0], outs[0])
-        fn = getattr(it.fn, "__wrapped__", it.fn)
         if fn in _SELECTS and it.ctx.xp is np:
             return select_call(call, ins, outs[0], broadcast=fn is select_v2)
         if fn is tensor_list_get_item:
