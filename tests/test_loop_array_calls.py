@@ -131,3 +131,76 @@ def test_tensorflows_lstm_gradient_loop_takes_the_direct_calls():
     for x, a, b in zip(entry["xs"], got, plain):
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
         np.testing.assert_allclose(a, arrays[f"grad/{x}"], rtol=1e-5, atol=1e-5)
+
+
+def _push_pop_graph(pops=T):
+    """A TF2 gradient loop's lists: a forward loop pushes x_t * 2 onto a TensorList, a second
+    loop pops `pops` items and sums them (more pops than pushes: the empty list's error)."""
+    with tb.Graph() as g:
+        x = tb.placeholder(tb.float32, [T, R, C], name="x")
+        shape = tb.constant(np.array([R, C], np.int32))
+        empty = g.make_op("EmptyTensorList", [shape, tb.constant(-1)],
+                          {"element_dtype": F64, "shape_type": DType.INT32}, "empty",
+                          out_dtypes=[DType.VARIANT]).outputs[0]
+
+        def push(i, lst):
+            lst = g.make_op("TensorListPushBack", [lst, tb.multiply(tb.gather(x, i), 2.0)],
+                            {"element_dtype": F64}, "push",
+                            out_dtypes=[DType.VARIANT]).outputs[0]
+            return i + 1, lst
+
+        _, lst = tb.while_loop(lambda i, lst: i < T, push, [tb.constant(0), empty],
+                               name="fwd")
+
+        def pop(i, lst, acc):
+            lst, item = g.make_op("TensorListPopBack", [lst, shape], {"element_dtype": F64},
+                                  "pop", out_dtypes=[DType.VARIANT, F64]).outputs
+            return i + 1, lst, tb.add(acc, item)
+
+        _, _, acc = tb.while_loop(lambda i, lst, acc: i < pops, pop,
+                                  [tb.constant(0), lst, tb.zeros([R, C], tb.float32)],
+                                  name="bwd")
+        tb.identity(acc, name="total")
+    return g.graph
+
+
+def test_list_pushes_and_pops_take_the_direct_calls():
+    x = _x()
+    sess = Session(_push_pop_graph())
+    got = [sess.run("total", {"x": x}) for _ in range(2)]
+    assert {"push", "pop"} <= _direct_names(sess)
+    plain = Session(_push_pop_graph(), fast_path=False).run("total", {"x": x})
+    for value in got:
+        np.testing.assert_array_equal(value, plain)
+        np.testing.assert_allclose(value, 2 * x.sum(axis=0), rtol=1e-6)
+
+
+def test_a_pop_from_an_empty_list_is_the_kernels_error():
+    sess = Session(_push_pop_graph(pops=T + 1))
+    with pytest.raises(TfgRuntimeError) as e:
+        sess.run("total", {"x": _x()})
+    assert "Trying to pop from an empty list." in str(e.value) and "'bwd/pop'" in str(e.value)
+
+
+def test_an_identity_n_in_a_loop_body_shares_its_inputs_slots():
+    """IdentityN (a TF2 gradient loop forwards its loop values through one) runs no call:
+    each output is its input's value."""
+    with tb.Graph() as g:
+        x = tb.placeholder(tb.float32, [R, C], name="x")
+
+        def body(i, a, b):
+            a2, b2 = g.make_op("IdentityN", [tb.add(a, x), tb.multiply(b, 2.0)],
+                               {"T": [F64, F64]}, "both", out_dtypes=[F64, F64]).outputs
+            return i + 1, a2, b2
+
+        _, a, b = tb.while_loop(lambda i, a, b: i < T, body,
+                                [tb.constant(0), tb.zeros([R, C], tb.float32),
+                                 tb.ones([R, C], tb.float32)], name="loop")
+        tb.identity(tb.add(a, b), name="out")
+    sess = Session(g.graph)
+    x = _x()[0]
+    got = sess.run("out", {"x": x})
+    ops = {it.op for prepared in sess.backend._cache.values() for plan in prepared.plans
+           for prog in (plan.loops or {}).values() for _, it in prog.body_rest}
+    assert ops and "IdentityN" not in ops
+    np.testing.assert_allclose(got, T * x + 2.0 ** T, rtol=1e-6)

@@ -512,3 +512,86 @@ def test_a_rank3_bias_gradient_runs_its_nodes(monkeypatch):
     want, _ = _run(graph, ["grad/b"], {"x": x}, False, monkeypatch)
     np.testing.assert_allclose(got[0], want[0], rtol=1e-12, atol=1e-13)
     np.testing.assert_allclose(got[0], _biased_reference(x, w, u, b, 5)[1], rtol=1e-10)
+
+
+def _addn_accumulations(axis, g_rows=B, fed=False):
+    """A TF2 gradient loop's accumulations (AddN of the accumulator and the term): acc_w +=
+    a_t^T g_t and acc_b += Reshape(Sum(g_t, axis), [H]) over 6 iterations, g_t = tanh of a
+    [g_rows, H] row block. `axis` [0]: the bias form (the column sums of g); [1] with g_rows
+    == H: the same shapes, the other sums. `fed`: the axis a placeholder "axis" (fed), not
+    a Const (known only when the loop runs)."""
+    rng = np.random.default_rng(8)
+    a, g = rng.standard_normal((6, g_rows, F)), rng.standard_normal((6, g_rows, H))
+    with tb.Graph() as gr:
+        xa, xg = tb.constant(a), tb.constant(g)
+        sum_axis = tb.placeholder(tb.int32, [1], name="axis") if fed else axis
+
+        def body(i, acc_w, acc_b):
+            g_t = tb.tanh(tb.gather(xg, i))
+            acc_w = tb.add_n([acc_w, tb.matmul(tb.gather(xa, i), g_t, transpose_a=True)])
+            acc_b = tb.add_n([acc_b, tb.reshape(tb.reduce_sum(g_t, axis=sum_axis), [H])])
+            return i + 1, acc_w, acc_b
+
+        _, acc_w, acc_b = tb.while_loop(
+            lambda i, w, b: i < 6, body,
+            [tb.constant(0), tb.zeros([F, H], tb.float64), tb.zeros([H], tb.float64)],
+            name="loop")
+        tb.identity(acc_w, name="w")
+        tb.identity(acc_b, name="b")
+    want_w = sum(a[t].T @ np.tanh(g[t]) for t in range(6))
+    want_b = sum(np.tanh(g[t]).sum(axis=axis[0]) for t in range(6))
+    return gr.graph, want_w, want_b
+
+
+def _ops_in_loops(sess):
+    return {it.op for prog in _programs(sess) for _, it in prog.body_rest}
+
+
+def test_addn_accumulations_and_row_sums_are_deferred(monkeypatch):
+    """AddN(acc, MatMul(a^T, g)) and AddN(acc, Reshape(Sum(g, [0]), [H])) (a TF2 gradient
+    loop's weight and bias accumulations): one call collects g for both, the sums are made
+    when the loop exits; the values of the loop as written, within rounding, and numpy's."""
+    graph, want_w, want_b = _addn_accumulations([0])
+    got, sess = _run(graph, ["w", "b"], {}, True, monkeypatch)
+    plain, _ = _run(graph, ["w", "b"], {}, False, monkeypatch)
+    assert len(_collects(sess)) == 1
+    assert not {"Sum", "Reshape", "MatMul"} & _ops_in_loops(sess)
+    for x, y, want in zip(got, plain, (want_w, want_b)):
+        np.testing.assert_allclose(x, y, rtol=1e-12, atol=1e-13)
+        np.testing.assert_allclose(x, want, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("fed", [False, True])
+def test_a_sum_over_other_axes_runs_its_nodes(fed, monkeypatch):
+    """Reshape(Sum(g, [1]), [H]) of a square g has the bias form's shapes but sums the
+    other axis: a Const axis keeps it out of the deferral (its Sum runs each iteration, the
+    weight sums are deferred); a fed one is refused when the loop runs (every iteration runs
+    the nodes as written, the weight sums with them). The values are numpy's."""
+    graph, want_w, want_b = _addn_accumulations([1], g_rows=H, fed=fed)
+    feeds = {"axis": np.array([1], np.int32)} if fed else {}
+    got, sess = _run(graph, ["w", "b"], feeds, True, monkeypatch)
+    assert len(_collects(sess)) == 1
+    assert ("Sum" in _ops_in_loops(sess)) != fed
+    np.testing.assert_allclose(got[0], want_w, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(got[1], want_b, rtol=1e-10, atol=1e-12)
+
+
+def test_a_tf2_tape_gradient_loop_defers_its_accumulations():
+    """TensorFlow's own gradient While of an LSTM loop (tf.GradientTape in a tf.function,
+    tests/fixtures/real_loops/tf2_lstm_tape_tfgrad): its weight accumulation (AddN of
+    MatMul) is collected, and the loop pops and pushes its TensorLists by direct calls;
+    TensorFlow's values."""
+    folder = FIXTURES / "real_loops" / "tf2_lstm_tape_tfgrad"
+    meta = json.loads((folder / "case.json").read_text())
+    graph = io.load(str(folder / "graph.pb"))
+    with np.load(folder / "feeds.npz") as f:
+        feeds = dict(f)
+    with np.load(folder / "expected.npz") as f:
+        expected = dict(f)
+    sess = Session(graph)
+    got = sess.run(meta["fetches"], feeds)
+    names = {getattr(c, "__name__", "") for prog in _programs(sess) for c, _ in prog.body_rest}
+    assert {"collect", "push", "pop"} <= names
+    assert "IdentityN" not in _ops_in_loops(sess)
+    for key, value in zip(meta["fetches"], got):
+        np.testing.assert_allclose(value, expected[key], rtol=meta["rtol"], atol=meta["atol"])

@@ -24,6 +24,8 @@ iteration whose rows alone exceed it runs its nodes) and are reused from one run
 next (loop_buffers.py). A zero-iteration loop leaves the accumulator as it came. TFG_LOOP_PROJECT=0 turns this off
 with the input projections (loop_projection.py).
 """
+import collections
+
 import numpy as np
 
 from tfg.executor import plan as P
@@ -32,7 +34,7 @@ from tfg.executor.loop_calls import run_named
 from tfg.executor.loop_fusion import node_kind
 from tfg.executor.loop_projection import enabled
 from tfg.executor.loop_side import CHUNKED_MACS, side_free, submit
-from tfg.kernels.nn_ops import bias_add_grad
+from tfg.kernels.math_ops import add_n
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -58,29 +60,58 @@ def defer_accumulations(body, tail, order, slot, aliased, ins_of, merges, pred_s
                 readers.setdefault(s, set()).add(iid)
     calls = {it.id: call for call, it in body}
     nexts = {m[4] for m in merges}
-    found = []  # (AddV2, MatMul, acc slot, next slot, A slot, G slot, limit)
+
+    def taken(it, value, reader):
+        """Whether `it` runs whenever the body runs and computes `value` (its slot) for
+        `reader` alone, and nothing waits for it by a control edge (a TF1 loop's
+        `AssignAdd(v, ..., ^Sum)`: without the term's call, the write could come before
+        the term's operands are read)."""
+        return (it is not None and it.id in calls and plain(it) and value not in nexts
+                and readers.get(value) == {reader.id}
+                and not any(port < 0 for _, port, _ in it.out_edges))
+
+    found = []
     for out, _, _, _, nxt, _, deref in merges:
         add = producer.get(nxt)
         if deref or out == nxt or out in nexts or out == pred_slot or add is None \
-                or add.id not in calls or not plain(add) \
-                or node_kind(add) != ("ufunc", np.add) or readers.get(out) != {add.id} \
-                or readers.get(nxt):
+                or add.id not in calls or not plain(add) or not _is_add(add) \
+                or readers.get(out) != {add.id} or readers.get(nxt):
             continue
         a, b = ins_of[add.id][0]
         prod = b if a == out else a if b == out else None
         term = producer.get(prod)
-        if term is None or term.id not in calls or not plain(term) or prod in nexts \
-                or readers.get(prod) != {add.id}:
+        if not taken(term, prod, add):
             continue
-        if _is_bias_grad(term):  # acc += BiasAddGrad(G_t): the column sums of G
-            found.append((add, term, out, nxt, None, ins_of[term.id][0][0],
-                          getattr(term.fn, "limit", None)))
+        if _is_kernel(term, "BiasAddGrad"):  # acc += BiasAddGrad(G_t): G's column sums
+            found.append(_Acc(add, (term,), out, nxt, None, ins_of[term.id][0][0],
+                              getattr(term.fn, "limit", None), None))
+            continue
+        # acc += Reshape(Sum(G_t, 0), [C]) (TF2's bias gradient) or Sum(G_t, 0): the same
+        # sums where the axis and shape say so (_rows_summed)
+        if _is_kernel(term, "Reshape"):
+            summed, shape_at = ins_of[term.id][0]
+            total, terms = producer.get(summed), (producer.get(summed), term)
+            if not (_is_kernel(total, "Sum") and taken(total, summed, term)):
+                continue
+        elif _is_kernel(term, "Sum") and not term.ctx.attrs.get("keep_dims", False):
+            total, terms, shape_at = term, (term,), None
+        else:
+            total = None
+        if total is not None:
+            g, axis_at = ins_of[total.id][0]
+            if _first_axis(_const(producer.get(axis_at))) is False:
+                continue  # (a Const axis that is not 0: the other sums)
+            found.append(_Acc(add, terms, out, nxt, None, g, getattr(total.fn, "limit", None),
+                              _rows_summed(axis_at, shape_at)))
             continue
         kind = node_kind(term)
         if kind is None or kind[0] != "matmul" or kind[1][:2] != (True, False):
             continue
         lhs, rhs = ins_of[term.id][0]
-        found.append((add, term, out, nxt, lhs, rhs, kind[1][2]))
+        found.append(_Acc(add, (term,), out, nxt, lhs, rhs, kind[1][2], None))
+    # G is read where the last add was: only a value the body computes (not a variable's
+    # buffer from outside, which an assignment in the loop may write in place meanwhile)
+    found = [acc for acc in found if producer.get(acc.g) is not None]
     if not found:
         return body, tail, set()
     # Accumulations of one G (dW and dU: both h^T g and x^T g) share its buffer and one
@@ -88,31 +119,91 @@ def defer_accumulations(body, tail, order, slot, aliased, ins_of, merges, pred_s
     # as one each, so each keeps its own).
     groups = {}
     for acc in found:
-        groups.setdefault(acc[5], []).append(acc)
+        groups.setdefault(acc.g, []).append(acc)
     position = {it.id: i for i, (_, it) in enumerate(body)}
     replaced, finals, deferred = {}, [], set()
     for rhs, members in groups.items():
-        last = max(members, key=lambda m: position[m[0].id])[0]
+        last = max(members, key=lambda m: position[m.add.id]).add
+        nodes = [it for m in members for it in m.terms + (m.add,)]
         # (what the call reads now, for the chains' order and buffers: loop_fusion.py)
-        ins_of[last.id] = ([s for m in members for s in (m[2], m[4]) if s is not None]
-                           + [rhs],
-                           [s for m in members
-                            for s in ins_of[m[0].id][1] + ins_of[m[1].id][1]])
+        ins_of[last.id] = ([s for m in members for s in (m.acc, m.a) if s is not None]
+                           + [rhs] + [s for m in members if m.check is not None
+                                      for s in m.check.reads],
+                           [s for it in nodes for s in ins_of[it.id][1]])
         state = new_slot((last.id, "deferred"))
-        products = tuple(m for m in members if m[4] is not None)
-        sums = tuple(m for m in members if m[4] is None)
-        finish = _finish(tuple(m[2] for m in products), tuple(m[2] for m in sums), state)
-        fallback = [pair for m in members
-                    for pair in ((calls[m[1].id], m[1]), (calls[m[0].id], m[0]))]
-        limit = min((m[6] for m in members if m[6] is not None), default=None)
-        replaced[last.id] = _collect(tuple((m[4], m[2], m[3]) for m in products),
-                                     tuple((m[2], m[3]) for m in sums), rhs, state, limit,
-                                     finish, fallback)
+        products = tuple(m for m in members if m.a is not None)
+        sums = tuple(m for m in members if m.a is None)
+        finish = _finish(tuple(m.acc for m in products), tuple(m.acc for m in sums), state)
+        fallback = [(calls[it.id], it) for it in nodes]
+        limit = min((m.limit for m in members if m.limit is not None), default=None)
+        replaced[last.id] = _collect(tuple((m.a, m.acc, m.nxt) for m in products),
+                                     tuple((m.acc, m.nxt, m.check) for m in sums), rhs, state,
+                                     limit, finish, fallback)
         finals.append((finish, last))
-        deferred.update(i for m in members for i in (m[0].id, m[1].id))
+        deferred.update(it.id for it in nodes)
     body = [(replaced.get(it.id, call), it) for call, it in body if it.id not in deferred
             or it.id in replaced]
     return body, finals + list(tail), deferred
+
+
+# One accumulation: its add, the nodes making the term (run in this order when the deferral
+# does not take an iteration), the accumulator's and the NextIteration's slots, A's slot (None:
+# G's column sums), G's slot, the memory limit, and check(vals, width) for a term whose
+# operands decide at run time whether it is G's column sums (None: always).
+_Acc = collections.namedtuple("_Acc", "add terms acc nxt a g limit check")
+
+
+def _is_add(it):
+    """AddV2/Add, or AddN of two (a TF2 gradient loop's accumulator): numpy's add."""
+    return node_kind(it) == ("ufunc", np.add) or (
+        _is_kernel(it, "AddN") and it.num_inputs == 2
+        and getattr(it.fn, "__wrapped__", it.fn) is add_n)
+
+
+def _is_kernel(it, op):
+    """Whether `it` runs `op`'s plain numpy kernel (no Ref, no step)."""
+    return (it is not None and it.kind == P.KERNEL and it.op == op and it.deref is None
+            and not it.needs_step and it.ctx is not None and it.ctx.xp is np)
+
+
+def _const(it):
+    """The value of a Const node (None for any other node)."""
+    if it is None or it.kind != P.KERNEL or it.op != "Const" or it.ctx is None:
+        return None
+    return it.ctx.attrs.get("value")
+
+
+def _first_axis(axis):
+    """Whether a Sum's `axis` operand is the first axis of a matrix alone (0 or -2, or a
+    vector of it); None where it is None (not known before the run)."""
+    if axis is None:
+        return None
+    a = np.asarray(axis)
+    return a.dtype.kind in "iu" and a.size == 1 and int(a.reshape(-1)[0]) in (0, -2)
+
+
+def _rows_summed(axis_at, shape_at):
+    """check(vals, width): whether Reshape(Sum(G, axis), shape) (Sum(G, axis) where
+    `shape_at` is None) sums G's rows into a vector of `width` (G a matrix of `width`
+    columns): axis 0 (or -2), shape [width] (or [-1]). The verdict is kept for the same
+    axis and shape objects (arrays are never written)."""
+    memo = [None, None, None]
+
+    def check(vals, width):
+        axis = vals[axis_at]
+        shape = None if shape_at is None else vals[shape_at]
+        if axis is memo[0] and shape is memo[1] and width == memo[2]:
+            return True
+        if not _first_axis(axis):
+            return False
+        if shape is not None:
+            sh = np.asarray(shape)
+            if sh.dtype.kind not in "iu" or sh.shape != (1,) or int(sh[0]) not in (width, -1):
+                return False
+        memo[:] = axis, shape, width
+        return True
+    check.reads = (axis_at,) if shape_at is None else (axis_at, shape_at)
+    return check
 
 
 def _finish(outs, sum_outs, state):
@@ -152,26 +243,19 @@ def _column_sum(acc, g):
     return np.add(acc, np.add.reduce(g, axis=0, dtype=g.dtype))
 
 
-def _is_bias_grad(it):
-    """A BiasAddGrad the deferral may take: its plain numpy kernel (on a matrix, both data
-    formats sum the rows, as the collected G is)."""
-    return (it.kind == P.KERNEL and it.op == "BiasAddGrad" and it.deref is None
-            and not it.needs_step and it.ctx is not None and it.ctx.xp is np
-            and getattr(it.fn, "__wrapped__", it.fn) is bias_add_grad)
-
-
 def _collect(members, sums, rhs, state, limit, finish, fallback):
     """The call that copies each A_t and G_t into the next rows of a buffer each, G_t once
     for all the members (so that none stays alive: less memory than keeping them, no heap
     grown and trimmed each run, and no stack to concatenate at the end), or makes the sums
-    so far and runs `fallback`, the (prepared call, item) of each member's MatMul (or
-    BiasAddGrad) and AddV2, each error named by its node. Buffers stay within the memory
-    guard's per-tensor `limit` (None: none): past it, the sums so far are made first.
-    `members`: (A slot, accumulator slot, next slot) of each accumulation of A^T G; `sums`:
-    (accumulator slot, next slot) of each accumulation of G's column sums."""
+    so far and runs `fallback`, the (prepared call, item) of each node the accumulations
+    replaced (the terms' and the adds'), each error named by its node. Buffers stay within
+    the memory guard's per-tensor `limit` (None: none): past it, the sums so far are made
+    first. `members`: (A slot, accumulator slot, next slot) of each accumulation of A^T G;
+    `sums`: (accumulator slot, next slot, check or None) of each accumulation of G's column
+    sums (_Acc.check)."""
     ndarray = np.ndarray
     # (next slot, accumulator slot), products first (the order of `held`'s accumulators)
-    pairs = tuple((m[2], m[1]) for m in members) + tuple((nxt, out) for out, nxt in sums)
+    pairs = tuple((m[2], m[1]) for m in members) + tuple((m[1], m[0]) for m in sums)
     pool = BufferPool(keep=2 * (len(members) + 1))  # (reused across runs; grown ones)
     hint = [0]  # rows the last run kept: the buffers' first size
 
@@ -192,10 +276,11 @@ def _collect(members, sums, rhs, state, limit, finish, fallback):
                 parts.append(a)
                 widths.append(c)
             else:
-                for out, _ in sums:
+                for out, _, check in sums:
                     acc = vals[out]
                     if not (type(acc) is ndarray and acc.dtype is dtype
-                            and acc.shape == (gw,)):
+                            and acc.shape == (gw,)) or (check is not None
+                                                        and not check(vals, gw)):
                         break
                 else:
                     # held: [accumulators, A buffers, G buffer, rows kept, A widths]

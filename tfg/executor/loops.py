@@ -326,6 +326,12 @@ def _build(name, frame_enters, fixed_enters, items, sources, order, side, cond, 
                 slot[(it.id, p)] = ins[0]
             live[it.id] = (ins[0],)
             continue
+        if _aliased_each(it, ins, controls):
+            aliased.add(it.id)
+            for p in range(it.num_outputs):
+                slot[(it.id, p)] = ins[p]
+            live[it.id] = tuple(ins)
+            continue
         for p in range(it.num_outputs):
             new((it.id, p))
         if it.num_outputs and it.kind != P.SWITCH:
@@ -522,6 +528,14 @@ def _aliased(it, ins, controls, sources, loop_switches):
         src, port = G.data_sources(it, sources)[0]
         return not _deref(it, src, port)
     return False
+
+
+def _aliased_each(it, ins, controls):
+    """Whether output p of the node can share input p's slot: an IdentityN (a TF2 gradient
+    loop's, forwarding all its loop values at once) that reads no Ref and has no control
+    input that could make it dead where its inputs are live."""
+    return (not controls and bool(ins) and it.kind == P.KERNEL and it.op == "IdentityN"
+            and it.deref is None and it.forwards_input and it.num_outputs == len(ins))
 
 
 def _call(it, ins, outs, sources):
