@@ -133,9 +133,11 @@ def test_tensorflows_lstm_gradient_loop_takes_the_direct_calls():
         np.testing.assert_allclose(a, arrays[f"grad/{x}"], rtol=1e-5, atol=1e-5)
 
 
-def _push_pop_graph(pops=T):
-    """A TF2 gradient loop's lists: a forward loop pushes x_t * 2 onto a TensorList, a second
-    loop pops `pops` items and sums them (more pops than pushes: the empty list's error)."""
+def _push_pop_graph(pops=T, steps=T, length_read=False):
+    """A TF2 gradient loop's lists: a forward loop pushes x_t * 2 (t = i mod T) `steps`
+    times onto a TensorList, a second loop pops `pops` items and sums them (more pops than
+    pushes: the empty list's error). `length_read`: the forward body also reads the list
+    (its length, added to a counter), so its pushes cannot change it in place."""
     with tb.Graph() as g:
         x = tb.placeholder(tb.float32, [T, R, C], name="x")
         shape = tb.constant(np.array([R, C], np.int32))
@@ -143,14 +145,17 @@ def _push_pop_graph(pops=T):
                           {"element_dtype": F64, "shape_type": DType.INT32}, "empty",
                           out_dtypes=[DType.VARIANT]).outputs[0]
 
-        def push(i, lst):
-            lst = g.make_op("TensorListPushBack", [lst, tb.multiply(tb.gather(x, i), 2.0)],
-                            {"element_dtype": F64}, "push",
+        def push(i, lst, n):
+            if length_read:
+                n = tb.add(n, g.make_op("TensorListLength", [lst], {}, "length",
+                                        out_dtypes=[DType.INT32]).outputs[0])
+            item = tb.multiply(tb.gather(x, tb.floormod(i, T)), 2.0)
+            lst = g.make_op("TensorListPushBack", [lst, item], {"element_dtype": F64}, "push",
                             out_dtypes=[DType.VARIANT]).outputs[0]
-            return i + 1, lst
+            return i + 1, lst, n
 
-        _, lst = tb.while_loop(lambda i, lst: i < T, push, [tb.constant(0), empty],
-                               name="fwd")
+        _, lst, n = tb.while_loop(lambda i, lst, n: i < steps, push,
+                                  [tb.constant(0), empty, tb.constant(0)], name="fwd")
 
         def pop(i, lst, acc):
             lst, item = g.make_op("TensorListPopBack", [lst, shape], {"element_dtype": F64},
@@ -161,18 +166,46 @@ def _push_pop_graph(pops=T):
                                   [tb.constant(0), lst, tb.zeros([R, C], tb.float32)],
                                   name="bwd")
         tb.identity(acc, name="total")
+        tb.identity(n, name="lengths")
     return g.graph
 
 
-def test_list_pushes_and_pops_take_the_direct_calls():
+def _list_copies(monkeypatch):
+    """[count]: the lists made by TensorList.with_items (a push or pop's new list)."""
+    from tfg.kernels.list_ops import TensorList
+    made, real = [0], TensorList.with_items
+
+    def counted(self, items):
+        made[0] += 1
+        return real(self, items)
+    monkeypatch.setattr(TensorList, "with_items", counted)
+    return made
+
+
+@pytest.mark.parametrize("length_read", [False, True])
+def test_list_pushes_and_pops_are_made_in_place(length_read, monkeypatch):
+    """50 pushes and 50 pops a run: changed in place from the second iteration of each run
+    (6 new lists a run, not one a push or pop: no n^2 copies), unless the body reads the list
+    too (then its pushes make a list each); the values the dataflow executor's and numpy's
+    in every run."""
     x = _x()
-    sess = Session(_push_pop_graph())
-    got = [sess.run("total", {"x": x}) for _ in range(2)]
-    assert {"push", "pop"} <= _direct_names(sess)
-    plain = Session(_push_pop_graph(), fast_path=False).run("total", {"x": x})
-    for value in got:
-        np.testing.assert_array_equal(value, plain)
-        np.testing.assert_allclose(value, 2 * x.sum(axis=0), rtol=1e-6)
+    sess = Session(_push_pop_graph(pops=50, steps=50, length_read=length_read))
+    sess.run("total", {"x": x})
+    made = _list_copies(monkeypatch)
+    got = [sess.run(["total", "lengths"], {"x": x}) for _ in range(2)]
+    names = _direct_names(sess)
+    if length_read:
+        assert "push" in names and "write" in names and made[0] >= 2 * 50
+    else:
+        # (a run: the first iteration's push and pop, the second's and their copies)
+        assert made[0] <= 2 * 6 and {"push", "pop"}.isdisjoint(names)
+    plain = Session(_push_pop_graph(pops=50, steps=50, length_read=length_read),
+                    fast_path=False).run(["total", "lengths"], {"x": x})
+    want = 2 * sum(x[t % T] for t in range(50))
+    for total, lengths in got:
+        np.testing.assert_array_equal(total, plain[0])
+        np.testing.assert_allclose(total, want, rtol=1e-5)
+        assert lengths == plain[1] == (sum(range(50)) if length_read else 0)
 
 
 def test_a_pop_from_an_empty_list_is_the_kernels_error():

@@ -579,8 +579,8 @@ def test_a_sum_over_other_axes_runs_its_nodes(fed, monkeypatch):
 def test_a_tf2_tape_gradient_loop_defers_its_accumulations():
     """TensorFlow's own gradient While of an LSTM loop (tf.GradientTape in a tf.function,
     tests/fixtures/real_loops/tf2_lstm_tape_tfgrad): its weight accumulation (AddN of
-    MatMul) is collected, and the loop pops and pushes its TensorLists by direct calls;
-    TensorFlow's values."""
+    MatMul) is collected, and the loops push and pop their TensorLists in place
+    (loop_list_writes.py); TensorFlow's values."""
     folder = FIXTURES / "real_loops" / "tf2_lstm_tape_tfgrad"
     meta = json.loads((folder / "case.json").read_text())
     graph = io.load(str(folder / "graph.pb"))
@@ -591,7 +591,7 @@ def test_a_tf2_tape_gradient_loop_defers_its_accumulations():
     sess = Session(graph)
     got = sess.run(meta["fetches"], feeds)
     names = {getattr(c, "__name__", "") for prog in _programs(sess) for c, _ in prog.body_rest}
-    assert {"collect", "push", "pop"} <= names
+    assert {"collect", "write"} <= names
     assert "IdentityN" not in _ops_in_loops(sess)
     for key, value in zip(meta["fetches"], got):
         np.testing.assert_allclose(value, expected[key], rtol=meta["rtol"], atol=meta["atol"])

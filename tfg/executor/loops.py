@@ -63,6 +63,7 @@ from tfg.executor.loop_calls import (INDEX, LoopNodeError, binary_call, forward,
                                      merge_call, switch_call, unary_call)
 from tfg.executor.loop_array_calls import array_call
 from tfg.executor.loop_kernels import kernel_call
+from tfg.executor.loop_list_writes import push_pop_in_place
 from tfg.executor.loop_fusion import fuse_chains
 from tfg.executor.loop_accumulation import defer_accumulations
 from tfg.executor.loop_projection import hoist_projections
@@ -106,6 +107,7 @@ class LoopProgram:
         self.fixed = None
         self.header_fixed, self.body_fixed = header, body
         self.call_slots = {}  # item id -> (input slots, output slots, call) (_build)
+        self.resets = ()  # reset functions of the in-place list writers (_build)
         # the Merges whose value changes: a passed-through one keeps its slot as it is
         moving = [m for m in merges if m[0] != m[4]]
         self._outs = tuple(m[0] for m in moving)
@@ -117,6 +119,8 @@ class LoopProgram:
         (vals, hoisted, header, body, fixed); `fixed` is None until the kept values exist
         (then the hoisted calls are not run again). loop_pairs.py starts its two loops here."""
         vals = [None] * self.nslots
+        for reset in self.resets:
+            reset()  # (the in-place list writers: a new run's lists are its own)
         for iid, slot in self.enter_slots.items():
             vals[slot] = enter_values[iid]
         for slot in self.scalar_enters:
@@ -436,6 +440,16 @@ def _build(name, frame_enters, fixed_enters, items, sources, order, side, cond, 
     # slots (nothing else writes them): the lists without them.
     program.header_rest = [(c, it) for c, it in header if it.id not in once]
     program.body_rest = [(c, it) for c, it in true_pass if it.id not in once]
+    if optimize and all(cond[it.id] == G.EMPTY for it in order):
+        # a TF2 gradient loop's list pushes and pops, in place (loop_list_writes.py)
+        reads = {}
+        for it in order:
+            if it.id not in aliased and it.id in ins_of:
+                ins, controls = ins_of[it.id]
+                for s in {s for s in list(ins) + list(controls) if s is not None}:
+                    reads[s] = reads.get(s, 0) + 1
+        program.body_rest, program.resets = push_pop_in_place(program.body_rest, program,
+                                                              reads)
     if static:
         LC.as_blocks(program, order, cond, sources, loop_switches, slot, aliased, same)
     if optimize and program.header is header and program.body is true_pass:
