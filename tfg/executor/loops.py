@@ -440,6 +440,11 @@ def _build(name, frame_enters, fixed_enters, items, sources, order, side, cond, 
     # slots (nothing else writes them): the lists without them.
     program.header_rest = [(c, it) for c, it in header if it.id not in once]
     program.body_rest = [(c, it) for c, it in true_pass if it.id not in once]
+    if static:
+        LC.as_blocks(program, order, cond, sources, loop_switches, slot, aliased, same)
+    if optimize and program.header is header and program.body is true_pass:
+        _fixed_values(program, hoisted, once & fixed, outside,
+                      lambda it: [slot[(it.id, p)] for p in range(it.num_outputs)])
     if optimize and all(cond[it.id] == G.EMPTY for it in order):
         # a TF2 gradient loop's list pushes and pops, in place (loop_list_writes.py)
         reads = {}
@@ -450,11 +455,6 @@ def _build(name, frame_enters, fixed_enters, items, sources, order, side, cond, 
                     reads[s] = reads.get(s, 0) + 1
         program.body_rest, program.resets = push_pop_in_place(program.body_rest, program,
                                                               reads)
-    if static:
-        LC.as_blocks(program, order, cond, sources, loop_switches, slot, aliased, same)
-    if optimize and program.header is header and program.body is true_pass:
-        _fixed_values(program, hoisted, once & fixed, outside,
-                      lambda it: [slot[(it.id, p)] for p in range(it.num_outputs)])
     return program
 
 
