@@ -9,7 +9,8 @@
     one GEMM), which the Exit then reads. Accumulations of the same G (dW = sum h^T g and
     dU = sum x^T g) are collected by one call, which copies G once. So are the bias's:
     acc' = AddV2(acc, BiasAddGrad(G_t)) becomes acc0 + the column sums of all the G rows (a
-    TF1 GRUCell's gradient loop: two BiasAddGrads and two AddV2s fewer an iteration).
+    TF1 GRUCell's gradient loop: two BiasAddGrads and two AddV2s fewer an iteration), as
+    do TF2's AddN(acc, MatMul(A_t, G_t)) and AddN(acc, Reshape(Sum(G_t, 0), [C])).
 
 Only where nothing else sees the accumulator during the loop: its Merge's value is read by
 the AddV2 alone (its Switch, Exit and Identities share its slot), the product by the AddV2
@@ -21,8 +22,11 @@ float32/float64 matrices of the accumulator's dtype and shape, a Ref) first make
 far, then runs the nodes' own calls (their errors); the buffers stay within the memory
 guard's per-tensor limit (past it, the sums so far are made and new rows start; an
 iteration whose rows alone exceed it runs its nodes) and are reused from one run to the
-next (loop_buffers.py). A zero-iteration loop leaves the accumulator as it came. TFG_LOOP_PROJECT=0 turns this off
-with the input projections (loop_projection.py).
+next (loop_buffers.py). A zero-iteration loop leaves the accumulator as it came. Not a term
+that a node waits for by a control edge (without its call, that node could run before the
+term's operands are read), nor a G the body does not compute (a variable's buffer, which an
+assignment in the loop may change before the collecting call reads it).
+TFG_LOOP_PROJECT=0 turns this off with the input projections (loop_projection.py).
 """
 import collections
 
