@@ -11,6 +11,7 @@ import json
 import numpy as np
 import pytest
 
+from case_check import load_run_case
 from conftest import FIXTURES
 from tfg import builder as tb
 from tfg.errors import TfgRuntimeError
@@ -581,17 +582,12 @@ def test_a_tf2_tape_gradient_loop_defers_its_accumulations():
     tests/fixtures/real_loops/tf2_lstm_tape_tfgrad): its weight accumulation (AddN of
     MatMul) is collected, and the loops push and pop their TensorLists in place
     (loop_list_writes.py); TensorFlow's values."""
-    folder = FIXTURES / "real_loops" / "tf2_lstm_tape_tfgrad"
-    meta = json.loads((folder / "case.json").read_text())
-    graph = io.load(str(folder / "graph.pb"))
-    with np.load(folder / "feeds.npz") as f:
-        feeds = dict(f)
-    with np.load(folder / "expected.npz") as f:
-        expected = dict(f)
+    meta, graph, feeds, expected = load_run_case(str(FIXTURES / "real_loops"
+                                                     / "tf2_lstm_tape_tfgrad"))
     sess = Session(graph)
     got = sess.run(meta["fetches"], feeds)
     names = {getattr(c, "__name__", "") for prog in _programs(sess) for c, _ in prog.body_rest}
     assert {"collect", "write"} <= names
     assert "IdentityN" not in _ops_in_loops(sess)
-    for key, value in zip(meta["fetches"], got):
-        np.testing.assert_allclose(value, expected[key], rtol=meta["rtol"], atol=meta["atol"])
+    for value, want in zip(got, expected):
+        np.testing.assert_allclose(value, want, rtol=meta["rtol"], atol=meta["atol"])

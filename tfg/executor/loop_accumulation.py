@@ -94,9 +94,10 @@ def defer_accumulations(body, tail, order, slot, aliased, ins_of, merges, pred_s
         # sums where the axis and shape say so (_rows_summed)
         if _is_kernel(term, "Reshape"):
             summed, shape_at = ins_of[term.id][0]
-            total, terms = producer.get(summed), (producer.get(summed), term)
+            total = producer.get(summed)
             if not (_is_kernel(total, "Sum") and taken(total, summed, term)):
                 continue
+            terms = (total, term)
         elif _is_kernel(term, "Sum") and not term.ctx.attrs.get("keep_dims", False):
             total, terms, shape_at = term, (term,), None
         else:

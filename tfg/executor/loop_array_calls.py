@@ -23,10 +23,8 @@ from tfg.kernels.array_ops import concat_v2, slice_
 from tfg.kernels.list_ops import TensorList, tensor_list_pop_back, tensor_list_push_back
 from tfg.kernels.math_ops import add_n
 from tfg.kernels._util import s as text
-from tfg.kernels.tensor_array_ops import (TensorArray, tensor_array_grad_v3,
+from tfg.kernels.tensor_array_ops import (TensorArray, _flow, tensor_array_grad_v3,
                                           tensor_array_read_v3, tensor_array_write_v3)
-
-_F32 = np.dtype(np.float32)
 
 
 def array_call(it, fn, call, ins, outs):
@@ -56,14 +54,6 @@ def array_call(it, fn, call, ins, outs):
     return None
 
 
-def _int_scalar(v):
-    """An int scalar (numpy scalar or 0-d array) as a Python int; None for anything else."""
-    t = type(v)
-    if t is np.ndarray:
-        return int(v) if v.ndim == 0 and v.dtype.kind in "iu" else None
-    return int(v) if isinstance(v, np.integer) else None
-
-
 def concat_call(call, ins, out, limit):
     """ConcatV2 of numpy arrays of one dtype and rank (>= 1) along an int scalar axis in
     range, their bytes within `limit` (the output is their sum): np.concatenate, as the
@@ -73,7 +63,7 @@ def concat_call(call, ins, out, limit):
     concatenate = np.concatenate
 
     def concat(vals, step):
-        ax = _int_scalar(vals[axis_at])
+        ax = _index(vals[axis_at])  # (an int32/int64 scalar: ConcatV2's Tidx)
         parts = [vals[i] for i in parts_at]
         first = parts[0]
         if ax is not None and type(first) is ndarray:
@@ -184,12 +174,6 @@ def array_write_call(call, ins, out, limit):
             return
         call(vals, step)
     return write
-
-
-def _flow(flow):
-    """A flow as the kernels return it (a float32 array; the same object when it is one)."""
-    return flow if type(flow) is np.ndarray and flow.dtype is _F32 else \
-        np.asarray(flow, np.float32)
 
 
 def array_grad_call(call, ctx, ins, outs):
