@@ -5,13 +5,16 @@ that does not move with the machine's load, for A/B comparisons of loop changes.
     python3 benchmarks/bench_loops.py --cases lstm,gru,bilstm --save /tmp/cases
     python3 benchmarks/callgrind_loops.py /tmp/cases --cases lstm,gru,bilstm [--steps 5]
     python3 benchmarks/callgrind_loops.py /tmp/rnn --cases rnn --keep /tmp/cg.out
+    python3 benchmarks/bench_keras.py --models nasnetmobile --keep   # prints its folder
+    python3 benchmarks/callgrind_loops.py /tmp/tfgkerasXXXX --cases nasnetmobile
     callgrind_annotate /tmp/cg.out | head -40      # where the instructions go, by function
 
 For each case saved by bench_loops.py's --save, runs the Session under callgrind with the
 instrumentation off, switches it on (callgrind_control) after 3 warm-up steps for `--steps`
 steps, and prints the instructions per step, and per loop iteration for the Keras cells (20
 time steps; the BiLSTM's two loops count 40). BLAS at one thread. Case `rnn` takes a folder
-`bench_rnn.py --save` wrote (the 50-step RNN and its `tfg grad` loop). Needs valgrind on PATH;
+`bench_rnn.py --save` wrote (the 50-step RNN and its `tfg grad` loop); a keras.applications
+model, a folder `bench_keras.py --keep` wrote (its input fed, its output fetched). Needs valgrind on PATH;
 run from the checkout whose tfg is measured. Repeat runs agree within about 0.1%.
 """
 import argparse
@@ -35,6 +38,17 @@ def child(folder, case, steps, sync):
         from bench_rnn import FETCHES, load_case as rnn_case
         sess, feeds, _, _, _ = rnn_case(folder, 1)
         fetches = FETCHES
+    elif os.path.exists(os.path.join(folder, case + "_x.npy")):  # bench_keras.py --keep
+        import json
+
+        import numpy as np
+
+        import tfg
+        from tfg.executor import Session
+        meta = json.load(open(os.path.join(folder, case + ".json")))
+        sess = Session(tfg.load(os.path.join(folder, case + ".pb")), blas_threads=1)
+        feeds = {meta["input"]: np.load(os.path.join(folder, case + "_x.npy"))}
+        fetches = meta["output"]
     else:
         from bench_loops import load_case
         sess, feeds, fetches, _, _ = load_case(folder, case, 1)

@@ -29,11 +29,17 @@ def _bound_nodes(sess):
             if sched.guards is not None:  # the calls of each verified feed signature
                 lists += list(sched.guards._by_sig.values())
             for calls in lists:
-                for call, ctx in calls:
+                for call, ctx in _unjoined(calls):
                     if (call.__qualname__.startswith("bound_call")
                             and ctx.cache.get(bound.KEY) is not None):
                         names.add(ctx.name)
     return sorted(names)
+
+
+def _unjoined(calls):
+    """`calls` with each joined call (tfg/executor/conv_chains.py) as the calls it joins."""
+    for call, ctx in calls:
+        yield from getattr(call, "joined", [(call, ctx)])
 
 
 class _Unbound:

@@ -175,4 +175,5 @@ def bound_call(fn, ctx, ins, o, free):
         vals[o] = y
         for f in free:
             vals[f] = None
+    call.chain_link = (cache, ins, o, free)  # what conv_chains.py reads to join such calls
     return call

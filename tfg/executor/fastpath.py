@@ -24,6 +24,7 @@ import time
 import threading
 
 from tfg.errors import GraphValidationError
+from tfg.executor import conv_chains
 from tfg.executor import plan as P
 from tfg.executor.calls import single, slot_call
 from tfg.executor.executor import node_error
@@ -55,6 +56,8 @@ class Schedule:
         # (static_guards.py), or None
         self.guards = guards
         self._template = None  # the fast program's slots with its constants set
+        # the fast program's calls, consecutive convolutions joined (conv_chains.py)
+        self._joined = conv_chains.merge(fast.calls)
 
     @staticmethod
     def build(plan):
@@ -88,7 +91,7 @@ class Schedule:
         if trace is not None or memory is not None:
             self._run_traced(vals, step, trace, memory)
         else:
-            calls = prog.calls if self.guards is None else self.guards.calls(feed_values)
+            calls = self._joined if self.guards is None else self.guards.calls(feed_values)
             ctx = None
             try:
                 if calls is None:  # this feed signature's second step (static_guards.py)

@@ -34,6 +34,7 @@ import os
 
 import numpy as np
 
+from tfg.executor import conv_chains
 from tfg.executor import plan as P
 from tfg.executor.calls import slot_call
 from tfg.executor.executor import node_error
@@ -202,11 +203,12 @@ def _matches(value, info):
 
 
 def _unguarded_calls(prog, ok):
-    """The program's calls, those of `ok` with the kernel behind the check."""
+    """The program's calls, those of `ok` with the kernel behind the check, consecutive
+    convolutions joined (conv_chains.py)."""
     calls = list(prog.calls)
     for i in ok:
         item = prog.items[i]
         fn, ctx, ins, _, _, deref, free = prog.entries[i]
         calls[i] = (slot_call(item, ins, prog.out_slots[i], free or (), deref, fn.__wrapped__),
                     ctx)
-    return calls
+    return conv_chains.merge(calls)

@@ -16,7 +16,7 @@ parsed once per node and input size (conv_geom.py).
 """
 import numpy as np
 
-from tfg.kernels import bound, conv_depthwise, conv_gemm, conv_grouped, onednn
+from tfg.kernels import bound, conv_depthwise, conv_gemm, conv_grouped, onednn, onednn_chain
 from tfg.kernels._util import fail, from_nhwc, is_nchw, shape_vector, to_nhwc
 from tfg.kernels.conv_geom import geometry
 from tfg.kernels.registry import ALL_DEVICES, kernel
@@ -69,7 +69,8 @@ def conv2d(ctx, x, w):
         if type(x) is np.ndarray and type(w) is np.ndarray:
             ctx.cache[(x.shape, w.shape, x.dtype, w.dtype)] = run
             if isinstance(run, onednn.Prepared):
-                bound.remember(ctx, x.shape, w, None, run.conv.bound(w))
+                bound.remember(ctx, x.shape, w, None, run.conv.bound(w),
+                               onednn_chain.Stage(run.conv, w))
         return run(x, w)
     if groups > 1:
         y = conv_grouped.forward(xp, _im2col(xp, xh, g), w, groups)
@@ -159,7 +160,8 @@ def depthwise_conv2d(ctx, x, w):
             run = ctx.cache[key] = onednn.Prepared(conv, run or (
                 lambda x, w, cache: from_nhwc(conv_depthwise.forward(to_nhwc(x, fmt), w, g,
                                                                      cache), fmt)))
-            bound.remember(ctx, given.shape, w, None, conv.bound(w))
+            bound.remember(ctx, given.shape, w, None, conv.bound(w),
+                           onednn_chain.Stage(conv, w))
             return run(given, w, ctx.cache)
         if run is not None:
             ctx.cache[key] = run

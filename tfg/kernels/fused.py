@@ -11,7 +11,7 @@ fused result is bit-for-bit the unfused one.
 import numpy as np
 
 from tfg.errors import TfgRuntimeError
-from tfg.kernels import bound, clamp, conv_chunks, onednn, vector_math
+from tfg.kernels import bound, clamp, conv_chunks, onednn, onednn_chain, vector_math
 from tfg.kernels._util import fail, immutable
 from tfg.kernels.context import KernelContext
 from tfg.kernels.math_ops import sigmoid, sigmoid_into, tanh
@@ -283,7 +283,8 @@ def _remember_chunked(ctx, x, w, b):
             ctx.cache["chunked"] = (key, _BiasThenActivation(
                 onednn.Prepared(conv, numpy_path), quick, alpha), None)
             if type(b) is np.ndarray:
-                bound.remember(ctx, x.shape, w, b, _then(conv.bound(w, b), quick, alpha))
+                bound.remember(ctx, x.shape, w, b, _then(conv.bound(w, b), quick, alpha),
+                               onednn_chain.Stage(conv, w, b, _after(quick, alpha)))
             return
     if quick is not None and act in _CHUNK_ACTIVATIONS and run is not None:
         if not isinstance(run, conv_chunks.ChunkedConv):
@@ -375,15 +376,23 @@ def _bind_depthwise(ctx, x, w, b):
             or b.shape != (w.shape[2] * w.shape[3],) or not immutable(b)):
         ctx.cache[bound.KEY] = None  # (looked at once)
         return
-    base = hit[3]
+    base, base_stage = hit[3], hit[4]
+
+    def after(y):
+        np.add(y, b, out=y)
+        return quick(y, alpha)
 
     def run(x):
         y = base(x)
-        if y is None:
-            return None
-        np.add(y, b, out=y)
-        return quick(y, alpha)
-    bound.remember(ctx, x.shape, w, b, run)
+        return None if y is None else after(y)
+    stage = (None if base_stage is None
+             else onednn_chain.Stage(base_stage.conv, base_stage.w, None, after))
+    bound.remember(ctx, x.shape, w, b, run, stage)
+
+
+def _after(quick, alpha):
+    """`after(y)`: the in-place activation `quick(y, alpha)` (a chain stage's step)."""
+    return lambda y: quick(y, alpha)
 
 
 def _then(run, quick, alpha):

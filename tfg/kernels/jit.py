@@ -77,16 +77,22 @@ class Compiled:
     and the dispatcher made at the first call: a Session that prepares a node but runs it
     once never imports numba. Compiled per argument types at their first call."""
 
-    __slots__ = ("py_func", "dispatcher")
+    __slots__ = ("py_func", "dispatcher", "_ready")
 
     def __init__(self, py_func):
         self.py_func = py_func
         self.dispatcher = None
+        self._ready = False
 
     @property
     def ready(self):
-        """Whether some argument types are compiled already (in this process)."""
-        return self.dispatcher is not None and bool(self.dispatcher.signatures)
+        """Whether some argument types are compiled already (in this process). Once true it
+        stays true, and is kept: numba's `signatures` builds a list of typed signatures at
+        each read (hashing every argument type), 5-30 us a call for the AvgPools that asked
+        through jit.tier_up at every call."""
+        if not self._ready:
+            self._ready = self.dispatcher is not None and bool(self.dispatcher.signatures)
+        return self._ready
 
     def __call__(self, *args):
         if self.dispatcher is None:
