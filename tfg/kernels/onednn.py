@@ -472,17 +472,20 @@ class Convolution:
             self._at[2] = address
 
     def _execute(self, kernel, x, y, threads):
-        """Point the source, destination and scratchpad at `x`, `y` and this thread's
-        scratchpad where they point elsewhere, and run `kernel` (under call_lock)."""
+        """Run `kernel` from `x` into `y` (under call_lock)."""
+        self.execute_at(kernel, _address(x), _address(y), threads)
+
+    def execute_at(self, kernel, src, dst, threads):
+        """Point the source, destination and scratchpad at the addresses `src`, `dst` and
+        this thread's scratchpad where they point elsewhere, and run `kernel` (under
+        call_lock; OneDnnError where it fails)."""
         at, set_handle = self._at, self.lib.set_handle
-        address = _address(x)
-        if address != at[0]:
-            set_handle(self.m_src, address)
-            at[0] = address
-        address = _address(y)
-        if address != at[1]:
-            set_handle(self.m_dst, address)
-            at[1] = address
+        if src != at[0]:
+            set_handle(self.m_src, src)
+            at[0] = src
+        if dst != at[1]:
+            set_handle(self.m_dst, dst)
+            at[1] = dst
         address = _scratch(kernel.scratch_size)
         if address != kernel.scratch_at:
             set_handle(kernel.m_scratch, address)

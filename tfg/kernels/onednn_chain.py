@@ -73,11 +73,11 @@ class Chain:
         for i, stage in enumerate(self.stages):
             out = views[i] if i < last else y
             dst = addresses[i] if i < last else onednn._address(y)
-            status = _execute(stage.conv, stage, src, dst, threads)
-            if status is None:
-                return None
-            if status != onednn._SUCCESS:
-                onednn.off(f"oneDNN execute failed with status {status}")
+            try:
+                if not _execute(stage, src, dst, threads):
+                    return None
+            except onednn.OneDnnError as e:
+                onednn.off(str(e))
                 return None
             if stage.after is not None:
                 r = stage.after(out)
@@ -101,25 +101,14 @@ def _pool(size):
     return pool
 
 
-def _execute(conv, stage, src, dst, threads):
-    """Run `conv`'s kernel for this team size from address `src` into `dst`; None where it
-    is not ready for `stage` (no kernel yet, another filter or bias in place)."""
+def _execute(stage, src, dst, threads):
+    """Run `stage`'s convolution with this team size from address `src` into `dst`: False
+    where it is not ready for `stage` (no kernel yet, another filter or bias in place)."""
+    conv = stage.conv
     with conv.call_lock:
         kernel = conv.kernels.get(threads)
         if (kernel is None or kernel.layout.kept is not stage.w
                 or (stage.b is not None and stage.b is not conv._bias)):
-            return None
-        lib, at = conv.lib, conv._at
-        if src != at[0]:
-            lib.set_handle(conv.m_src, src)
-            at[0] = src
-        if dst != at[1]:
-            lib.set_handle(conv.m_dst, dst)
-            at[1] = dst
-        scratch = onednn._scratch(kernel.scratch_size)
-        if scratch != kernel.scratch_at:
-            lib.set_handle(kernel.m_scratch, scratch)
-            kernel.scratch_at = scratch
-        if threads is not None and getattr(onednn._local, "threads", None) != threads:
-            lib.team(threads)
-        return lib.primitive_execute(kernel.prim, lib.stream, len(kernel.args), kernel.args)
+            return False
+        conv.execute_at(kernel, src, dst, threads)
+    return True
