@@ -10,12 +10,12 @@ Before, NASNetMobile's separable branch, four calls, each allocating its output:
     dw2 = DepthwiseConv2dNative(pw, w3)         # bound call; pw's last reader
     y = Conv2D(dw2, w4)                         # bound call; dw2's last reader
 
-After: one call, `y = Chain([dw, pw, dw2, y's stages])(relu_x)`, the inner results in the
-chain's own buffers. Two calls are joined where both are bound calls (calls.bound_call: a
-oneDNN convolution with graph-constant filter and bias), the first one's output is the second
-one's input `x`, and the second one is its last reader (it frees the slot): nothing else can
-see the inner values, so keeping them in reused buffers changes nothing a user or a later
-node reads.
+After: one call, `y = Chain([dw, pw, dw2, y's stages])(relu_x)`, the inner results in two
+buffers of the thread's own (onednn_chain.py). Two calls are joined where both are bound
+calls (calls.bound_call: a oneDNN convolution with graph-constant filter and bias), the
+first one's output is the second one's input `x`, and the second one is its last reader (it
+frees the slot): nothing else can see the inner values, so keeping them in reused buffers
+changes nothing a user or a later node reads.
 
 Per call, the joined call checks what each node's own bound call checks (the bound form is
 there, the filter and bias are the bound arrays, the input's shape, dtype and layout); where
