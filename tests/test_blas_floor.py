@@ -108,13 +108,17 @@ def test_no_blas_op_and_unknown_shapes_keep_adaptive():
     assert _decided(_floor(g.graph), blas.ADAPTIVE, [np.zeros(4, np.float32)]) == blas.ADAPTIVE
 
 
-def test_not_decided_while_adaptive_gives_one_thread(monkeypatch):
+def test_not_decided_on_one_core_but_decided_on_a_busy_machine(monkeypatch):
+    """One usable core: nothing gives a step two threads, so nothing is inferred. A busy
+    machine of two cores (the meter gives one thread) is decided: the trial there may give
+    two threads (blas_trial.py), which a step of small products should not get."""
     monkeypatch.delenv("TFG_GEMM_FLOOR", raising=False)
     f = _floor(_mm_graph(32, 128, 128))
     x = np.zeros((32, 128), np.float32)
-    monkeypatch.setattr(blas_floor, "adaptive_count", lambda: 1)  # a loaded machine
+    monkeypatch.setattr(blas_floor, "adaptive_count", lambda: 1)
+    monkeypatch.setattr(blas_floor, "usable_cores", lambda: 1)
     assert _decided(f, blas.ADAPTIVE, [x]) == blas.ADAPTIVE and not f.small  # nothing inferred
-    monkeypatch.setattr(blas_floor, "adaptive_count", lambda: 2)  # the load went away
+    monkeypatch.setattr(blas_floor, "usable_cores", lambda: 2)  # a loaded 2-core machine
     assert _decided(f, blas.ADAPTIVE, [x]) == 1 and len(f.small) == 1
 
 

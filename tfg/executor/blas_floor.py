@@ -15,7 +15,8 @@ process), and a quiet suite run gave 19.7 ms with 38 ms of CPU on two threads.
 
 The decision is made once per prepared step and feed signature (the feeds' shapes), on its
 second step (a one-shot run keeps the adaptive count and infers nothing), never per call,
-and only when it matters (adaptive would give BLAS two or more threads): the shape
+and only when it matters (the process may use two cores or more: adaptive, or on a busy
+machine the thread trial of blas_trial.py, could give BLAS two threads): the shape
 functions (tfg.graphdef.infer) give every BLAS op's operands; the step runs on one BLAS
 thread when each of them is known and under the floor. An op whose shapes are not known, a
 BLAS op this module cannot size (Einsum), and graphs of over 1,000 nodes (inferring them
@@ -125,8 +126,9 @@ class GemmFloor:
                 return limit
             if len(self.graph) > _MAX_NODES:
                 small = False
-            elif adaptive_count() < 2:
-                return limit  # one BLAS thread anyway: decided when it matters, if ever
+            elif usable_cores() < 2:
+                return limit  # one BLAS thread anyway (on a busy machine of two cores or
+                # more the trial may give two: blas_trial.py, which a small step skips)
             else:
                 small = self._all_small(feed_values, floor)
             if len(self.small) >= _MAX_SIGNATURES:
