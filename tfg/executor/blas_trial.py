@@ -25,10 +25,10 @@ Where the meter gives one thread (other processes busy) on a machine of two core
 the trial runs the other way: two threads are timed against one, and taken only where the
 median of their steps is BUSY_MARGIN faster (medians: there the scheduler's share moves a
 step's time both ways), after a full first trial (their first steps may be slow once). The
-scheduler shares the cores among threads, not processes, so a step
-whose kernels split well gets more of a busy machine on two threads: under `--load 2` the
-cnn row took 21.9 ms on two against 31-33 on one, while the MLP and the keras models lost
-11-74% on two (stop 41, benchmarks/results/suite-s41-load2.json). A probe of two threads
+scheduler shares the cores among threads, not processes, so a step whose kernels split well
+gets more of a busy machine on two threads: under `--load 2` the cnn row took 21.9 ms on two
+against 31-33 on one, while the MLP and the keras models lost 11-74% on two (stop 41,
+benchmarks/results/suite-s41-load2.json). A probe of two threads
 that keeps one doubles the wait for the next (REPROBE up to MAX_REPROBE steps), so a step
 that is much slower on two (OpenBLAS's threads waiting for each other) costs little.
 
