@@ -25,12 +25,13 @@ def two_free_cores(monkeypatch):
     return others
 
 
-def drive(trial, seconds_of, steps):
-    """Run `steps` steps whose wall time is seconds_of(count); -> the counts used."""
+def drive(trial, seconds_of, steps, meter=2):
+    """Run `steps` steps whose wall time is seconds_of(count); -> the counts used (ADAPTIVE
+    runs on `meter`, the meter's count)."""
     used = []
     for _ in range(steps):
         limit, ticket = trial.limit(ADAPTIVE, FEEDS)
-        count = 1 if limit == 1 else 2
+        count = meter if limit == ADAPTIVE else limit
         used.append(count)
         trial.record(ticket, seconds_of(count))
     return used
@@ -116,15 +117,8 @@ def test_no_trial_for_fixed_counts_one_core_or_when_turned_off(two_free_cores,
 
 
 def drive_busy(trial, seconds_of, steps):
-    """drive() where the meter gives one thread: a step runs on two only where the trial's
-    limit says 2 (ADAPTIVE is the meter's one)."""
-    used = []
-    for _ in range(steps):
-        limit, ticket = trial.limit(ADAPTIVE, FEEDS)
-        count = 2 if limit == 2 else 1
-        used.append(count)
-        trial.record(ticket, seconds_of(count))
-    return used
+    """drive() where the meter gives one thread."""
+    return drive(trial, seconds_of, steps, meter=1)
 
 
 def test_a_busy_machine_takes_two_threads_where_they_win_by_the_margin(two_free_cores):
@@ -139,7 +133,7 @@ def test_a_busy_machine_takes_two_threads_where_they_win_by_the_margin(two_free_
     near = {1: 0.030, 2: 0.030 * (1 - BUSY_MARGIN * 0.9)}.get
     assert drive_busy(ThreadTrial(), near, W + 2 * TRIAL + 5)[-5:] == [1] * 5
     # a slow first step on two threads (their first use on this load) does not end the
-    # trial: its minimums decide (a cnn run under `--load 2` kept one thread so before)
+    # trial: its medians decide (a cnn run under `--load 2` kept one thread so before)
     twos = iter([0.060] + [0.022] * 50)
     used = drive_busy(ThreadTrial(), lambda c: next(twos) if c == 2 else 0.031,
                       W + 2 * TRIAL + 10)

@@ -28,15 +28,16 @@ step's time both ways), after a full first trial (their first steps may be slow 
 scheduler shares the cores among threads, not processes, so a step whose kernels split well
 gets more of a busy machine on two threads: under `--load 2` the cnn row took 21.9 ms on two
 against 31-33 on one, while the MLP and the keras models lost 11-74% on two (stop 41,
-benchmarks/results/suite-s41-load2.json). A probe of two threads
-that keeps one doubles the wait for the next (REPROBE up to MAX_REPROBE steps), so a step
-that is much slower on two (OpenBLAS's threads waiting for each other) costs little.
+benchmarks/results/suite-s41-load2.json). A probe of two threads that keeps one doubles the
+wait for the next (REPROBE up to MAX_REPROBE steps), so a step that is much slower on two
+(OpenBLAS's threads waiting for each other) costs little.
 
 The steps of the trial are real steps (their results are the results); OpenBLAS's one- and
 two-thread sums can differ in the last bits, as between any two adaptive steps.
 $TFG_BLAS_TRIAL=0 turns the trial off (the meter alone decides, as before stop 32).
 """
 import os
+import statistics
 import threading
 
 from tfg.executor import blas_floor
@@ -83,11 +84,6 @@ def enabled():
     return os.environ.get(ENV_VAR) != "0"
 
 
-def _median(times):
-    """The middle of `times` (the lower one of an even count)."""
-    return sorted(times)[(len(times) - 1) // 2]
-
-
 class _Signature:
     """The trial of one feed signature: recent step times per count, and the choice.
     `n` is the meter's count, `alt` the count it is timed against (1 below a count of two
@@ -124,19 +120,20 @@ class _Signature:
         other = alt if count == self.n else self.n
         if not self.times[other] or (self.choice is not None and count == self.choice):
             return
+        busy = alt > self.n  # more threads than the meter's count: a busy machine
         # fastest steps compared on a quiet machine (noise there only adds time); medians on
         # a busy one, where the scheduler's share moves a step's time both ways
-        fast = min if alt < self.n else _median
+        fast = statistics.median_low if busy else min
         fast_n, fast_alt = fast(self.times[self.n]), fast(self.times[alt])
-        # (more threads than the meter's: the first trial is a full one, since their first
-        # steps may be slow once, as the meter's count's are in the other direction)
-        clear = alt < self.n or self.choice is not None
+        # (on a busy machine the first trial is a full one, since the first steps on two
+        # threads may be slow once, as the meter's count's are in the other direction)
+        clear = not busy or self.choice is not None
         if (clear and len(self.times[alt]) >= CLEAR_STEPS and fast_alt > fast_n * (1 + CLEAR)) \
                 or (len(times) >= TRIAL and len(self.times[other]) >= TRIAL):
-            margin = MARGIN if alt < self.n else BUSY_MARGIN
+            margin = BUSY_MARGIN if busy else MARGIN
             self.choice = alt if fast_alt < fast_n * (1 - margin) else self.n
             self.since = 0
-            if alt > self.n:
+            if busy:
                 # more threads than the meter's count, on a busy machine: each probe that
                 # keeps the meter's count waits twice as long for the next (a probe step
                 # there may be much slower: OpenBLAS's threads wait for each other)
@@ -155,7 +152,8 @@ class ThreadTrial:
 
     def limit(self, limit, feed_values):
         """(limit for one step, ticket for `record`): `limit` itself unless it is ADAPTIVE
-        and the meter allows two or more threads; then ADAPTIVE or 1, as the trial says.
+        and the process may use two cores or more; then ADAPTIVE (the meter's count) or the
+        count it is timed against (1, or 2 where the meter gives one), as the trial says.
         The ticket is None for a step the trial does not time."""
         if limit != ADAPTIVE or not enabled():
             return limit, None
