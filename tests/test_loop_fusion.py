@@ -543,3 +543,54 @@ def test_a_sigmoid_that_feeds_the_others_input_is_not_stacked(monkeypatch):
     np.testing.assert_allclose(fused[0], x, rtol=1e-5)
     names = _steps(sess)
     assert names.count("step_stack") == 1 and names.count("step_sig") == 1
+
+
+def _gate_loop():
+    """A GRU-style gate, sigmoid(h W + b) split into r and u, in a v1 while loop, and the same
+    gate once more on the loop's result outside it."""
+    rng = np.random.default_rng(3)
+    w = rng.standard_normal((H, 2 * H)).astype(np.float32)
+    bias = rng.standard_normal(2 * H).astype(np.float32)
+    with tb.Graph() as b:
+        n = tb.placeholder(tb.int32, [], name="n")
+        h0 = tb.placeholder(tb.float32, [None, H], name="h0")
+
+        def body(i, h):
+            gate = tb.sigmoid(tb.bias_add(tb.matmul(h, tb.constant(w)), tb.constant(bias)),
+                              name="gate")
+            r, u = tb.split(gate, 2, axis=1)
+            return i + 1, tb.subtract(tb.multiply(r, h), u, name="h2")
+
+        _, h = tb.while_loop(lambda i, h: i < n, body, [tb.constant(0), h0], name="loop")
+        tb.sigmoid(tb.bias_add(tb.matmul(h, tb.constant(w[:, :H])), tb.constant(bias[:H])),
+                   name="out")
+    return b.graph, w, bias
+
+
+def test_a_gate_sigmoid_inside_a_loop_stays_in_the_loops_chain():
+    """The remapper fuses Sigmoid(MatMul + BiasAdd) into one _FusedMatMul for tfg's Session,
+    but not inside a while loop (tfg/passes/remap.py's sigmoid_gate): there the chain takes
+    the product, the bias, the Sigmoid and the gate's arithmetic after it as one call. The
+    same gate after the loop is still fused. Values: the unrewritten graph's and numpy's."""
+    graph, w, bias = _gate_loop()
+    feeds = {"n": np.int32(5), "h0": np.random.default_rng(4).standard_normal(
+        (B, H)).astype(np.float32)}
+    sess = Session(graph)
+    for _ in range(3):  # (the chain program runs from the second step on)
+        got = sess.run(["out"], feeds)[0]
+    want = Session(graph, graph_rewrites=False).run(["out"], feeds)[0]
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+    h = feeds["h0"]
+    sig = lambda v: 1 / (1 + np.exp(-v.astype(np.float64)))  # noqa: E731
+    for _ in range(5):
+        g = sig(h @ w + bias)
+        h = (g[:, :H] * h - g[:, H:]).astype(np.float32)
+    np.testing.assert_allclose(got, sig(h @ w[:, :H] + bias[:H]), rtol=1e-5, atol=1e-6)
+    rewritten = sess.rewrites[0].graph
+    inside = [n for n in rewritten if n.name.endswith("gate")]
+    assert [n.op for n in inside] == ["Sigmoid"]
+    assert rewritten["out"].op == "_FusedMatMul"
+    assert rewritten["out"].get_attr("fused_ops") == [b"BiasAdd", b"Sigmoid"]
+    chains = [c.members for c, _ in _body(sess) if hasattr(c, "members")]
+    assert len(chains) == 1
+    assert {"_FusedMatMul", "Sigmoid", "Split", "Mul", "Sub"} <= {m.op for m in chains[0]}

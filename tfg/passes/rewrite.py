@@ -185,6 +185,7 @@ class RewriteContext:
         self._shapes = None
         self.has_frames = has_frames
         self._writes_inputs = None
+        self._loop_bodies = None
 
     # --- facts ------------------------------------------------------------------------------
     def writes_inputs(self):
@@ -196,6 +197,22 @@ class RewriteContext:
             self._writes_inputs = any(has_op(n.op) and get_op(n.op).has_ref_inputs
                                       for n in self.graph)
         return self._writes_inputs
+
+    def in_loop(self, name):
+        """Whether the node `name` was in a while loop's frame when the first caller asked
+        (tfg/graphdef/frames_loops.py's assignment, made once); False for a node made since,
+        and for every node of a graph whose frames do not assign (malformed control flow is
+        the executor's to name)."""
+        if not self.has_frames:
+            return False
+        if self._loop_bodies is None:
+            from tfg.graphdef.frames_loops import assign_frames  # (lazy: loop graphs only)
+            try:
+                _, frame_of = assign_frames(self.graph, self.graph.topo_order())
+            except TfgError:
+                frame_of = {}
+            self._loop_bodies = {n for n, f in frame_of.items() if f is not None}
+        return name in self._loop_bodies
 
     def preserved(self, name):
         return name in self.opts.preserved
