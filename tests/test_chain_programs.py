@@ -4,6 +4,7 @@ chains built here check each member kind, each broadcast the layout takes, and t
 signatures it leaves to the steps, against the kernels' own functions member by member."""
 import subprocess
 import sys
+import types
 
 import numpy as np
 import pytest
@@ -17,6 +18,26 @@ from tfg.kernels import math_ops
 from tfg.kernels.indexing_ops import strided_slice_index
 
 pytest.importorskip("numba")
+
+# What a Session takes a program for (CP.MIN_MEMBERS, elementwise members); the tests
+# below build chains of three and four to check the program's members and layouts.
+SESSION_MIN_MEMBERS = CP.MIN_MEMBERS
+
+
+@pytest.fixture(autouse=True)
+def short_chains_take_programs(monkeypatch):
+    monkeypatch.setattr(CP, "MIN_MEMBERS", 3)
+
+
+def test_a_session_takes_programs_for_five_elementwise_members_or_more(monkeypatch):
+    """Shorter chains run as the numpy steps: a program's call costs about 4 us before its
+    first instruction, more than the steps of three or four members on a small cell."""
+    monkeypatch.setattr(CP, "MIN_MEMBERS", SESSION_MIN_MEMBERS)
+    chain = [("ufunc", np.add, (0, 1), (2,)), ("sigmoid", None, (2,), (3,)),
+             ("ufunc", np.multiply, (3, 0), (4,)), ("ufunc", np.subtract, (4, 1), (5,))]
+    assert CP.program(chain, [5]) is None
+    chain.append(("ufunc", np.add, (5, 0), (6,)))
+    assert CP.program(chain, [6]) is not None
 
 F32 = np.float32
 
@@ -75,6 +96,9 @@ def test_real_cells_run_as_programs_with_the_steps_bytes(case, monkeypatch):
             np.testing.assert_allclose(a, want, rtol=rtol, atol=atol)
 
 
+_NUMPY = types.SimpleNamespace(xp=np)  # (the AddN kernel's context: numpy arrays)
+
+
 def _reference(members, vals, batched=False):
     """The members one by one on the kernels' functions (numpy's ufuncs, the compiled
     Sigmoid and Tanh loops, np.where), as the numpy steps compute them."""
@@ -101,6 +125,8 @@ def _reference(members, vals, batched=False):
             vals[outs[0]] = np.where(m, x, vals[ins[2]])
         elif kind == "matmul":
             vals[outs[0]] = np.matmul(vals[ins[0]], vals[ins[1]])
+        elif kind == "addn":
+            vals[outs[0]] = math_ops.add_n(_NUMPY, *(vals[s] for s in ins))
     return vals
 
 
@@ -357,6 +383,33 @@ def test_random_chains_are_the_kernels_bytes(seed):
         if s < 10:
             continue
         assert got[s].shape == want[s].shape
+        assert got[s].tobytes() == np.ascontiguousarray(want[s]).tobytes()
+
+
+@pytest.mark.parametrize("inputs", [4, 12])
+def test_a_cells_gradient_is_the_kernels_bytes(inputs):
+    """TanhGrad, SigmoidGrad and AddN of two or more (an LSTM cell's gradient: its nine
+    stacked values and the incoming gradients, more than the first tier of input slots),
+    against the kernels' own functions."""
+    from tfg.kernels import nn_ops
+    rng = np.random.default_rng(inputs)
+    vals = [None] * 64
+    for s in range(inputs):
+        vals[s] = _rand(rng, 8, 16) * 2
+    vals[0] = np.tanh(vals[0])  # (y of TanhGrad and SigmoidGrad: in their ranges)
+    vals[1] = 1 / (1 + np.exp(-vals[1]))
+    last = inputs - 1
+    members = [("addn", None, tuple(range(2, inputs)), (20,)),
+               ("ufunc", nn_ops.tanh_grad_into, (0, 20), (21,)),
+               ("ufunc", np.multiply, (21, 1), (22,)),
+               ("ufunc", nn_ops.sigmoid_grad_into, (1, 22), (23,)),
+               ("addn", None, (23, 21, last), (24,)),
+               ("ufunc", np.negative, (24,), (25,))]
+    run = CP.program(members, [25, 21])
+    got = list(vals)
+    assert run(got)
+    want = _reference(members, vals)
+    for s in (25, 21):
         assert got[s].tobytes() == np.ascontiguousarray(want[s]).tobytes()
 
 

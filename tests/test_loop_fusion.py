@@ -594,3 +594,41 @@ def test_a_gate_sigmoid_inside_a_loop_stays_in_the_loops_chain():
     chains = [c.members for c, _ in _body(sess) if hasattr(c, "members")]
     assert len(chains) == 1
     assert {"_FusedMatMul", "Sigmoid", "Split", "Mul", "Sub"} <= {m.op for m in chains[0]}
+
+
+@pytest.mark.parametrize("case", ["tf1_raw_rnn_swap_grad_tfgrad",
+                                  "tf1_multirnn_timemajor_grad_tfgrad"])
+def test_tensorflows_gru_gradient_loop_fuses_its_cells_gradient(case, monkeypatch):
+    """TensorFlow's own gradient graph of a TF1 GRUCell (and an LSTMCell) loop: the cell's
+    TanhGrad, SigmoidGrad and AddN fuse with the gates' products into chains, each product
+    of a chain's elementwise value (dz W^T) ending the chain before it; the gradients are
+    the unfused loop's bit for bit (the chains' programs, from the second run on,
+    included) and TensorFlow's values."""
+    from tests.case_check import load_run_case
+    from tests.conftest import FIXTURES
+    meta, graph, feeds, expected = load_run_case(FIXTURES / "real_loops" / case)
+    # (the deferred weight-gradient sums add in another order than the nodes: off on both
+    # sides, so that the bytes compare; loop_accumulation.py)
+    monkeypatch.setenv("TFG_LOOP_PROJECT", "0")
+    got = {}
+    for fuse in (True, False):
+        sess = _session(graph, fuse, monkeypatch)
+        got[fuse] = [sess.run(meta["fetches"], feeds) for _ in range(3)]
+        if fuse:
+            fused = sess
+    for run in got[True] + got[False][1:]:
+        for a, b, want in zip(run, got[False][0], expected):
+            assert a.dtype == b.dtype and a.tobytes() == b.tobytes()
+            np.testing.assert_allclose(a, want, rtol=meta["rtol"], atol=meta["atol"])
+    progs = [prog for prepared in fused.backend._cache.values()
+             for plan in prepared.plans for prog in (plan.loops or {}).values()]
+    chains = [c for prog in progs for c, _ in prog.body_rest if hasattr(c, "members")]
+    ops = {m.op for c in chains for m in c.members}
+    assert {"TanhGrad", "AddN", "Mul"} <= ops, ops
+    for c in chains:
+        made = set()
+        for it, kind, ins, outs in c.io:
+            if kind[0] in ("matmul", "fmatmul"):
+                assert not made & set(ins), [m.op for m in c.members]
+            else:
+                made.update(outs)

@@ -19,7 +19,8 @@ is then a choice of registers, not a copy; an input that broadcasts (a bias, a [
 a scalar 1) is read with stride 0. A signature that does not fit the layout (another
 broadcast, a slice of rows, a dtype other than float32) keeps the chain's numpy steps.
 
-Members taken: float ufuncs Add, Sub, Mul, RealDiv and Neg, Sigmoid, Tanh, BiasAdd,
+Members taken: float ufuncs Add, Sub, Mul, RealDiv and Neg, Sigmoid, Tanh, TanhGrad,
+SigmoidGrad, AddN (its operands of one shape, summed in the kernel's order), BiasAdd,
 Split along the last axis, StridedSlice of a column block, Select/SelectV2 (Select's vector
 condition picks rows, as its kernel does); before them, the chain's MatMuls as their own steps
 (`pre`), when no MatMul reads an elementwise member; after them, any other StridedSlice that
@@ -36,14 +37,23 @@ import os
 
 import numpy as np
 
-from tfg.kernels import jit, math_ops, vector_math
+from tfg.kernels import jit, math_ops, nn_ops, vector_math
 from tfg.kernels import program_codes as PC
 from tfg.kernels.indexing_ops import strided_slice_index
 
 ENV_VAR = "TFG_CHAIN_PROGRAMS"
-MAX_INPUTS, MAX_MASKS = 8, 2  # the program's input tuples (padded: one compiled signature)
+# The program's input tuples, padded to one of few lengths (a compiled signature each):
+# float inputs to INPUT_TIERS' first that holds them (a TF1 LSTMCell's gradient reads 9),
+# masks to MAX_MASKS.
+INPUT_TIERS, MAX_MASKS = (8, 16), 2
+MAX_INPUTS = INPUT_TIERS[-1]
 _GIVE_UP = 8  # calls in a row whose signature does not fit: the steps from then on
-MIN_MEMBERS = 3  # fewer elementwise members: the numpy steps cost about what a program does
+# Fewer elementwise members (Split and slices counted): the numpy steps cost less than a
+# program, whose call pays about 4 us before its first instruction. Measured hot on 8x64
+# float32 (a TF1 GRUCell's training step): 3-4 members 4.0-10.0 us as steps, 5.7-12.7 as
+# programs; its 5-member gate 20.7 against 19.3; a 12-17 member LSTM or GRU cell 39-63
+# against 17-34.
+MIN_MEMBERS = 5
 MAX_REGISTER_FLOATS = 1 << 22  # registers of a call at most (16 MB): else the numpy steps
 _CACHE = 16  # signatures kept per chain
 
@@ -58,7 +68,8 @@ _ROLES = {"split": "af", "select": "mff", "slice": "fbbb"}
 
 # the ufuncs a program computes as their kernels do, and their instructions
 _UFUNCS = {np.add: PC.ADD, np.subtract: PC.SUB, np.multiply: PC.MUL, np.true_divide: PC.DIV,
-           np.negative: PC.NEG, math_ops.tanh_into: PC.TANH}
+           np.negative: PC.NEG, math_ops.tanh_into: PC.TANH,
+           nn_ops.tanh_grad_into: PC.TANH_GRAD, nn_ops.sigmoid_grad_into: PC.SIGMOID_GRAD}
 
 
 def wanted():
@@ -105,7 +116,7 @@ def program(members, escaping, pre=(), batched=False):
     for kind, fn, ins, outs in region:
         if kind == "ufunc" and fn not in _UFUNCS:
             return None
-        if kind not in ("ufunc", "sigmoid", "bias", "split", "select", "slice"):
+        if kind not in ("ufunc", "sigmoid", "bias", "split", "select", "slice", "addn"):
             return None
         made.update(outs)
     for kind, _, ins, _ in members:
@@ -146,7 +157,7 @@ def _runner(region, pre, floats, masks, consts, out_slots, batched):
     plans = {}  # signature -> _Plan, or None where the layout does not take it
     slots = floats + masks
     nf = len(floats)
-    pad_x = (np.zeros((1, 1), _F32),) * (MAX_INPUTS - nf)
+    pad_x = (np.zeros((1, 1), _F32),) * (next(t for t in INPUT_TIERS if t >= nf) - nf)
     pad_m = (np.zeros((1, 1), np.bool_),) * (MAX_MASKS - len(masks))
     last = [None]  # the last call's plan: checked first
     held = [None] * len(slots)  # (read-only input, its C-contiguous copy): a Const's bias
@@ -339,6 +350,11 @@ class _Plan:
                 elif len(xs) < 2 or len(bs) != 1 or bs[0] != xs[-1]:
                     raise _Unfit
                 made[outs[0]] = shape[outs[0]] = xs
+            elif kind == "addn":  # (operands of one shape, as TensorFlow's AddN takes)
+                sh = shape[ins[0]]
+                if any(shape[s] != sh for s in ins[1:]):
+                    raise _Unfit
+                made[outs[0]] = shape[outs[0]] = sh
             else:  # ufunc, sigmoid
                 sh = shape[ins[0]]
                 for s in ins[1:]:
@@ -412,6 +428,15 @@ class _Plan:
                             for d, a, b, c in zip(regs[o], m, x, y))
                 continue
             args = [operand(t, k) for t in ins]
+            if kind == "addn":  # the kernel's order: the first two, then each next one
+                regs[o] = [fresh() for _ in range(k)]
+                for p, d in enumerate(regs[o]):
+                    acc = args[0][p]
+                    for j in range(1, len(args)):
+                        dst = d if j == len(args) - 1 else fresh()
+                        code.append((PC.ADD, dst, acc, args[j][p], 0, 0, 0, 0))
+                        acc = dst
+                continue
             op = (PC.SIGMOID if kind == "sigmoid" else PC.ADD if kind == "bias"
                   else _UFUNCS[fn])
             regs[o] = [fresh() for _ in range(k)]

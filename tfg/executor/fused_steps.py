@@ -67,6 +67,30 @@ def binary(fn, a, b, o, reuse):
     return step2
 
 
+def add_n(ins, o, reuse):
+    """AddN of two or more float arrays of one shape, summed in order as its kernel sums them
+    (the first two, then each next one into that sum: tfg/kernels/math_ops.py's add_n)."""
+    add = np.add
+    first, second, rest = ins[0], ins[1], ins[2:]
+
+    def step_addn(vals):
+        x = vals[first]
+        shape = x.shape
+        if not shape:
+            raise Fallback  # (0-d: the kernel's sum of two is a numpy scalar it wraps)
+        for s in ins[1:]:
+            if vals[s].shape != shape:
+                raise Fallback  # (a broadcast: the kernel's case)
+        buf = vals[o] if reuse else None
+        if not (type(buf) is ndarray and buf.shape == shape and buf.dtype is x.dtype):
+            buf = vals[o] = add(x, vals[second])
+        else:
+            add(x, vals[second], buf)
+        for s in rest:
+            add(buf, vals[s], buf)
+    return step_addn
+
+
 # The most elements a read-only operand is copied broadcast to (tiled) for an add.
 TILE_MAX = 1 << 16
 

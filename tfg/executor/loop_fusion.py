@@ -1,9 +1,10 @@
 """Fused chains in compiled loop bodies (tfg/executor/loops.py): a run of connected nodes of an
-iteration that are float elementwise ufuncs, Sigmoid, BiasAdd, Split, MatMul, _FusedMatMul
-(MatMul + BiasAdd), StridedSlice of Const bounds or Select/SelectV2 becomes one call that
-runs them as steps (tfg/executor/fused_steps.py) and reuses, from one iteration to the next,
-the arrays of the values nothing outside the chain reads. A Keras LSTM, GRU or masked BiLSTM
-cell is one call an iteration.
+iteration that are float elementwise ufuncs, Sigmoid, TanhGrad, SigmoidGrad, AddN, BiasAdd,
+Split, MatMul, _FusedMatMul (MatMul + BiasAdd), StridedSlice of Const bounds or
+Select/SelectV2 becomes one call that runs them as steps (tfg/executor/fused_steps.py) and
+reuses, from one iteration to the next, the arrays of the values nothing outside the chain
+reads. A Keras LSTM, GRU or masked BiLSTM cell is one call an iteration; so is a TF1
+LSTMCell's gradient (13 members: its AddNs, TanhGrads, SigmoidGrads and products).
 
     Before (a Keras LSTM cell, 12 calls an iteration; 15 numpy calls for the 3 Sigmoids):
       Add(MatMul, MatMul_1) -> BiasAdd -> Split -> Sigmoid x3, Tanh -> Mul, Mul -> AddV2
@@ -20,7 +21,9 @@ the nodes' prepared calls in order instead, so errors and odd cases are the kern
 Chains grow along the body's order, in which each fusable node comes as early as its inputs
 allow and the others keep their own order (so a TensorListSetItem of the new h does not cut
 a BiLSTM cell from its mask Selects): a fusable node joins the open chain whose values it reads
-(two chains it reads become one), else it starts one; a node that is not fusable closes the
+(two chains it reads become one), else it starts one; a MatMul of an elementwise member's
+value (a gradient's dz W^T) closes that chain and starts the next (a chain's compiled
+program runs its products before its elementwise members, tfg/executor/chain_programs.py); a node that is not fusable closes the
 chains whose values it reads (each becomes one call at that point) and runs before the others
 (it does not depend on them, and they are pure). Only nodes live whenever the body runs
 (no cond inside the body around them) and not loop-invariant are fused.
@@ -60,6 +63,12 @@ def _kind(it):
         if all(sig.replace("e", c) in plain.types for c in "efd"):
             return "ufunc", plain
         return None
+    if fn is nn_ops.tanh_grad:  # (y, dy) and (y, dy, out), as a binary ufunc is called
+        return "ufunc", nn_ops.tanh_grad_into
+    if fn is nn_ops.sigmoid_grad:
+        return "ufunc", nn_ops.sigmoid_grad_into
+    if fn is math_ops.add_n and it.num_inputs >= 2:
+        return "addn", None
     attrs = it.ctx.attrs
     if fn is nn_ops.matmul:
         return "matmul", (bool(attrs.get("transpose_a")), bool(attrs.get("transpose_b")),
@@ -132,6 +141,16 @@ def fuse_chains(body, ins_of, outs_of, outside, fusable, new_slot, constants=fro
                 close(g)
             out.append((call, it))
             continue
+        if kind[0] in ("matmul", "fmatmul") and read:
+            # a product of a chain's elementwise value (a gradient's dz W^T) ends that
+            # chain: its elementwise members stay one compiled program (which runs a
+            # chain's products first, chain_programs.py), and the product starts the next
+            made = {s for g in read for _, m, k in g[0] if k[0] not in ("matmul", "fmatmul")
+                    for s in outs_of(m)}
+            if any(s in made for s in ins):
+                for g in read:
+                    close(g)
+                read = []
         if not read:
             groups.append([[], set()])
             read = groups[-1:]
@@ -315,6 +334,8 @@ def _fused(group, ins_of, outs_of, readers, outside, new_slot):
                                          held, fn, plain))
         elif kind == "select":
             steps.append(S.select(ins[0], ins[1], ins[2], o, fn))
+        elif kind == "addn":
+            steps.append(S.add_n(tuple(ins), o, reuse))
         else:
             steps.append(S.matmul(ins[0], ins[1], o, reuse, *fn))
     calls = tuple((c, it) for c, it, _ in group)

@@ -239,6 +239,34 @@ def sigmoid_grad(ctx, y, dy):
     return dy * (y * (1 - y)) if r is None else r
 
 
+def tanh_grad_into(y, dy, out=None):
+    """TanhGrad's values of numpy float arrays (the kernel's, bit for bit), into `out` (the
+    result's shape and dtype) or a fresh array: a loop's fused chain calls it as it calls a
+    binary ufunc (tfg/executor/loop_fusion.py)."""
+    r = vector_math.tanh_grad(y, dy, out)
+    if r is None:
+        r = np.multiply(dy, 1 - y * y, out=out)
+    elif out is not None and r is not out:
+        np.copyto(out, r)
+        r = out
+    return r
+
+
+def sigmoid_grad_into(y, dy, out=None):
+    """SigmoidGrad's values (the kernel's), into `out` or a fresh array (tanh_grad_into)."""
+    r = vector_math.sigmoid_grad(y, dy, out)
+    if r is None:
+        r = np.multiply(dy, y * (1 - y), out=out)
+    elif out is not None and r is not out:
+        np.copyto(out, r)
+        r = out
+    return r
+
+
+tanh_grad_into.nin = sigmoid_grad_into.nin = 2  # (what a chain asks of a ufunc step)
+tanh_grad_into.nout = sigmoid_grad_into.nout = 1
+
+
 @kernel("SqrtGrad", device_types=ALL_DEVICES)
 def sqrt_grad(ctx, y, dy):
     xp = ctx.xp

@@ -5,5 +5,6 @@ and a one-shot run never imports numba.
 Each instruction is one row of WIDTH integers, the opcode first (program_loops.py says what
 each does).
 """
-LOAD, LOADM, STORE, ADD, SUB, MUL, DIV, NEG, SIGMOID, TANH, SELECT = range(11)
+(LOAD, LOADM, STORE, ADD, SUB, MUL, DIV, NEG, SIGMOID, TANH, SELECT, TANH_GRAD,
+ SIGMOID_GRAD) = range(13)
 WIDTH = 8  # integers per instruction

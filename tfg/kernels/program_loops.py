@@ -32,14 +32,18 @@ one array serves a broadcast (a bias: row stride 0; a [B, 1] mask: column stride
     STORE   s, base, width, col                    outs[base + (g*R+r)*width + col + j] = regs[s]
     ADD SUB MUL DIV  d, a, b                        regs[d] = regs[a] op regs[b]
     NEG SIGMOID TANH d, a
+    TANH_GRAD SIGMOID_GRAD d, y, dy                 regs[d] = TanhGrad / SigmoidGrad of y, dy
+                                                     (vector_loops.py's loops, not inlined:
+                                                     each product rounded as numpy's are)
     SELECT  d, m, a, b                              regs[d] = regs[a] where regs[m] else regs[b]
 """
 import numpy as np
 from numba import njit
 
 from tfg.kernels.program_codes import (ADD, DIV, LOAD, LOADM, MUL, NEG, SELECT, SIGMOID,
-                                       STORE, SUB, TANH)
-from tfg.kernels.vector_loops import _OPTIONS, _compiled, _sigmoid, _tanh
+                                       SIGMOID_GRAD, STORE, SUB, TANH, TANH_GRAD)
+from tfg.kernels.vector_loops import (_OPTIONS, _compiled, _sigmoid, _tanh,
+                                      sigmoid_grad_loop, tanh_grad_loop)
 
 _ZERO = np.float32(0.0)
 
@@ -113,6 +117,10 @@ def run_program(code, xs, ms, outs, nregs, G, R, C):
                 elif op == MUL:
                     for i in range(n):
                         d[i] = x[i] * y[i]
+                elif op == TANH_GRAD:
+                    tanh_grad_loop(x, y, d)  # (compiled on its own: numpy's roundings)
+                elif op == SIGMOID_GRAD:
+                    sigmoid_grad_loop(x, y, d)
                 else:
                     for i in range(n):
                         d[i] = x[i] / y[i]

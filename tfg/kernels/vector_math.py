@@ -100,26 +100,31 @@ def hard_sigmoid(x, out=None):
     return _run("hard_sigmoid", x, out)
 
 
-def _run_grad(name, y, dy):
-    """`name`'s loop over float32 `y` and `dy` of one shape into a fresh array, or None."""
+def _run_grad(name, y, dy, out=None):
+    """`name`'s loop over float32 `y` and `dy` of one shape into `out` (a C-contiguous
+    float32 array of that shape that shares no memory with them) or a fresh array, or None."""
     if (type(y) is not np.ndarray or type(dy) is not np.ndarray or y.dtype != _F32
             or dy.dtype != _F32 or y.shape != dy.shape):
         return None
     loops = _loaded[0] if _loaded else _loops()
     if loops is None:
         return None
-    out = np.empty(y.shape, _F32)
+    if (out is None or type(out) is not np.ndarray or out.dtype != _F32
+            or out.shape != y.shape or not out.flags.c_contiguous
+            or np.may_share_memory(out, y) or np.may_share_memory(out, dy)):
+        out = np.empty(y.shape, _F32)
     if jit.call(getattr(loops, name + "_loop"), np.ascontiguousarray(y),
                 np.ascontiguousarray(dy), out):
         return out
     return None
 
 
-def tanh_grad(y, dy):
-    """dy * (1 - y*y) of float32 arrays of one shape (numpy's bits), or None: use numpy."""
-    return _run_grad("tanh_grad", y, dy)
+def tanh_grad(y, dy, out=None):
+    """dy * (1 - y*y) of float32 arrays of one shape (numpy's bits), into `out` where it
+    may be written (_run_grad) or a fresh array; None: use numpy."""
+    return _run_grad("tanh_grad", y, dy, out)
 
 
-def sigmoid_grad(y, dy):
+def sigmoid_grad(y, dy, out=None):
     """dy * (y * (1 - y)) of float32 arrays of one shape (numpy's bits), or None."""
-    return _run_grad("sigmoid_grad", y, dy)
+    return _run_grad("sigmoid_grad", y, dy, out)
