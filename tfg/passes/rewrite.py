@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tfg.errors import TfgError
+from tfg.graphdef.frames_loops import assign_frames
 from tfg.graphdef.names import CONTROL, TensorRef, input_string, parse_input
 from tfg.passes.shapes import LazyShapes
 from tfg.schemas.tensors import declared_shape, expands
@@ -206,7 +207,6 @@ class RewriteContext:
         if not self.has_frames:
             return False
         if self._loop_bodies is None:
-            from tfg.graphdef.frames_loops import assign_frames  # (lazy: loop graphs only)
             try:
                 _, frame_of = assign_frames(self.graph, self.graph.topo_order())
             except TfgError:
