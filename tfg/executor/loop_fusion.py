@@ -23,10 +23,11 @@ allow and the others keep their own order (so a TensorListSetItem of the new h d
 a BiLSTM cell from its mask Selects): a fusable node joins the open chain whose values it reads
 (two chains it reads become one), else it starts one; a MatMul of an elementwise member's
 value (a gradient's dz W^T) closes that chain and starts the next (a chain's compiled
-program runs its products before its elementwise members, tfg/executor/chain_programs.py); a node that is not fusable closes the
-chains whose values it reads (each becomes one call at that point) and runs before the others
-(it does not depend on them, and they are pure). Only nodes live whenever the body runs
-(no cond inside the body around them) and not loop-invariant are fused.
+program runs its products before its elementwise members, tfg/executor/chain_programs.py);
+a node that is not fusable closes the chains whose values it reads (each becomes one call at
+that point) and runs before the others (it does not depend on them, and they are pure).
+Only nodes live whenever the body runs (no cond inside the body around them) and not
+loop-invariant are fused.
 """
 import heapq
 
