@@ -47,7 +47,7 @@ from tfg.executor.contention import choices
 from tfg.kernels import onednn
 
 ENV_VAR = "TFG_BLAS_TRIAL"
-TRIAL = 3  # timed steps per count before a choice (min of them: noise only adds time)
+TRIAL = 3  # timed steps per count before a choice (their min, or median when busy)
 REPROBE = 64  # steps on the chosen count before the other is timed again
 # ... at most, where probes of two threads on a busy machine keep one (each doubles it)
 MAX_REPROBE = 1024

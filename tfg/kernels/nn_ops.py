@@ -239,28 +239,28 @@ def sigmoid_grad(ctx, y, dy):
     return dy * (y * (1 - y)) if r is None else r
 
 
+def _grad_into(compiled, y, dy, out, factor):
+    """dy * factor(y) as the kernel computes it: `compiled` (vector_math's loop: float32
+    arrays of one shape) where it runs, else numpy; into `out` or a fresh array."""
+    r = compiled(y, dy, out)
+    if r is None:
+        return np.multiply(dy, factor(y), out=out)
+    if out is not None and r is not out:
+        np.copyto(out, r)  # (`out` was not one the loop may write: vector_math._run_grad)
+        return out
+    return r
+
+
 def tanh_grad_into(y, dy, out=None):
     """TanhGrad's values of numpy float arrays (the kernel's, bit for bit), into `out` (the
     result's shape and dtype) or a fresh array: a loop's fused chain calls it as it calls a
     binary ufunc (tfg/executor/loop_fusion.py)."""
-    r = vector_math.tanh_grad(y, dy, out)
-    if r is None:
-        r = np.multiply(dy, 1 - y * y, out=out)
-    elif out is not None and r is not out:
-        np.copyto(out, r)
-        r = out
-    return r
+    return _grad_into(vector_math.tanh_grad, y, dy, out, lambda v: 1 - v * v)
 
 
 def sigmoid_grad_into(y, dy, out=None):
     """SigmoidGrad's values (the kernel's), into `out` or a fresh array (tanh_grad_into)."""
-    r = vector_math.sigmoid_grad(y, dy, out)
-    if r is None:
-        r = np.multiply(dy, y * (1 - y), out=out)
-    elif out is not None and r is not out:
-        np.copyto(out, r)
-        r = out
-    return r
+    return _grad_into(vector_math.sigmoid_grad, y, dy, out, lambda v: v * (1 - v))
 
 
 tanh_grad_into.nin = sigmoid_grad_into.nin = 2  # (what a chain asks of a ufunc step)

@@ -110,13 +110,22 @@ def _run_grad(name, y, dy, out=None):
     if loops is None:
         return None
     if (out is None or type(out) is not np.ndarray or out.dtype != _F32
-            or out.shape != y.shape or not out.flags.c_contiguous
-            or np.may_share_memory(out, y) or np.may_share_memory(out, dy)):
+            or out.shape != y.shape or not out.flags.c_contiguous or not _apart(out, y, dy)):
         out = np.empty(y.shape, _F32)
     if jit.call(getattr(loops, name + "_loop"), np.ascontiguousarray(y),
                 np.ascontiguousarray(dy), out):
         return out
     return None
+
+
+def _apart(out, *arrays):
+    """Whether `out` shares no memory with `arrays`. Where its memory is an allocation of
+    numpy's own (a fused chain's buffer), only views of that same array can share it: an
+    identity test, where np.may_share_memory costs about 0.6 us a pair."""
+    owner = out if out.base is None else out.base
+    if type(owner) is np.ndarray and owner.flags.owndata:
+        return all(owner is not (a if a.base is None else a.base) for a in arrays)
+    return not any(np.may_share_memory(out, a) for a in arrays)
 
 
 def tanh_grad(y, dy, out=None):
