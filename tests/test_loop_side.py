@@ -80,11 +80,13 @@ def _run(graph, fetches, feeds, side, monkeypatch, **kw):
 @pytest.mark.parametrize("n, dtype", [(0, tb.float64), (1, tb.float64), (7, tb.float64),
                                       (30, tb.float32)])
 def test_deferred_sums_on_the_worker_are_the_same_bits(n, dtype, monkeypatch):
-    """dU's sum on the worker while dW's is made here: the same values, bit for bit, as
+    """Where no BLAS gemm is found for blocks (block_sums.py; tests/test_block_sums.py),
+    dU's sum on the worker while dW's is made here: the same values, bit for bit, as
     both on this thread (each run, and a second run of the same Session); the worker is
     used once a run where the loop ran (a zero-iteration loop has no sums to make). (These
     sums are small: the size floor is lowered for them.)"""
     monkeypatch.setattr(LA, "CHUNKED_MACS", 0)
+    monkeypatch.setattr(LA, "gemm_for", lambda dtype: None)
     graph, _ = _rnn_grad(n, dtype)
     npd = np.float32 if dtype == tb.float32 else np.float64
     x = np.random.default_rng(n).standard_normal((max(n, 1), B, F)).astype(npd)
@@ -108,8 +110,10 @@ def test_small_sums_stay_on_the_loops_thread(monkeypatch):
 
 def test_sums_made_within_the_memory_limit_on_the_worker(monkeypatch):
     """Under a 512-byte limit the sums so far are made several times a run (new buffers
-    start): each time side by side, the same bits as on one thread."""
+    start): each time side by side, the same bits as on one thread (one GEMM a sum, where
+    no BLAS gemm is found for blocks)."""
     monkeypatch.setattr(LA, "CHUNKED_MACS", 0)
+    monkeypatch.setattr(LA, "gemm_for", lambda dtype: None)
     graph, _ = _rnn_grad(10)
     x = np.random.default_rng(3).standard_normal((10, B, F))
     fetches = ["grad/W", "grad/U"]

@@ -5,9 +5,11 @@
       acc = Merge(zeros, NextIteration(acc'))
       acc' = AddV2(acc, MatMul(A_t, G_t, transpose_a=True))   # [128, 32] x [32, 128]
     After: each iteration copies A_t and G_t into the next rows of buffers and passes acc
-    through unchanged; when the loop exits, acc = acc0 + A^T G ([128, 1600] x [1600, 128],
-    one GEMM), which the Exit then reads. Accumulations of the same G (dW = sum h^T g and
-    dU = sum x^T g) are collected by one call, which copies G once. So are the bias's:
+    through unchanged; acc = acc0 + A^T G ([128, 1600] x [1600, 128]) is made in blocks of
+    rows, most of them by the side worker while the loop still runs (block_sums.py; one
+    GEMM at the exit where no BLAS gemm is found for that), and the Exit reads it.
+    Accumulations of the same G (dW = sum h^T g and dU = sum x^T g) are collected by one
+    call, which copies G once. So are the bias's:
     acc' = AddV2(acc, BiasAddGrad(G_t)) becomes acc0 + the column sums of all the G rows (a
     TF1 GRUCell's gradient loop: two BiasAddGrads and two AddV2s fewer an iteration), as
     do TF2's AddN(acc, MatMul(A_t, G_t)) and AddN(acc, Reshape(Sum(G_t, 0), [C])).
@@ -33,6 +35,7 @@ import collections
 import numpy as np
 
 from tfg.executor import plan as P
+from tfg.executor.block_sums import BlockSums, block_rows, gemm_for
 from tfg.executor.loop_buffers import BufferPool
 from tfg.executor.loop_calls import run_named
 from tfg.executor.loop_fusion import node_kind
@@ -219,10 +222,14 @@ def _finish(outs, sum_outs, state):
         if held is None:
             return
         vals[state] = None
-        accs, abufs, gbuf, rows, _ = held
+        accs, abufs, gbuf, rows, _, blocks = held
         g = gbuf[:rows]
         for out, acc in zip(sum_outs, accs[len(outs):]):
             vals[out] = _column_sum(acc, g)
+        if blocks is not None:  # (made in blocks, most of them during the loop: block_sums.py)
+            for out, acc, s in zip(outs, accs, blocks.finish(rows)):
+                vals[out] = np.add(acc, s)
+            return
         if len(outs) > 1 and rows * g.shape[1] * abufs[1].shape[1] >= CHUNKED_MACS \
                 and side_free():
             # (the sums do not depend on each other: all but the first on the worker,
@@ -261,8 +268,9 @@ def _collect(members, sums, rhs, state, limit, finish, fallback):
     ndarray = np.ndarray
     # (next slot, accumulator slot), products first (the order of `held`'s accumulators)
     pairs = tuple((m[2], m[1]) for m in members) + tuple((m[1], m[0]) for m in sums)
-    pool = BufferPool(keep=2 * (len(members) + 1))  # (reused across runs; grown ones)
+    pool = BufferPool(keep=3 * len(members) + 2)  # (reused across runs; grown ones, sums)
     hint = [0]  # rows the last run kept: the buffers' first size
+    live = [None]  # the BlockSums of the run now collecting (its worker may run)
 
     def collect(vals, step):
         g = vals[rhs]
@@ -288,7 +296,8 @@ def _collect(members, sums, rhs, state, limit, finish, fallback):
                                                         and not check(vals, gw)):
                         break
                 else:
-                    # held: [accumulators, A buffers, G buffer, rows kept, A widths]
+                    # held: [accumulators, A buffers, G buffer, rows kept, A widths,
+                    # BlockSums or None]
                     held = vals[state]
                     if held is not None and held[4] == widths and held[2].shape[1] == gw:
                         rows = held[3]
@@ -298,6 +307,9 @@ def _collect(members, sums, rhs, state, limit, finish, fallback):
                                 buf[rows:need] = a
                             held[2][rows:need] = g
                             held[3] = need
+                            blocks = held[5]
+                            if blocks is not None and blocks.job is not None:
+                                blocks.copied(need)  # (after the copies: the worker reads)
                             if need > hint[0]:
                                 hint[0] = need
                             for nxt, out in pairs:
@@ -329,15 +341,31 @@ def _collect(members, sums, rhs, state, limit, finish, fallback):
                 cap = max(n, limit // row_bytes)
                 if cap * row_bytes > limit:
                     return False
-        accs = [vals[out] for _, out in pairs] if held is None else held[0]
+        if held is None:
+            accs, blocks = [vals[out] for _, out in pairs], None
+            if live[0] is not None:
+                live[0].stop()  # (a run that did not reach its exit: its worker stops)
+                live[0] = None
+        else:
+            accs, blocks = held[0], held[5]
+            if blocks is not None:
+                blocks.stop()  # (its buffers move: the worker stops, the rest made here)
         new = [accs, [pool.take((cap, c), g.dtype) for c in widths],
-               pool.take((cap, gw), g.dtype), need, widths]
+               pool.take((cap, gw), g.dtype), need, widths, blocks]
         if rows:
             for buf, prev in zip(new[1] + [new[2]], held[1] + [held[2]]):
                 buf[:rows] = prev[:rows]
         for buf, a in zip(new[1], parts):
             buf[rows:need] = a
         new[2][rows:need] = g
+        if blocks is not None:
+            blocks.abufs, blocks.gbuf = new[1], new[2]
+        elif members and held is None:
+            gemm = gemm_for(g.dtype)
+            if gemm is not None:  # (the sums' buffers after the rows': the pool's order)
+                sums_at = [pool.take((c, gw), g.dtype) for c in widths]
+                new[5] = live[0] = blocks = BlockSums(gemm, block_rows(n, widths, gw), sums_at)
+                blocks.start(new[1], new[2], need, cap)
         vals[state] = new
         hint[0] = max(hint[0], need)
         for nxt, out in pairs:

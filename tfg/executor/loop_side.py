@@ -9,7 +9,8 @@ while the calling thread goes on with the next calls that do not depend on it.
 Why: the `rnn` benchmark's gradient loop ends in two deferred sums (loop_accumulation.py:
 dW = acc + H^T G and dU = acc + X^T G, [128, 1600] x [1600, 128] each, about 0.7 ms apiece on
 one thread) that do not depend on each other; TensorFlow's inter-op threads run such products
-side by side. One job per step, a GEMM long against the wake-up (tens of µs), unlike the
+side by side. (Where numpy's OpenBLAS gemm is found, those sums are instead made in blocks
+while the loop runs, by a compiled loop that holds no GIL: block_sums.py.) One job per step, a GEMM long against the wake-up (tens of µs), unlike the
 per-iteration hand-offs measured and dropped before (docs/performance.md, "rnn row, this
 round"). The same function runs on the same operands on one BLAS thread either way, so the
 values are the same bits.
@@ -19,6 +20,7 @@ by default only where this process may run on two cores or more, BLAS runs one t
 GEMM floor's small-product steps; OpenBLAS's own threads would contend with the worker's call)
 and the contention meter (contention.py) sees a core left free by other processes.
 """
+import ctypes
 import os
 import queue
 import threading
@@ -56,14 +58,25 @@ class Job:
         return self.result
 
 
+_PR_SET_TIMERSLACK = 29
 _queue = None
 _pid = None
 _start_lock = threading.Lock()
 
 
 def _serve(q):
+    _short_sleeps()
     while True:
         q.get().run()
+
+
+def _short_sleeps():
+    """This thread's sleeps end within about a microsecond of their time (Linux's timer
+    slack, 50 us by default, would add up to that to each of block_sum_loop's polls)."""
+    try:
+        ctypes.CDLL(None).prctl(_PR_SET_TIMERSLACK, 1000, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
 
 
 def submit(fn, *args):
