@@ -198,6 +198,10 @@ RANDOM_CASES = {
     "XlaDynamicUpdateSlice": ({"T": DType.FLOAT, "Tindices": DType.INT32},
                               lambda: [_rand((4, 5)), _rand((2, 3), seed=1),
                                        np.array([1, 4], np.int32)]),
+    # a bias's gradient (summed over the rows), as tfg's Session rewrites it
+    "_TfgBroadcastGradSum": ({"T": DType.FLOAT, "Tshape": DType.INT32},
+                             lambda: [_rand((4, 3)), np.array([3], np.int32),
+                                      np.array([4, 3], np.int32)]),
     "_FusedBatchNormEx": ({"T": DType.FLOAT, "U": DType.FLOAT, "epsilon": 1e-3,
                            "is_training": False, "activation_mode": b"Relu", "num_side_inputs": 0},
                           lambda: [_rand((2, 3, 3, 4)), _rand((4,), 0.5, 1.5), _rand((4,)),

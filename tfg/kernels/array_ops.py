@@ -496,6 +496,35 @@ def broadcast_gradient_args(ctx, s0, s1):
     return tuple(np.array(r, dtype=dtype) for r in broadcast_gradient_axes(a, b))
 
 
+@kernel("_TfgBroadcastGradSum", device_types=ALL_DEVICES, host_inputs=(1, 2))
+def broadcast_grad_sum(ctx, grad, shape, other_shape):
+    """Reshape(Sum(grad, BroadcastGradientArgs(shape, other_shape)[0]), shape) in one call
+    (tfg/passes/remap_broadcast_grad.py): the axes, the Sum and the errors of the three
+    kernels; equal shapes sum over no axes, so `grad` comes back as it is where it already
+    has the shape."""
+    a, b = shape_vector(shape), shape_vector(other_shape)
+    xp = ctx.xp
+    x = xp.asarray(grad)
+    if a == b:
+        if x.shape == a:
+            return x
+        axes = ()
+    else:
+        _bcast_shape(a, b)
+        axes = tuple(broadcast_gradient_axes(a, b)[0])
+    if axes:
+        if x.dtype.kind not in "fciu":
+            fail(f"Sum does not support dtype {tf_name(x)}")
+        if any(not -x.ndim <= d < x.ndim for d in axes):
+            fail(f"Invalid reduction dimension {max(axes)} for input with {x.ndim} dimensions")
+        x = xp.sum(x, axis=axes, dtype=x.dtype)
+    try:
+        return x.reshape(a)
+    except ValueError:
+        fail(f"Input to reshape is a tensor with {x.size} values, but the requested shape "
+             f"{list(a)} does not fit")
+
+
 @kernel("ListDiff")
 def list_diff(ctx, x, y):
     x, y = np.asarray(x), np.asarray(y)

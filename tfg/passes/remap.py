@@ -17,6 +17,9 @@
                                           -> fused_ops=[BiasAdd, _TfgHardSigmoid]
     Reshape(Mean(x), [N, 1, 1, C]) (tfg's Session only)  -> Mean(x, keep_dims=True)
                                                            (remap_squeeze.py)
+    Reshape(Sum(g, BroadcastGradientArgs(sx, sy)[i]), sx) (tfg's Session only)
+                                        -> _TfgBroadcastGradSum(g, sx, sy)
+                                           (remap_broadcast_grad.py)
 
     before: c = Conv2D(x, W); b = BiasAdd(c, bias); r = Relu(b)
     after:  r = _FusedConv2D(x, W, bias, fused_ops=[BiasAdd, Relu], num_args=1)
@@ -29,6 +32,7 @@ import numpy as np
 
 from tfg.graphdef.names import TensorRef, input_string
 from tfg.passes.manager import register_pass
+from tfg.passes.remap_broadcast_grad import broadcast_grad_sum
 from tfg.passes.remap_squeeze import squeeze_keepdims
 from tfg.passes.rewrite import Pat, RewriteContext, graph_rewrite
 from tfg.schemas.dtypes import DType
@@ -473,6 +477,8 @@ def rules():
         (Pat("Mul", [fused, v()], commutative=True), hard_sigmoid),
         (Pat(("Reshape",), [Pat(("Mean",), name="mean", one_consumer=True), v()]),
          squeeze_keepdims),
+        (Pat(("Reshape",), [Pat(("Sum",), name="total", one_consumer=True), v("shape")]),
+         broadcast_grad_sum),
         (Pat("Mul", [Pat(tuple(_FUSED) + tuple(_FUSED.values()), name="fused"),
                      Pat("Mul", [Pat("Relu6", [Pat(("AddV2", "Add"), name="add",
                                                    one_consumer=True)],

@@ -6,7 +6,7 @@ identities, reshaping, joining/splitting, slicing, gathering, padding and fillin
 """
 from tfg.schemas.ops.array_shapes import (
     bitcast,
-    broadcast_args, broadcast_gradient_args, concat_offset, concat_v1, concat_v2, const_shape,
+    broadcast_args, broadcast_grad_sum, broadcast_gradient_args, concat_offset, concat_v1, concat_v2, const_shape,
     dynamic_stitch, ensure_shape, expand_dims, gather, gather_nd, gather_v2, list_diff,
     mirror_pad_grad, one_hot, pack, pad, placeholder_with_default, range_shape, reshape, shape_n,
     shape_of, slice_shape, split, split_v, squeeze, strided_slice, tile, transpose, unpack,
@@ -167,6 +167,15 @@ op("BroadcastGradientArgs",
    outputs=["r0: T", "r1: T"],
    attrs=["T: {int32, int64} = DT_INT32"],
    shape_fn=broadcast_gradient_args)
+# tfg's own (no TensorFlow OpDef; only tfg's Session makes it, from the remap rule of
+# tfg/passes/remap_broadcast_grad.py, and it is never written to a graph file):
+# Reshape(Sum(grad, BroadcastGradientArgs(shape, other_shape)[0]), shape) as one node.
+op("_TfgBroadcastGradSum",
+   inputs=["grad: T", "shape: Tshape", "other_shape: Tshape"],
+   outputs=["output: T"],
+   attrs=["T: type", "Tshape: {int32, int64} = DT_INT32"],
+   shape_fn=broadcast_grad_sum,
+   traits=["view"])
 
 # --- joining and splitting
 op("ConcatV2",

@@ -152,6 +152,11 @@ def broadcast_gradient_args(ctx):
     return [(None,), (None,)]
 
 
+def broadcast_grad_sum(ctx):
+    """_TfgBroadcastGradSum(grad, shape, other_shape): the shape its `shape` operand holds."""
+    return [ctx.shape_tensor(1)]
+
+
 def _concat(shapes, axis):
     r = None
     for s in shapes:
