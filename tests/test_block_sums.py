@@ -174,3 +174,26 @@ def test_without_a_gemm_the_sums_are_one_product_each(monkeypatch):
     got = Session(graph).run(["grad/W", "grad/U"], {"x": x})
     for g, r in zip(got, _rnn_grad_reference(x, w, u, 5)):
         np.testing.assert_allclose(g, r, rtol=1e-10, atol=1e-10)
+
+
+@needs_worker
+def test_a_worker_that_fails_leaves_its_blocks_to_the_loops_thread(monkeypatch, capsys):
+    """A job that raises (numba failing to compile for new argument types) is not the
+    graph's error: the blocks it did not make are made here, the same bits, and the worker
+    stays off."""
+    assert _worker_ready()
+    monkeypatch.setenv("TFG_LOOP_SIDE", "1")
+    rows = 30
+    alone, abufs, gbuf = _blocks(np.float64, rows)
+    alone.start(abufs, gbuf, 0, 0)
+    want = [s.copy() for s in alone.finish(rows)]
+
+    def broken(*args):
+        raise TypeError("no matching definition")
+    monkeypatch.setattr(BS, "_loop", [(broken, 0)])
+    bs, abufs2, gbuf2 = _blocks(np.float64, rows)
+    bs.start(abufs2, gbuf2, rows, rows)
+    assert bs.job is not None
+    for got, w in zip(bs.finish(rows), want):
+        np.testing.assert_array_equal(got, w)
+    assert BS._loop == [None] and "worker is off" in capsys.readouterr().err

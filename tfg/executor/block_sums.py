@@ -25,6 +25,7 @@ blocks or more; otherwise the blocks are made here when the loop ends.
 """
 import ctypes
 import math
+import sys
 
 import numpy as np
 
@@ -187,10 +188,17 @@ class BlockSums:
         return sums
 
     def _join(self):
-        """Wait for the worker's job (once, from whichever thread gets here first)."""
+        """Wait for the worker's job (once, from whichever thread gets here first). A job that
+        failed (numba compiling it for new argument types) leaves the blocks it did not
+        finish to this thread, and the worker off for the process, with one line on stderr."""
         job, ctl = self.job, self.ctl
         if job is None:
             return
         self.job = None
-        job.wait()
+        try:
+            job.wait()
+        except Exception as e:  # noqa: BLE001 - numba's, never the graph's: blocks made here
+            _loop[:] = [None]
+            print(f"tfg: the blocked sums' worker is off ({type(e).__name__}: {e}); the loop's "
+                  "thread makes them", file=sys.stderr)
         self.done = int(ctl[2])
