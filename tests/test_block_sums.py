@@ -197,3 +197,38 @@ def test_a_worker_that_fails_leaves_its_blocks_to_the_loops_thread(monkeypatch, 
     for got, w in zip(bs.finish(rows), want):
         np.testing.assert_array_equal(got, w)
     assert BS._loop == [None] and "worker is off" in capsys.readouterr().err
+
+
+@needs_worker
+@pytest.mark.parametrize("case", ["tf1_multirnn_timemajor_grad_tfgrad", "tf2_lstm_tape_tfgrad",
+                                  "tf1_scan_fold_grad"])
+def test_real_gradient_loops_give_the_same_bits_with_the_worker(case, monkeypatch):
+    """TensorFlow-made gradient loops (their own gradients, or `tfg grad` of their forward
+    graph), blocks of one iteration each: the worker's sums equal the loop thread's bit for
+    bit on every step, and TensorFlow's values within the case's tolerance."""
+    import tfg
+    from case_check import grad_name, load_meta
+    from conftest import FIXTURES
+    assert _worker_ready()
+    monkeypatch.setattr(BS, "BLOCK_MACS", 1)
+    folder = FIXTURES / "real_loops" / case
+    meta = load_meta(folder)
+    graph = tfg.load(str(folder / "graph.pb"))
+    with np.load(folder / "feeds.npz") as f:
+        feeds = {k: f[k] for k in f.files}
+    if meta["kind"] == "grad":
+        graph = tfg.grad(graph, ",".join(meta["ys"]), ",".join(meta["xs"]))
+        fetches, keys = [grad_name(x) for x in meta["xs"]], meta["xs"]
+    else:
+        fetches = keys = meta["fetches"]
+    with np.load(folder / "expected.npz") as f:
+        expected = [f[k] for k in keys]
+    side, jobs = _sessions(graph, fetches, feeds, "1", monkeypatch)
+    alone, none = _sessions(graph, fetches, feeds, "0", monkeypatch)
+    assert any(jobs) and not any(none)
+    for run_side, run_alone in zip(side, alone):
+        for a, b in zip(run_side, run_alone):
+            np.testing.assert_array_equal(a, b)
+    for got, want in zip(side[-1], expected):
+        np.testing.assert_allclose(got, want, rtol=meta.get("rtol", 1e-4),
+                                   atol=meta.get("atol", 1e-5))
