@@ -32,6 +32,7 @@ import numpy as np
 from tfg.executor.blas import _function, _openblas_libraries
 from tfg.executor.loop_side import side_free, submit
 from tfg.kernels import jit
+from tfg.kernels.conv_threads import with_one_blas_thread
 
 # Rows a block: as many iterations' rows as make about this many multiply-adds over all the
 # members (the rnn's dW and dU: 128 rows, 4 iterations). Smaller blocks leave less for the
@@ -170,22 +171,32 @@ class BlockSums:
         if self.job is not None:
             self.ctl[1] = rows  # (the loop ended: the worker makes the rest, the last too)
             self._join()
-        g, done, block, sums = self.gemm, self.done, self.block, self.sums
+        sums = self.sums
         if rows == 0:
             for s in sums:
                 s[...] = 0
-        gw, size = self.gbuf.shape[1], self.gbuf.itemsize
+        elif self.done < rows:
+            # (on one BLAS thread, as the worker's calls run: the same bits whichever thread
+            # makes a block, and under 4M multiply-adds a second thread costs more than it
+            # brings, tfg/kernels/gemm_floor.py: a GRUCell's exit sums 143 -> 111 us)
+            with_one_blas_thread(self._make_here, rows)
+        # (the buffers go back to the pool once the caller has read the sums)
+        self.sums, self.abufs, self.gbuf = None, None, None
+        return sums
+
+    def _make_here(self, rows):
+        """The blocks from `done` to `rows` on this thread."""
+        g, done, block, gw, size = self.gemm, self.done, self.block, self.gbuf.shape[1], \
+            self.gbuf.itemsize
         while done < rows:
             stop = min(done + block, rows)
             beta = g.zero if done == 0 else g.one
-            for a, s in zip(self.abufs, sums):
+            for a, s in zip(self.abufs, self.sums):
                 w = a.shape[1]
                 g.at_b(w, gw, stop - done, a.ctypes.data + done * w * size,
                        self.gbuf.ctypes.data + done * gw * size, beta, s.ctypes.data)
             done = stop
-        # (the buffers go back to the pool once the caller has read the sums)
-        self.done, self.sums, self.abufs, self.gbuf = done, None, None, None
-        return sums
+        self.done = done
 
     def _join(self):
         """Wait for the worker's job (once, from whichever thread gets here first). A job that
