@@ -515,14 +515,9 @@ def broadcast_grad_sum(ctx, grad, shape, other_shape):
     if axes:
         if x.dtype.kind not in "fciu":
             fail(f"Sum does not support dtype {tf_name(x)}")
-        if any(not -x.ndim <= d < x.ndim for d in axes):
-            fail(f"Invalid reduction dimension {max(axes)} for input with {x.ndim} dimensions")
-        x = xp.sum(x, axis=axes, dtype=x.dtype)
-    try:
-        return x.reshape(a)
-    except ValueError:
-        fail(f"Input to reshape is a tensor with {x.size} values, but the requested shape "
-             f"{list(a)} does not fit")
+        # (the Sum kernel's own axis check and sum, tfg/kernels/reduce_ops.py)
+        x = xp.sum(x, axis=norm_axes(axes, x.ndim), dtype=x.dtype)
+    return reshape(ctx, x, shape)
 
 
 @kernel("ListDiff")
