@@ -73,3 +73,35 @@ def test_within_input_ops_keep_their_dtype():
             if out.dtype is not None and out.dtype.base.name in ("RESOURCE", "VARIANT"):
                 continue
             assert (out.type_attr, out.dtype) in ins, (name, out.name)
+
+
+def _gather_graph():
+    with tb.Graph() as b:
+        x = tb.placeholder(tb.float32, [None, 3], name="x")
+        idx = tb.placeholder(tb.int32, [None], name="idx")
+        tb.identity(tb.gather(x, idx), name="y")
+        tb.identity(tb.fill(idx, 1.0), name="filled")
+    return b.graph
+
+
+def test_a_verdict_keyed_by_twenty_indices_is_reused(sized):
+    """A step that gathers by the same 20 indices sizes the Gather once, not every step."""
+    x = np.arange(60, dtype=np.float32).reshape(20, 3)
+    idx = np.arange(20, dtype=np.int32)[::-1].copy()
+    sess = Session(_gather_graph(), max_memory="1M", fast_path=False)
+    for _ in range(3):
+        np.testing.assert_array_equal(sess.run("y", {"x": x, "idx": idx}), x[::-1])
+    assert sized.count("GatherV2") == 1
+    sess.run("y", {"x": x, "idx": idx[:-1]})  # other indices: sized again
+    assert sized.count("GatherV2") == 2
+
+
+def test_values_of_a_keyed_integer_input_decide_its_verdict():
+    """Fill's 20 dims: the same shape with larger values must be sized anew, not take the
+    cached verdict of the small ones."""
+    sess = Session(_gather_graph(), max_memory="1M", fast_path=False)
+    dims = np.ones(20, np.int32)
+    assert sess.run("filled", {"idx": dims}).shape == (1,) * 20
+    dims[-1] = 1 << 20  # 4 MB of float32
+    with pytest.raises(TfgRuntimeError, match="would allocate"):
+        sess.run("filled", {"idx": dims})
