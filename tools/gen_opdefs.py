@@ -64,6 +64,7 @@ SparseSegmentMeanGradV2 SparseSegmentSqrtNGradV2 MatrixDiagV3 MatrixDiagPartV3 L
 Empty OptionalFromValue OptionalGetValue OptionalHasValue OptionalNone TensorScatterAdd
 TensorScatterMax TensorScatterMin TensorScatterSub TensorScatterUpdate UnsortedSegmentMax
 UnsortedSegmentMin UnsortedSegmentProd XlaDynamicUpdateSlice
+_SwitchN
 """.split()
 
 

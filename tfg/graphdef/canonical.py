@@ -4,7 +4,8 @@ TF2 writes computation into a GraphDef's function library: calls (`PartitionedCa
 `StatefulPartitionedCall`, a node whose op is a function name) and functional control flow
 (`If`, `Case`, `While` and their stateless forms). tfg's passes and executor work on the five v1
 primitives (Switch, Merge, Enter, Exit, NextIteration), so `canonicalize` inlines every call and
-lowers every functional op (tfg.graphdef.functions) before a stage looks at the graph:
+lowers every functional op (tfg.graphdef.functions), and rewrites the `_SwitchN` of a Case that
+TensorFlow lowered itself (tfg.graphdef.lower_switch_n), before a stage looks at the graph:
 
     Before: x = Placeholder; y = While(x, ..., cond=c, body=b); out = Identity(y:1)
     After:  x = Placeholder; y/enter_k = Enter(...) ... y/exit_k = Exit(...);
@@ -27,6 +28,7 @@ strict=False the call stays as an opaque node.
 """
 from tfg.graphdef.functions import (  # noqa: F401  (FunctionInliningError: public here)
     FunctionInliningError, inline_functions, is_functional, library_functions)
+from tfg.graphdef.lower_switch_n import has_switch_n
 
 
 def needs_canonicalizing(graph):
@@ -35,7 +37,7 @@ def needs_canonicalizing(graph):
     if getattr(graph, "saved_model", None) is not None:
         return False
     lib = library_functions(graph)
-    return any(is_functional(n, lib) for n in graph)
+    return any(is_functional(n, lib) for n in graph) or has_switch_n(graph)
 
 
 def canonicalize(graph, strict=True):

@@ -23,7 +23,8 @@ Control inputs of the call gate the whole body (through `call/input_control_node
 
 Control flow v2 is lowered to the v1 primitives with its functions inlined: `If` and `Case`
 (and their stateless forms) to Switch/Merge (tfg.graphdef.lower_if), `While`/`StatelessWhile`
-to Enter/Merge/Switch/NextIteration/Exit (tfg.graphdef.lower_while). What cannot be inlined (a
+to Enter/Merge/Switch/NextIteration/Exit (tfg.graphdef.lower_while), and the `_SwitchN` of a
+Case that TensorFlow lowered itself to Switches (tfg.graphdef.lower_switch_n). What cannot be inlined (a
 missing or recursive function, an op tfg has no signature for, `SymbolicGradient`, polymorphic
 functions) raises a
 `FunctionInliningError` naming the function and node; with `strict=False` that call is kept
@@ -35,6 +36,7 @@ from dataclasses import dataclass, field
 from tfg.errors import TfgInputError
 from tfg.graphdef.graph import Node
 from tfg.graphdef.lower_if import lower_case, lower_if
+from tfg.graphdef.lower_switch_n import lower_switch_n
 from tfg.graphdef.lower_while import lower_while
 from tfg.graphdef.lowering import (  # noqa: F401  (FunctionInliningError: public here)
     FunctionInliningError, Taken, fresh_name)
@@ -128,6 +130,7 @@ def inline_functions(graph, strict=True):
             if strict:
                 raise
             result.skipped[name] = str(e)
+    lower_switch_n(out)  # (TensorFlow's own lowering of a Case, as frozen graphs keep it)
     return result
 
 

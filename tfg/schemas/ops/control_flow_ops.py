@@ -17,6 +17,12 @@ def switch(ctx):
     return [ctx.shape(0), ctx.shape(0)]
 
 
+def switch_n(ctx):
+    if ctx.shape(1) not in (None, ()):
+        raise ShapeError(f"_SwitchN output_index must be a scalar, got rank {len(ctx.shape(1))}")
+    return [ctx.shape(0)] * ctx.attr("num_outs")
+
+
 def merge_shape(ctx):
     """The most specific shape all inputs are instances of; inputs still unknown (None in
     `ctx.input_dtypes`, e.g. a NextIteration not yet inferred) do not constrain it."""
@@ -46,6 +52,13 @@ op("RefSwitch",
    outputs=["output_false: Ref(T)", "output_true: Ref(T)"],
    attrs=["T: type"],
    control_flow="switch", shape_fn=switch)
+# TensorFlow's lowering of Case (lower_case_op.cc) writes it into frozen graphs; tfg rewrites it
+# into Switches when it loads a graph (tfg.graphdef.lower_switch_n), so no kernel runs it.
+op("_SwitchN",
+   inputs=["data: T", "output_index: int32"],
+   outputs=["outputs: num_outs * T"],
+   attrs=["num_outs: int >= 1", "T: type"],
+   shape_fn=switch_n)
 op("Merge",
    inputs=["inputs: N * T"],
    outputs=["output: T", "value_index: int32"],
