@@ -44,6 +44,21 @@ FIXED = {
     "flag_cluster_port_huge": "port 99999 dialed 34463 (exit 1)",
     "flag_cluster_json_list": "--cluster of [1, 2]: internal AttributeError",
     "flag_worker_bind_garbage": "gRPC's log lines before the error",
+    # stop 45's sweep
+    "count_attr_huge_AddN": "AddN N=2**62: grad/place/partition/run out of memory (exit 1)",
+    "count_attr_huge_ConcatV2": "ConcatV2 N=2**62 likewise",
+    "render_long_device": "a 100k-character device: dot quit, tfg exited 1 saying nothing",
+    "render_nul_device": "a NUL in a device: dot's syntax error, exit 1 on two lines",
+    "render_long_name": "a 20k-character node name: exit 1 saying nothing",
+    "contract_npz_encrypted": "an encrypted .npz member: internal RuntimeError",
+    "contract_npz_bomb_no_suffix": "a member without .npy (1 GiB of zeros): read whole",
+    "contract_compare_bomb_no_suffix": "compare likewise",
+    "contract_string_lone_surrogate": "'\\udcff' in a string feed: internal UnicodeEncodeError",
+    "contract_save_missing_parent": "--save under a file: internal NotADirectoryError",
+    "contract_compare_rtol_nan": "--rtol nan accepted: every output 'differs', exit 1",
+    "contract_export_trace_bad_values": "a trace's 'ts' of 'a': internal ValueError",
+    "contract_export_logdir_under_file": "LOGDIR under a file: internal NotADirectoryError",
+    "contract_render_trace_bad_values": "a trace's 'dur' object: internal TypeError",
 }
 
 

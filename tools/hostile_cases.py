@@ -993,8 +993,80 @@ def flag_cases():
         yield case
 
 
+def _encrypted_npz():
+    """An .npz whose member is flagged encrypted (zipfile refuses to read it)."""
+    data = bytearray(_npz({"x": np.zeros((2, 3), np.float32)}))
+    for magic, flag_at in ((b"PK\x03\x04", 6), (b"PK\x01\x02", 8)):
+        at = data.find(magic)
+        data[at + flag_at] |= 0x1
+    return bytes(data)
+
+
+def _bomb_without_suffix():
+    """A member named `x` (no .npy): numpy's loader reads such a member whole, as bytes."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        with z.open("x", "w", force_zip64=True) as f:
+            chunk = bytes(1 << 24)
+            for _ in range(64):  # 1 GiB of zeros in about 1 MB
+                f.write(chunk)
+    return buf.getvalue()
+
+
+def contract_cases():
+    """Cases of the stop-45 sweep: count attrs of 2**62, render input dot cannot hold, files
+    and paths the user names that cannot be read or written."""
+    for op, extra in (("AddN", ""), ("ConcatV2", node("axis", "Const", dtype=I32, value=(
+            "tensor { dtype: DT_INT32 tensor_shape { } int_val: 0 }")))):
+        inputs = ["x", "x"] + (["axis"] if op == "ConcatV2" else [])
+        attrs = {"N": "i: 4611686018427387904", "T": F}
+        if op == "ConcatV2":
+            attrs["Tidx"] = I32
+        yield graph_case(f"count_attr_huge_{op}", X + extra + node("y", op, inputs, **attrs),
+                         binary=False, says="4611686018427387904")
+    long = "d" * 100_000
+    for name, text in {"long_device": X + node("y", "Neg", ["x"], T=F).replace(
+                           '"Neg"', f'"Neg" device: "{long}"'),
+                       "nul_device": X + node("y", "Neg", ["x"], T=F).replace(
+                           '"Neg"', '"Neg" device: "/cpu:0\\000x"'),
+                       "long_name": X + node("n" * 20_000, "Neg", ["x"], T=F)}.items():
+        yield Case(f"render_{name}", {"g.pbtxt": text},
+                   [Cmd("render", ["render", "g.pbtxt", "-o", "r.svg"], (0,), None, "r.svg",
+                        timeout=60.0)])
+    feed = ["--feed", "x=[[1,2,3],[4,5,6]]"]
+    run = ["run", "g.pbtxt", "--fetch", "y", "--max-memory", RUN_MEMORY, "-o", "r.npz"]
+    files = {"g.pbtxt": SMALL, "enc.npz": _encrypted_npz(), "bomb.npz": _bomb_without_suffix(),
+             "tr.json": json.dumps({"traceEvents": [{"name": "y", "ph": "X", "ts": "a",
+                                                     "dur": {"a": 1}, "args": [1]}]}),
+             "s.pbtxt": placeholder("x", STR, [2]) + node("y", "Identity", ["x"], T=STR),
+             "v.pbtxt": (node("v", "VariableV2", dtype=F, shape=shape_attr([2]))
+                         + const("c", [1.0, 2.0], "DT_FLOAT", [2])
+                         + node("init", "Assign", ["v", "c"], T=F)
+                         + node("y", "Identity", ["v"], T=F))}
+    cmds = {
+        "npz_encrypted": (run + ["--feeds", "enc.npz"], "encrypted"),
+        "npz_bomb_no_suffix": (run + ["--feeds", "bomb.npz"], "bomb.npz"),
+        "compare_bomb_no_suffix": (["compare", "g.pbtxt", "bomb.npz", *feed], "bomb.npz"),
+        "string_lone_surrogate": (["run", "s.pbtxt", "--fetch", "y", "--feed",
+                                   "x=['\\udcff', 'a']"], "not valid Unicode"),
+        "save_missing_parent": (["run", "v.pbtxt", "--init", "init", "--fetch", "y",
+                                 "--save", "g.pbtxt/ckpt"], "cannot write"),
+        "compare_rtol_nan": (["compare", "g.pbtxt", "g.pbtxt", *feed, "--rtol", "nan"],
+                             "--rtol"),
+        "export_trace_bad_values": (["export", "tensorboard", "g.pbtxt", "tb", "--trace",
+                                     "tr.json"], "trace event 0"),
+        "export_logdir_under_file": (["export", "tensorboard", "g.pbtxt", "g.pbtxt/tb"],
+                                     "LOGDIR"),
+        "render_trace_bad_values": (["render", "g.pbtxt", "-o", "r.dot", "--trace", "tr.json",
+                                     "--color-by", "time"], "trace event 0"),
+    }
+    for name, (argv, says) in cmds.items():
+        yield Case(f"contract_{name}", files, [Cmd(name, argv, (2,), says, "r.npz",
+                                                   timeout=60.0)])
+
+
 GROUPS = [function_cases, structure_cases, attr_cases, runtime_cases, feed_cases,
-          file_cases, flag_cases]
+          file_cases, flag_cases, contract_cases]
 
 
 def all_cases():

@@ -1,6 +1,7 @@
 """`tfg compare A B`: run two graphs (or one against an expected.npz) on the same inputs and
 compare the outputs; exit 1 on a mismatch."""
 import json
+import math
 import sys
 
 import click
@@ -13,6 +14,14 @@ from tfg.graphdef import summary
 from tfg.graphdef.names import parse_tensor
 
 
+def _finite(ctx, param, value):
+    """A tolerance must be a number: NaN compares false with everything (every output would
+    'differ') and inf accepts anything."""
+    if not math.isfinite(value):
+        raise click.BadParameter(f"{value} is not a finite number", ctx=ctx, param=param)
+    return value
+
+
 @click.command("compare")
 @click.argument("a", metavar="A")
 @click.argument("b", metavar="B")
@@ -23,9 +32,9 @@ from tfg.graphdef.names import parse_tensor
 @click.option("--init", "inits", multiple=True, metavar="NODE",
               help="Node run once in each graph before the comparison (e.g. init).")
 @click.option("--rtol", type=click.FloatRange(min=0), default=C.DEFAULT_RTOL, show_default=True,
-              help="Relative tolerance: |a - b| <= atol + rtol * |b|.")
+              callback=_finite, help="Relative tolerance: |a - b| <= atol + rtol * |b|.")
 @click.option("--atol", type=click.FloatRange(min=0), default=C.DEFAULT_ATOL, show_default=True,
-              help="Absolute tolerance.")
+              callback=_finite, help="Absolute tolerance.")
 @click.option("--bisect", is_flag=True,
               help="Also find the first node (in A's order) whose values differ, comparing "
                    "every tensor whose node name both graphs share.")

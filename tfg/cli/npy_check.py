@@ -11,7 +11,6 @@ file (or the zip member, by the zip's directory) holds, and fit the memory limit
 """
 import zipfile
 
-
 from numpy.lib import format as npy_format
 
 from tfg.errors import TfgInputError
@@ -59,15 +58,21 @@ def check_npy_file(path, where):
 
 
 def check_npz(path, where):
-    """check_npy for every member of the .npz at `path` (sizes from the zip's directory)."""
+    """check_npy for every member of the .npz at `path` (sizes from the zip's directory). A
+    member that is not an .npy array is refused too: numpy's loader would read it whole into
+    memory as bytes (a member without the .npy suffix that deflates to gigabytes)."""
     try:
         with zipfile.ZipFile(path) as z:
             for info in z.infolist():
-                if not info.filename.endswith(".npy"):
+                if info.is_dir():
                     continue
+                name = info.filename[:-4] if info.filename.endswith(".npy") else info.filename
+                if info.flag_bits & 0x1:  # (zipfile would raise RuntimeError on reading it)
+                    raise TfgInputError(f"{where}: member {info.filename!r} is encrypted")
                 with z.open(info) as f:
-                    check_npy(f, info.file_size, f"{where} (array {info.filename[:-4]!r})")
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, EOFError) as e:
+                    check_npy(f, info.file_size, f"{where} (array {name!r})")
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, EOFError,
+            RuntimeError) as e:
         raise TfgInputError(f"{where}: not a readable .npz file ({' '.join(str(e).split())})"
                             ) from None
 

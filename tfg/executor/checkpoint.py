@@ -57,10 +57,14 @@ def save(resources, directory, step=None, graph=None):
     if not named:
         raise TfgInputError("nothing to save: no variable is initialized (run --init first)")
     path = _path(directory)
-    if not os.path.lexists(os.fspath(directory)):
-        os.makedirs(os.fspath(directory), exist_ok=True)
     described = None if graph is None else describe_variables(graph)
-    return write_checkpoint(path, named, step=step, graph_variables=described)
+    try:
+        if not os.path.lexists(os.fspath(directory)):
+            os.makedirs(os.fspath(directory), exist_ok=True)
+        return write_checkpoint(path, named, step=step, graph_variables=described)
+    except OSError as e:  # a path the user gave that cannot be written: their input
+        raise TfgInputError(f"cannot write the checkpoint to {os.fspath(directory)!r} "
+                            f"({e.strerror or e})") from None
 
 
 def describe_variables(graph):

@@ -100,7 +100,8 @@ def convert_feed(graph, ref, value):
         dtype = None
     if dtype == DType.STRING:
         arr = np.asarray(value, dtype=object)
-        arr = np.vectorize(_to_bytes, otypes=[object])(arr) if arr.size else arr
+        arr = np.vectorize(lambda v: _to_bytes(name, v), otypes=[object])(arr) \
+            if arr.size else arr
     elif isinstance(dtype, DType) and dtype not in (DType.RESOURCE, DType.VARIANT):
         arr = _cast(name, value, dtype)
     else:
@@ -135,8 +136,14 @@ def _cast(name, value, dtype):
     return out
 
 
-def _to_bytes(v):
-    return v if isinstance(v, bytes) else str(v).encode()
+def _to_bytes(name, v):
+    if isinstance(v, bytes):
+        return v
+    try:
+        return str(v).encode()
+    except UnicodeEncodeError:  # a lone surrogate ('\udcff'): no UTF-8 text holds it
+        raise TfgInputError(f"feed {name!r}: {str(v)[:40]!r} is not valid Unicode text; feed "
+                            "bytes (an .npz of a bytes array) instead") from None
 
 
 def _shape_ok(actual, declared_shape):

@@ -17,6 +17,7 @@ import sys
 
 from tfg.errors import TfgError, TfgInputError
 from tfg.graphdef import frames, infer
+from tfg.graphdef.chrome_trace import event_times
 from tfg.graphdef.io import write_bytes_atomic
 from tfg.render.dot import dot_source
 from tfg.render.view import select
@@ -84,10 +85,10 @@ def load_times(path):
     if not isinstance(events, list):
         raise TfgInputError(f"trace {path} is not a Chrome trace (no traceEvents)")
     times = {}
-    for e in events:
+    for i, e in enumerate(events):
         if isinstance(e, dict) and e.get("ph") == "X" and "name" in e:
-            times[str(e["name"])] = times.get(str(e["name"]), 0.0) + float(
-                e.get("dur", 0)) / 1e6
+            _, dur, _ = event_times(e, i)
+            times[str(e["name"])] = times.get(str(e["name"]), 0.0) + dur / 1e6
     return times
 
 
@@ -164,9 +165,27 @@ def render(graph, path, fmt=None, **options):
         sys.stdout.flush()
         return
     fmt = fmt or format_for(path)
+    if fmt != "dot":
+        check_drawable(text)
     data = text.encode("utf-8") if fmt == "dot" else run_dot(text, fmt)
 
     write_bytes_atomic(path, data)
+
+
+# Graphviz's dot lays out a few thousand nodes in seconds; a flat graph of 100,000 nodes (no
+# name scopes for --max-nodes to fold) took it 11 s and then a segmentation fault.
+MAX_DRAWN_NODES = 20_000
+
+
+def check_drawable(text):
+    """Refuse dot source with more node declarations than dot can lay out."""
+    nodes = sum(1 for line in text.splitlines() if line.lstrip().startswith('"')
+                and "->" not in line)
+    if nodes > MAX_DRAWN_NODES:
+        raise TfgInputError(
+            f"the drawing has {nodes} nodes after folding name scopes, more than Graphviz's "
+            f"dot lays out (at most {MAX_DRAWN_NODES}); narrow it (--around NODE --depth N, "
+            "--scope PREFIX) or write a .dot or .graphml file")
 
 
 def run_dot(text, fmt):
@@ -177,10 +196,13 @@ def run_dot(text, fmt):
         raise TfgInputError("drawing svg/png/pdf needs the `graphviz` Python package "
                             "(pip install graphviz); write a .dot file instead") from None
     try:
-        return graphviz.Source(text).pipe(format=fmt)
+        return graphviz.Source(text).pipe(format=fmt, quiet=True)
     except graphviz.ExecutableNotFound:
         raise TfgInputError("Graphviz's `dot` program is not installed (apt-get install "
                             "graphviz); write a .dot file instead") from None
     except graphviz.CalledProcessError as e:
         err = (e.stderr or b"").decode(errors="replace").strip().splitlines()
         raise TfgError(f"dot failed: {err[-1] if err else e}") from None
+    except OSError as e:  # dot quit before reading all its input (a BrokenPipeError)
+        raise TfgError(f"dot failed: it stopped reading the drawing ({e.strerror or e}); "
+                       "write a .dot file instead") from None

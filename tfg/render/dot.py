@@ -9,6 +9,7 @@ layout, dtypes and shapes on data edges, nodes coloured by device with a legend.
 The text is written by hand (not through the graphviz package) so `.dot` output needs neither
 the package nor the `dot` binary.
 """
+import hashlib
 import html
 import math
 from collections import defaultdict
@@ -42,10 +43,37 @@ BACK_EDGE_COLOUR = "#d62728"
 FRAME_COLOUR = "#c2185b"
 
 
+# Dot refuses a quoted string longer than 16384 characters (escapes included): longer text
+# (a node name, an op or a device string of a hostile file) keeps its start and a hash of the
+# whole, so two long names stay two nodes.
+MAX_QUOTED = 2000
+# Control characters (a NUL ends dot's string) are drawn as U+FFFD; newlines stay line breaks.
+_CONTROL = {c: "\ufffd" for c in range(32) if c != 10}
+
+
+def _drawable(text):
+    """`text` as dot can hold it: at most MAX_QUOTED characters (then a hash of the whole), no
+    control characters but newlines."""
+    text = str(text)
+    if len(text) > MAX_QUOTED:
+        digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8)
+        text = text[:MAX_QUOTED] + "\u2026" + digest.hexdigest()
+    return text.translate(_CONTROL)
+
+
+def _html_text(text):
+    """`text` inside an HTML-like label."""
+    return html.escape(_drawable(text))
+
+
 def quote(text):
-    """A dot double-quoted string; newlines become dot's centred line breaks."""
-    return '"' + str(text).replace("\\", "\\\\").replace('"', '\\"').replace(
-        "\n", "\\n") + '"'
+    """A dot double-quoted string; newlines become dot's centred line breaks.
+
+    Before: 'dense/MatMul'  After: '"dense/MatMul"'
+    Before: 'x' * 20000     After: '"xxx...x…<16 hex digits>"' (MAX_QUOTED characters of it)
+    """
+    text = _drawable(text)
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
 class _Html(str):
@@ -110,7 +138,7 @@ def dot_source(graph, view, info=None, edge_labels=None, title=None, color_by="a
         lines.append("  " + quote("__legend__") + " " + _attrs(
             shape="plaintext", style="", label=_time_legend(times or {})))
     elif color_by == "device" and device_colour:
-        rows = "".join(f'<TR><TD BGCOLOR="{c}"> </TD><TD ALIGN="LEFT">{html.escape(d)}</TD></TR>'
+        rows = "".join(f'<TR><TD BGCOLOR="{c}"> </TD><TD ALIGN="LEFT">{_html_text(d)}</TD></TR>'
                        for d, c in device_colour.items())
         legend = _Html('<TABLE BORDER="0" CELLBORDER="1" CELLSPACING="0" CELLPADDING="3">'
                        f'<TR><TD COLSPAN="2"><B>devices</B></TD></TR>{rows}</TABLE>')

@@ -19,6 +19,7 @@ import time
 
 from tfg.errors import TfgInputError
 from tfg.graphdef import io
+from tfg.graphdef.chrome_trace import event_args, event_times
 from tfg.schemas.proto import event_pb2
 from tfg.tensorboard.records import encode_record, iter_records
 
@@ -57,9 +58,13 @@ def write_graph_events(graph, logdir, run_metadata=(), wall_time=None):
     logdir = os.fspath(logdir)
     if os.path.exists(logdir) and not os.path.isdir(logdir):
         raise TfgInputError(f"LOGDIR {logdir} exists and is not a directory")
-    os.makedirs(logdir, exist_ok=True)
+    data = encode_events(graph, run_metadata, wall_time)
     path = os.path.join(logdir, events_filename(wall_time))
-    io.write_bytes_atomic(path, encode_events(graph, run_metadata, wall_time))
+    try:
+        os.makedirs(logdir, exist_ok=True)
+        io.write_bytes_atomic(path, data)
+    except OSError as e:  # (a LOGDIR under a file, or where the user cannot write)
+        raise TfgInputError(f"LOGDIR {logdir}: cannot write ({e.strerror or e})") from None
     return path
 
 
@@ -102,22 +107,20 @@ def run_metadata_from_chrome_trace(doc):
     if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
         raise TfgInputError("not a Chrome trace: expected an object with traceEvents")
     devices, threads, stats = {}, {}, {}
-    for e in doc["traceEvents"]:
+    for i, e in enumerate(doc["traceEvents"]):
         if not isinstance(e, dict):
             continue
         if e.get("ph") == "M" and e.get("name") == "process_name":
-            devices[e.get("pid")] = str(e.get("args", {}).get("name", e.get("pid")))
+            devices[e.get("pid")] = str(event_args(e, i).get("name", e.get("pid")))
         elif e.get("ph") == "M" and e.get("name") == "thread_name":
-            threads[(e.get("pid"), e.get("tid"))] = str(e.get("args", {}).get("name", ""))
+            threads[(e.get("pid"), e.get("tid"))] = str(event_args(e, i).get("name", ""))
         elif e.get("ph") == "X":
-            stats.setdefault(e.get("pid"), []).append(e)
+            stats.setdefault(e.get("pid"), []).append((event_times(e, i), e, i))
     md = event_pb2.RunMetadata()
     for pid, events in sorted(stats.items(), key=lambda kv: str(kv[0])):
         dev = md.step_stats.dev_stats.add(device=devices.get(pid, f"/device:UNKNOWN:{pid}"))
-        for e in sorted(events, key=lambda e: float(e.get("ts", 0))):
-            start_us, dur_us = float(e.get("ts", 0)), float(e.get("dur", 0))
-            tid = int(e.get("tid", 0)) & 0xFFFFFFFF
-            op = (e.get("args") or {}).get("op", e.get("cat", ""))
+        for (start_us, dur_us, tid), e, i in sorted(events, key=lambda t: (t[0][0], t[2])):
+            op = event_args(e, i).get("op", e.get("cat", ""))
             dev.node_stats.add(
                 node_name=str(e.get("name", "")), all_start_micros=int(start_us),
                 op_start_rel_micros=0, op_end_rel_micros=int(round(dur_us)),

@@ -20,6 +20,11 @@ def attr_or_default(node, name, sig=None):
     return ad.default
 
 
+# The most inputs or outputs one list argument may have (AddN's N, Split's num_split): more
+# than any real graph's node holds, few enough that a list of that many types is small.
+MAX_LIST_LENGTH = 1 << 18
+
+
 def _arg_dtypes(node, arg, sig):
     if arg.type_list_attr:
         types = attr_or_default(node, arg.type_list_attr, sig)
@@ -35,6 +40,9 @@ def _arg_dtypes(node, arg, sig):
         if type(n) is not int or n < 0:  # a wrong attr type or a negative count
             raise TfgInputError(f"node {node.name!r} ({node.op}): attr {arg.number_attr!r} "
                                 "is not a non-negative int")
+        if n > MAX_LIST_LENGTH:  # (a count of 2**62 in a 200-byte file: gigabytes here)
+            raise TfgInputError(f"node {node.name!r} ({node.op}): attr {arg.number_attr!r} "
+                                f"is {n}; tfg takes lists of at most {MAX_LIST_LENGTH}")
         types = [t] * n
     return [t.as_ref if arg.is_ref else t for t in types]
 
