@@ -155,6 +155,42 @@ def test_a_call_that_cannot_be_inlined(tmp_path):
         assert len(err.strip().splitlines()) == 1
 
 
+def _call_whose_body_colocates_elsewhere():
+    """f's body node colocates with `g_body` (a node of another function, as a gradient body
+    names its forward body's nodes): once inlined, no node of the graph has that name."""
+    with tb.Graph() as b:
+        tb.placeholder(tb.float32, [2], name="x")
+    g = b.graph
+    lib = function_pb2.FunctionDefLibrary()
+    f = lib.function.add()
+    f.signature.name = "f"
+    f.signature.input_arg.add(name="a", type=tb.float32.value)
+    f.signature.output_arg.add(name="out", type=tb.float32.value)
+    neg = f.node_def.add(name="neg", op="Neg", input=["a"])
+    neg.attr["T"].type = tb.float32.value
+    neg.attr["_class"].list.s.append(b"loc:@g_body")
+    f.ret["out"] = "neg:y:0"
+    call = Node("call", "StatefulPartitionedCall", ["x"], "")
+    call.set_attr("f", attr_value_pb2.NameAttrList(name="f"))
+    call.set_attr("Tin", [tb.float32], "list(type)")
+    call.set_attr("Tout", [tb.float32], "list(type)")
+    g.add(call)
+    g.library = lib
+    return g
+
+
+def test_inlined_colocation_names_stay_in_the_graph(tmp_path):
+    """TensorFlow's import refuses a `loc:@` naming no node; place and partition wrote some
+    (a GradientTape scan's bodies) until the front door re-rooted them."""
+    canon = canonicalize(_call_whose_body_colocates_elsewhere())
+    for node in canon:
+        av = node.attr_view.get("_class")
+        locs = list(av.list.s) if av is not None else []
+        assert all(s[len(b"loc:@"):].decode() in canon for s in locs if
+                   s.startswith(b"loc:@")), (node.name, locs)
+    np.testing.assert_array_equal(Session(canon).run("call", {"x": [1, 2]}), [-1, -2])
+
+
 # --- TensorFlow imports and runs what tfg writes from a functional graph ------------------
 def _tf_python():
     for py in filter(None, [os.environ.get("TFG_TF_PYTHON"), sys.executable]):

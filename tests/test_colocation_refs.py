@@ -4,7 +4,7 @@ import numpy as np
 
 import tfg
 from tfg.graphdef.graph import Graph
-from tfg.passes.colocation_refs import fix_colocation_refs
+from tfg.graphdef.colocation_refs import fix_colocation_refs
 from tfg.schemas.dtypes import DType
 
 F = DType.FLOAT

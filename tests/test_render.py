@@ -217,3 +217,51 @@ def test_frames_fixture_renders_malformed_graph_too():
     g.add_node("u", "MyCustomOp", ["e", "missing"])
     text = to_dot(g)
     assert '"x" -> "e"' in text and '"e" -> "u"' in text and "cluster_frame" not in text
+
+
+def _chain(n, name=lambda i: f"n{i}", device=""):
+    g = Graph()
+    g.add_node(name(0), "Placeholder", attrs={"dtype": DType.FLOAT})
+    for i in range(1, n):
+        g.add_node(name(i), "Neg", [name(i - 1)], attrs={"T": DType.FLOAT}, device=device)
+    return g
+
+
+def test_drawings_dot_cannot_lay_out_are_refused(tmp_path, capsys, monkeypatch):
+    """dot segfaulted on a flat 100,000-node chain (no scopes to fold): more than
+    MAX_DRAWN_NODES is an input error for svg/png/pdf, while .dot is still written."""
+    import tfg.render as R
+
+    monkeypatch.setattr(R, "MAX_DRAWN_NODES", 5)
+    path = tmp_path / "g.pbtxt"
+    io.save(_chain(8), str(path))
+    code, _, err = run(["render", path, "-o", tmp_path / "g.svg"], capsys)
+    assert code == 2 and "8 nodes" in err and err.count("\n") == 1
+    assert not (tmp_path / "g.svg").exists()
+    code, _, _ = run(["render", path, "-o", tmp_path / "g.dot"], capsys)
+    assert code == 0
+
+
+@needs_dot
+def test_dot_past_its_timeout_is_one_error_line_and_no_file(tmp_path, capsys):
+    path = tmp_path / "g.pbtxt"
+    io.save(_chain(3), str(path))
+    code, _, err = run(["render", path, "-o", tmp_path / "g.svg", "--timeout", "0.001"],
+                       capsys)
+    assert code == 1 and "did not finish" in err and err.count("\n") == 1
+    assert not (tmp_path / "g.svg").exists()
+
+
+@needs_dot
+def test_strings_dot_cannot_hold_are_shortened(tmp_path, capsys):
+    """A 20,000-character name (dot's quoted strings stop at 16,384) and a NUL in a device:
+    dot quit early and tfg exited 1 saying nothing; both draw now, two long names apart."""
+    long = lambda i: ("n" * 20_000) + str(i)  # noqa: E731
+    g = _chain(3, name=long, device="/cpu:0\x00x")
+    text = to_dot(g)
+    assert len({name for edge in edges(text) for name in edge[:2]}) == 3  # still 3 nodes
+    path = tmp_path / "g.pbtxt"
+    io.save(g, str(path))
+    code, _, err = run(["render", path, "-o", tmp_path / "g.svg"], capsys)
+    assert code == 0, err
+    assert (tmp_path / "g.svg").read_bytes().lstrip().startswith(b"<?xml")

@@ -3,7 +3,7 @@ import click
 
 from tfg.cli.common import graph_argument, read_graph
 from tfg.errors import TfgInputError
-from tfg.render import format_for, load_times, render
+from tfg.render import DOT_TIMEOUT, format_for, load_times, render
 
 
 @click.command("render")
@@ -24,7 +24,11 @@ from tfg.render import format_for, load_times, render
                    "device when placed, else op.")
 @click.option("--trace", "trace_path", default=None, metavar="TRACE.json",
               help="Node timings from `tfg run --trace`: shown on nodes, for --color-by time.")
-def command(graph, output, max_nodes, scope, around, depth, no_labels, color_by, trace_path):
+@click.option("--timeout", default=DOT_TIMEOUT, show_default=True,
+              type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
+              help="How long Graphviz's dot may take for svg/png/pdf.")
+def command(graph, output, max_nodes, scope, around, depth, no_labels, color_by, trace_path,
+            timeout):
     """Draw GRAPH: name scopes and while loops as clusters, control edges dashed, loop back
     edges red, dtypes and shapes on edges, nodes coloured by device when placed; a
     partitioned graph as one cluster per device with green _Send -> _Recv edges. `.graphml`
@@ -49,4 +53,4 @@ def command(graph, output, max_nodes, scope, around, depth, no_labels, color_by,
     g = read_graph(graph)
     render(g, output, max_nodes=max_nodes, scope=scope, around=around, depth=depth,
            labels=not no_labels, title=None if graph in (None, "-") else graph,
-           color_by=color_by, times=times)
+           color_by=color_by, times=times, timeout=timeout)

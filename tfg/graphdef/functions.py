@@ -34,6 +34,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from tfg.errors import TfgInputError
+from tfg.graphdef.colocation_refs import fix_colocation_refs
 from tfg.graphdef.graph import Node
 from tfg.graphdef.lower_if import lower_case, lower_if
 from tfg.graphdef.lower_switch_n import lower_switch_n
@@ -131,6 +132,9 @@ def inline_functions(graph, strict=True):
                 raise
             result.skipped[name] = str(e)
     lower_switch_n(out)  # (TensorFlow's own lowering of a Case, as frozen graphs keep it)
+    # A body's `loc:@` may name a node of another function (a gradient body colocated with its
+    # forward body): inlined under new names, TensorFlow's import would refuse it.
+    fix_colocation_refs(out)
     return result
 
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from tfg.errors import GraphValidationError, TfgError, TfgInputError
 from tfg.graphdef.canonical import canonicalize
 from tfg.graphdef.names import parse_tensor
-from tfg.passes.colocation_refs import fix_colocation_refs
+from tfg.graphdef.colocation_refs import fix_colocation_refs
 from tfg.passes.rewrite import PLACEHOLDERS, PassOptions, RewriteContext, removable
 from tfg.schemas.ops import has_op
 from tfg.schemas.ops.signature import num_outputs

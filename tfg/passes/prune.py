@@ -12,7 +12,7 @@ inside the kept set are kept.
 from tfg.errors import TfgInputError
 from tfg.graphdef.attrs import Shape
 from tfg.graphdef.names import CONTROL, TensorRef, parse_tensor
-from tfg.passes.colocation_refs import fix_colocation_refs
+from tfg.graphdef.colocation_refs import fix_colocation_refs
 from tfg.passes.manager import register_pass
 from tfg.passes.rewrite import PLACEHOLDERS, PassOptions, RewriteContext, SWITCH_OPS, removable
 from tfg.schemas.ops import control_flow_names

@@ -13,6 +13,8 @@ only when drawing); `.dot` needs neither. Files are written whole or not at all.
 import io as _io
 import json
 import os
+import shutil
+import subprocess
 import sys
 
 from tfg.errors import TfgError, TfgInputError
@@ -149,8 +151,9 @@ def format_for(path):
     return "dot" if ext == "gv" else ext
 
 
-def render(graph, path, fmt=None, **options):
-    """Draw `graph` into `path` (`-` writes dot source to stdout); options as for to_dot.
+def render(graph, path, fmt=None, timeout=None, **options):
+    """Draw `graph` into `path` (`-` writes dot source to stdout); options as for to_dot;
+    `timeout`: the seconds dot may take (default DOT_TIMEOUT).
 
     Before: a Graph.  After: `path` holds the whole drawing (or nothing, on an error).
     """
@@ -167,11 +170,13 @@ def render(graph, path, fmt=None, **options):
     fmt = fmt or format_for(path)
     if fmt != "dot":
         check_drawable(text)
-    data = text.encode("utf-8") if fmt == "dot" else run_dot(text, fmt)
+    data = text.encode("utf-8") if fmt == "dot" else run_dot(
+        text, fmt, timeout if timeout is not None else DOT_TIMEOUT)
 
     write_bytes_atomic(path, data)
 
 
+DOT_TIMEOUT = 120.0  # seconds `tfg render` lets dot run (render --timeout)
 # Graphviz's dot lays out a few thousand nodes in seconds; a flat graph of 100,000 nodes (no
 # name scopes for --max-nodes to fold) took it 11 s and then a segmentation fault.
 MAX_DRAWN_NODES = 20_000
@@ -188,21 +193,25 @@ def check_drawable(text):
             "--scope PREFIX) or write a .dot or .graphml file")
 
 
-def run_dot(text, fmt):
-    """dot source -> bytes of `fmt`, through Graphviz's `dot` binary."""
-    try:
-        import graphviz  # lazy: an optional dependency, for svg/png/pdf only
-    except ImportError:
-        raise TfgInputError("drawing svg/png/pdf needs the `graphviz` Python package "
-                            "(pip install graphviz); write a .dot file instead") from None
-    try:
-        return graphviz.Source(text).pipe(format=fmt, quiet=True)
-    except graphviz.ExecutableNotFound:
+def run_dot(text, fmt, timeout=DOT_TIMEOUT):
+    """dot source -> bytes of `fmt`, through Graphviz's `dot` binary, which may take at most
+    `timeout` seconds (some drawings of a few hundred boxes keep it busy for many minutes)."""
+    exe = shutil.which("dot")
+    if exe is None:
         raise TfgInputError("Graphviz's `dot` program is not installed (apt-get install "
-                            "graphviz); write a .dot file instead") from None
-    except graphviz.CalledProcessError as e:
-        err = (e.stderr or b"").decode(errors="replace").strip().splitlines()
-        raise TfgError(f"dot failed: {err[-1] if err else e}") from None
-    except OSError as e:  # dot quit before reading all its input (a BrokenPipeError)
-        raise TfgError(f"dot failed: it stopped reading the drawing ({e.strerror or e}); "
-                       "write a .dot file instead") from None
+                            "graphviz); write a .dot file instead")
+    try:
+        done = subprocess.run([exe, f"-T{fmt}"], input=text.encode("utf-8"),
+                              capture_output=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise TfgError(f"dot did not finish the drawing in {timeout:g} s (render --timeout); "
+                       "narrow it (--around NODE --depth N, --scope PREFIX, a smaller "
+                       "--max-nodes) or write a .dot file") from None
+    except OSError as e:
+        raise TfgError(f"dot failed: {e.strerror or e}") from None
+    if done.returncode != 0:
+        err = done.stderr.decode(errors="replace").strip().splitlines()
+        why = err[-1] if err else (f"killed by signal {-done.returncode}"
+                                   if done.returncode < 0 else f"exit {done.returncode}")
+        raise TfgError(f"dot failed: {why}")
+    return done.stdout
