@@ -130,6 +130,22 @@ RANDOM_CASES = {
     "Cosh": (F, lambda: [_rand((3, 5), -3, 3)]),
     "Atan2": (F, lambda: [_rand((3, 5), seed=1), _rand((3, 5), seed=2)]),
     "Xdivy": (F, lambda: [np.array([0, 1, 2, 0], np.float32), _rand((4,), 0.5, 2)]),
+    # elementwise maths of tools/gen_math_more_fixtures.py (I32: the bitwise ops, shifts)
+    "Asinh": (F, lambda: [_rand((3, 5), -30, 30)]),
+    "Acosh": (F, lambda: [_rand((3, 5), 1, 30)]),
+    "Atanh": (F, lambda: [_rand((3, 5), -0.99, 0.99)]),
+    **{op: (F, lambda: [_rand((4, 6), -40, 40)])
+       for op in ("BesselI0", "BesselI1", "BesselI0e", "BesselI1e")},
+    "Mod": (F, lambda: [_rand((3, 4), -9, 9), _rand((4,), 0.5, 3, seed=1)]),
+    "MulNoNan": (F, lambda: [np.float32([np.inf, 2, -1]), np.float32([0, 3, 0])]),
+    "Xlogy": (F, lambda: [np.float32([0, 1, 2, 0]), _rand((4,), 0.1, 3)]),
+    "Xlog1py": (F, lambda: [np.float32([0, 1, 2, 0]), _rand((4,), -0.9, 3)]),
+    "ClipByValue": (F, lambda: [_rand((3, 4), -3, 3), np.float32(-1), np.float32(2)]),
+    **{op: ({"T": DType.INT32}, lambda: [np.int32([[-7], [5], [2**31 - 1]]),
+                                        np.int32([-2, 0, 3, 31, 40])])
+       for op in ("BitwiseAnd", "BitwiseOr", "BitwiseXor", "LeftShift", "RightShift")},
+    "Invert": ({"T": DType.INT8}, lambda: [np.int8([-128, -1, 0, 5, 127])]),
+    "PopulationCount": ({"T": DType.INT64}, lambda: [np.int64([[-1, 0], [7, -2**63]])]),
     "SoftsignGrad": (F, lambda: [_rand((4, 3), seed=1), _rand((4, 3), seed=2)]),
     "Bitcast": ({"T": DType.FLOAT, "type": DType.INT32}, lambda: [_rand((2, 3))]),
     "MaxPoolGradV2": (NHWC, lambda: _max_pool_grad_inputs()),
@@ -182,6 +198,18 @@ RANDOM_CASES = {
                               lambda: [_rand((2, 4, 4, 3)), np.array([6, 5], np.int32)]),
     "Roll": ({"T": DType.FLOAT, "Tshift": DType.INT32, "Taxis": DType.INT32},
              lambda: [_rand((3, 4, 5)), np.array([1, -2], np.int32), np.array([0, 2], np.int32)]),
+    # the array_more family (tools/gen_array_more_fixtures.py has TensorFlow's values)
+    "Reverse": (F, lambda: [_rand((2, 3, 4)), np.array([True, False, True])]),
+    "ConjugateTranspose": ({"T": DType.COMPLEX64, "Tperm": DType.INT32},
+                           lambda: [_complex((3, 4)), np.array([1, 0], np.int32)]),
+    "Cross": (F, lambda: [_rand((4, 3)), _rand((4, 3), seed=1)]),
+    "EuclideanNorm": ({"T": DType.FLOAT, "Tidx": DType.INT32, "keep_dims": True},
+                      lambda: [_rand((3, 4)), np.array([1], np.int32)]),
+    "LinSpace": ({"T": DType.FLOAT, "Tidx": DType.INT32},
+                 lambda: [np.float32(0.5), np.float32(2), np.int32(7)]),
+    "ParallelDynamicStitch": ({"T": DType.FLOAT, "N": 2},
+                              lambda: [np.array([0, 3], np.int32), np.array([1, 2], np.int32),
+                                       _rand((2, 3)), _rand((2, 3), seed=1)]),
     # the real-loop sweep's (tf.nn.ctc_loss's scans): unique rows for Update (TensorFlow's
     # order among duplicates is unspecified), a repeated row for Add and Sub
     "TensorScatterUpdate": ({"T": DType.FLOAT, "Tindices": DType.INT32},
@@ -223,8 +251,8 @@ GRAPH_CHECKED = {
     "AssignAddVariableOp", "AssignSubVariableOp", "VarIsInitializedOp", "DestroyResourceOp",
     "ResourceApplyGradientDescent", "ResourceApplyMomentum", "ResourceApplyAdam",
     "ResourceApplyRMSProp", "ResourceApplyAdagrad", "ResourceApplyCenteredRMSProp",
-    "ResourceApplyAdadelta", "ResourceApplyAdagradV2", "ResourceApplyAdaMax", "StackV2", "StackPushV2", "StackPopV2",
-    "StackCloseV2", "VariableShape",
+    "ResourceApplyAdadelta", "ResourceApplyAdagradV2", "ResourceApplyAdaMax", "StackV2",
+    "StackPushV2", "StackPopV2", "StackCloseV2", "VariableShape",
 }
 
 

@@ -182,6 +182,64 @@ SPECS.update({
     "MatrixDiagPartV3": ([P(r(2, 4, 5)), C([-2, 1], i32), C(0.0)], {}),
     "Lgamma": ([P(np.array([0.4, 1.7, 3.2, -0.6, -2.3]))], {}),
 })
+# The array_more family (tests/test_array_more_ops.py checks them against TensorFlow's
+# gradients). The V2 diagonal ops: sub- and main diagonals only, where TensorFlow's rule
+# (which packs superdiagonals RIGHT, the V2 ops LEFT) is the true gradient.
+SPECS.update({
+    "DynamicPartition": ([P(r(5, 2)), C([1, 0, 2, 1, 1], i32)], {"num_partitions": 3}),
+    "DynamicStitch": ([C([0, 3], i32), C([[1, 2]], i32), P(r(2, 3)), P(r(1, 2, 3))],
+                      {"N": 2}),
+    "ParallelDynamicStitch": ([C([0, 3], i32), C([1, 2], i32), P(r(2, 3)), P(r(2, 3))],
+                              {"N": 2}),
+    "SparseToDense": ([C([[0, 1], [2, 0]], i32), C([3, 2], i32), P(r(2)), P(np.array(0.3))],
+                      {}),
+    "EuclideanNorm": ([P(away(2, 3)), C([1], i32)], {}),
+    "CumulativeLogsumexp": ([P(r(2, 4)), C(1, i32)], {"reverse": True}),
+    "Reverse": ([P(r(2, 3)), C([True, False])], {}),
+    "Cross": ([P(r(2, 3)), P(r(2, 3))], {}),
+    "ConjugateTranspose": ([P(r(2, 3, 4)), C([2, 0, 1], i32)], {}),
+    "TopK": ([P(rng.permutation(12).reshape(2, 6) * 0.1)], {"k": 3}, 1e-6, 1e-5, [0]),
+    "MatrixDiag": ([P(r(2, 3))], {}),
+    "MatrixDiagPart": ([P(r(2, 3, 4))], {}),
+    "MatrixSetDiag": ([P(r(2, 3, 4)), P(r(2, 3))], {}),
+    "MatrixDiagV2": ([P(r(2, 2, 3)), C([-2, -1], i32), C(-1, i32), C(-1, i32), C(0.0)], {}),
+    "MatrixDiagPartV2": ([P(r(2, 4, 5)), C([-2, 0], i32), C(0.0)], {}),
+    "MatrixSetDiagV2": ([P(r(2, 4, 5)), P(r(2, 3, 4)), C([-2, 0], i32)], {}),
+    "MatrixSetDiagV3": ([P(r(2, 4, 5)), P(r(2, 4, 4)), C([-1, 2], i32)],
+                        {"align": b"LEFT_RIGHT"}),
+})
+# 3-D convolution and pooling, LRN, pooling with argmax, image patches (tests/test_nn3d_ops.py
+# checks them against TensorFlow). TensorFlow's CPU 3-D pools and LRN are float32 only;
+# distinct values keep every window's max a finite difference away from a tie.
+_CONV3D = {"strides": [1, 1, 2, 1, 1], "padding": b"SAME"}
+_POOL3D = {"ksize": [1, 2, 2, 2, 1], "strides": [1, 2, 2, 2, 1], "padding": b"SAME"}
+SPECS.update({
+    "Conv3D": ([P(r(1, 3, 4, 3, 2)), P(r(2, 2, 2, 2, 2))], _CONV3D),
+    "Conv3DBackpropInputV2": ([C([1, 3, 4, 3, 2], i32), P(r(2, 2, 2, 2, 2)),
+                               P(r(1, 3, 2, 3, 2))], _CONV3D),
+    "Conv3DBackpropFilterV2": ([P(r(1, 3, 4, 3, 2)), C([2, 2, 2, 2, 2], i32),
+                                P(r(1, 3, 2, 3, 2))], _CONV3D),
+    "MaxPool3D": ([P(rng.permutation(72).reshape(1, 3, 4, 3, 2) * 0.05, np.float32)],
+                  _POOL3D, 1e-3, 2e-3),
+    "AvgPool3D": ([P(r(1, 3, 4, 3, 2), np.float32)], _POOL3D, 1e-3, 2e-3),
+    "AvgPool3DGrad": ([C([1, 3, 4, 3, 2], i32), P(r(1, 2, 2, 2, 2), np.float32)], _POOL3D,
+                      1e-3, 2e-3),
+    "LRN": ([P(r(1, 2, 2, 5), np.float32)],
+            {"depth_radius": 2, "bias": 1.5, "alpha": 0.4, "beta": 0.75}, 1e-3, 3e-3),
+    "MaxPoolWithArgmax": ([P(rng.permutation(40).reshape(1, 4, 5, 2) * 0.1)],
+                          {"ksize": [1, 2, 2, 1], "strides": [1, 2, 2, 1], "padding": b"SAME"},
+                          1e-6, 1e-5, [0]),
+    "ExtractImagePatches": ([P(r(1, 4, 5, 2))], {"ksizes": [1, 2, 3, 1], "strides": [1, 2, 1, 1],
+                                                 "rates": [1, 1, 2, 1], "padding": b"SAME"}),
+})
+# More maths and SegmentProd (tests/test_more_grads.py checks them against TensorFlow's
+# gradients too; Xdivy away from x = 0, where TensorFlow's d/dx is 0).
+SPECS.update({
+    "Sinh": ([P(r(2, 3))], {}), "Cosh": ([P(r(2, 3))], {}), "Asin": ([P(r(3) * 0.9)], {}),
+    "Acos": ([P(r(3) * 0.9)], {}), "Atan": ([P(r(2, 3) * 3)], {}),
+    "Xdivy": ([P(away(2, 3)), P(pos(3))], {}),
+    "SegmentProd": ([P(away(5, 2)), C([0, 0, 1, 1, 1], i32)], {}),
+})
 for _kind in ("Sum", "Mean", "SqrtN"):
     SPECS[f"SparseSegment{_kind}"] = (
         [P(r(4, 3)), C([3, 1, 1, 0], i32), C([0, 0, 1, 3], i32)], {})
@@ -196,10 +254,44 @@ SKIP |= {op for op in registered() if op.startswith(("TensorArray", "TensorList"
 # TensorFlow's gradients and finite differences in test_spectral_ops.py.
 SKIP |= {"FFT", "IFFT", "FFT2D", "IFFT2D", "FFT3D", "IFFT3D", "RFFT", "IRFFT", "Complex", "Real",
          "Imag", "ComplexAbs", "Conj"}
+SKIP |= {"Angle"}  # (test_more_grads.py: against TensorFlow)
+# Digamma's gradient needs Polygamma, which tfg has no kernel for: test_more_grads.py checks
+# the refusal. The Optional ops pass a variant: test_more_grads.py, against TensorFlow.
+SKIP |= {"Digamma", "OptionalFromValue", "OptionalGetValue"}
 # Cholesky reads the lower triangle only, but TensorFlow's gradient is the symmetric one (of
 # the function of a symmetric matrix), which finite differences of the raw input cannot give:
 # checked against TensorFlow in test_real_ops.py.
 SKIP.add("Cholesky")
+# The determinants and MatrixSolve against finite differences; the decompositions (vectors
+# unique up to sign, symmetric gradients, static shapes needed) against TensorFlow's gradients
+# in test_linalg_more_ops.py. Lu has no gradient (as in TensorFlow).
+SPECS.update({
+    "MatrixDeterminant": ([P(_M)], {}),
+    "LogMatrixDeterminant": ([P(_M)], {}, 1e-6, 1e-5, [1]),
+    "MatrixSolve": ([P(_M), P(r(2, 3, 2))], {"adjoint": True}),
+})
+SKIP |= {"MatrixSolveLs", "Qr", "Svd", "SelfAdjointEigV2", "MatrixSquareRoot"}
+# The elementwise family of stop 45 (tests/test_math_more_ops.py checks them against
+# TensorFlow's gradients), and the differentiable detection/colour ops (the boxes kept
+# constant: their gradient has kinks at pixel boundaries).
+SPECS.update({
+    "Asinh": ([P(r(3))], {}), "Acosh": ([P(rng.uniform(1.5, 3.0, 3))], {}),
+    "Atanh": ([P(r(3, lo=-0.8, hi=0.8))], {}), "Erfinv": ([P(r(3, lo=-0.8, hi=0.8))], {}),
+    "Ndtri": ([P(rng.uniform(0.1, 0.9, 3))], {}),
+    "BesselI0": ([P(r(3, lo=-2, hi=2))], {}), "BesselI1": ([P(r(3, lo=-2, hi=2))], {}),
+    "BesselI0e": ([P(away(3))], {}), "BesselI1e": ([P(away(3))], {}),
+    "ClipByValue": ([P(np.array([-0.9, -0.2, 0.3, 0.8])), C(-0.5), C(0.5)], {}),
+    "MulNoNan": ([P(r(2, 3)), P(away(3))], {}),
+    "Xlogy": ([P(away(3)), P(pos(3))], {}), "Xlog1py": ([P(away(3)), P(pos(3))], {}),
+    "RGBToHSV": ([P(rng.uniform(0.1, 0.9, (2, 3)))], {}),
+    "CropAndResize": ([P(r(1, 4, 5, 2)), C(np.array([[0.1, 0.2, 0.8, 0.7]], np.float32)),
+                       C(np.array([0], i32)), C(np.array([3, 2], i32))],
+                      {"method": b"bilinear", "extrapolation_value": 0.0}, 1e-2, 1e-3),
+})  # (CropAndResize's output is float32 whatever the image's dtype: a coarser difference)
+# The fused RNN cells: checked against TensorFlow's gradients and finite differences in
+# test_rnn_block_ops.py (their forward clips the cell state and their backward, as
+# TensorFlow's, ignores the clip, so random inputs would need the clip kept out of reach).
+SKIP |= {"LSTMBlockCell", "BlockLSTM", "BlockLSTMV2", "GRUBlockCell"}
 
 
 def _build(op, inputs, attrs, static=False):

@@ -160,10 +160,11 @@ def test_errors_name_the_problem():
     with tb.Graph() as b:
         x = tb.placeholder(tb.float32, [2, 2], name="x")
         # An op tfg runs but has no gradient for (yet): the error names op and node.
-        m = b.make_op("Cosh", [x], {"T": tb.float32}, "mp", out_dtypes=[tb.float32]).outputs[0]
+        m = b.make_op("SoftsignGrad", [x, x], {"T": tb.float32}, "mp",
+                      out_dtypes=[tb.float32]).outputs[0]
         tb.identity(tb.reduce_sum(m), name="y")
         tb.identity(tb.reduce_sum(tb.cast(x, tb.int32)), name="yi")
-    with pytest.raises(UnknownOpError, match="Cosh.*'mp'"):
+    with pytest.raises(UnknownOpError, match="SoftsignGrad.*'mp'"):
         grad(b.graph, "y", "x")
     with pytest.raises(TfgInputError, match="int32"):
         grad(b.graph, "yi", "x")

@@ -1,6 +1,8 @@
 """Shape-manipulating ops: Shape/Size/Rank, Reshape, Squeeze/ExpandDims, Transpose, Concat,
 Pack/Unpack, Split, Slice, Tile, Pad, Reverse, Fill, Range, OneHot, broadcasting helpers,
-ListDiff, Where, and the data-format helpers.
+ListDiff, Where, and the data-format helpers; sets (Unique*), searches and counts
+(LowerBound/UpperBound, Bucketize, HistogramFixedWidth, Bincount), LinSpace, Reverse (v1) and
+ConjugateTranspose.
 
     Reshape(x[2,6], [3,-1])            -> shape [3,4]
     ConcatV2([a[2,3], b[2,1]], -1)     -> shape [2,4]
@@ -11,9 +13,10 @@ ListDiff, Where, and the data-format helpers.
 import numpy as np
 
 from tfg.kernels._util import (fail, norm_axes, norm_axis, np_dtype, s, shape_of, shape_vector,
-                               tf_name)
-from tfg.kernels.list_bulk_ops import zeros_like_list
+                               tf_dims, tf_name)
+from tfg.kernels.list_bulk_ops import zeros_like_item, zeros_like_list
 from tfg.kernels.list_ops import TensorList
+from tfg.kernels.optional_ops import OptionalValue
 from tfg.kernels.registry import ALL_DEVICES, kernel
 from tfg.schemas.ops.array_shapes import broadcast_gradient_axes
 
@@ -423,6 +426,8 @@ def fill(ctx, dims, value):
 def zeros_like(ctx, x):
     if isinstance(x, TensorList):  # T=variant: the zero gradient of a list
         return zeros_like_list(x, ctx.xp)
+    if isinstance(x, OptionalValue):  # TensorFlow's OptionalZerosLike: zeros of each value
+        return zeros_like_item(x, ctx.xp)
     return ctx.xp.zeros_like(x)
 
 
@@ -572,3 +577,227 @@ def bitcast(ctx, x):
     if x.shape[-1] * x.dtype.itemsize != dst.itemsize:
         fail(f"Cannot bitcast from {tf_name(x)} to {tf_name(dst)}: shape {list(x.shape)}")
     return xp.ascontiguousarray(x).view(dst).reshape(x.shape[:-1])
+
+
+# --- sets: Unique, UniqueV2, UniqueWithCounts --------------------------------------------
+def _first_occurrences(rows):
+    """For the rows of a 2-D array (or the elements of a vector): the position of the first
+    occurrence of each distinct one, in order of appearance, and each row's index into them
+    (TensorFlow's hash-map order). Equality is TensorFlow's `==`: NaN never equals NaN,
+    -0.0 equals 0.0 (the first one seen is the one kept)."""
+    n = rows.shape[0]
+    if rows.dtype == object:  # strings: a dict in order of appearance
+        keys = [tuple(r) for r in rows.tolist()] if rows.ndim == 2 else rows.tolist()
+        seen, firsts, idx = {}, [], np.empty(n, np.int64)
+        for i, key in enumerate(keys):
+            j = seen.setdefault(key, len(firsts))
+            if j == len(firsts):
+                firsts.append(i)
+            idx[i] = j
+        return np.array(firsts, np.int64), idx
+    if rows.ndim == 2 and rows.shape[1] == 0:  # empty slices are all equal
+        return np.zeros(min(n, 1), np.int64), np.zeros(n, np.int64)
+    if rows.ndim == 2:
+        _, first, inverse = np.unique(rows, axis=0, return_index=True, return_inverse=True)
+    else:
+        _, first, inverse = np.unique(rows, return_index=True, return_inverse=True,
+                                      equal_nan=False)
+    order = np.argsort(first, kind="stable")
+    rank_of = np.empty_like(order)
+    rank_of[order] = np.arange(order.size)
+    return first[order], rank_of[inverse.reshape(-1)]
+
+
+def _unique(ctx, x, axis=None):
+    """(y, idx, counts) of x, a vector (axis None) or slices along `axis`."""
+    out_idx = np_dtype(ctx.attrs.get("out_idx", "int32"))
+    if axis is None:
+        if x.ndim != 1:
+            fail("unique expects a 1D vector.")
+        firsts, idx = _first_occurrences(x)
+        y = x[firsts]
+    else:
+        rows = np.moveaxis(x, axis, 0)
+        firsts, idx = _first_occurrences(rows.reshape(rows.shape[0], -1))
+        y = np.take(x, firsts, axis=axis)
+    counts = np.bincount(idx, minlength=firsts.size)
+    return y, idx.astype(out_idx), counts.astype(out_idx)
+
+
+@kernel("Unique")
+def unique(ctx, x):
+    return _unique(ctx, np.asarray(x))[:2]
+
+
+@kernel("UniqueWithCounts")
+def unique_with_counts(ctx, x):
+    return _unique(ctx, np.asarray(x))
+
+
+@kernel("UniqueV2", host_inputs=(1,))
+def unique_v2(ctx, x, axis):
+    """The distinct slices of x along one axis (TensorFlow takes at most one); an empty axis
+    means x is a vector."""
+    x, axis = np.asarray(x), np.asarray(axis)
+    if axis.ndim != 1:
+        fail("axis expects a 1D vector.")
+    if axis.size > 1:
+        fail("axis does not support input tensors larger than 1 elements")
+    if axis.size == 0:
+        return _unique(ctx, x)[:2]
+    a = int(axis[0])
+    a = a + x.ndim if a < 0 else a
+    if not 0 <= a < x.ndim:
+        fail(f"axis has to be between [0, {x.ndim})")
+    return _unique(ctx, x, a)[:2]
+
+
+# --- searches and counts ---------------------------------------------------------------------
+def _search_sorted(ctx, sorted_inputs, values, side):
+    """Per row b: where each values[b, j] would go in the sorted row sorted_inputs[b]."""
+    rows, vals = np.asarray(sorted_inputs), np.asarray(values)
+    for arr, what in ((rows, "sorted_inputs"), (vals, "values")):
+        if arr.ndim != 2:
+            fail(f"Shape must be rank 2 but is rank {arr.ndim} for `{what}` argument")
+    if rows.shape[0] != vals.shape[0]:
+        fail("Leading dim_size of both tensors must match.")
+    out = np.empty(vals.shape, np_dtype(ctx.attrs.get("out_type", "int32")))
+    for b in range(vals.shape[0]):
+        out[b] = np.searchsorted(rows[b], vals[b], side=side)
+    return out
+
+
+@kernel("LowerBound")
+def lower_bound(ctx, sorted_inputs, values):
+    return _search_sorted(ctx, sorted_inputs, values, "left")
+
+
+@kernel("UpperBound")
+def upper_bound(ctx, sorted_inputs, values):
+    return _search_sorted(ctx, sorted_inputs, values, "right")
+
+
+@kernel("Bucketize")
+def bucketize(ctx, x):
+    """The index of the bucket of each value: how many boundaries are <= it. The boundaries
+    are floats; C++ compares an integer or float value with them as floats, a double as a
+    double (so int64 values above 2**24 round as they do in TensorFlow)."""
+    x = np.asarray(x)
+    bounds = np.asarray(ctx.attrs["boundaries"], np.float32)
+    if bounds.size > 1 and (bounds[1:] < bounds[:-1]).any():
+        fail("Expected sorted boundaries")
+    if x.dtype == np.float64:
+        keys, bounds = x, bounds.astype(np.float64)
+    else:
+        keys = x.astype(np.float32)
+    return np.searchsorted(bounds, keys, side="right").astype(np.int32)
+
+
+def _number(v):
+    return int(v) if np.asarray(v).dtype.kind in "iu" else f"{float(v):g}"
+
+
+@kernel("HistogramFixedWidth", host_inputs=(2,))
+def histogram_fixed_width(ctx, values, value_range, nbins):
+    """Counts of values in nbins equal bins over value_range; values below the range count
+    in the first bin, above it in the last. TensorFlow's arithmetic: (max(v, lo) - lo) in T,
+    then divided in double by (hi - lo) / nbins, capped at nbins - 1."""
+    vr, nb = np.asarray(value_range), np.asarray(nbins)
+    if vr.ndim != 1:
+        fail("value_range should be a vector.")
+    if vr.size != 2:
+        fail("value_range should be a vector of 2 elements.")
+    if nb.ndim != 0:
+        fail("nbins should be a scalar.")
+    n = int(nb)
+    if n <= 0:
+        fail(f"nbins should be a positive number, but got '{n}'")
+    lo, hi = vr[0], vr[1]
+    if not lo < hi:
+        fail(f"value_range should satisfy value_range[0] < value_range[1], but got "
+             f"'[{_number(lo)}, {_number(hi)}]'")
+    x = np.asarray(values).reshape(-1)
+    if x.dtype.kind == "f" and np.isnan(x).any():
+        fail("Histogram values must not contain NaN")
+    with np.errstate(over="ignore"):  # integers wrap as in C++
+        step = float(np.asarray(hi - lo, vr.dtype)) / float(n)
+        offsets = (np.maximum(x, lo) - lo).astype(np.float64)
+    bins = np.minimum(offsets / step, n - 1).astype(np.int64)
+    return np.bincount(bins, minlength=n).astype(np_dtype(ctx.attrs.get("dtype", "int32")))
+
+
+@kernel("Bincount", host_inputs=(1,))
+def bincount(ctx, arr, size, weights):
+    """How often each value in [0, size) occurs in arr (values >= size are ignored), or the
+    sum of their weights; empty weights count ones of the weights' dtype."""
+    sz = np.asarray(size)
+    if sz.ndim != 0:
+        fail(f"Shape must be rank 0 but is rank {sz.ndim}")
+    n = int(sz)
+    if n < 0:
+        fail(f"size ({n}) must be non-negative")
+    a, w = np.asarray(arr).reshape(-1), np.asarray(weights)
+    if w.size and w.size != a.size:
+        fail("Input indices and weights must have the same size.")
+    if a.size and int(a.min()) < 0:
+        fail("Input arr must be non-negative!")
+    keep = a < n
+    if not w.size:
+        return np.bincount(a[keep], minlength=n).astype(w.dtype)
+    out = np.zeros(n, w.dtype)
+    np.add.at(out, a[keep], w.reshape(-1)[keep])  # in order, as TensorFlow's loop adds
+    return out
+
+
+@kernel("LinSpace", device_types=ALL_DEVICES, host_only=True)
+def lin_space(ctx, start, stop, num):
+    """num values from start to stop: start + i * step in T, step = (stop - start) / (num - 1)
+    in T, the last one exactly stop (TensorFlow's loop)."""
+    start, stop, num = np.asarray(start), np.asarray(stop), np.asarray(num)
+    for v, what in ((start, "start"), (stop, "stop"), (num, "num")):
+        if v.ndim != 0:
+            fail(f"{what} must be a scalar, not shape {tf_dims(v.shape)}")
+    n = int(num)
+    if n <= 0:
+        fail(f"Requires num > 0: {n}")
+    dtype = start.dtype
+    out = np.empty(n, dtype)
+    if n > 1:
+        step = (stop - start) / np.asarray(n - 1, dtype)
+        out[:] = start + step * np.arange(n).astype(dtype)
+        out[-1] = stop
+    out[0] = start
+    return out
+
+
+# --- Reverse (v1) and ConjugateTranspose -----------------------------------------------------
+@kernel("Reverse", device_types=ALL_DEVICES, host_inputs=(1,))
+def reverse(ctx, x, dims):
+    xp = ctx.xp
+    x = xp.asarray(x)
+    flags = np.asarray(dims)
+    if flags.ndim != 1:
+        fail(f"'dims' must be 1-dimension, not {flags.ndim}")
+    if flags.size != x.ndim:
+        fail(f"'dims' must have the same number of values as 'input' has dimensions. 'input' "
+             f"has {x.ndim}'dims' has {flags.size} values")
+    if x.ndim > 8:
+        fail("reverse is not implemented for tensors of rank > 8.")
+    axes = tuple(i for i, f in enumerate(flags.tolist()) if f)
+    return xp.flip(x, axes) if axes else x
+
+
+@kernel("ConjugateTranspose", device_types=ALL_DEVICES, host_inputs=(1,))
+def conjugate_transpose(ctx, x, perm):
+    """Transpose, then the complex conjugate (a plain transpose for real types)."""
+    xp = ctx.xp
+    x = xp.asarray(x)
+    p = shape_vector(perm, "perm")
+    if len(p) != x.ndim:
+        fail(f"transpose expects a vector of size {x.ndim}. But input(1) is a vector of size "
+             f"{len(p)}")
+    for i in range(len(p)):
+        if i not in p:
+            fail(f"{i} is missing from {{{','.join(map(str, p))}}}.")
+    y = xp.transpose(x, p)
+    return xp.conj(y) if y.dtype.kind == "c" else y

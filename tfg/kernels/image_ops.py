@@ -204,3 +204,53 @@ def resize_nearest_grad(ctx, grads, size):
     h, w = _sizes(size)
     g = _image(grads)
     return _grad(ctx, g, h, w, _nearest_table, g.dtype)
+
+
+def _area_table(in_size, out_size, align):
+    """(index, weight, used) per output position and tap, as resize_area_op.cc: output o
+    covers input [o * scale, (o + 1) * scale), each input cell weighted by how much of it
+    lies inside (the y rows' `scale_y`; CachedInterpolation's start and end scales)."""
+    # a one-pixel axis keeps the plain in / out scale under align_corners (TensorFlow 2.21's
+    # values: (1 - 1) / (out - 1) = 0 would cover no input at all)
+    scale = _scale(in_size, out_size, align and in_size > 1)
+    pos = np.arange(out_size, dtype=np.float32)
+    lo = pos * scale
+    hi = (pos + np.float32(1)) * scale
+    start = np.floor(lo).astype(np.int64)
+    taps = int(np.max(np.ceil(hi).astype(np.int64) - start))
+    i = start[:, None] + np.arange(taps)
+    used = i < np.ceil(hi).astype(np.int64)[:, None]
+    fi, lo, hi = i.astype(np.float32), lo[:, None], hi[:, None]
+    after = fi + np.float32(1) > hi
+    weight = np.where(fi < lo, np.where(after, scale, fi + np.float32(1) - lo),
+                      np.where(after, hi - fi, np.float32(1))).astype(np.float32)
+    # rows past the image (a rounded-up end) are clamped, as TensorFlow's Bound
+    return np.clip(i, 0, in_size - 1), weight, used, scale
+
+
+def _area_sum(x, table, axis, start_with_zero):
+    """The kernel's sequential sum over the taps along `axis`, in float32."""
+    idx, weight, used, _ = table
+    shape = [1] * x.ndim
+    shape[axis] = -1
+    acc = None if not start_with_zero else np.float32(0)
+    for k in range(idx.shape[1]):
+        term = np.take(x, idx[:, k], axis=axis) * weight[:, k].reshape(shape)
+        if acc is None:
+            acc = term
+        else:
+            acc = np.where(used[:, k].reshape(shape), acc + term, acc)
+    return acc.astype(np.float32)
+
+
+@kernel("ResizeArea", host_inputs=(1,))
+def resize_area(ctx, images, size):
+    x = _image(images)
+    h, w = _sizes(size)
+    align = bool(ctx.attrs.get("align_corners", False))
+    ty = _area_table(x.shape[1], h, align)
+    tx = _area_table(x.shape[2], w, align)
+    rows = _area_sum(x.astype(np.float32), tx, 2, start_with_zero=False)
+    out = _area_sum(rows, ty, 1, start_with_zero=True)
+    scale = np.float32(1.0 / float(np.float32(ty[3] * tx[3])))
+    return (out * scale).astype(np.float32)

@@ -1,5 +1,5 @@
 """Indexing: StridedSlice (every mask) and its gradient, the Gather family, ScatterNd,
-UnsortedSegmentSum, DynamicStitch.
+UnsortedSegmentSum, DynamicStitch and ParallelDynamicStitch, DynamicPartition, SparseToDense.
 
     StridedSlice(x[5,6], begin=[2,1], end=[3,5], strides=[1,1], shrink_axis_mask=1) -> x[2, 1:5]
     GatherV2(p[2,4,3], [[0,3],[2,1]], axis=1, batch_dims=1) -> shape [2,2,3]
@@ -10,7 +10,7 @@ wrap negative indices silently).
 """
 import numpy as np
 
-from tfg.kernels._util import fail, norm_axis, scatter_add, shape_vector
+from tfg.kernels._util import fail, norm_axis, scatter_add, shape_vector, tf_dims
 from tfg.kernels.registry import ALL_DEVICES, kernel
 
 
@@ -239,4 +239,103 @@ def dynamic_stitch(ctx, *args):
             fail(f"DynamicStitch: index {int(idx.min())} is negative")
         flat = idx.reshape(-1)
         out[flat] = d.reshape((-1,) + rest)
+    return out
+
+
+@kernel("ParallelDynamicStitch", device_types=ALL_DEVICES)
+def parallel_dynamic_stitch(ctx, *args):
+    """DynamicStitch's result (TensorFlow leaves the winner of a repeated index undefined;
+    here, as in its CPU kernel, the last one)."""
+    xp = ctx.xp
+    for indices in args[:len(args) // 2]:
+        flat = xp.asarray(indices).reshape(-1)
+        if flat.size and int(flat.min()) < 0:
+            fail(f"indices[{int(xp.argmax(flat < 0))}] is out of range")
+    return dynamic_stitch(ctx, *args)
+
+
+@kernel("DynamicPartition")
+def dynamic_partition(ctx, data, partitions):
+    """Output i: the slices of data (below partitions' dims) whose partition is i, in order."""
+    n = int(ctx.attrs["num_partitions"])
+    data, parts = np.asarray(data), np.asarray(partitions)
+    if data.shape[:parts.ndim] != parts.shape:
+        fail(f"data.shape must start with partitions.shape, got data.shape = "
+             f"{tf_dims(data.shape)}, partitions.shape = {tf_dims(parts.shape)}")
+    flat = parts.reshape(-1)
+    bad = (flat < 0) | (flat >= n)
+    if bad.any():
+        i = int(np.argmax(bad))
+        fail(f"partitions[{i}] = {int(flat[i])} is not in [0, {n})")
+    rows = data.reshape((flat.size,) + data.shape[parts.ndim:])
+    return [rows[flat == i] for i in range(n)]
+
+
+def _sparse_index_text(row):
+    return "[" + ",".join(str(int(v)) for v in row) + "]"
+
+
+def _validate_sparse_indices(coords, dims):
+    """TensorFlow's SparseTensor::IndicesValid: each index in bounds, and in strictly
+    increasing row-major order (no repeats); the first offender is named."""
+    n = coords.shape[0]
+    upper = np.asarray(dims, np.int64)
+    out_of_bounds = ((coords < 0) | (coords >= upper)).any(axis=1)
+    first_oob = int(np.argmax(out_of_bounds)) if out_of_bounds.any() else n
+    # Rows before the first out-of-bounds one compare by their row-major offset.
+    k = first_oob
+    strides = np.cumprod([1] + [int(d) for d in dims[:0:-1]], dtype=np.int64)[::-1]
+    offsets = coords[:k] @ strides if k else np.zeros(0, np.int64)
+    steps = np.diff(offsets)
+    first_bad = int(np.argmax(steps <= 0)) + 1 if (steps <= 0).any() else n
+    if first_bad < first_oob:
+        where = f"indices[{first_bad}] = {_sparse_index_text(coords[first_bad])}"
+        if steps[first_bad - 1] == 0:
+            fail(f"{where} is repeated")
+        fail(f"{where} is out of order. Many sparse ops require sorted indices. Use "
+             f"`tf.sparse.reorder` to create a correctly ordered copy.")
+    if first_oob < n:
+        fail(f"indices[{first_oob}] = {_sparse_index_text(coords[first_oob])} is out of "
+             f"bounds: need 0 <= index < {tf_dims(dims)}")
+
+
+@kernel("SparseToDense", host_inputs=(1,))
+def sparse_to_dense(ctx, sparse_indices, output_shape, sparse_values, default_value):
+    """A dense tensor of output_shape filled with default_value, sparse_values written at
+    sparse_indices (a scalar, a vector of single indices, or a matrix of full indices)."""
+    idx, values = np.asarray(sparse_indices), np.asarray(sparse_values)
+    shape, default = np.asarray(output_shape), np.asarray(default_value)
+    if idx.ndim > 2:
+        fail(f"sparse_indices should be a scalar, vector, or matrix, got shape "
+             f"{tf_dims(idx.shape)}")
+    num_elems = idx.shape[0] if idx.ndim > 0 else 1
+    num_dims = idx.shape[1] if idx.ndim > 1 else 1
+    if shape.ndim != 1:
+        fail(f"output_shape should be a vector, got shape {tf_dims(shape.shape)}")
+    if not (values.ndim == 0 or (values.ndim == 1 and values.shape[0] == num_elems)):
+        fail(f"sparse_values has incorrect shape {tf_dims(values.shape)}, should be [] or "
+             f"[{num_elems}]")
+    if default.ndim != 0:
+        fail("default_value should be a scalar.")
+    if shape.size != num_dims:
+        fail(f"output_shape has incorrect number of elements: {shape.size} should be: "
+             f"{num_dims}")
+    dims = tuple(int(d) for d in shape.tolist())
+    for d in dims:
+        if d < 0:
+            fail(f"Dimension {d} must be >= 0")
+    coords = idx.reshape(num_elems, num_dims).astype(np.int64)
+    values = np.broadcast_to(values, (num_elems,))
+    if ctx.attrs.get("validate_indices", True):
+        _validate_sparse_indices(coords, dims)
+    elif ((coords < 0) | (coords >= np.asarray(dims, np.int64))).any():
+        fail(f"Indices are not valid (out of bounds).  Shape: {tf_dims(dims)}")
+    elif num_elems > 1:
+        # Unvalidated indices may repeat: the last write wins, as in TensorFlow's loop.
+        _, last = np.unique(np.ascontiguousarray(coords[::-1]), axis=0, return_index=True)
+        keep = np.sort(num_elems - 1 - last)
+        coords, values = coords[keep], values[keep]
+    out = np.full(dims, default, dtype=values.dtype)
+    if coords.shape[0]:
+        out[tuple(coords.T)] = values
     return out

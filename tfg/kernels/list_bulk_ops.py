@@ -18,6 +18,7 @@ from tfg.kernels.basic import shape_string
 from tfg.kernels.list_ops import (
     TensorList, _element, _element_dtype, _int, _list, _partial_shape, compatible,
     fully_defined, merge_shapes)
+from tfg.kernels.optional_ops import OptionalValue
 from tfg.kernels.registry import kernel
 
 
@@ -171,6 +172,17 @@ def add_lists(lists):
 
 def zeros_like_list(lst, xp=np):
     """A list of the same length whose set items are zeros of `xp` (unset ones stay unset)."""
-    return lst.with_items([None if a is None else zeros_like_list(a, xp)
-                           if isinstance(a, TensorList) else xp.zeros(a.shape, a.dtype)
-                           for a in lst.items])
+    return lst.with_items([zeros_like_item(a, xp) for a in lst.items])
+
+
+def zeros_like_item(a, xp=np):
+    """Zeros shaped like one value a list may hold: an array, a list, an Optional (zeros of
+    its components, TensorFlow's OptionalZerosLike; an empty one stays empty), None (unset)."""
+    if a is None:
+        return None
+    if isinstance(a, TensorList):
+        return zeros_like_list(a, xp)
+    if isinstance(a, OptionalValue):
+        return a if a.values is None else OptionalValue(
+            tuple(zeros_like_item(v, xp) for v in a.values))
+    return xp.zeros(a.shape, a.dtype)

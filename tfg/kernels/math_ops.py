@@ -1,10 +1,12 @@
-"""Element-wise maths: unary and binary ops with broadcasting, comparisons, logic, Select,
-Cast, AddN, and the cumulative ops.
+"""Element-wise maths: unary and binary ops with broadcasting, comparisons, logic, the
+bitwise ops and shifts, Select, Cast, AddN, ClipByValue and the cumulative ops.
 
     AddV2([1, 2], 10)        -> [11, 12]
     FloorDiv(-7, 2)          -> -4        TruncateDiv(-7, 2) -> -3    Div(-7, 2) -> -3 (ints)
     FloorMod(-7, 3)          -> 2         TruncateMod(-7, 3) -> -1
     Cast([1.9, -1.9], int32) -> [1, -1]
+    Mod(-7, 3)               -> -1        MulNoNan(inf, 0) -> 0       Xlogy(0, 0) -> 0
+    LeftShift(int8 1, 9)     -> -128 (the shift clamped to 7)    PopulationCount(int8 -1) -> 8
     Cumsum([1, 2, 3], exclusive=True, reverse=True) -> [5, 3, 0]
 
 Outputs keep the inputs' dtype (float32 stays float32): numpy's rules agree with
@@ -270,6 +272,35 @@ def _xdivy(xp, x, y):
         return xp.where(x == 0, xp.zeros((), x.dtype), x / y).astype(x.dtype)
 
 
+def _mul_no_nan(xp, x, y):
+    """x * y, but 0 wherever y is 0, even where x is inf or NaN."""
+    with errstate(xp, invalid="ignore", over="ignore"):
+        p = xp.multiply(x, y)
+    return xp.where(y == 0, xp.zeros((), p.dtype), p)
+
+
+def _x_times(name):
+    """Xlogy (log) and Xlog1py (log1p): x * f(y), but 0 wherever x is 0, even where f(y) is
+    -inf or NaN."""
+    def run(xp, x, y):
+        with errstate(xp, divide="ignore", invalid="ignore", over="ignore"):
+            p = x * getattr(xp, name)(y)
+        return xp.where(x == 0, xp.zeros((), p.dtype), p)
+    return run
+
+
+def _shift(name):
+    """LeftShift (left_shift) and RightShift (right_shift), as TensorFlow's kernels: the
+    shift amount clamped to [0, bits - 1]; a left shift wraps, a right shift of a signed
+    integer is arithmetic (numpy's and CuPy's shifts are both)."""
+    def run(xp, x, y):
+        if not _is_int(x):
+            raise TypeError(name)  # (_binary words it: the op does not support the dtype)
+        amount = xp.clip(y, 0, x.dtype.itemsize * 8 - 1).astype(x.dtype)
+        return getattr(xp, name)(x, amount)
+    return run
+
+
 BINARY = {
     "AddV2": "add", "Add": "add", "Sub": "subtract", "Mul": "multiply",
     "RealDiv": _real_div, "Div": _real_div, "DivNoNan": _div_no_nan, "FloorDiv": _floor_div,
@@ -279,6 +310,11 @@ BINARY = {
     "Less": "less", "LessEqual": "less_equal", "Greater": "greater",
     "GreaterEqual": "greater_equal", "LogicalAnd": "logical_and", "LogicalOr": "logical_or",
     "Atan2": "arctan2", "Xdivy": _xdivy,
+    # Mod is C's remainder, as TruncateMod: the dividend's sign (fmod for floats)
+    "Mod": _truncate_mod, "MulNoNan": _mul_no_nan,
+    "Xlogy": _x_times("log"), "Xlog1py": _x_times("log1p"),
+    "BitwiseAnd": "bitwise_and", "BitwiseOr": "bitwise_or", "BitwiseXor": "bitwise_xor",
+    "LeftShift": _shift("left_shift"), "RightShift": _shift("right_shift"),
 }
 for _op, _fn in BINARY.items():
     _binary(_op, _fn)
@@ -355,6 +391,8 @@ def _sigmoid(xp, x):
         r = sigmoid_into(x)
         if r is not None:
             return r
+    if x.dtype.kind == "c":  # Eigen's complex logistic (|x| and x >= 0 mean nothing here)
+        return (1 / (1 + xp.exp(-x))).astype(x.dtype, copy=False)
     # exp of a non-positive number only: no overflow for large |x|.
     e = xp.exp(-xp.abs(x))
     return xp.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
@@ -441,7 +479,9 @@ def _rsqrt(xp, x):
         return 1 / xp.sqrt(x)
 
 
-def _log(name):
+def _quiet(name):
+    """The ufunc `name` with division by zero and invalid values silenced (NaN, +-inf out of
+    its domain, as TensorFlow gives them): Sqrt, Log, Log1p, the inverse hyperbolics."""
     def run(xp, x):
         with errstate(xp, divide="ignore", invalid="ignore"):
             return getattr(xp, name)(x)
@@ -449,15 +489,32 @@ def _log(name):
     return run
 
 
+# a count of set bits per byte value: PopulationCount sums it over an element's bytes
+_BYTE_BITS = np.array([bin(b).count("1") for b in range(256)], np.uint8)
+
+
+def _population_count(xp, x):
+    """The number of set bits of each element (any integer dtype), as uint8: the byte table
+    looked up on the elements' bytes (plain indexing, the same on numpy and CuPy)."""
+    if not _is_int(x):
+        raise TypeError("population_count")  # (_unary words it)
+    shape, width = x.shape, x.dtype.itemsize
+    data = xp.ascontiguousarray(x).view(np.uint8).reshape(shape + (width,))
+    table = _BYTE_BITS if xp is np else xp.asarray(_BYTE_BITS)
+    return table[data].sum(axis=-1, dtype=np.uint8)
+
+
 UNARY = {
     "Neg": "negative", "Abs": "abs", "Sign": "sign", "Square": "square",
-    "Sqrt": _log("sqrt"), "Rsqrt": _rsqrt, "Reciprocal": _reciprocal, "Inv": _reciprocal,
-    "Exp": "exp", "Expm1": "expm1", "Log": _log("log"), "Log1p": _log("log1p"),
+    "Sqrt": _quiet("sqrt"), "Rsqrt": _rsqrt, "Reciprocal": _reciprocal, "Inv": _reciprocal,
+    "Exp": "exp", "Expm1": "expm1", "Log": _quiet("log"), "Log1p": _quiet("log1p"),
     "Sin": "sin", "Cos": "cos", "Tan": "tan", "Tanh": _tanh, "Sigmoid": _sigmoid,
     "Erf": _erf, "Erfc": _erfc, "Floor": "floor", "Ceil": "ceil", "Rint": "rint",
     "IsFinite": "isfinite", "IsNan": "isnan", "IsInf": "isinf",
     "LogicalNot": "logical_not", "Asin": "arcsin", "Acos": "arccos", "Atan": "arctan",
     "Sinh": "sinh", "Cosh": "cosh",
+    "Asinh": _quiet("arcsinh"), "Acosh": _quiet("arccosh"), "Atanh": _quiet("arctanh"),
+    "Invert": "invert", "PopulationCount": _population_count,
 }
 
 
@@ -479,13 +536,35 @@ def _unary(op, fn):
         _PLAIN[op] = (run, np_fn if np_fn is not None else lambda x: _sigmoid(np, x))
     elif fn is _tanh:  # on float arrays (the callers of array_kernel check): tanh_into
         _PLAIN[op] = (run, tanh_into)
-    elif getattr(fn, "ufunc", None) is not None:  # Sqrt, Log, Log1p
+    elif getattr(fn, "ufunc", None) is not None:  # Sqrt, Log, Log1p, Asinh, ... (_quiet)
         _QUIET_FLOAT[op] = (run, fn.ufunc)
     return run
 
 
 for _op, _fn in UNARY.items():
     _unary(_op, _fn)
+
+
+@kernel("ClipByValue", device_types=ALL_DEVICES)
+def clip_by_value(ctx, t, lo, hi):
+    """min(t, hi), then max with lo, in TensorFlow's order: where lo > hi every element is lo;
+    NaN stays NaN. The bounds are scalars or of t's shape (TensorFlow broadcasts no other)."""
+    # complex refused: TensorFlow's CPU kernel runs it, but on real parts only (imaginary
+    # parts dropped: 0.5-3j clipped to [0, 1] is 0.5+0j), which is no clipping of complexes
+    if t.dtype.kind not in "iuf":
+        fail(f"ClipByValue does not support dtype {tf_name(t)}")
+    shape = shape_of(t)
+    if any(shape_of(b) not in (shape, ()) for b in (lo, hi)):
+        fail("clip_value_min and clip_value_max must be either of the same shape as input, or"
+             f" a scalar. input shape: {_dims(shape)} clip_value_min shape: "
+             f"{_dims(shape_of(lo))} clip_value_max shape: {_dims(shape_of(hi))}")
+    xp = ctx.xp
+    return xp.maximum(xp.minimum(t, hi), lo)
+
+
+def _dims(shape):
+    """A shape as TensorFlow's TensorShape::DebugString writes it: [2,3]."""
+    return "[" + ",".join(str(d) for d in shape) + "]"
 
 
 @kernel("Round", device_types=ALL_DEVICES)

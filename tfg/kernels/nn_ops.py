@@ -267,20 +267,29 @@ tanh_grad_into.nin = sigmoid_grad_into.nin = 2  # (what a chain asks of a ufunc 
 tanh_grad_into.nout = sigmoid_grad_into.nout = 1
 
 
+# For complex y TensorFlow's gradient functors use conj(y) (the conjugate direction, as the
+# Python gradients that call them assume): 0.5 dy / conj(y), -0.5 dy conj(y)^3, -dy conj(y)^2.
+def _conj_if_complex(xp, y):
+    return xp.conj(y) if y.dtype.kind == "c" else y
+
+
 @kernel("SqrtGrad", device_types=ALL_DEVICES)
 def sqrt_grad(ctx, y, dy):
     xp = ctx.xp
+    y = _conj_if_complex(xp, y)
     with errstate(xp, divide="ignore", invalid="ignore"):
         return (dy * 0.5) / y
 
 
 @kernel("RsqrtGrad", device_types=ALL_DEVICES)
 def rsqrt_grad(ctx, y, dy):
+    y = _conj_if_complex(ctx.xp, y)
     return (y * y * y) * dy * -0.5
 
 
 @kernel(["ReciprocalGrad", "InvGrad"], device_types=ALL_DEVICES)
 def reciprocal_grad(ctx, y, dy):
+    y = _conj_if_complex(ctx.xp, y)
     return -dy * (y * y)
 
 

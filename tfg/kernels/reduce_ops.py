@@ -1,4 +1,5 @@
-"""Reductions (Sum, Mean, Max, Min, Prod, All, Any) and ArgMax/ArgMin.
+"""Reductions (Sum, Mean, Max, Min, Prod, All, Any, EuclideanNorm), ArgMax/ArgMin and the
+CumulativeLogsumexp scan.
 
     Sum(x[3,4,2], axis=[0,-1], keep_dims=True) -> shape [1,4,1]
     Sum(x, axis=[])                            -> x unchanged
@@ -7,7 +8,7 @@
 """
 import numpy as np
 
-from tfg.kernels._util import errstate, fail, norm_axes, norm_axis, np_dtype, tf_name
+from tfg.kernels._util import errstate, fail, norm_axes, norm_axis, np_dtype, tf_dims, tf_name
 from tfg.kernels.registry import ALL_DEVICES, kernel
 
 
@@ -88,6 +89,28 @@ _reduction("Sum", _sum, kinds="fciu")
 _reduction("Mean", _mean, kinds="fciu")
 _reduction("Prod", lambda xp, x, a, k: xp.prod(x, axis=a, keepdims=k, dtype=x.dtype),
            kinds="fciu")
+
+
+def _euclidean_norm(xp, x, axes, keep):
+    """sqrt(sum(x * conj(x))) in x's dtype: an integer norm is truncated (C++'s sqrt of an
+    int converted back), a complex one complex; half precision sums in float32."""
+    if x.dtype.kind == "c":
+        return xp.sqrt(xp.sum(x * xp.conj(x), axis=axes, keepdims=keep, dtype=x.dtype))
+    if x.dtype.kind in "iu":
+        total = xp.sum(x * x, axis=axes, keepdims=keep, dtype=x.dtype)
+        return xp.sqrt(total).astype(x.dtype)
+    wide = x.astype(np.float32) if x.dtype.itemsize < 4 else x
+    return xp.sqrt(xp.sum(wide * wide, axis=axes, keepdims=keep)).astype(x.dtype)
+
+
+@kernel("EuclideanNorm", device_types=ALL_DEVICES, host_inputs=(1,))
+def euclidean_norm(ctx, x, axis):
+    """Unlike the other reductions, no axes still takes each element's norm (|x|)."""
+    x, axes, keep = _reduce_setup(ctx, x, axis)
+    if x.dtype.kind not in "fciu":
+        fail(f"EuclideanNorm does not support dtype {tf_name(x)}")
+    return ctx.xp.asarray(_euclidean_norm(ctx.xp, x, axes, keep))
+
 _reduction("Max", lambda xp, x, a, k: xp.max(x, axis=a, keepdims=k), empty=_lowest, kinds="fiu")
 _reduction("Min", lambda xp, x, a, k: xp.min(x, axis=a, keepdims=k), empty=_highest, kinds="fiu")
 _reduction("All", lambda xp, x, a, k: xp.all(x, axis=a, keepdims=k), kinds="b")
@@ -111,3 +134,42 @@ def _arg(op, name):
 
 _arg("ArgMax", "argmax")
 _arg("ArgMin", "argmin")
+
+
+def _log_add_exp(a, b):
+    """TensorFlow's LogSumExp step: max + log1p(exp(min - max)), -inf when max is -inf. The
+    min and max are Eigen's scalar ones ((b < a) ? b : a), so a NaN operand can lose to the
+    other: TensorFlow's own results, NaN handling included."""
+    lo = np.where(b < a, b, a)
+    hi = np.where(a < b, b, a)
+    with np.errstate(invalid="ignore", over="ignore"):
+        out = np.log1p(np.exp(lo - hi)) + hi
+    return np.where(hi == -np.inf, hi, out).astype(a.dtype, copy=False)
+
+
+@kernel("CumulativeLogsumexp", host_inputs=(1,))
+def cumulative_logsumexp(ctx, x, axis):
+    """log(cumsum(exp(x))) along axis, one element at a time as TensorFlow's scan does (so
+    rounding, infinities and NaNs come out the same); exclusive starts at -inf."""
+    x, axis = np.asarray(x), np.asarray(axis)
+    if axis.ndim != 0:
+        fail(f"ScanOp: axis must be a scalar, not {tf_dims(axis.shape)}")
+    a = int(axis)
+    if not -x.ndim <= a < x.ndim:
+        fail(f"ScanOp: Expected scan axis in the range [{-x.ndim}, {x.ndim}), but got {a}")
+    a %= x.ndim
+    reverse, exclusive = ctx.attrs.get("reverse", False), ctx.attrs.get("exclusive", False)
+    lines = np.moveaxis(x, a, 0)
+    if reverse:
+        lines = lines[::-1]
+    out = np.empty(lines.shape, x.dtype)
+    acc = np.full(lines.shape[1:], -np.inf, x.dtype)
+    for i in range(lines.shape[0]):
+        if exclusive:
+            out[i] = acc
+        acc = _log_add_exp(acc, lines[i])
+        if not exclusive:
+            out[i] = acc
+    if reverse:
+        out = out[::-1]
+    return np.ascontiguousarray(np.moveaxis(out, 0, a))

@@ -1,5 +1,5 @@
-"""Kernels of the sequence-model ops (CPU): ReverseSequence (bidirectional RNNs) and TopKV2
-(beam search), with TensorFlow's semantics and error words.
+"""Kernels of the sequence-model ops (CPU): ReverseSequence (bidirectional RNNs), TopKV2 and
+TopK (beam search) and InTopKV2 (top-k accuracy), with TensorFlow's semantics and error words.
 
     ReverseSequence([[1, 2, 3], [4, 5, 6]], seq_lengths=[2, 3], seq_dim=1)
         -> [[2, 1, 3], [6, 5, 4]]        # only each row's first seq_lengths[b] steps reversed
@@ -64,3 +64,33 @@ def top_k_v2(ctx, x, k):
     return values, indices.astype(index_dtype)
 
 
+@kernel("TopK")
+def top_k(ctx, x):
+    """TopK (v1): TopKV2 with k an attr and int32 indices. (TensorFlow 2.21's CPU kernel
+    refuses the v1 node, wanting an index_type attr it lacks; older graphs carry it.)"""
+    return top_k_v2(ctx, x, np.int32(ctx.attrs["k"]))
+
+
+@kernel("InTopKV2")
+def in_top_k_v2(ctx, predictions, targets, k):
+    """Whether each row's target class is among its k largest predictions: fewer than k
+    classes strictly greater (so ties count in its favour). A target out of range, or a row
+    with a non-finite prediction, is False, as in TensorFlow's kernel."""
+    pred, targets, kv = np.asarray(predictions), np.asarray(targets), np.asarray(k)
+    if pred.ndim != 2:
+        fail(f"predictions must be 2-dimensional, got shape {shape_string(pred.shape)}")
+    if targets.ndim != 1:
+        fail(f"targets must be 1-dimensional, got shape {shape_string(targets.shape)}")
+    if pred.shape[0] != targets.shape[0]:
+        fail(f"First dimension of predictions {pred.shape[0]} must match length of targets "
+             f"{targets.shape[0]}")
+    if kv.ndim != 0:
+        fail(f"k must be 0-D, got shape {shape_string(kv.shape)}")
+    classes = pred.shape[1]
+    valid = (targets >= 0) & (targets < classes)
+    rows = np.arange(pred.shape[0])
+    with np.errstate(invalid="ignore"):
+        target = pred[rows, np.where(valid, targets, 0)] if classes else np.zeros(len(rows))
+        greater = (pred > target[:, None]).sum(axis=1)
+    finite = np.isfinite(pred).all(axis=1)
+    return valid & finite & (greater < int(kv))

@@ -186,7 +186,8 @@ def _read_variable(b, op, grads):
 
 
 no_gradient("Shape", "ShapeN", "VariableShape", "Size", "Rank", "ZerosLike", "OnesLike",
-            "Range", "OneHot", "Where", "BroadcastGradientArgs", "BroadcastArgs", "InvertPermutation",
+            "Range", "OneHot", "Where", "BroadcastGradientArgs", "BroadcastArgs",
+            "InvertPermutation",
             "ConcatOffset", "ListDiff", "Const", "Placeholder", "VariableV2", "Variable",
             "VarHandleOp", "RandomUniform", "RandomUniformInt", "RandomStandardNormal",
             "TruncatedNormal", "Assign", "AssignAdd", "AssignSub", "AssignVariableOp",
@@ -215,3 +216,59 @@ def _depth_to_space(b, op, grads):
 def _space_to_depth(b, op, grads):
     attrs = {"block_size": op.attr("block_size"), "data_format": op.attr("data_format")}
     return [b.op("DepthToSpace", [grads[0]], attrs)]
+
+
+# --- partitions, stitches, sparse-to-dense (TensorFlow's data_flow_grad.py, sparse_grad.py)
+@gradient("DynamicPartition")
+def _dynamic_partition(b, op, grads):
+    """Partition the positions 0..n-1 the same way, then stitch the gradients back there."""
+    data, partitions = op.inputs
+    n = int(op.attr("num_partitions"))
+    prefix = b.shape(partitions)
+    count = b.op("Prod", [prefix, b.const([0], I32)])
+    positions = b.op("Reshape", [b.op("Range", [b.const(0, I32), count, b.const(1, I32)]),
+                                 prefix])
+    parts = b.op("DynamicPartition", [positions, partitions], {"num_partitions": n})
+    stitched = b.op("ParallelDynamicStitch", [b.out(parts, i) for i in range(n)] + list(grads),
+                    {"N": n})
+    return [b.op("Reshape", [stitched, b.shape(data)]), None]
+
+
+@gradient("DynamicStitch", "ParallelDynamicStitch")
+def _dynamic_stitch(b, op, grads):
+    """Each data input's rows gathered from the gradient at its indices (a repeated index
+    gives every occurrence the gradient, as TensorFlow's rule does)."""
+    n = len(op.inputs) // 2
+    axis = b.const(0, I32)
+    return [None] * n + [b.op("GatherV2", [grads[0], op.inputs[i], axis]) for i in range(n)]
+
+
+def _sum_all(b, x):
+    return b.op("Sum", [x, b.op("Range", [b.const(0, I32), b.op("Rank", [x]), b.const(1, I32)])])
+
+
+@gradient("SparseToDense")
+def _sparse_to_dense(b, op, grads):
+    """The values get the gradient at their indices, the default value everything else."""
+    values_grad = b.op("GatherNd", [grads[0], op.inputs[0]])
+    default_grad = b.op("Sub", [_sum_all(b, grads[0]), _sum_all(b, values_grad)])
+    return [None, None, values_grad, default_grad]
+
+
+@gradient("Reverse")
+def _reverse_v1(b, op, grads):
+    return [b.op("Reverse", [grads[0], op.inputs[1]]), None]
+
+
+@gradient("ConjugateTranspose")
+def _conjugate_transpose(b, op, grads):
+    """conj(unshuffle(g)): TensorFlow's transpose(conjugate=True), a plain Transpose for a
+    real type."""
+    kind = "ConjugateTranspose" if op.input_dtype(0).is_complex else "Transpose"
+    return [b.op(kind, [grads[0], b.op("InvertPermutation", [op.inputs[1]])]), None]
+
+
+# Sets, searches, counts and LinSpace: integer or boolean outputs, or (LinSpace) declared not
+# differentiable by TensorFlow.
+no_gradient("Unique", "UniqueV2", "UniqueWithCounts", "LowerBound", "UpperBound", "Bucketize",
+            "HistogramFixedWidth", "Bincount", "InTopKV2", "LinSpace")

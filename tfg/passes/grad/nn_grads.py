@@ -282,3 +282,90 @@ def _fused_batch_norm(b, op, grads):
         dx = b.op("FusedBatchNormGrad", [g, x, scale] + reserve, attrs)
     return [dx, b.out(dx, 1), b.out(dx, 2), None, None]
 
+
+# --- 3-D convolution and pooling, LRN, pooling with argmax, image patches -----------------
+_CONV3D_ATTRS = ("strides", "padding", "data_format", "dilations")
+_POOL3D_ATTRS = ("ksize", "strides", "padding", "data_format")
+
+
+@gradient("Conv3D")
+def _conv3d(b, op, grads):
+    x, w = op.inputs
+    attrs = _attrs(op, _CONV3D_ATTRS)
+    return [b.op("Conv3DBackpropInputV2", [b.shape(x), w, grads[0]], attrs),
+            b.op("Conv3DBackpropFilterV2", [x, b.shape(w), grads[0]], attrs)]
+
+
+@gradient("Conv3DBackpropInputV2")
+def _conv3d_backprop_input(b, op, grads):
+    _, w, dy = op.inputs
+    attrs = _attrs(op, _CONV3D_ATTRS)
+    return [None, b.op("Conv3DBackpropFilterV2", [grads[0], b.shape(w), dy], attrs),
+            b.op("Conv3D", [grads[0], w], attrs)]
+
+
+@gradient("Conv3DBackpropFilterV2")
+def _conv3d_backprop_filter(b, op, grads):
+    x, _, dy = op.inputs
+    attrs = _attrs(op, _CONV3D_ATTRS)
+    return [b.op("Conv3DBackpropInputV2", [b.shape(x), grads[0], dy], attrs), None,
+            b.op("Conv3D", [x, grads[0]], attrs)]
+
+
+@unary("MaxPool3D")
+def _max_pool3d(b, op, g):
+    return b.op("MaxPool3DGrad", [op.inputs[0], op.outputs[0], g], _attrs(op, _POOL3D_ATTRS))
+
+
+@unary("AvgPool3D")
+def _avg_pool3d(b, op, g):
+    return b.op("AvgPool3DGrad", [b.shape(op.inputs[0]), g], _attrs(op, _POOL3D_ATTRS))
+
+
+@gradient("AvgPool3DGrad")
+def _avg_pool3d_grad_grad(b, op, grads):
+    return [None, b.op("AvgPool3D", [grads[0]], _attrs(op, _POOL3D_ATTRS))]
+
+
+@unary("LRN")
+def _lrn(b, op, g):
+    attrs = _attrs(op, ("depth_radius", "bias", "alpha", "beta"))
+    return b.op("LRNGrad", [g, op.inputs[0], op.outputs[0]], attrs)
+
+
+@gradient("MaxPoolWithArgmax")
+def _max_pool_with_argmax(b, op, grads):
+    """Through the pooled output only (the argmax is an index)."""
+    attrs = _attrs(op, ("ksize", "strides", "padding", "include_batch_in_index"))
+    return [b.op("MaxPoolGradWithArgmax", [op.inputs[0], grads[0], op.outputs[1]], attrs)]
+
+
+@unary("ExtractImagePatches")
+def _extract_image_patches(b, op, g):
+    """Each patch value's gradient added back to the pixel it was copied from. Which pixel
+    that is comes from the op itself, run on an image of pixel numbers 1..H*W (0 is the
+    padding): TensorFlow's array_grad builds a sparse [H*W, patches] matrix from the same
+    index image; here one UnsortedSegmentSum over the patch values does the adding."""
+    i32 = DType.INT32
+    shape = b.shape(op.inputs[0])  # [N, H, W, C]
+
+    def part(begin, end):
+        return b.op("StridedSlice", [shape, b.const([begin], i32), b.const([end], i32),
+                                     b.const([1], i32)])
+
+    hw = part(1, 3)
+    pixels = b.op("Prod", [hw, b.const(0, i32)])
+    numbers = b.op("Range", [b.const(1, i32), b.op("AddV2", [pixels, b.const(1, i32)]),
+                             b.const(1, i32)])
+    one = b.const([1], i32)
+    image = b.op("Reshape", [numbers, b.op("ConcatV2", [one, hw, one, b.const(0, i32)])])
+    attrs = _attrs(op, ("ksizes", "strides", "rates", "padding"))
+    ids = b.op("Reshape", [b.op("ExtractImagePatches", [image], attrs), b.const([-1], i32)])
+    # g [N, OH, OW, KH*KW*C] as [N, OH*OW*KH*KW, C]: one row per index of `ids`
+    rows = b.op("ConcatV2", [part(0, 1), b.op("Shape", [ids], {"out_type": i32}), part(3, 4),
+                             b.const(0, i32)])
+    per_patch = b.op("Transpose", [b.op("Reshape", [g, rows]), b.const([1, 0, 2], i32)])
+    sums = b.op("UnsortedSegmentSum", [per_patch, ids,
+                                       b.op("AddV2", [pixels, b.const(1, i32)])])
+    real = b.op("Slice", [sums, b.const([1, 0, 0], i32), b.const([-1, -1, -1], i32)])
+    return b.op("Reshape", [b.op("Transpose", [real, b.const([1, 0, 2], i32)]), shape])

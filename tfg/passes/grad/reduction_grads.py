@@ -9,7 +9,7 @@ shape with kept dims and broadcast back over the reduced axes.
 """
 import numpy as np
 
-from tfg.passes.grad.registry import gradient
+from tfg.passes.grad.registry import conj, gradient
 from tfg.schemas.dtypes import DType
 
 
@@ -134,7 +134,8 @@ def _prod(b, op, grads):
     flat = b.op("Reshape", [permuted, b.op("Pack", [reduced_num, other_num], {"axis": 0})])
     left = b.op("Cumprod", [flat, b.const(0, i32)], {"exclusive": True})
     right = b.op("Cumprod", [flat, b.const(0, i32)], {"exclusive": True, "reverse": True})
-    y = b.op("Reshape", [_mul(b, left, right), b.shape(permuted)])
+    # complex x: the gradient is in the conjugate direction
+    y = b.op("Reshape", [_mul(b, conj(b, left), conj(b, right)), b.shape(permuted)])
     out = _mul(b, g, b.op("Transpose", [y, b.op("InvertPermutation", [perm])]))
     return [b.op("Reshape", [out, shape]), None]
 
@@ -154,7 +155,8 @@ def _prod_static(b, op, g, shape):
     zero = b.const(0, i32, name="axis")
     left = b.op("Cumprod", [flat, zero], {"exclusive": True})
     right = b.op("Cumprod", [flat, zero], {"exclusive": True, "reverse": True})
-    y = b.op("Reshape", [_mul(b, left, right), b.const([shape[i] for i in perm], i32)])
+    y = b.op("Reshape", [_mul(b, conj(b, left), conj(b, right)),
+                         b.const([shape[i] for i in perm], i32)])
     inverse = np.argsort(perm).tolist()
     return _mul(b, g, b.op("Transpose", [y, b.const(inverse, i32, name="inverse_perm")]))
 
@@ -178,4 +180,42 @@ def _cumprod(b, op, grads):
     ex, rev = bool(op.attr("exclusive", False)), bool(op.attr("reverse", False))
     prod = b.op("Cumprod", [x, axis], {"exclusive": ex, "reverse": rev})
     out = b.op("Cumsum", [_mul(b, prod, grads[0]), axis], {"exclusive": ex, "reverse": not rev})
-    return [b.op("RealDiv", [out, x]), None]
+    # DivNoNan, as TensorFlow: where x is 0 the gradient is 0 (not the NaN of 0 / 0)
+    return [b.op("DivNoNan", [out, x]), None]
+
+
+@gradient("EuclideanNorm")
+def _euclidean_norm(b, op, grads):
+    """x / (norm / g), norm and g with the reduced dims kept (TensorFlow's math_grad)."""
+    norm, g = op.outputs[0], grads[0]
+    if not op.attr("keep_dims", False):
+        kept = _kept_shape(b, op)
+        norm, g = b.op("Reshape", [norm, kept]), b.op("Reshape", [g, kept])
+    return [b.op("RealDiv", [op.inputs[0], b.op("RealDiv", [norm, g])]), None]
+
+
+def _lowest(dtype):
+    """The dtype's most negative finite value (TensorFlow's dtype.min)."""
+    if dtype.base == DType.BFLOAT16:
+        return -3.3895313892515355e38
+    return np.finfo(dtype.np).min
+
+
+@gradient("CumulativeLogsumexp")
+def _cumulative_logsumexp(b, op, grads):
+    """exp(reversed cumulative logsumexp of log|g| - out, plus x), for the positive and the
+    negative parts of g separately (logs of each, TensorFlow's stable formulation)."""
+    x, axis = op.inputs
+    out, g = op.outputs[0], grads[0]
+    dtype = op.input_dtype(0)
+    zero, lowest = b.const(0, dtype), b.const(_lowest(dtype), dtype, name="lowest")
+    attrs = {"exclusive": bool(op.attr("exclusive", False)),
+             "reverse": not bool(op.attr("reverse", False))}
+
+    def part(log_g):
+        scan = b.op("CumulativeLogsumexp", [b.op("Sub", [log_g, out]), axis], attrs)
+        return b.op("Exp", [b.op("AddV2", [scan, x])])
+    positive = b.op("SelectV2", [b.op("Greater", [g, zero]), b.op("Log", [g]), lowest])
+    negative = b.op("SelectV2", [b.op("Less", [g, zero]), b.op("Log", [b.op("Neg", [g])]),
+                                 lowest])
+    return [b.op("Sub", [part(positive), part(negative)]), None]

@@ -110,6 +110,19 @@ def error_gradient(op_name, reason):
     gradient(op_name)(grad_fn)
 
 
+def conj(b, t):
+    """The complex conjugate of t for a complex t (a Conj node), t itself for any other dtype,
+    as TensorFlow's math_ops.conj, which adds no node for real tensors: gradients of complex
+    functions are taken in the conjugate direction, and real graphs stay as they were.
+
+        Before: y = Exp(z), z complex64    After: Mul(g, Conj(y))    (float: Mul(g, y))
+    """
+    dtype = b.dtype(t)
+    if dtype is None or not dtype.is_complex:
+        return t
+    return b.op("Conj", [t])
+
+
 def reduce_to(b, grad, shape, reduce_axes):
     """Sum `grad` over the broadcast axes and reshape it to `shape` (a tensor)."""
     summed = b.op("Sum", [grad, reduce_axes], {"keep_dims": False})

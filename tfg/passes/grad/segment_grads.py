@@ -134,3 +134,19 @@ def _unsorted_segment_prod(b, op, grads):
     partial = b.op("SelectV2", [is_zero, others, by_el])
     gathered, _ = _gather_dropping_negatives(b, g, ids)
     return [b.op("Mul", [gathered, partial]), None, None]
+
+
+@gradient("SegmentProd")
+def _segment_prod(b, op, grads):
+    """TensorFlow's _SegmentProdGrad: prod / x_i, for a segment's one zero the product of its
+    other rows, 0 throughout a segment with two zeros or more."""
+    data, ids = op.inputs
+    is_zero = b.op("Equal", [data, b.scalar_like(0, data)])
+    zeros = b.op("SegmentSum", [b.op("Cast", [is_zero], {"DstT": I32}), ids])
+    g = b.op("SelectV2", [b.op("Greater", [zeros, b.const(1, I32)]),
+                          b.op("ZerosLike", [grads[0]]), grads[0]])
+    non_zero_data = b.op("SelectV2", [is_zero, b.op("OnesLike", [data]), data])
+    non_zero_prod = b.op("SegmentProd", [non_zero_data, ids])
+    by_el = b.op("RealDiv", [_gather(b, op.outputs[0], ids), non_zero_data])
+    partial = b.op("SelectV2", [is_zero, _gather(b, non_zero_prod, ids), by_el])
+    return [b.op("Mul", [_gather(b, g, ids), partial]), None]

@@ -48,3 +48,9 @@ def _last_dim(b, shape):
                  "shrink_axis_mask": 1, "Index": I32})
 
 
+
+
+@gradient("TopK", fill_zeros=False)
+def _top_k_v1(b, op, grads):
+    """TopK (v1) has the one input: TopKV2's rule without the k input's None."""
+    return _top_k(b, op, grads)[:1]

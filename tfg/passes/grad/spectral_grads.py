@@ -163,6 +163,18 @@ def _complex_abs(b, op, g):
     return b.op("DivNoNan", [num, den])
 
 
+@unary("Angle")
+def _angle(b, op, g):
+    """-Complex(g, 0) / (Im(x) + i Re(x)), TensorFlow's rule."""
+    x = op.inputs[0]
+    real = _REAL[op.input_dtype(0)]
+    re = b.op("Real", [x], {"Tout": real})
+    im = b.op("Imag", [x], {"Tout": real})
+    z = b.op("Reciprocal", [_complex(b, im, re)])
+    complex_grad = _complex(b, g, b.scalar_like(0, g))
+    return b.op("Mul", [b.op("Neg", [complex_grad]), z])
+
+
 @gradient("Complex")
 def _complex_grad(b, op, grads):
     real = _REAL[op.output_dtype(0)]

@@ -12,7 +12,8 @@ from tfg.schemas.ops.registry import (  # noqa: F401
     NO_DEFAULT, TRAITS, ArgDef, AttrDef, OpSignature, all_ops, alias, control_flow_names,
     fed_placeholder_ops, get_op, has_op, has_trait, op, ops_with, ref_variable_ops)
 from tfg.schemas.ops import (  # noqa: F401  (each module registers its family)
-    array_ops, comm_ops, control_flow_ops, image_ops, linalg_ops, list_ops, math_ops, nn_ops, optional_ops, random_ops,
-    reduction_ops, segment_ops, sequence_ops, space_batch_ops, special_math_ops, spectral_ops, state_ops, tensor_array_ops, training_ops)
+    array_ops, comm_ops, control_flow_ops, image_ops, linalg_ops, list_ops, math_ops, nn_ops,
+    optional_ops, random_ops, reduction_ops, rnn_ops, segment_ops, sequence_ops, space_batch_ops,
+    special_math_ops, spectral_ops, state_ops, tensor_array_ops, training_ops)
 from tfg.schemas.ops import fused, signature  # noqa: F401  (Grappler's fused ops)
 from tfg.schemas.ops.shape_fns import InferenceContext, ShapeError  # noqa: F401

@@ -6,11 +6,15 @@ identities, reshaping, joining/splitting, slicing, gathering, padding and fillin
 """
 from tfg.schemas.ops.array_shapes import (
     bitcast,
-    broadcast_args, broadcast_grad_sum, broadcast_gradient_args, concat_offset, concat_v1, concat_v2, const_shape,
+    broadcast_args, broadcast_grad_sum, broadcast_gradient_args, concat_offset, concat_v1,
+    concat_v2, const_shape,
     dynamic_stitch, ensure_shape, expand_dims, gather, gather_nd, gather_v2, list_diff,
     mirror_pad_grad, one_hot, pack, pad, placeholder_with_default, range_shape, reshape, shape_n,
     shape_of, slice_shape, split, split_v, squeeze, strided_slice, tile, transpose, unpack,
     unsorted_segment_sum, where)
+from tfg.schemas.ops.array_shapes import (
+    bincount, dynamic_partition, histogram_fixed_width, lin_space, reverse, search_sorted,
+    sparse_to_dense, unique, unique_v2)
 from tfg.schemas.ops.registry import op
 from tfg.schemas.ops.shape_fns import (
     from_shape_attr, from_shape_input, scalar, unchanged, unchanged_all)
@@ -389,3 +393,79 @@ op("DataFormatDimMap",
    attrs=["T: {int32, int64} = DT_INT32", "src_format: string = 'NHWC'",
           "dst_format: string = 'NCHW'"],
    shape_fn=unchanged)
+
+
+# --- sets and partitions (array_ops.cc, data_flow_ops.cc)
+op("Unique",
+   inputs=["x: T"],
+   outputs=["y: T", "idx: out_idx"],
+   attrs=["T: type", "out_idx: {int32, int64} = DT_INT32"],
+   shape_fn=unique)
+op("UniqueV2",
+   inputs=["x: T", "axis: Taxis"],
+   outputs=["y: T", "idx: out_idx"],
+   attrs=["T: type", "Taxis: {int32, int64} = DT_INT64", "out_idx: {int32, int64} = DT_INT32"],
+   shape_fn=unique_v2)
+op("UniqueWithCounts",
+   inputs=["x: T"],
+   outputs=["y: T", "idx: out_idx", "count: out_idx"],
+   attrs=["T: type", "out_idx: {int32, int64} = DT_INT32"],
+   shape_fn=unique)
+op("DynamicPartition",
+   inputs=["data: T", "partitions: int32"],
+   outputs=["outputs: num_partitions * T"],
+   attrs=["num_partitions: int >= 1", "T: type"],
+   shape_fn=dynamic_partition)
+op("ParallelDynamicStitch",
+   inputs=["indices: N * int32", "data: N * T"],
+   outputs=["merged: T"],
+   attrs=["N: int >= 1", "T: type"],
+   shape_fn=dynamic_stitch)
+op("SparseToDense",
+   inputs=["sparse_indices: Tindices", "output_shape: Tindices", "sparse_values: T",
+           "default_value: T"],
+   outputs=["dense: T"],
+   attrs=["validate_indices: bool = true", "T: type", "Tindices: {int32, int64}"],
+   shape_fn=sparse_to_dense)
+
+# --- searches and counts (array_ops.cc, math_ops.cc)
+for _name in ("LowerBound", "UpperBound"):
+    op(_name,
+       inputs=["sorted_inputs: T", "values: T"],
+       outputs=["output: out_type"],
+       attrs=["T: type", "out_type: {int32, int64} = DT_INT32"],
+       shape_fn=search_sorted)
+op("Bucketize",
+   inputs=["input: T"],
+   outputs=["output: int32"],
+   attrs=["T: {int32, int64, float, double}", "boundaries: list(float)"],
+   shape_fn=unchanged)
+op("HistogramFixedWidth",
+   inputs=["values: T", "value_range: T", "nbins: int32"],
+   outputs=["out: dtype"],
+   attrs=["T: {int32, int64, float, double}", "dtype: {int32, int64} = DT_INT32"],
+   shape_fn=histogram_fixed_width)
+op("Bincount",
+   inputs=["arr: int32", "size: int32", "weights: T"],
+   outputs=["bins: T"],
+   attrs=["T: {int32, int64, float, double}"],
+   shape_fn=bincount)
+op("LinSpace",
+   inputs=["start: T", "stop: T", "num: Tidx"],
+   outputs=["output: T"],
+   attrs=["T: {bfloat16, half, float, double}", "Tidx: {int32, int64} = DT_INT32"],
+   shape_fn=lin_space)
+
+# --- reversing and transposing
+op("Reverse",
+   inputs=["tensor: T", "dims: bool"],
+   outputs=["output: T"],
+   attrs=["T: {uint8, int8, uint16, int16, uint32, int32, uint64, int64, bool, bfloat16, half, "
+          "float, double, complex64, complex128, string}"],
+   shape_fn=reverse)
+op("ConjugateTranspose",
+   inputs=["x: T", "perm: Tperm"],
+   outputs=["y: T"],
+   attrs=["T: type", "Tperm: {int32, int64} = DT_INT32"],
+   shape_fn=transpose,
+   traits=["within_input"])

@@ -459,3 +459,101 @@ def select(ctx):
 
 def select_v2(ctx):
     return [broadcast(ctx.shape(0), broadcast(ctx.shape(1), ctx.shape(2)))]
+
+
+# --- sets, partitions, sparse-to-dense, searches, histograms (array_more) -------------------
+def unique(ctx):
+    """Unique / UniqueWithCounts: a vector in; the distinct values (how many is known only at
+    run time), idx shaped like x (and the counts)."""
+    x = with_rank(ctx.shape(0), 1, "Unique input")
+    return [(None,), x] + [(None,)] * (ctx.num_outputs - 2)
+
+
+def unique_v2(ctx):
+    """UniqueV2(x, axis): x with the axis dim unknown (the distinct slices), idx as long as
+    that dim; an empty axis means a vector x."""
+    s, axis = ctx.shape(0), ctx.elems(1)
+    with_rank(ctx.shape(1), 1, "UniqueV2 axis")
+    if axis is not None and len(axis) > 1:
+        raise ShapeError("axis does not support input tensors larger than 1 elements")
+    if s is None or axis is None or None in axis:
+        return [None if s is None else (None,) * len(s), (None,)]
+    if not axis:
+        with_rank(s, 1, "UniqueV2 input")
+        return [(None,), s]
+    a = canonical_axis(axis[0], len(s), "UniqueV2 axis")
+    return [s[:a] + (None,) + s[a + 1:], (s[a],)]
+
+
+def dynamic_partition(ctx):
+    """Each partition: an unknown number of the rows data has below partitions' dims."""
+    data, parts, n = ctx.shape(0), ctx.shape(1), ctx.attr("num_partitions")
+    if data is None or parts is None:
+        return [None] * n
+    merge(tuple(data[:len(parts)]), parts)
+    return [(None,) + tuple(data[len(parts):])] * n
+
+
+def sparse_to_dense(ctx):
+    """The dense shape is output_shape's value; indices of rank <= 2, default a scalar."""
+    idx = ctx.shape(0)
+    if idx is not None and len(idx) > 2:
+        raise ShapeError(f"sparse_indices should be a scalar, vector, or matrix, got shape "
+                         f"{fmt(idx)}")
+    with_rank(ctx.shape(3), 0, "default_value")
+    out = ctx.shape_tensor(1)
+    if out is not None and ctx.value(1) is not None:
+        bad = [int(d) for d in np.asarray(ctx.value(1)).reshape(-1) if int(d) < 0]
+        if bad:
+            raise ShapeError(f"Dimension {bad[0]} must be >= 0")
+    return [out]
+
+
+def search_sorted(ctx):
+    """LowerBound/UpperBound: matrices [batch, n] and [batch, m] -> [batch, m]."""
+    sorted_in = with_rank(ctx.shape(0), 2, "sorted_inputs")
+    values = with_rank(ctx.shape(1), 2, "values")
+    merge_dim(sorted_in[0], values[0])
+    return [values]
+
+
+def histogram_fixed_width(ctx):
+    """[nbins], the value of the nbins input (which the memory guard then sizes)."""
+    vr = with_rank(ctx.shape(1), 1, "value_range")
+    if vr[0] is not None and vr[0] != 2:
+        raise ShapeError("value_range should be a vector of 2 elements.")
+    with_rank(ctx.shape(2), 0, "nbins")
+    n = ctx.scalar(2)
+    if n is not None and n <= 0:
+        raise ShapeError(f"Requires nbins > 0: {n}")
+    return [(n,)]
+
+
+def bincount(ctx):
+    """[size], the value of the size input."""
+    with_rank(ctx.shape(1), 0, "size")
+    n = ctx.scalar(1)
+    if n is not None and n < 0:
+        raise ShapeError(f"size ({n}) must be non-negative")
+    return [(n,)]
+
+
+def lin_space(ctx):
+    """[num], the value of the num input; start and stop are scalars."""
+    for i, what in ((0, "start"), (1, "stop"), (2, "num")):
+        with_rank(ctx.shape(i), 0, what)
+    n = ctx.scalar(2)
+    if n is not None and n <= 0:
+        raise ShapeError(f"Requires num > 0: {n}")
+    return [(n,)]
+
+
+def reverse(ctx):
+    """Reverse (v1): one bool per input dim; TensorFlow's kernel stops at rank 8."""
+    dims = with_rank(ctx.shape(1), 1, "Reverse dims")
+    s = ctx.shape(0)
+    if dims[0] is not None:
+        s = with_rank(s, dims[0], "Reverse input")
+    if s is not None and len(s) > 8:
+        raise ShapeError("reverse does not work on tensors with more than 8 dimensions")
+    return [s]

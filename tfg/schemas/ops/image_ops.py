@@ -7,7 +7,7 @@
 TF1 code wrote the legacy corner-aligned form.
 """
 from tfg.schemas.ops.registry import op
-from tfg.schemas.ops.shape_fns import ShapeError, merge, with_rank
+from tfg.schemas.ops.shape_fns import ShapeError, fmt, merge, with_rank, with_rank_at_least
 
 _RESIZE_ATTRS = ["align_corners: bool = false", "half_pixel_centers: bool = false"]
 
@@ -71,3 +71,174 @@ op("ResizeBicubicGrad",
    outputs=["output: T"],
    attrs=["T: {float, double}"] + _RESIZE_ATTRS,
    shape_fn=resize_grad_like_image)
+
+
+# --- detection ops (non_max_suppression_op.cc, crop_and_resize_op.cc) -----------------------
+def _scalar_inputs(ctx, first, what):
+    for i, name in zip(range(first, ctx.num_inputs), what):
+        with_rank(ctx.shape(i), 0, name)
+
+
+def _boxes(shape):
+    """[num_boxes, 4]."""
+    boxes = with_rank(shape, 2, "boxes")
+    if boxes[1] not in (None, 4):
+        raise ShapeError(f"boxes must have 4 columns, got shape {fmt(boxes)}")
+    return boxes
+
+
+def _nms_checks(ctx):
+    """boxes [num_boxes, 4], scores [num_boxes], and scalar thresholds."""
+    boxes = _boxes(ctx.shape(0))
+    scores = with_rank(ctx.shape(1), 1, "scores")
+    merge(boxes[:1], scores)
+    _scalar_inputs(ctx, 2, ["max_output_size", "iou_threshold", "score_threshold",
+                            "soft_nms_sigma"])
+
+
+def _padded_size(ctx):
+    """max_output_size when the outputs are padded to it (TF's MakeDimForScalarInput), else
+    unknown: how many boxes survive depends on their values."""
+    if not ctx.attrs.get("pad_to_max_output_size", False):
+        return None
+    size = ctx.scalar(2)
+    if size is not None and size < 0:
+        raise ShapeError(f"Dimension size, given by scalar input 2, must be non-negative but "
+                         f"is {size}")
+    return size
+
+
+def nms(ctx):
+    """selected_indices [?] (V1-V3)."""
+    _nms_checks(ctx)
+    return [(None,)]
+
+
+def nms_v4(ctx):
+    """selected_indices [?] (or [max_output_size] padded), valid_outputs []."""
+    _nms_checks(ctx)
+    return [(_padded_size(ctx),), ()]
+
+
+def nms_v5(ctx):
+    """selected_indices, selected_scores [?] (or [max_output_size]), valid_outputs []."""
+    _nms_checks(ctx)
+    n = _padded_size(ctx)
+    return [(n,), (n,), ()]
+
+
+def crop_and_resize(ctx):
+    """image [B, H, W, C], boxes [n, 4], box_ind [n], crop_size = [h, w] -> [n, h, w, C]."""
+    image = with_rank(ctx.shape(0), 4, "image")
+    boxes = _boxes(ctx.shape(1))
+    box_ind = with_rank(ctx.shape(2), 1, "box_ind")
+    n = merge(boxes[:1], box_ind)[0]
+    out = resize(_CropSizeView(ctx))[0]
+    return [(n, out[1], out[2], image[3])]
+
+
+class _CropSizeView:
+    """The view `resize` reads: input 0 an image of unknown shape, input 1 the crop size."""
+
+    def __init__(self, ctx):
+        self._ctx = ctx
+
+    def shape(self, i):
+        return None if i == 0 else self._ctx.shape(3)
+
+    def elems(self, i):
+        return self._ctx.elems(3)
+
+
+def crop_and_resize_grad_image(ctx):
+    """The image's shape, from the value of image_size."""
+    with_rank(ctx.shape(0), 4, "grads")
+    return [with_rank(ctx.shape_tensor(3), 4, "image_size")]
+
+
+def crop_and_resize_grad_boxes(ctx):
+    with_rank(ctx.shape(0), 4, "grads")
+    with_rank(ctx.shape(1), 4, "image")
+    return [_boxes(ctx.shape(2))]
+
+
+_NMS_T = ["T: {half, float} = DT_FLOAT"]
+_NMS_THRESHOLDS = ["T_threshold: {half, float} = DT_FLOAT"]
+_NMS_PAD = ["pad_to_max_output_size: bool = false"]
+op("NonMaxSuppression",
+   inputs=["boxes: float", "scores: float", "max_output_size: int32"],
+   outputs=["selected_indices: int32"],
+   attrs=["iou_threshold: float = 0.5"],
+   shape_fn=nms)
+op("NonMaxSuppressionV2",
+   inputs=["boxes: T", "scores: T", "max_output_size: int32", "iou_threshold: T_threshold"],
+   outputs=["selected_indices: int32"],
+   attrs=_NMS_T + _NMS_THRESHOLDS,
+   shape_fn=nms)
+op("NonMaxSuppressionV3",
+   inputs=["boxes: T", "scores: T", "max_output_size: int32", "iou_threshold: T_threshold",
+           "score_threshold: T_threshold"],
+   outputs=["selected_indices: int32"],
+   attrs=_NMS_T + _NMS_THRESHOLDS,
+   shape_fn=nms)
+op("NonMaxSuppressionV4",
+   inputs=["boxes: T", "scores: T", "max_output_size: int32", "iou_threshold: T_threshold",
+           "score_threshold: T_threshold"],
+   outputs=["selected_indices: int32", "valid_outputs: int32"],
+   attrs=_NMS_T + _NMS_THRESHOLDS + _NMS_PAD,
+   shape_fn=nms_v4)
+op("NonMaxSuppressionV5",
+   inputs=["boxes: T", "scores: T", "max_output_size: int32", "iou_threshold: T",
+           "score_threshold: T", "soft_nms_sigma: T"],
+   outputs=["selected_indices: int32", "selected_scores: T", "valid_outputs: int32"],
+   attrs=_NMS_T + _NMS_PAD,
+   shape_fn=nms_v5)
+op("CropAndResize",
+   inputs=["image: T", "boxes: float", "box_ind: int32", "crop_size: int32"],
+   outputs=["crops: float"],
+   attrs=["T: {uint8, uint16, int8, int16, int32, int64, half, float, double}",
+          "method: {'bilinear', 'nearest'} = 'bilinear'", "extrapolation_value: float = 0"],
+   shape_fn=crop_and_resize)
+op("CropAndResizeGradImage",
+   inputs=["grads: float", "boxes: float", "box_ind: int32", "image_size: int32"],
+   outputs=["output: T"],
+   attrs=["T: {float, half, double}", "method: {'bilinear', 'nearest'} = 'bilinear'"],
+   shape_fn=crop_and_resize_grad_image)
+op("CropAndResizeGradBoxes",
+   inputs=["grads: float", "image: T", "boxes: float", "box_ind: int32"],
+   outputs=["output: float"],
+   attrs=["T: {uint8, uint16, int8, int16, int32, int64, half, float, double}",
+          "method: {'bilinear'} = 'bilinear'"],
+   shape_fn=crop_and_resize_grad_boxes)
+
+
+# --- colour ops (colorspace_op.cc, adjust_*_op.cc) and ResizeArea -----------------------------
+def colorspace(ctx):
+    """[..., 3] -> [..., 3]."""
+    s = with_rank_at_least(ctx.shape(0), 1, "images")
+    if s is not None and s[-1] not in (None, 3):
+        raise ShapeError(f"images must have 3 channels in its last dimension, got shape "
+                         f"{fmt(s)}")
+    return [None if s is None else tuple(s[:-1]) + (3,)]
+
+
+def image_at_least_3d(ctx):
+    """UnchangedShapeWithRankAtLeast(c, 3)."""
+    return [with_rank_at_least(ctx.shape(0), 3, "images")]
+
+
+_COLOUR_T = ["T: {half, bfloat16, float, double} = DT_FLOAT"]
+op("RGBToHSV", inputs=["images: T"], outputs=["output: T"], attrs=_COLOUR_T,
+   shape_fn=colorspace)
+op("HSVToRGB", inputs=["images: T"], outputs=["output: T"], attrs=_COLOUR_T,
+   shape_fn=colorspace)
+for _name, _factor in (("AdjustContrastv2", "contrast_factor"), ("AdjustSaturation", "scale"),
+                       ("AdjustHue", "delta")):
+    op(_name, inputs=["images: T", f"{_factor}: float"], outputs=["output: T"],
+       attrs=["T: {half, float} = DT_FLOAT"], shape_fn=image_at_least_3d)
+op("ResizeArea",
+   inputs=["images: T", "size: int32"],
+   outputs=["resized_images: float"],
+   attrs=["T: {int8, uint8, int16, uint16, int32, int64, half, float, double, bfloat16}",
+          "align_corners: bool = false"],
+   shape_fn=resize)

@@ -1,5 +1,7 @@
 """Signatures of the linear-algebra ops tfg runs: Einsum, MatrixInverse, Cholesky,
-MatrixTriangularSolve (TensorFlow's linalg_ops.cc) and MatrixBandPart (array_ops.cc; Python's
+MatrixTriangularSolve, the determinants, solves and decompositions (MatrixDeterminant,
+LogMatrixDeterminant, MatrixSolve, MatrixSolveLs, Qr, Svd, SelfAdjointEigV2, Lu,
+MatrixSquareRoot: TensorFlow's linalg_ops.cc) and MatrixBandPart (array_ops.cc; Python's
 tf.linalg.band_part).
 
     >>> parse_einsum("bqhd,bkhd->bhqk", 2)
@@ -199,3 +201,224 @@ op("MatrixDiagPartV3",
    outputs=["diagonal: T"],
    attrs=["T: type", _ALIGN],
    shape_fn=matrix_diag_part)
+
+
+# --- the v1/v2 diagonal ops (MatrixDiagV2/PartV2 read like V3 with LEFT_LEFT packing) and
+# the MatrixSetDiag family
+def matrix_diag_v1(ctx):
+    """MatrixDiag: diagonal [..., n] -> [..., n, n]."""
+    d = with_rank_at_least(ctx.shape(0), 1, "diagonal")
+    return [None if d is None else tuple(d) + (d[-1],)]
+
+
+def matrix_diag_part_v1(ctx):
+    """MatrixDiagPart: [..., m, n] -> [..., min(m, n)]."""
+    s = with_rank_at_least(ctx.shape(0), 2, "input")
+    if s is None:
+        return [None]
+    m, n = s[-2], s[-1]
+    return [tuple(s[:-2]) + (None if m is None or n is None else min(m, n),)]
+
+
+def matrix_set_diag(ctx):
+    """MatrixSetDiag*: the input's shape; the diagonal's batch dims must match it."""
+    s = with_rank_at_least(ctx.shape(0), 2, "input")
+    d = with_rank_at_least(ctx.shape(1), 1, "diagonal")
+    if s is not None and d is not None and len(d) >= len(s) - 1:
+        s = tuple(merge_dim(a, b) for a, b in zip(s, d[:len(s) - 2])) + tuple(s[-2:])
+    return [s]
+
+
+def cross(ctx):
+    """Cross: two [..., 3] of one shape -> the same shape."""
+    a = with_rank_at_least(ctx.shape(0), 1, "a")
+    b = with_rank_at_least(ctx.shape(1), 1, "b")
+    if a is not None and b is not None and len(a) != len(b):
+        raise ShapeError(f"Both inputs must be of same shape: {fmt(a)} vs. {fmt(b)}")
+    out = a if b is None else (b if a is None else tuple(merge_dim(x, y) for x, y in zip(a, b)))
+    if out is not None and out[-1] is not None and out[-1] != 3:
+        raise ShapeError(f"Cross-products are only defined for 3-element vectors, got {fmt(out)}")
+    return [out]
+
+
+op("MatrixDiag",
+   inputs=["diagonal: T"],
+   outputs=["output: T"],
+   attrs=["T: type"],
+   shape_fn=matrix_diag_v1)
+op("MatrixDiagPart",
+   inputs=["input: T"],
+   outputs=["diagonal: T"],
+   attrs=["T: type"],
+   shape_fn=matrix_diag_part_v1)
+op("MatrixSetDiag",
+   inputs=["input: T", "diagonal: T"],
+   outputs=["output: T"],
+   attrs=["T: type"],
+   shape_fn=matrix_set_diag)
+op("MatrixDiagV2",
+   inputs=["diagonal: T", "k: int32", "num_rows: int32", "num_cols: int32",
+           "padding_value: T"],
+   outputs=["output: T"],
+   attrs=["T: type"],
+   shape_fn=matrix_diag)
+op("MatrixDiagPartV2",
+   inputs=["input: T", "k: int32", "padding_value: T"],
+   outputs=["diagonal: T"],
+   attrs=["T: type"],
+   shape_fn=matrix_diag_part)
+op("MatrixSetDiagV2",
+   inputs=["input: T", "diagonal: T", "k: int32"],
+   outputs=["output: T"],
+   attrs=["T: type"],
+   shape_fn=matrix_set_diag)
+op("MatrixSetDiagV3",
+   inputs=["input: T", "diagonal: T", "k: int32"],
+   outputs=["output: T"],
+   attrs=["T: type", _ALIGN],
+   shape_fn=matrix_set_diag)
+op("Cross",
+   inputs=["a: T", "b: T"],
+   outputs=["product: T"],
+   attrs=["T: realnumbertype"],
+   shape_fn=cross)
+
+
+# --- determinants, solves and decompositions (TensorFlow's linalg_ops.cc). Shapes read like
+# TensorFlow's shape functions: a batch [...] of matrices in the last two dims.
+def _square(ctx, what="input"):
+    """Input 0 as a batch of square matrices (its last two dims merged)."""
+    s = with_rank_at_least(ctx.shape(0), 2, f"{ctx.node.op} {what}")
+    if s is None:
+        return None
+    if s[-1] is not None and s[-2] is not None and s[-1] != s[-2]:
+        raise ShapeError(f"{ctx.node.op}: input matrix must be square, got {fmt(s)}")
+    n = merge_dim(s[-2], s[-1])
+    return tuple(s[:-2]) + (n, n)
+
+
+def determinant(ctx):
+    """MatrixDeterminant: [..., M, M] -> [...]."""
+    s = _square(ctx)
+    return [None if s is None else s[:-2]]
+
+
+def log_determinant(ctx):
+    """LogMatrixDeterminant: [..., M, M] -> sign [...], log_abs_determinant [...]."""
+    out = determinant(ctx)[0]
+    return [out, out]
+
+
+def _solve_shape(ctx, square):
+    """MatrixSolve (square) and MatrixSolveLs: matrix [..., M, N], rhs [..., M, K] -> [..., N, K]
+    (no batch broadcasting: both batches must be equal)."""
+    a = _square(ctx, "matrix") if square else with_rank_at_least(ctx.shape(0), 2, "matrix")
+    rhs = with_rank_at_least(ctx.shape(1), 2, "rhs")
+    if a is None or rhs is None:
+        return None
+    if len(a) != len(rhs):
+        raise ShapeError(f"{ctx.node.op}: matrix {fmt(a)} and rhs {fmt(rhs)} must have the same "
+                         f"rank")
+    batch = tuple(merge_dim(x, y) for x, y in zip(a[:-2], rhs[:-2]))
+    merge_dim(a[-2], rhs[-2])
+    return batch + (a[-1], rhs[-1])
+
+
+def matrix_solve(ctx):
+    return [_solve_shape(ctx, True)]
+
+
+def matrix_solve_ls(ctx):
+    with_rank(ctx.shape(2), 0, "MatrixSolveLs l2_regularizer")
+    return [_solve_shape(ctx, False)]
+
+
+def qr(ctx):
+    """Qr: [..., M, N] -> q [..., M, P or M], r [..., P or M, N], P = min(M, N)."""
+    s = with_rank_at_least(ctx.shape(0), 2, "Qr input")
+    if s is None:
+        return [None, None]
+    m, n = s[-2], s[-1]
+    p = m if ctx.attr("full_matrices") else (None if m is None or n is None else min(m, n))
+    return [tuple(s[:-2]) + (m, p), tuple(s[:-2]) + (p, n)]
+
+
+def svd(ctx):
+    """Svd: [..., M, N] -> s [..., P], u [..., M, P or M], v [..., N, P or N]; u and v are
+    [0] when compute_uv is false."""
+    s = with_rank_at_least(ctx.shape(0), 2, "Svd input")
+    if s is None:
+        return [None, None, None] if ctx.attr("compute_uv") else [None, (0,), (0,)]
+    m, n = s[-2], s[-1]
+    p = None if m is None or n is None else min(m, n)
+    batch = tuple(s[:-2])
+    if not ctx.attr("compute_uv"):
+        return [batch + (p,), (0,), (0,)]
+    full = ctx.attr("full_matrices")
+    return [batch + (p,), batch + (m, m if full else p), batch + (n, n if full else p)]
+
+
+def self_adjoint_eig(ctx):
+    """SelfAdjointEigV2: [..., N, N] -> e [..., N], v [..., N, N] ([0] without compute_v)."""
+    s = _square(ctx)
+    v = s if ctx.attr("compute_v") else (0,)
+    return [None if s is None else s[:-1], v]
+
+
+def lu(ctx):
+    """Lu: [..., N, N] -> lu [..., N, N], p [..., N]."""
+    s = _square(ctx)
+    return [s, None if s is None else s[:-1]]
+
+
+def square_unchanged(ctx):
+    """MatrixSquareRoot: a batch of square matrices, the same shape out."""
+    return [_square(ctx)]
+
+
+_DECOMP_T = "T: {double, float, half, complex64, complex128}"
+op("MatrixDeterminant",
+   inputs=["input: T"],
+   outputs=["output: T"],
+   attrs=["T: {half, float, double, complex64, complex128}"],
+   shape_fn=determinant)
+op("LogMatrixDeterminant",
+   inputs=["input: T"],
+   outputs=["sign: T", "log_abs_determinant: T"],
+   attrs=["T: {half, float, double, complex64, complex128}"],
+   shape_fn=log_determinant)
+op("MatrixSolve",
+   inputs=["matrix: T", "rhs: T"],
+   outputs=["output: T"],
+   attrs=["adjoint: bool = false", _DECOMP_T],
+   shape_fn=matrix_solve)
+op("MatrixSolveLs",
+   inputs=["matrix: T", "rhs: T", "l2_regularizer: double"],
+   outputs=["output: T"],
+   attrs=[_DECOMP_T, "fast: bool = true"],
+   shape_fn=matrix_solve_ls)
+op("Qr",
+   inputs=["input: T"],
+   outputs=["q: T", "r: T"],
+   attrs=["full_matrices: bool = false", _DECOMP_T],
+   shape_fn=qr)
+op("Svd",
+   inputs=["input: T"],
+   outputs=["s: T", "u: T", "v: T"],
+   attrs=["compute_uv: bool = true", "full_matrices: bool = false", _DECOMP_T],
+   shape_fn=svd)
+op("SelfAdjointEigV2",
+   inputs=["input: T"],
+   outputs=["e: T", "v: T"],
+   attrs=["compute_v: bool = true", _DECOMP_T],
+   shape_fn=self_adjoint_eig)
+op("Lu",
+   inputs=["input: T"],
+   outputs=["lu: T", "p: output_idx_type"],
+   attrs=[_DECOMP_T, "output_idx_type: {int32, int64} = DT_INT32"],
+   shape_fn=lu)
+op("MatrixSquareRoot",
+   inputs=["input: T"],
+   outputs=["output: T"],
+   attrs=[_DECOMP_T],
+   shape_fn=square_unchanged)

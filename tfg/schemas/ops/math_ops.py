@@ -421,6 +421,71 @@ op("Xdivy",
    shape_fn=broadcast_binary,
    traits=["elementwise"])
 
+# --- more elementwise maths: inverse hyperbolics, NaN-safe products, fmod, clipping
+for _name in ("Asinh", "Acosh", "Atanh"):
+    op(_name,
+       inputs=["x: T"],
+       outputs=["y: T"],
+       attrs=["T: {bfloat16, half, float, double, complex64, complex128}"],
+       shape_fn=unchanged,
+       traits=["elementwise"])
+op("Mod",
+   inputs=["x: T", "y: T"],
+   outputs=["z: T"],
+   attrs=["T: {int32, int64, half, bfloat16, float, double}"],
+   shape_fn=broadcast_binary,
+   traits=["elementwise"])
+op("MulNoNan",
+   inputs=["x: T", "y: T"],
+   outputs=["z: T"],
+   attrs=["T: {bfloat16, half, float, double, complex64, complex128}"],
+   shape_fn=broadcast_binary,
+   traits=["elementwise"])
+for _name in ("Xlogy", "Xlog1py"):
+    op(_name,
+       inputs=["x: T", "y: T"],
+       outputs=["z: T"],
+       attrs=["T: {half, bfloat16, float, double, complex64, complex128}"],
+       shape_fn=broadcast_binary,
+       traits=["elementwise"])
+# min and max are scalars or t's shape (the kernel checks): the output is t's shape
+op("ClipByValue",
+   inputs=["t: T", "clip_value_min: T", "clip_value_max: T"],
+   outputs=["output: T"],
+   attrs=["T: {float, double, int32, uint8, int16, int8, complex64, int64, qint8, quint8, "
+          "qint32, bfloat16, qint16, quint16, uint16, complex128, half, uint32, uint64}"],
+   shape_fn=unchanged,
+   traits=["elementwise"])
+
+# --- bitwise (TensorFlow's bitwise_ops.cc)
+_INTS = "T: {int8, int16, int32, int64, uint8, uint16, uint32, uint64}"
+op("Invert",
+   inputs=["x: T"],
+   outputs=["y: T"],
+   attrs=[_INTS],
+   shape_fn=unchanged,
+   traits=["elementwise"])
+op("PopulationCount",
+   inputs=["x: T"],
+   outputs=["y: uint8"],
+   attrs=[_INTS],
+   shape_fn=unchanged,
+   traits=["elementwise"])
+for _name in ("BitwiseAnd", "BitwiseOr", "BitwiseXor"):
+    op(_name,
+       inputs=["x: T", "y: T"],
+       outputs=["z: T"],
+       attrs=[_INTS],
+       is_commutative=True, shape_fn=broadcast_binary,
+       traits=["elementwise"])
+for _name in ("LeftShift", "RightShift"):
+    op(_name,
+       inputs=["x: T", "y: T"],
+       outputs=["z: T"],
+       attrs=[_INTS],
+       shape_fn=broadcast_binary,
+       traits=["elementwise"])
+
 # --- gradients of unary ops (y, dy) -> dx
 op("TanhGrad",
    inputs=["y: T", "dy: T"],

@@ -5,8 +5,10 @@ batch normalization, activations with their gradients, and losses.
     b'NHWC'
 """
 from tfg.schemas.ops.nn_shapes import (
-    bias_add, bias_add_grad, conv2d, conv2d_backprop_input, depthwise_conv2d, fused_batch_norm,
-    fused_batch_norm_grad, pool, softmax, softmax_xent, sparse_softmax_xent)
+    bias_add, bias_add_grad, conv2d, conv2d_backprop_input, conv3d, depthwise_conv2d,
+    extract_image_patches, fused_batch_norm, fused_batch_norm_grad, lrn, lrn_grad,
+    max_pool_grad_with_argmax, max_pool_with_argmax, pool, pool3d, softmax, softmax_xent,
+    sparse_softmax_xent, unchanged_rank5)
 from tfg.schemas.ops.registry import op
 from tfg.schemas.ops.shape_fns import from_shape_input, merge_inputs, scalar, unchanged
 
@@ -125,6 +127,93 @@ op("AvgPoolGrad",
    attrs=["ksize: list(int) >= 4", "strides: list(int) >= 4", "padding: {'SAME', 'VALID'}",
           "data_format: {'NHWC', 'NCHW'} = 'NHWC'", "T: floattype"],
    shape_fn=from_shape_input(0))
+
+# --- 3-D convolution and pooling (NCDHW is a GPU layout: the CPU kernels refuse it)
+_CONV3D_ATTRS = ["T: {half, bfloat16, float, double}", "strides: list(int) >= 5",
+                 "padding: {'SAME', 'VALID'}", "data_format: {'NDHWC', 'NCDHW'} = 'NDHWC'",
+                 "dilations: list(int) = [1, 1, 1, 1, 1]"]
+_POOL3D_ATTRS = ["ksize: list(int) >= 5", "strides: list(int) >= 5",
+                 "padding: {'SAME', 'VALID'}", "data_format: {'NDHWC', 'NCDHW'} = 'NDHWC'"]
+op("Conv3D",
+   inputs=["input: T", "filter: T"],
+   outputs=["output: T"],
+   attrs=_CONV3D_ATTRS,
+   shape_fn=conv3d,
+   traits=["blas", "fresh_output"])
+op("Conv3DBackpropInputV2",
+   inputs=["input_sizes: Tshape", "filter: T", "out_backprop: T"],
+   outputs=["output: T"],
+   attrs=_CONV3D_ATTRS + ["Tshape: {int32, int64} = DT_INT32"],
+   shape_fn=from_shape_input(0),
+   traits=["blas"])
+op("Conv3DBackpropFilterV2",
+   inputs=["input: T", "filter_sizes: int32", "out_backprop: T"],
+   outputs=["output: T"],
+   attrs=_CONV3D_ATTRS,
+   shape_fn=from_shape_input(1),
+   traits=["blas"])
+op("MaxPool3D",
+   inputs=["input: T"],
+   outputs=["output: T"],
+   attrs=_POOL3D_ATTRS + ["T: {half, bfloat16, float}"],
+   shape_fn=pool3d,
+   traits=["fresh_output"])
+op("AvgPool3D",
+   inputs=["input: T"],
+   outputs=["output: T"],
+   attrs=_POOL3D_ATTRS + ["T: {half, bfloat16, float, double}"],
+   shape_fn=pool3d,
+   traits=["fresh_output"])
+op("MaxPool3DGrad",
+   inputs=["orig_input: TInput", "orig_output: TInput", "grad: T"],
+   outputs=["output: T"],
+   attrs=_POOL3D_ATTRS + ["T: {half, bfloat16, float} = DT_FLOAT",
+                          "TInput: {half, bfloat16, float} = DT_FLOAT"],
+   shape_fn=unchanged_rank5)
+op("AvgPool3DGrad",
+   inputs=["orig_input_shape: int32", "grad: T"],
+   outputs=["output: T"],
+   attrs=_POOL3D_ATTRS + ["T: {half, bfloat16, float, double}"],
+   shape_fn=from_shape_input(0))
+
+# --- pooling with argmax, image patches
+op("MaxPoolWithArgmax",
+   inputs=["input: T"],
+   outputs=["output: T", "argmax: Targmax"],
+   attrs=["ksize: list(int) >= 4", "strides: list(int) >= 4",
+          "Targmax: {int32, int64} = DT_INT64", "padding: {'SAME', 'VALID'}",
+          "include_batch_in_index: bool = false", "T: realnumbertype"],
+   shape_fn=max_pool_with_argmax)
+op("MaxPoolGradWithArgmax",
+   inputs=["input: T", "grad: T", "argmax: Targmax"],
+   outputs=["output: T"],
+   attrs=["ksize: list(int) >= 4", "strides: list(int) >= 4", "padding: {'SAME', 'VALID'}",
+          "include_batch_in_index: bool = false", "Targmax: {int32, int64}",
+          "T: realnumbertype"],
+   shape_fn=max_pool_grad_with_argmax)
+op("ExtractImagePatches",
+   inputs=["images: T"],
+   outputs=["patches: T"],
+   attrs=["ksizes: list(int) >= 4", "strides: list(int) >= 4", "rates: list(int) >= 4",
+          "T: {bfloat16, half, float, double, int8, int16, int32, int64, uint8, uint16, "
+          "uint32, uint64, complex64, complex128, bool}", "padding: {'SAME', 'VALID'}"],
+   shape_fn=extract_image_patches,
+   traits=["fresh_output"])
+
+# --- local response normalization
+_LRN_ATTRS = ["depth_radius: int = 5", "bias: float = 1", "alpha: float = 1",
+              "beta: float = 0.5", "T: {half, bfloat16, float} = DT_FLOAT"]
+op("LRN",
+   inputs=["input: T"],
+   outputs=["output: T"],
+   attrs=_LRN_ATTRS,
+   shape_fn=lrn,
+   traits=["fresh_output"])
+op("LRNGrad",
+   inputs=["input_grads: T", "input_image: T", "output_image: T"],
+   outputs=["output: T"],
+   attrs=_LRN_ATTRS,
+   shape_fn=lrn_grad)
 
 # --- batch normalization
 op("FusedBatchNorm",

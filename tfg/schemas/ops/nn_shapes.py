@@ -198,3 +198,91 @@ def sparse_softmax_xent(ctx):
     labels = with_rank(ctx.shape(1), 1, "labels")
     batch = merge_dim(logits[0], labels[0])
     return [(batch,), (batch, logits[1])]
+
+
+# --- 3-D convolution and pooling, pooling with argmax, image patches ----------------------
+def _windowed(x, ksize, strides, dilations, padding, fmt, what):
+    """(batch, [output spatial sizes], channels) of a sliding window over `x` in `fmt`
+    (NDHWC/NCDHW/NHWC), checking that the window covers no batch or channel."""
+    r = len(x)
+    if len(ksize) != r or len(strides) != r or len(dilations) != r:
+        raise ShapeError(f"{what}: ksize, strides and dilations must have {r} entries")
+    batch, spatial, c = _to_nhwc(x, fmt)
+    kb, ks, kc = _to_nhwc(tuple(ksize), fmt)
+    sb, ss, sc = _to_nhwc(tuple(strides), fmt)
+    _, ds, _ = _to_nhwc(tuple(dilations), fmt)
+    if kb != 1 or kc != 1 or sb != 1 or sc != 1:
+        raise ShapeError(f"{what}: windows and strides over the batch or depth dimension are "
+                         f"not supported")
+    if min(list(ks) + list(ss) + list(ds)) < 1:
+        raise ShapeError(f"{what}: ksize, strides and dilations must be >= 1")
+    out = [window_out(spatial[i], ks[i], ss[i], padding, ds[i]) for i in range(r - 2)]
+    return batch, out, c
+
+
+def conv3d(ctx):
+    """Conv3D: input [N, D, H, W, C] (or NCDHW), filter [KD, KH, KW, C, O]."""
+    fmt = _format(ctx)
+    x = with_rank(ctx.shape(0), 5, "Conv3D input")
+    f = with_rank(ctx.shape(1), 5, "Conv3D filter")
+    strides, dil = ctx.attr("strides"), ctx.attrs.get("dilations", [1] * 5)
+    if None not in f[:3]:
+        ksize = _from_nhwc(1, list(f[:3]), 1, fmt)
+    else:
+        ksize = (1,) * 5
+    batch, out, cin = _windowed(x, ksize, strides, dil, _padding(ctx), fmt, "Conv3D")
+    if None in f[:3]:
+        out = [None] * 3
+    if cin is not None and f[3] is not None and f[3] and cin % f[3]:
+        raise ShapeError(f"input depth {cin} is not a multiple of filter depth {f[3]}")
+    return [_from_nhwc(batch, out, f[4], fmt)]
+
+
+def pool3d(ctx):
+    """MaxPool3D/AvgPool3D: a [N, D, H, W, C] (or NCDHW) input pooled per channel."""
+    fmt = _format(ctx)
+    x = with_rank(ctx.shape(0), 5, "3-D pooling input")
+    batch, out, c = _windowed(x, ctx.attr("ksize"), ctx.attr("strides"), [1] * 5,
+                              _padding(ctx), fmt, "3-D pooling")
+    return [_from_nhwc(batch, out, c, fmt)]
+
+
+def max_pool_with_argmax(ctx):
+    """MaxPoolWithArgmax: NHWC only; the argmax has the output's shape."""
+    x = with_rank(ctx.shape(0), 4, "MaxPoolWithArgmax input")
+    batch, out, c = _windowed(x, ctx.attr("ksize"), ctx.attr("strides"), [1] * 4,
+                              _padding(ctx), "NHWC", "MaxPoolWithArgmax")
+    y = (batch, *out, c)
+    return [y, y]
+
+
+def max_pool_grad_with_argmax(ctx):
+    """MaxPoolGradWithArgmax: the input's shape (rank 4); grad and argmax share a shape."""
+    x = with_rank(ctx.shape(0), 4, "MaxPoolGradWithArgmax input")
+    merge(with_rank(ctx.shape(1), 4, "grad"), with_rank(ctx.shape(2), 4, "argmax"))
+    return [x]
+
+
+def extract_image_patches(ctx):
+    """ExtractImagePatches: [N, H, W, C] -> [N, OH, OW, KH * KW * C]."""
+    x = with_rank(ctx.shape(0), 4, "ExtractImagePatches input")
+    ksizes = ctx.attr("ksizes")
+    batch, out, c = _windowed(x, ksizes, ctx.attr("strides"), ctx.attr("rates"),
+                              _padding(ctx), "NHWC", "ExtractImagePatches")
+    depth = None if c is None else ksizes[1] * ksizes[2] * c
+    return [(batch, *out, depth)]
+
+
+def lrn(ctx):
+    return [with_rank(ctx.shape(0), 4, "LRN input")]
+
+
+def lrn_grad(ctx):
+    s = with_rank(ctx.shape(0), 4, "LRNGrad input_grads")
+    for i, what in ((1, "input_image"), (2, "output_image")):
+        s = merge(s, with_rank(ctx.shape(i), 4, what))
+    return [s]
+
+
+def unchanged_rank5(ctx):
+    return [with_rank(ctx.shape(0), 5, "3-D pooling input")]

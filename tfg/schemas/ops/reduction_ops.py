@@ -113,3 +113,15 @@ op("Cumprod",
    attrs=["exclusive: bool = false", "reverse: bool = false", "T: numbertype",
           "Tidx: {int32, int64} = DT_INT32"],
    shape_fn=unchanged)
+op("EuclideanNorm",
+   inputs=["input: T", "reduction_indices: Tidx"],
+   outputs=["output: T"],
+   attrs=["keep_dims: bool = false", "T: numbertype", "Tidx: {int32, int64} = DT_INT32"],
+   shape_fn=reduction,
+   traits=["within_input"])
+op("CumulativeLogsumexp",
+   inputs=["x: T", "axis: Tidx"],
+   outputs=["out: T"],
+   attrs=["exclusive: bool = false", "reverse: bool = false",
+          "T: {bfloat16, half, float, double}", "Tidx: {int32, int64} = DT_INT32"],
+   shape_fn=unchanged)

@@ -8,7 +8,7 @@ array_ops.cc and nn_ops.cc.
     ['values', 'indices']
 """
 from tfg.schemas.ops.registry import op
-from tfg.schemas.ops.shape_fns import ShapeError, fmt
+from tfg.schemas.ops.shape_fns import ShapeError, fmt, merge_dim, with_rank
 
 
 def reverse_sequence(ctx):
@@ -60,3 +60,38 @@ op("TopKV2",
           "uint64}",
           "Tk: {int16, int32, int64} = DT_INT32", "index_type: {int16, int32, int64} = DT_INT32"],
    shape_fn=top_k)
+
+
+def top_k_v1(ctx):
+    """TopK (v1): TopKV2 with k an attr."""
+    x, k = ctx.shape(0), ctx.attr("k")
+    if x is None:
+        return [None, None]
+    if not x:
+        raise ShapeError("input must be >= 1-D, got shape []")
+    if x[-1] is not None and x[-1] < k:
+        raise ShapeError(f"input must have at least k columns. Had {x[-1]}, needed {k}")
+    out = tuple(x[:-1]) + (k,)
+    return [out, out]
+
+
+def in_top_k(ctx):
+    """InTopKV2: predictions [batch, classes], targets [batch], k a scalar -> [batch]."""
+    pred = with_rank(ctx.shape(0), 2, "predictions")
+    targets = with_rank(ctx.shape(1), 1, "targets")
+    with_rank(ctx.shape(2), 0, "k")
+    return [(merge_dim(pred[0], targets[0]),)]
+
+
+op("TopK",
+   inputs=["input: T"],
+   outputs=["values: T", "indices: int32"],
+   attrs=["k: int >= 0", "sorted: bool = true",
+          "T: {float, double, int32, uint8, int16, int8, int64, bfloat16, uint16, half, uint32, "
+          "uint64}"],
+   shape_fn=top_k_v1)
+op("InTopKV2",
+   inputs=["predictions: float", "targets: T", "k: T"],
+   outputs=["precision: bool"],
+   attrs=["T: {int32, int64} = DT_INT32"],
+   shape_fn=in_top_k)

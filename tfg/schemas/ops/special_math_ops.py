@@ -1,4 +1,5 @@
-"""Signatures of the special functions Lgamma and Digamma (math_ops.cc in TensorFlow; kept
+"""Signatures of the special functions Lgamma, Digamma, Erfinv, Ndtri and the Bessel I's
+(math_ops.cc and special_math_ops.cc in TensorFlow; kept
 apart from math_ops.py because their kernels are not numpy ufuncs).
 
     >>> get_op("Lgamma").has("elementwise")
@@ -7,7 +8,11 @@ apart from math_ops.py because their kernels are not numpy ufuncs).
 from tfg.schemas.ops.registry import op
 from tfg.schemas.ops.shape_fns import unchanged
 
-for _name in ("Lgamma", "Digamma"):
+# Erfinv and Ndtri (inverse error function, inverse normal CDF) and the modified Bessel
+# functions of the first kind I0, I1 and their exponentially scaled forms I0e, I1e
+# (special_math_ops.cc) too
+for _name in ("Lgamma", "Digamma", "Erfinv", "Ndtri", "BesselI0", "BesselI1", "BesselI0e",
+              "BesselI1e"):
     op(_name,
        inputs=["x: T"],
        outputs=["y: T"],
