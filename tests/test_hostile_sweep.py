@@ -59,6 +59,8 @@ FIXED = {
     "contract_export_trace_bad_values": "a trace's 'ts' of 'a': internal ValueError",
     "contract_export_logdir_under_file": "LOGDIR under a file: internal NotADirectoryError",
     "contract_render_trace_bad_values": "a trace's 'dur' object: internal TypeError",
+    "contract_tensorproto_as_graph": "a TensorProto read as an empty GraphDef, exit 0",
+    "contract_place_device_type_unknown": "place --devices 'gp u:1' placed on a 'gp u' device",
 }
 
 

@@ -15,7 +15,7 @@ import zipfile
 import numpy as np
 from google.protobuf import text_format
 
-from tfg.schemas.proto import graph_pb2
+from tfg.schemas.proto import graph_pb2, tensor_pb2
 
 F, I32, I64, STR = "type: DT_FLOAT", "type: DT_INT32", "type: DT_INT64", "type: DT_STRING"
 RUN_MEMORY = "256M"
@@ -1059,10 +1059,16 @@ def contract_cases():
                                      "LOGDIR"),
         "render_trace_bad_values": (["render", "g.pbtxt", "-o", "r.dot", "--trace", "tr.json",
                                      "--color-by", "time"], "trace event 0"),
+        "place_device_type_unknown": (["place", "g.pbtxt", "--devices", "cpu:2, gp u:1"],
+                                      "unknown device 'gp u:1'"),
     }
     for name, (argv, says) in cmds.items():
         yield Case(f"contract_{name}", files, [Cmd(name, argv, (2,), says, "r.npz",
                                                    timeout=60.0)])
+    tensor = tensor_pb2.TensorProto(dtype=1, float_val=[1.0, 2.0, 3.0])
+    tensor.tensor_shape.dim.add(size=3)
+    yield Case("contract_tensorproto_as_graph", {"t.pb": tensor.SerializeToString()},
+               [Cmd("info", ["info", "t.pb"], (2,), "not a GraphDef", None)])
 
 
 GROUPS = [function_cases, structure_cases, attr_cases, runtime_cases, feed_cases,

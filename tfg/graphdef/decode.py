@@ -38,11 +38,18 @@ def parse_bytes(data, source="<input>"):
             raise GraphFormatError(f"{source}: not a binary GraphDef: {_one_line(e)}") from None
     # Random bytes can parse as a GraphDef of unknown fields only, and blank text or comments as
     # an empty one; refuse both (a graph tfg writes always has versions or nodes).
-    if not gd.node and not gd.HasField("versions") and not gd.HasField("library"):
+    if not gd.node and not gd.HasField("versions") and not _named_library(gd.library):
         raise GraphFormatError(f"{source}: not a GraphDef (no nodes, versions or library)")
     _check_versions(gd, source)
     _check_nodes(gd, source)
     return gd
+
+
+def _named_library(lib):
+    """Whether a function library names a function or gradient: another message's field 2
+    (a TensorProto's shape) parses as an empty library, which is no graph."""
+    return any(f.signature.name for f in lib.function) or any(
+        g.function_name for g in lib.gradient)
 
 
 def _looks_like_text(data):

@@ -158,7 +158,7 @@ def parse_device_list(spec, job=LOCAL_JOB, task=0, device_types=None):
     for part in (p.strip() for p in parts):
         if not part:
             continue
-        kind, sep, count = part.partition(":")
+        kind, sep, count = (s.strip() for s in part.partition(":"))  # ("cpu : 2" is cpu:2)
         if "/" not in part and kind.lower() in ("cpu", "gpu") and (not sep or count.isdigit()):
             n = int(count) if sep else 1
             if n < 1:

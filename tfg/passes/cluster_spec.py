@@ -20,6 +20,9 @@ import os
 from tfg.errors import TfgInputError
 from tfg.graphdef.names import DeviceSpec, host_cpu_for, local_device_specs, parse_device_list
 
+# The device types a --devices SPEC may name: those tfg has kernels for (as `tfg run`).
+DEVICE_TYPES = ("CPU", "GPU")
+
 
 def parse_cluster(spec):
     """A cluster SPEC (dict, JSON file path, inline JSON or `job=a,b`) -> {job: [address]}."""
@@ -101,7 +104,7 @@ def device_names(devices=None, cluster=None):
         return [d.to_string() for d in local_device_specs()]
     if hasattr(devices, "names"):
         return list(devices.names)
-    specs = parse_device_list(devices)
+    specs = parse_device_list(devices, device_types=DEVICE_TYPES)
     host = host_cpu_for(specs)
     return [d.to_string() for d in specs + ([host] if host else [])]
 
@@ -113,7 +116,7 @@ def host_only_names(devices=None, cluster=None):
         return set()
     if hasattr(devices, "host_only"):
         return set(devices.host_only)
-    host = host_cpu_for(parse_device_list(devices))
+    host = host_cpu_for(parse_device_list(devices, device_types=DEVICE_TYPES))
     return {host.to_string()} if host else set()
 
 
