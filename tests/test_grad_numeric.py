@@ -255,9 +255,8 @@ SKIP |= {op for op in registered() if op.startswith(("TensorArray", "TensorList"
 SKIP |= {"FFT", "IFFT", "FFT2D", "IFFT2D", "FFT3D", "IFFT3D", "RFFT", "IRFFT", "Complex", "Real",
          "Imag", "ComplexAbs", "Conj"}
 SKIP |= {"Angle"}  # (test_more_grads.py: against TensorFlow)
-# Digamma's gradient needs Polygamma, which tfg has no kernel for: test_more_grads.py checks
-# the refusal. The Optional ops pass a variant: test_more_grads.py, against TensorFlow.
-SKIP |= {"Digamma", "OptionalFromValue", "OptionalGetValue"}
+# The Optional ops pass a variant: test_more_grads.py, against TensorFlow.
+SKIP |= {"OptionalFromValue", "OptionalGetValue"}
 # Cholesky reads the lower triangle only, but TensorFlow's gradient is the symmetric one (of
 # the function of a symmetric matrix), which finite differences of the raw input cannot give:
 # checked against TensorFlow in test_real_ops.py.
@@ -288,10 +287,38 @@ SPECS.update({
                        C(np.array([0], i32)), C(np.array([3, 2], i32))],
                       {"method": b"bilinear", "extrapolation_value": 0.0}, 1e-2, 1e-3),
 })  # (CropAndResize's output is float32 whatever the image's dtype: a coarser difference)
+SPECS["ScaleAndTranslate"] = (  # float32 only (TensorFlow's ScaleAndTranslateGrad)
+    [P(r(1, 4, 5, 2), np.float32), C([3, 7], i32), C([0.75, 1.4], np.float32),
+     C([0.2, -0.3], np.float32)], {"kernel_type": b"lanczos3", "antialias": True}, 1e-2, 1e-3)
+# (TensorFlow differentiates Zeta in q only and Polygamma in x only: the other input constant)
+SPECS.update({
+    "Digamma": ([P(np.array([0.3, 1.7, 4.2, -0.6]))], {}),
+    "Zeta": ([C(np.array([[1.5], [3.0]])), P(np.array([0.5, 2.0, 7.5]))], {}),
+    "Polygamma": ([C(np.array([[0.0], [2.0]])), P(np.array([0.4, 3.0]))], {}),
+    "Igamma": ([P(np.array([[0.6], [2.5]])), P(np.array([0.3, 1.8, 6.0]))], {}),
+    "Igammac": ([P(np.array([[0.6], [2.5]])), P(np.array([0.3, 1.8, 6.0]))], {}),
+})
 # The fused RNN cells: checked against TensorFlow's gradients and finite differences in
 # test_rnn_block_ops.py (their forward clips the cell state and their backward, as
 # TensorFlow's, ignores the clip, so random inputs would need the clip kept out of reach).
 SKIP |= {"LSTMBlockCell", "BlockLSTM", "BlockLSTMV2", "GRUBlockCell"}
+# The sparse tensor ops (tests/test_sparse_ops.py also checks them against TensorFlow's
+# gradients): indices and shapes constant, the values (and a dense operand) differentiated.
+_SP_IDX, _SP_SHAPE = C([[0, 1], [1, 0], [1, 3], [2, 0], [2, 2]], np.int64), C([3, 4], np.int64)
+_SP3 = (C([[0, 1, 2], [1, 0, 0], [1, 2, 3], [0, 2, 1]], np.int64), C([2, 3, 4], np.int64))
+SPECS.update({
+    "SparseTensorDenseMatMul": ([_SP_IDX, P(r(5)), _SP_SHAPE, P(r(2, 4))], {"adjoint_b": True}),
+    "SparseReorder": ([C([[2, 0], [0, 1], [1, 3]], np.int64), P(r(3)), _SP_SHAPE], {}),
+    "SparseReduceSum": ([_SP_IDX, P(r(5)), _SP_SHAPE, C([1], i32)], {"keep_dims": True}),
+    "SparseSoftmax": ([_SP_IDX, P(r(5)), _SP_SHAPE], {}),
+    "SparseAdd": ([_SP_IDX, P(r(5)), _SP_SHAPE, C([[0, 0], [1, 0], [2, 2]], np.int64), P(r(3)),
+                   _SP_SHAPE, C(np.float64(0))], {}),
+    "SparseFillEmptyRows": ([C([[3, 1], [1, 0], [3, 0]], np.int64), P(r(3)), C([5, 2], np.int64),
+                             P(np.array(0.3))], {}),
+    "SparseDenseCwiseMul": ([_SP3[0], P(r(4)), _SP3[1], P(pos(3, 1))], {}),
+    "SparseDenseCwiseDiv": ([_SP3[0], P(r(4)), _SP3[1], P(pos(4))], {}),
+})
+SKIP.add("SparseDenseCwiseAdd")  # no gradient in TensorFlow either: asking is an error
 
 
 def _build(op, inputs, attrs, static=False):

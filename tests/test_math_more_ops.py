@@ -10,6 +10,7 @@ import pytest
 
 from conftest import FIXTURES
 from helpers import tfg_cli
+from tfg import builder as tb
 from tfg.errors import TfgError, UnknownOpError
 from tfg.executor.session import Session
 from tfg.graphdef import io
@@ -205,3 +206,19 @@ def test_cli_runs_a_case_and_reports_a_bad_input(tmp_path):
                 check=False)
     assert p.returncode == 2
     assert len(p.stderr.decode().strip().splitlines()) == 1
+
+
+def test_an_empty_integer_division_is_no_division_by_zero():
+    """TensorFlow's own gradient of a reduction over no axes of a scalar computes
+    FloorMod([], 0): nothing is divided, so it is no error; a non-empty one still is."""
+    with tb.Graph() as b:
+        x = tb.placeholder(tb.int32, [None], name="x")
+        y = tb.placeholder(tb.int32, [], name="y")
+        tb.identity(tb.floormod(x, y), name="m")
+        tb.identity(tb.mod(x, y), name="t")
+    sess = Session(b.graph)
+    for out in ("m", "t"):
+        got = sess.run(out, {"x": np.zeros(0, np.int32), "y": np.int32(0)})
+        assert got.shape == (0,) and got.dtype == np.int32
+        with pytest.raises(TfgError, match="Integer division by zero"):
+            sess.run(out, {"x": np.ones(2, np.int32), "y": np.int32(0)})

@@ -1,14 +1,14 @@
 """The gradients of Sinh, Cosh, Asin, Acos, Atan, Atan2, Xdivy, Angle, SegmentProd,
 DynamicStitch and the Optional ops, and Cumprod's at x = 0 (DivNoNan, as TensorFlow), against
-TensorFlow's (tests/fixtures/complex_grad, tools/gen_complex_grad_fixtures.py); Digamma's,
-which needs a Polygamma tfg cannot run, is refused by name.
+TensorFlow's (tests/fixtures/complex_grad, tools/gen_complex_grad_fixtures.py); Digamma's
+is polygamma(1, x).
 """
 import numpy as np
 import pytest
 
 from helpers import tfg_cli
 from test_complex_grads import DIR, INDEX, check_case
-from tfg.errors import TfgInputError
+from tfg.executor.session import Session
 from tfg.graphdef import io
 from tfg.graphdef.graph import Graph
 from tfg.passes.grad import grad
@@ -66,11 +66,16 @@ def _digamma_graph():
     return g
 
 
-def test_digamma_gradient_is_refused_by_name(tmp_path):
-    with pytest.raises(TfgInputError, match="Digamma node .* needs Polygamma"):
-        grad(_digamma_graph(), ["y"], ["x"])
+def test_digamma_gradient_is_polygamma_1(tmp_path):
+    """TensorFlow's g * polygamma(1, x) (tests/test_special_more_ops.py: against TensorFlow),
+    through the API and the CLI."""
+    x = np.float32([0.5, 1.0, 3.0])
+    trigamma = [np.pi ** 2 / 2, np.pi ** 2 / 6, np.pi ** 2 / 6 - 1 - 1 / 4]
+    g2 = grad(_digamma_graph(), ["y"], ["x"])
+    assert any(n.op == "Polygamma" for n in g2.nodes)
+    got = Session(g2).run(["grad/x:0"], {"x:0": x})[0]
+    np.testing.assert_allclose(got, trigamma, rtol=1e-6)
     path = tmp_path / "g.pb"
     io.save(_digamma_graph(), str(path))
-    p = tfg_cli("grad", "--ys", "y", "--xs", "x", path, check=False)
-    err = p.stderr.decode().strip().splitlines()
-    assert p.returncode == 2 and len(err) == 1 and "Polygamma" in err[0]
+    p = tfg_cli("grad", "--ys", "y", "--xs", "x", path)
+    assert "Polygamma" in {n.op for n in io.loads(p.stdout)}

@@ -84,6 +84,10 @@ GRUBlockCellGrad _SwitchN
 CropAndResizeGradImage CropAndResizeGradBoxes
 MatrixDeterminant LogMatrixDeterminant MatrixSolve MatrixSolveLs Qr Svd SelfAdjointEigV2 Lu
 MatrixSquareRoot
+SparseTensorDenseMatMul SparseReorder SparseAdd SparseAddGrad SparseReduceSum
+SparseReduceSumSparse SparseSoftmax SparseReshape SparseFillEmptyRows SparseFillEmptyRowsGrad
+SparseDenseCwiseMul SparseDenseCwiseAdd SparseDenseCwiseDiv
+ScaleAndTranslate ScaleAndTranslateGrad Igamma Igammac IgammaGradA Polygamma Zeta
 """.split()
 
 

@@ -11,6 +11,12 @@ and their exponentially scaled forms I0e = exp(-|x|) I0(x), I1e (power series, o
 asymptotic expansion for large |x|: the scaled forms never overflow).
 
     Ndtri(0.975) -> 1.95996;  Erfinv(0.5) -> 0.476936;  BesselI0e(1e300) -> 3.989e-151
+
+And the Hurwitz Zeta, Polygamma and the regularized incomplete gamma functions Igamma, Igammac
+(with IgammaGradA, d/da Igamma), following Eigen's (Cephes') series and continued fractions
+step by step in the input's own precision.
+
+    Zeta(2, 1) -> 1.644934;  Polygamma(1, 1) -> 1.644934;  Igamma(1, 1) -> 0.632121
 """
 import math
 
@@ -199,3 +205,265 @@ _bessel("BesselI0e", 0, scaled=True)
 _bessel("BesselI1e", 1, scaled=True)
 _bessel("BesselI0", 0, scaled=False)
 _bessel("BesselI1", 1, scaled=False)
+
+
+# --------------------------------------------------------------------------- Zeta, Polygamma
+# Eigen's zeta_impl (Cephes' zeta, the Euler-Maclaurin sum) in the input's own precision:
+# TensorFlow's float32 Zeta is computed in float32, so this follows its steps in x's dtype.
+_ZETA_A = (12.0, -720.0, 30240.0, -1209600.0, 47900160.0, -1.8924375803183791606e9,
+           7.47242496e10, -2.950130727918164224e12, 1.1646782814350067249e14,
+           -4.5979787224074726105e15, 1.8152105401943546773e17, -7.1661652561756670113e18)
+
+
+def _flush_denormals(v):
+    """TensorFlow runs its CPU kernels with denormals flushed to zero: a subnormal result
+    (Igamma(150, 0.5) in float64, Zeta(40, 9.5) in float32) comes out as a signed 0."""
+    with np.errstate(invalid="ignore"):
+        return np.where(np.abs(v) < np.finfo(v.dtype).tiny, v * 0, v)
+
+
+def _zeta_special(x, q):
+    """(result, decided): Eigen's early returns (x = 1: inf; x < 1: NaN; q a non-positive
+    integer: inf for even integer x else NaN; q < 0 with x not an integer: NaN)."""
+    res = np.full(x.shape, np.nan, x.dtype)
+    x_int = x == np.floor(x)
+    q_pole = (q <= 0) & (q == np.floor(q))
+    even = x_int & (np.fmod(x, 2) == 0)
+    res[x == 1] = np.inf
+    res[(x > 1) & q_pole & even] = np.inf
+    decided = (x <= 1) | np.isnan(x) | np.isnan(q) | q_pole | ((q <= 0) & ~x_int)
+    return res, decided
+
+
+def _zeta_series(x, q, live, machep):
+    """Eigen's zeta_impl_series: s = q^-x + (q+1)^-x + ... until a term is below machep of the
+    sum (float: at most 9 terms; double: also until q + i > 9)."""
+    s = np.where(live, np.power(q, -x), 0).astype(x.dtype)
+    a, b = q.copy(), np.zeros_like(x)
+    todo = live.copy()  # not converged
+    going = live.copy()  # still summing
+    i = 0
+    while going.any():
+        i += 1
+        a = np.where(going, a + 1, a)
+        b = np.where(going, np.power(a, -x), b)
+        s = np.where(going, s + b, s)
+        todo &= ~(going & (np.abs(b / s) < machep))
+        going &= todo
+        if i >= 9:
+            if x.dtype == np.float32:
+                break
+            going &= a <= 9
+    return a, b, s, todo
+
+
+def _zeta_tail(x, a, b, s, todo, machep):
+    """Eigen's Euler-Maclaurin correction for the elements the series left unfinished."""
+    dt = x.dtype
+    todo = todo & (b != 0)
+    w = a
+    s = np.where(todo, s + b * w / (x - 1), s)
+    s = np.where(todo, s - dt.type(0.5) * b, s)
+    a, k = np.ones_like(x), np.zeros_like(x)
+    for coeff in _ZETA_A:
+        a = a * (x + k)
+        b = b / w
+        t = a * b / dt.type(coeff)
+        s = np.where(todo, s + t, s)
+        todo &= ~(np.abs(t / s) < machep)
+        k = k + 1
+        a = a * (x + k)
+        b = b / w
+        k = k + 1
+    return s
+
+
+def zeta(x, q):
+    """Hurwitz zeta sum_k (q + k)^-x of same-dtype float arrays, as Eigen computes it."""
+    x, q = (np.array(v) for v in np.broadcast_arrays(x, q))
+    machep = x.dtype.type(np.finfo(x.dtype).eps / 2)
+    with np.errstate(all="ignore"):
+        res, decided = _zeta_special(x, q)
+        a, b, s, todo = _zeta_series(x, q, ~decided, machep)
+        s = _zeta_tail(x, a, b, s, todo, machep)
+    return _flush_denormals(np.where(decided, res, s).astype(x.dtype))
+
+
+def _real_float(op, v):
+    v = np.asarray(v)
+    if v.dtype not in (np.float32, np.float64):
+        fail(f"{op} does not support dtype {tf_name(v)}")
+    return v
+
+
+@kernel("Zeta")
+def zeta_kernel(ctx, x, q):
+    return zeta(_real_float("Zeta", x), _real_float("Zeta", q))
+
+
+def polygamma(n, x):
+    """psi^(n)(x): digamma for n = 0, else (-1)^(n+1) n! zeta(n + 1, x) (Eigen's
+    polygamma_impl); NaN where n is not a non-negative integer."""
+    n, x = (np.array(v) for v in np.broadcast_arrays(n, x))
+    dt = x.dtype
+    with np.errstate(all="ignore"):
+        nplus = n + dt.type(1)
+        factorial = np.exp(_LGAMMA(nplus.astype(np.float64)).astype(dt))
+        sign = np.power(dt.type(-1), nplus)
+        higher = sign * factorial * zeta(nplus, x)
+    out = np.where(n == 0, _psi(x).astype(dt), higher)
+    return _flush_denormals(np.where((np.floor(n) != n) | (n < 0), dt.type(np.nan), out)
+                            .astype(dt))
+
+
+@kernel("Polygamma")
+def polygamma_kernel(ctx, a, x):
+    return polygamma(_real_float("Polygamma", a), _real_float("Polygamma", x))
+
+
+# --------------------------------------------------------------- Igamma, Igammac, IgammaGradA
+# Eigen's igamma_generic_impl / igammac_impl (Cephes' igam, igamc): the power series below
+# x = max(a, 1), the continued fraction above, each run until a step changes the value by
+# less than machep, in the input's own precision; IgammaGradA carries d/da through the same
+# recurrences (forward mode), as Eigen's DERIVATIVE mode.
+def _machep(dt):
+    return dt.type(np.finfo(dt).eps / 2)
+
+
+def _iterations(dt, deriv):
+    if not deriv:
+        return 2000
+    return 200 if dt == np.float32 else 500
+
+
+def _main_igamma_term(a, x):
+    """x^a e^-x / Gamma(a), or 0 where its log underflows (or is NaN)."""
+    dt = a.dtype
+    logax = a * np.log(x) - x - _LGAMMA(a.astype(np.float64)).astype(dt)
+    small = (logax < -np.log(np.finfo(dt).max).astype(dt)) | np.isnan(logax)
+    return np.where(small, dt.type(0), np.exp(logax))
+
+
+def _igamma_series(a, x, live, deriv):
+    dt = a.dtype
+    ax = _main_igamma_term(a, x)
+    live = live & (ax != 0)
+    ax = ax / a
+    r, c, ans = a.copy(), np.ones_like(a), np.ones_like(a)
+    dc_da, dans_da = np.zeros_like(a), np.zeros_like(a)
+    machep = _machep(dt)
+    for _ in range(_iterations(dt, deriv)):
+        if not live.any():
+            break
+        r = np.where(live, r + 1, r)
+        term = x / r
+        dterm_da = -x / (r * r)
+        dc_da = np.where(live, term * dc_da + dterm_da * c, dc_da)
+        dans_da = np.where(live, dans_da + dc_da, dans_da)
+        c = np.where(live, c * term, c)
+        ans = np.where(live, ans + c, ans)
+        live &= ~((np.abs(dc_da) <= machep * np.abs(dans_da)) if deriv else (c <= machep * ans))
+    if not deriv:
+        return np.where(ax != 0, ans * ax, dt.type(0))
+    dlogax_da = np.log(x) - _psi(a + 1).astype(dt)
+    return np.where(ax != 0, ans * (ax * dlogax_da) + dans_da * ax, dt.type(0))
+
+
+def _igammac_cf(a, x, live, deriv):
+    dt = a.dtype
+    one, zero = dt.type(1), dt.type(0)
+    ax = _main_igamma_term(a, x)
+    zero_out = np.isinf(x) | (ax == 0)
+    live = live & ~zero_out
+    y = one - a
+    z = x + y + one
+    c = np.zeros_like(a)
+    pkm2, qkm2, pkm1, qkm1 = np.ones_like(a), x.copy(), x + one, z * x
+    ans = pkm1 / qkm1
+    dpkm2, dqkm2, dpkm1, dqkm1 = (np.zeros_like(a), np.zeros_like(a), np.zeros_like(a), -x)
+    dans = (dpkm1 - ans * dqkm1) / qkm1
+    machep, big, biginv = _machep(dt), one / _machep(dt), _machep(dt)
+    for _ in range(_iterations(dt, deriv)):
+        if not live.any():
+            break
+        c, y, z = c + one, y + one, z + dt.type(2)
+        yc = y * c
+        pk, qk = pkm1 * z - pkm2 * yc, qkm1 * z - qkm2 * yc
+        dpk = dpkm1 * z - pkm1 - dpkm2 * yc + pkm2 * c
+        dqk = dqkm1 * z - qkm1 - dqkm2 * yc + qkm2 * c
+        step = live & (qk != 0)
+        ans_prev, dans_prev = ans, dans
+        ans = np.where(step, pk / qk, ans)
+        dans = np.where(step, (dpk - ans * dqk) / qk, dans)
+        if deriv:
+            done = np.abs(dans - dans_prev) <= machep
+        else:
+            done = np.abs(ans_prev - ans) <= machep * np.abs(ans)
+        done &= step
+        go = live & ~done  # the recurrences advance only where the loop did not break
+        pkm2, pkm1 = np.where(go, pkm1, pkm2), np.where(go, pk, pkm1)
+        qkm2, qkm1 = np.where(go, qkm1, qkm2), np.where(go, qk, qkm1)
+        dpkm2, dpkm1 = np.where(go, dpkm1, dpkm2), np.where(go, dpk, dpkm1)
+        dqkm2, dqkm1 = np.where(go, dqkm1, dqkm2), np.where(go, dqk, dqkm1)
+        rescale = go & (np.abs(pk) > big)
+        s = np.where(rescale, biginv, one)
+        pkm2, pkm1, qkm2, qkm1 = pkm2 * s, pkm1 * s, qkm2 * s, qkm1 * s
+        dpkm2, dpkm1, dqkm2, dqkm1 = dpkm2 * s, dpkm1 * s, dqkm2 * s, dqkm1 * s
+        live = go
+    if not deriv:
+        return np.where(zero_out, zero, ans * ax)
+    dlogax_da = np.log(x) - _psi(a).astype(dt)
+    return np.where(zero_out, zero, ans * (ax * dlogax_da) + dans * ax)
+
+
+def _igamma_inputs(op, a, x):
+    a, x = np.asarray(a), np.asarray(x)
+    if a.dtype.kind != "f" or x.dtype != a.dtype:
+        fail(f"{op} does not support dtype {tf_name(a)}")
+    out_dtype = a.dtype
+    work = np.float32 if a.dtype.itemsize < 4 else a.dtype  # half, bfloat16: in float
+    a, x = (np.array(v, work) for v in np.broadcast_arrays(a, x))
+    return a, x, out_dtype
+
+
+def igamma(a, x, deriv=False):
+    """P(a, x), the regularized lower incomplete gamma function (or d/da P with deriv)."""
+    dt = a.dtype
+    with np.errstate(all="ignore"):
+        bad = (x < 0) | (a <= 0) | np.isnan(a) | np.isnan(x)
+        upper = ~bad & (x > 1) & (x > a)
+        series = _igamma_series(a, x, ~bad & ~upper, deriv)
+        cf = _igammac_cf(a, x, upper, deriv)
+        out = np.where(upper, -cf if deriv else dt.type(1) - cf, series)
+        out = np.where(bad, dt.type(np.nan), out)
+        return _flush_denormals(np.where(x == 0, dt.type(0), out).astype(dt))
+
+
+def igammac(a, x):
+    """Q(a, x) = 1 - P(a, x), the regularized upper incomplete gamma function."""
+    dt = a.dtype
+    with np.errstate(all="ignore"):
+        bad = (x < 0) | (a <= 0) | np.isnan(a) | np.isnan(x)
+        lower = ~bad & ((x < 1) | (x < a))
+        series = dt.type(1) - _igamma_series(a, x, lower, False)
+        cf = _igammac_cf(a, x, ~bad & ~lower, False)
+        out = np.where(bad, dt.type(np.nan), np.where(lower, series, cf)).astype(dt)
+        return _flush_denormals(out)
+
+
+@kernel("Igamma")
+def igamma_kernel(ctx, a, x):
+    a, x, out = _igamma_inputs("Igamma", a, x)
+    return igamma(a, x).astype(out)
+
+
+@kernel("Igammac")
+def igammac_kernel(ctx, a, x):
+    a, x, out = _igamma_inputs("Igammac", a, x)
+    return igammac(a, x).astype(out)
+
+
+@kernel("IgammaGradA")
+def igamma_grad_a(ctx, a, x):
+    a, x, out = _igamma_inputs("IgammaGradA", a, x)
+    return igamma(a, x, deriv=True).astype(out)

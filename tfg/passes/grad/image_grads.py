@@ -13,6 +13,7 @@ ResizeBilinear and ResizeBicubic only for float images).
 
 RGBToHSV's gradient is TensorFlow's elementwise case analysis, emitted node for node.
 """
+from tfg.errors import TfgInputError
 from tfg.passes.grad.registry import gradient, no_gradient
 from tfg.schemas.dtypes import DType
 
@@ -48,6 +49,24 @@ def _resize_bicubic(b, op, grads):
 def _resize_nearest(b, op, grads):
     size = b.op("Slice", [b.shape(op.inputs[0]), b.const([1], I32), b.const([2], I32)])
     return [b.op("ResizeNearestNeighborGrad", [grads[0], size], _flags(op)), None]
+
+
+@gradient("ScaleAndTranslate")
+def _scale_and_translate(b, op, grads):
+    """TensorFlow's _ScaleAndTranslateGrad: ScaleAndTranslateGrad(g, images, scale,
+    translation). Integer images get none; TensorFlow has that op for float32 only, so a
+    half or double image's gradient is refused, as TensorFlow refuses to build it."""
+    if not _float_image(op):
+        return [None] * 4
+    if not _float_image(op, (DType.FLOAT,)):
+        raise TfgInputError(f"the gradient of ScaleAndTranslate node {op.name!r} needs "
+                            f"ScaleAndTranslateGrad, which TensorFlow defines for float32 "
+                            f"images only, not {op.input_dtype(0)}")
+    attrs = {"T": DType.FLOAT, "kernel_type": op.attr("kernel_type", "lanczos3"),
+             "antialias": op.attr("antialias", True)}
+    d = b.op("ScaleAndTranslateGrad", [grads[0], op.inputs[0], op.inputs[2], op.inputs[3]],
+             attrs)
+    return [d, None, None, None]
 
 
 # --- detection and colour ops (TensorFlow's image_grad.py, image_ops_impl.py) ----------------

@@ -10,8 +10,6 @@ and so on (registry.conj: a Conj node for complex dtypes only, real graphs are u
 """
 import math
 
-from tfg.errors import TfgInputError
-from tfg.kernels.registry import has_kernel
 from tfg.passes.grad.registry import (
     broadcast_binary, conj, gradient, identity_gradient, no_gradient, unary)
 from tfg.schemas.dtypes import DType
@@ -497,12 +495,54 @@ def _atan(b, op, g):
 
 @unary("Digamma")
 def _digamma(b, op, g):
-    """g * polygamma(1, conj(x)): refused while tfg has no Polygamma kernel to run it."""
-    if not has_kernel("Polygamma"):
-        raise TfgInputError(f"the gradient of Digamma node {op.name!r} needs Polygamma "
-                            "(TensorFlow's is g * polygamma(1, x)), which tfg cannot run")
+    """g * polygamma(1, conj(x))."""
     x = conj(b, op.inputs[0])
     return _mul(b, g, b.op("Polygamma", [b.scalar_like(1, x), x]))
+
+
+# --- the two-argument special functions (math_grad.py): TensorFlow differentiates Zeta in q
+# only, Polygamma in x only (None for the other input)
+def _reduced(b, x, y, gx, gy):
+    return list(broadcast_binary(b, x, y, gx, gy))
+
+
+@gradient("Zeta")
+def _zeta(b, op, grads):
+    """d/dq zeta(x, q) = -x zeta(x + 1, q)."""
+    x, q = (conj(b, t) for t in op.inputs)
+    partial_q = _mul(b, b.op("Neg", [x]), b.op("Zeta", [b.op("AddV2", [x, b.scalar_like(1, x)]),
+                                                         q]))
+    return _reduced(b, op.inputs[0], op.inputs[1], None, _mul(b, partial_q, grads[0]))
+
+
+@gradient("Polygamma")
+def _polygamma(b, op, grads):
+    """d/dx polygamma(n, x) = polygamma(n + 1, x)."""
+    n, x = (conj(b, t) for t in op.inputs)
+    partial_x = b.op("Polygamma", [b.op("AddV2", [n, b.scalar_like(1, n)]), x])
+    return _reduced(b, op.inputs[0], op.inputs[1], None, _mul(b, partial_x, grads[0]))
+
+
+def _igamma_partials(b, op, grads):
+    """TensorFlow's _IgammaGrad: IgammaGradA(a, x) for a, and for x the density
+    exp(-x + (a - 1) log(x) - lgamma(a)), computed in log space."""
+    a, x = op.inputs
+    partial_a = b.op("IgammaGradA", [a, x])
+    log_density = b.op("Sub", [b.op("AddV2", [b.op("Neg", [x]), _mul(
+        b, b.op("Sub", [a, b.scalar_like(1, a)]), b.op("Log", [x]))]), b.op("Lgamma", [a])])
+    partial_x = b.op("Exp", [log_density])
+    return _reduced(b, a, x, _mul(b, partial_a, grads[0]), _mul(b, partial_x, grads[0]))
+
+
+@gradient("Igamma")
+def _igamma(b, op, grads):
+    return _igamma_partials(b, op, grads)
+
+
+@gradient("Igammac")
+def _igammac(b, op, grads):
+    """The negated gradients of Igamma (igammac = 1 - igamma)."""
+    return [b.op("Neg", [d]) for d in _igamma_partials(b, op, grads)]
 
 
 @gradient("Xdivy")

@@ -73,6 +73,27 @@ op("ResizeBicubicGrad",
    shape_fn=resize_grad_like_image)
 
 
+# --- ScaleAndTranslate (scale_and_translate_op.cc): tf.image.resize's antialiased and
+# lanczos / gaussian / mitchellcubic methods ----------------------------------------------------
+def scale_and_translate_grad(ctx):
+    """The original image's shape, as TensorFlow (set_output(0, input(1)))."""
+    return [ctx.shape(1)]
+
+
+_SAMPLING_ATTRS = ["kernel_type: string = 'lanczos3'", "antialias: bool = true"]
+op("ScaleAndTranslate",
+   inputs=["images: T", "size: int32", "scale: float", "translation: float"],
+   outputs=["resized_images: float"],
+   attrs=["T: {int8, uint8, int16, uint16, int32, int64, bfloat16, half, float, double}"]
+   + _SAMPLING_ATTRS,
+   shape_fn=resize)
+op("ScaleAndTranslateGrad",
+   inputs=["grads: T", "original_image: T", "scale: float", "translation: float"],
+   outputs=["output: T"],
+   attrs=["T: {float}"] + _SAMPLING_ATTRS,
+   shape_fn=scale_and_translate_grad)
+
+
 # --- detection ops (non_max_suppression_op.cc, crop_and_resize_op.cc) -----------------------
 def _scalar_inputs(ctx, first, what):
     for i, name in zip(range(first, ctx.num_inputs), what):

@@ -1,4 +1,5 @@
-"""Signatures of the special functions Lgamma, Digamma, Erfinv, Ndtri and the Bessel I's
+"""Signatures of the special functions Lgamma, Digamma, Erfinv, Ndtri, the Bessel I's, Zeta,
+Polygamma and the incomplete gamma functions Igamma, Igammac, IgammaGradA
 (math_ops.cc and special_math_ops.cc in TensorFlow; kept
 apart from math_ops.py because their kernels are not numpy ufuncs).
 
@@ -6,7 +7,7 @@ apart from math_ops.py because their kernels are not numpy ufuncs).
     True
 """
 from tfg.schemas.ops.registry import op
-from tfg.schemas.ops.shape_fns import unchanged
+from tfg.schemas.ops.shape_fns import broadcast_binary, unchanged
 
 # Erfinv and Ndtri (inverse error function, inverse normal CDF) and the modified Bessel
 # functions of the first kind I0, I1 and their exponentially scaled forms I0e, I1e
@@ -18,4 +19,27 @@ for _name in ("Lgamma", "Digamma", "Erfinv", "Ndtri", "BesselI0", "BesselI1", "B
        outputs=["y: T"],
        attrs=["T: {bfloat16, half, float, double}"],
        shape_fn=unchanged,
+       traits=["elementwise"])
+
+# The two-argument special functions (math_ops.cc): broadcasting binary ops.
+op("Zeta",
+   inputs=["x: T", "q: T"],
+   outputs=["z: T"],
+   attrs=["T: {float, double}"],
+   shape_fn=broadcast_binary,
+   traits=["elementwise"])
+op("Polygamma",
+   inputs=["a: T", "x: T"],
+   outputs=["z: T"],
+   attrs=["T: {float, double}"],
+   shape_fn=broadcast_binary,
+   traits=["elementwise"])
+for _name, _types in (("Igamma", "bfloat16, half, float, double"),
+                      ("Igammac", "bfloat16, half, float, double"),
+                      ("IgammaGradA", "float, double")):
+    op(_name,
+       inputs=["a: T", "x: T"],
+       outputs=["z: T"],
+       attrs=[f"T: {{{_types}}}"],
+       shape_fn=broadcast_binary,
        traits=["elementwise"])
