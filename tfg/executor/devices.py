@@ -19,8 +19,8 @@ import numpy as np
 
 from tfg.errors import TfgInputError
 from tfg.graphdef.names import (  # noqa: F401  (local_gpu_count, STANDIN_ENV: this API's)
-    LOCAL_JOB, STANDIN_ENV, DeviceSpec, cupy_module, host_cpu_for, local_device_specs,
-    local_gpu_count, parse_device_list, standin_gpu_count)
+    DEVICE_TYPES, LOCAL_JOB, STANDIN_ENV, DeviceSpec, cupy_module, host_cpu_for,
+    local_device_specs, local_gpu_count, parse_device_list, standin_gpu_count)
 from tfg.kernels import memory
 from tfg.kernels.memory import to_host  # noqa: F401  (re-exported: the executor's border copy)
 
@@ -118,7 +118,7 @@ class DeviceSet:
             spec = ",".join(spec)
         if spec is None or not str(spec).strip():
             return DeviceSet(Device(s) for s in local_device_specs(job, task))
-        out = parse_device_list(str(spec), job, task, device_types=("CPU", "GPU"))
+        out = parse_device_list(str(spec), job, task, device_types=DEVICE_TYPES)
         for full in out:
             if full.job != job or full.task != task:
                 raise TfgInputError(f"device {full.to_string()!r} is not a local device "

@@ -136,6 +136,9 @@ def canonical_device(name):
 # --- device lists -----------------------------------------------------------------------------
 LOCAL_JOB = "localhost"
 
+# The device types tfg runs kernels on: what `--devices` may name (device_types below).
+DEVICE_TYPES = ("CPU", "GPU")
+
 
 # Far more than any machine has; a bound so that a typo is an error, not minutes of work.
 MAX_DEVICES_PER_TYPE = 4096
@@ -159,7 +162,7 @@ def parse_device_list(spec, job=LOCAL_JOB, task=0, device_types=None):
         if not part:
             continue
         kind, sep, count = (s.strip() for s in part.partition(":"))  # ("cpu : 2" is cpu:2)
-        if "/" not in part and kind.lower() in ("cpu", "gpu") and (not sep or count.isdigit()):
+        if "/" not in part and kind.upper() in DEVICE_TYPES and (not sep or count.isdigit()):
             n = int(count) if sep else 1
             if n < 1:
                 raise TfgInputError(

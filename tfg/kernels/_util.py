@@ -36,6 +36,14 @@ def fail(msg):
     raise TfgRuntimeError(msg)
 
 
+def check_rank(x, rank, message):
+    """fail with `message` and x's shape unless x has `rank` dims, as TensorFlow's kernels
+    check their inputs first: check_rank(np.zeros(3), 2, "indices must be a matrix, saw:")
+    fails with "indices must be a matrix, saw: [3]"."""
+    if x.ndim != rank:
+        fail(f"{message} {tf_dims(x.shape)}")
+
+
 def errstate(xp, **kwargs):
     """numpy's errstate on the CPU; a no-op for a GPU array module (CuPy has no float traps)."""
     return np.errstate(**kwargs) if xp is np else contextlib.nullcontext()

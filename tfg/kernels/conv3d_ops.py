@@ -88,6 +88,14 @@ def _check_filter(op, x_channels, w):
              f"({x_channels}): grouped 3-D convolutions are GPU-only in TensorFlow")
 
 
+def _sizes(v, what):
+    """The backprops' input_sizes / filter_sizes: 5 sizes, none negative."""
+    sizes = shape_vector(v, what)
+    if len(sizes) != 5 or min(sizes) < 0:
+        fail(f"{what} must be 5 non-negative sizes, got {list(sizes)}")
+    return sizes
+
+
 def _check_dy(dy, n, g, oc):
     want = (n, *g.out, oc)
     if tuple(dy.shape) != want:
@@ -118,9 +126,7 @@ def conv3d(ctx, x, w):
 def conv3d_backprop_input(ctx, input_sizes, w, dy):
     _check_layout(ctx, "Conv3DBackpropInputV2")
     w, dy = np.asarray(w), np.asarray(dy)
-    sizes = shape_vector(input_sizes, "input_sizes")
-    if len(sizes) != 5 or min(sizes) < 0:
-        fail(f"input_sizes must be 5 non-negative sizes, got {list(sizes)}")
+    sizes = _sizes(input_sizes, "input_sizes")
     n, c = sizes[0], sizes[4]
     _check_filter("Conv3DBackpropInputV2", c, w)
     dt = _compute_dtype("Conv3DBackpropInputV2", w, dy)
@@ -143,9 +149,7 @@ def conv3d_backprop_input(ctx, input_sizes, w, dy):
 def conv3d_backprop_filter(ctx, x, filter_sizes, dy):
     _check_layout(ctx, "Conv3DBackpropFilterV2")
     x, dy = np.asarray(x), np.asarray(dy)
-    sizes = shape_vector(filter_sizes, "filter_sizes")
-    if len(sizes) != 5 or min(sizes) < 0:
-        fail(f"filter_sizes must be 5 non-negative sizes, got {list(sizes)}")
+    sizes = _sizes(filter_sizes, "filter_sizes")
     if x.ndim != 5:
         fail(f"input must be 5-dimensional, got shape {list(x.shape)}")
     if sizes[3] != x.shape[4]:

@@ -38,18 +38,17 @@ def _scalar(v, what):
     return v[()]
 
 
-def _boxes_and_scores(boxes, scores):
-    """ParseAndCheckBoxSizes plus the scores' checks."""
-    boxes, scores = np.asarray(boxes), np.asarray(scores)
+def _check_boxes(boxes, per_box, name):
+    """ParseAndCheckBoxSizes: boxes [n, 4] and a vector `name` [n], one value a box (the
+    scores of NonMaxSuppression, the box_index of CropAndResize)."""
     if boxes.ndim != 2:
         fail(f"boxes must be 2-D{_tf_shape(boxes)}")
     if boxes.shape[1] != 4:
         fail("boxes must have 4 columns")
-    if scores.ndim != 1:
-        fail(f"scores must be 1-D{_tf_shape(scores)}")
-    if scores.shape[0] != boxes.shape[0]:
-        fail("scores has incompatible shape")
-    return boxes, scores
+    if per_box.ndim != 1:
+        fail(f"{name} must be 1-D{_tf_shape(per_box)}")
+    if per_box.shape[0] != boxes.shape[0]:
+        fail(f"{name} has incompatible shape")
 
 
 def _iou_threshold(v):
@@ -146,7 +145,8 @@ def _exp(x, dtype):
 
 def _nms(boxes, scores, max_output_size, iou_threshold, score_threshold, sigma=0.0,
          pad=False):
-    boxes, scores = _boxes_and_scores(boxes, scores)
+    boxes, scores = np.asarray(boxes), np.asarray(scores)
+    _check_boxes(boxes, scores, "scores")
     size = int(max_output_size)
     if size < 0:
         fail("output size must be non-negative")
@@ -228,14 +228,7 @@ def _crop_boxes(boxes, box_ind):
     boxes, box_ind = np.asarray(boxes), np.asarray(box_ind)
     if boxes.size == 0 and box_ind.size == 0:
         return np.zeros((0, 4), F32), np.zeros(0, np.int64)
-    if boxes.ndim != 2:
-        fail(f"boxes must be 2-D{_tf_shape(boxes)}")
-    if boxes.shape[1] != 4:
-        fail("boxes must have 4 columns")
-    if box_ind.ndim != 1:
-        fail(f"box_index must be 1-D{_tf_shape(box_ind)}")
-    if box_ind.shape[0] != boxes.shape[0]:
-        fail("box_index has incompatible shape")
+    _check_boxes(boxes, box_ind, "box_index")
     return boxes.astype(F32), box_ind.astype(np.int64)
 
 

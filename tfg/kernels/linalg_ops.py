@@ -237,14 +237,22 @@ def set_diag(x, diagonal, k, align):
 _V2_ALIGN = "LEFT_LEFT"
 
 
-@kernel("MatrixDiagV3", host_inputs=(1, 2, 3))
-def matrix_diag_v3(ctx, diagonal, k, num_rows, num_cols, padding_value):
-    return diag_matrix(diagonal, k, num_rows, num_cols, padding_value, ctx.attrs["align"])
+def _v3_and_v2(v3, v2, fn, host_inputs):
+    """Register `fn(*inputs, align)` as op v3, aligned as its `align` attr says, and as op v2,
+    always _V2_ALIGN."""
+
+    @kernel(v3, host_inputs=host_inputs)
+    def run_v3(ctx, *inputs):
+        return fn(*inputs, ctx.attrs["align"])
+
+    @kernel(v2, host_inputs=host_inputs)
+    def run_v2(ctx, *inputs):
+        return fn(*inputs, _V2_ALIGN)
 
 
-@kernel("MatrixDiagV2", host_inputs=(1, 2, 3))
-def matrix_diag_v2(ctx, diagonal, k, num_rows, num_cols, padding_value):
-    return diag_matrix(diagonal, k, num_rows, num_cols, padding_value, _V2_ALIGN)
+_v3_and_v2("MatrixDiagV3", "MatrixDiagV2", diag_matrix, (1, 2, 3))
+_v3_and_v2("MatrixDiagPartV3", "MatrixDiagPartV2", diag_part, (1,))
+_v3_and_v2("MatrixSetDiagV3", "MatrixSetDiagV2", set_diag, (2,))
 
 
 @kernel("MatrixDiag")
@@ -255,32 +263,12 @@ def matrix_diag(ctx, diagonal):
     return diag_matrix(diag, 0, -1, -1, np.zeros((), diag.dtype), _V2_ALIGN)
 
 
-@kernel("MatrixDiagPartV3", host_inputs=(1,))
-def matrix_diag_part_v3(ctx, x, k, padding_value):
-    return diag_part(x, k, padding_value, ctx.attrs["align"])
-
-
-@kernel("MatrixDiagPartV2", host_inputs=(1,))
-def matrix_diag_part_v2(ctx, x, k, padding_value):
-    return diag_part(x, k, padding_value, _V2_ALIGN)
-
-
 @kernel("MatrixDiagPart")
 def matrix_diag_part(ctx, x):
     x = np.asarray(x)
     if x.ndim < 2:
         fail(f"input must be at least 2-dim, received shape: {list(x.shape)}")
     return diag_part(x, 0, np.zeros((), x.dtype), _V2_ALIGN)
-
-
-@kernel("MatrixSetDiagV3", host_inputs=(2,))
-def matrix_set_diag_v3(ctx, x, diagonal, k):
-    return set_diag(x, diagonal, k, ctx.attrs["align"])
-
-
-@kernel("MatrixSetDiagV2", host_inputs=(2,))
-def matrix_set_diag_v2(ctx, x, diagonal, k):
-    return set_diag(x, diagonal, k, _V2_ALIGN)
 
 
 @kernel("MatrixSetDiag")

@@ -7,7 +7,7 @@ TopK (beam search) and InTopKV2 (top-k accuracy), with TensorFlow's semantics an
 """
 import numpy as np
 
-from tfg.kernels._util import fail
+from tfg.kernels._util import check_rank, fail
 from tfg.kernels.basic import shape_string
 from tfg.kernels.registry import kernel
 
@@ -45,8 +45,7 @@ def reverse_sequence(ctx, x, seq_lengths):
 @kernel("TopKV2")
 def top_k_v2(ctx, x, k):
     x, kv = np.asarray(x), np.asarray(k)
-    if kv.ndim != 0:
-        fail(f"k must be 0-D, got shape {shape_string(kv.shape)}")
+    check_rank(kv, 0, "k must be 0-D, got shape")
     k = int(kv)
     if k < 0:
         fail(f"Need k >= 0, got {k}")
@@ -77,15 +76,12 @@ def in_top_k_v2(ctx, predictions, targets, k):
     classes strictly greater (so ties count in its favour). A target out of range, or a row
     with a non-finite prediction, is False, as in TensorFlow's kernel."""
     pred, targets, kv = np.asarray(predictions), np.asarray(targets), np.asarray(k)
-    if pred.ndim != 2:
-        fail(f"predictions must be 2-dimensional, got shape {shape_string(pred.shape)}")
-    if targets.ndim != 1:
-        fail(f"targets must be 1-dimensional, got shape {shape_string(targets.shape)}")
+    check_rank(pred, 2, "predictions must be 2-dimensional, got shape")
+    check_rank(targets, 1, "targets must be 1-dimensional, got shape")
     if pred.shape[0] != targets.shape[0]:
         fail(f"First dimension of predictions {pred.shape[0]} must match length of targets "
              f"{targets.shape[0]}")
-    if kv.ndim != 0:
-        fail(f"k must be 0-D, got shape {shape_string(kv.shape)}")
+    check_rank(kv, 0, "k must be 0-D, got shape")
     classes = pred.shape[1]
     valid = (targets >= 0) & (targets < classes)
     rows = np.arange(pred.shape[0])

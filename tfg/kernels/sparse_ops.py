@@ -13,7 +13,7 @@ path with the same result); what TensorFlow does not check
 """
 import numpy as np
 
-from tfg.kernels._util import fail, tf_dims
+from tfg.kernels._util import check_rank, fail, tf_dims
 from tfg.kernels.registry import kernel
 
 
@@ -22,12 +22,9 @@ def _sparse(indices, values, shape, what=("indices", "values", "shape")):
     """The three parts as arrays, checked to form a SparseTensor: indices [N, rank] int64,
     values [N], shape [rank]."""
     idx, vals, dims = np.asarray(indices), np.asarray(values), np.asarray(shape)
-    if idx.ndim != 2:
-        fail(f"Input {what[0]} should be a matrix but received shape {tf_dims(idx.shape)}")
-    if vals.ndim != 1:
-        fail(f"Input {what[1]} should be a vector but received shape {tf_dims(vals.shape)}")
-    if dims.ndim != 1:
-        fail(f"Input {what[2]} should be a vector but received shape {tf_dims(dims.shape)}")
+    check_rank(idx, 2, f"Input {what[0]} should be a matrix but received shape")
+    check_rank(vals, 1, f"Input {what[1]} should be a vector but received shape")
+    check_rank(dims, 1, f"Input {what[2]} should be a vector but received shape")
     if idx.shape[0] != vals.shape[0]:
         fail(f"Number of entries in {what[0]} ({idx.shape[0]}) must match the number of "
              f"{what[1]} ({vals.shape[0]})")
@@ -53,20 +50,16 @@ def _group_starts(keys):
 
 # --- SparseTensorDenseMatMul ------------------------------------------------------------------
 def _check_matmul_inputs(idx, vals, shape, b):
-    if shape.ndim != 1:
-        fail(f"Tensor 'a_shape' is not a vector, got shape {tf_dims(shape.shape)}")
+    check_rank(shape, 1, "Tensor 'a_shape' is not a vector, got shape")
     if shape.size != 2:
         fail(f"Tensor 'a_shape' must have 2 elements, got {shape.size}")
-    if vals.ndim != 1:
-        fail(f"Tensor 'a_values' is not a vector, got shape {tf_dims(vals.shape)}")
-    if idx.ndim != 2:
-        fail(f"Tensor 'a_indices' is not a matrix, got shape {tf_dims(idx.shape)}")
+    check_rank(vals, 1, "Tensor 'a_values' is not a vector, got shape")
+    check_rank(idx, 2, "Tensor 'a_indices' is not a matrix, got shape")
     if idx.shape[0] != vals.shape[0]:
         fail("Number of rows of a_indices does not match number of entries in a_values")
     if idx.shape[1] != 2:
         fail("Number of columns of a_indices does not match number of entries in a_shape")
-    if b.ndim != 2:
-        fail(f"Tensor 'b' is not a matrix, got shape {tf_dims(b.shape)}")
+    check_rank(b, 2, "Tensor 'b' is not a matrix, got shape")
 
 
 def _check_matmul_bounds(m, k, outer, inner, adj_a):
@@ -223,8 +216,7 @@ def _check_add_inputs(a_idx, a_vals, a_shape, b_idx, b_vals, b_shape, thresh):
     for ix in (a_idx, b_idx):
         if ix.shape[1] != a_shape.size:
             fail(f"Indices have {ix.shape[1]} columns but the shapes have rank {a_shape.size}")
-    if thresh.ndim != 0:
-        fail(f"The magnitude threshold must be a scalar: got shape {tf_dims(thresh.shape)}")
+    check_rank(thresh, 0, "The magnitude threshold must be a scalar: got shape")
 
 
 def _merge_plan(a_rows, b_rows, a_vals, b_vals, thresh):
@@ -329,8 +321,7 @@ def sparse_add_grad(ctx, backprop_val_grad, a_indices, b_indices, sum_indices):
     """The sum's value gradients routed back to a's and b's entries at the same index."""
     grad = np.asarray(backprop_val_grad)
     a_idx, b_idx, s_idx = (np.asarray(t) for t in (a_indices, b_indices, sum_indices))
-    if grad.ndim != 1:
-        fail(f"backprop_val_grad should be a vector but received shape {tf_dims(grad.shape)}")
+    check_rank(grad, 1, "backprop_val_grad should be a vector but received shape")
     for name, t in (("a_indices", a_idx), ("b_indices", b_idx), ("sum_indices", s_idx)):
         if t.ndim != 2 or t.shape[1] != a_idx.shape[-1]:
             fail(f"{name} should be a matrix with {a_idx.shape[-1]} columns but received "
@@ -384,12 +375,9 @@ def _row_major_strides(dims):
 def sparse_reshape(ctx, input_indices, input_shape, new_shape):
     """The indices of the same dense positions in new_shape (one -1 inferred)."""
     idx, dims, new = (np.asarray(t) for t in (input_indices, input_shape, new_shape))
-    if idx.ndim != 2:
-        fail(f"Input indices should be a matrix but received shape {tf_dims(idx.shape)}")
-    if dims.ndim != 1:
-        fail(f"Input shape should be a vector but received shape {tf_dims(dims.shape)}")
-    if new.ndim != 1:
-        fail(f"Target shape should be a vector but received shape {tf_dims(new.shape)}")
+    check_rank(idx, 2, "Input indices should be a matrix but received shape")
+    check_rank(dims, 1, "Input shape should be a vector but received shape")
+    check_rank(new, 1, "Target shape should be a vector but received shape")
     if idx.shape[1] != dims.size:
         fail(f"Input tensor rank must match input shape length: {idx.shape[1]} vs. "
              f"{dims.size}")
@@ -411,17 +399,13 @@ def sparse_reshape(ctx, input_indices, input_shape, new_shape):
 
 # --- SparseFillEmptyRows, SparseFillEmptyRowsGrad ---------------------------------------------
 def _check_fill_inputs(idx, vals, dims, default):
-    if dims.ndim != 1:
-        fail(f"dense_shape must be a vector, saw: {tf_dims(dims.shape)}")
-    if idx.ndim != 2:
-        fail(f"indices must be a matrix, saw: {tf_dims(idx.shape)}")
-    if vals.ndim != 1:
-        fail(f"values must be a vector, saw: {tf_dims(vals.shape)}")
+    check_rank(dims, 1, "dense_shape must be a vector, saw:")
+    check_rank(idx, 2, "indices must be a matrix, saw:")
+    check_rank(vals, 1, "values must be a vector, saw:")
     if vals.shape[0] != idx.shape[0]:
         fail(f"The length of `values` ({vals.shape[0]}) must match the first dimension of "
              f"`indices` ({idx.shape[0]}).")
-    if default.ndim != 0:
-        fail(f"default_value must be a scalar, saw: {tf_dims(default.shape)}")
+    check_rank(default, 0, "default_value must be a scalar, saw:")
     if dims.size == 0:
         fail("Dense shape cannot be empty.")
     if idx.shape[1] != dims.size:
@@ -466,10 +450,8 @@ def sparse_fill_empty_rows_grad(ctx, reverse_index_map, grad_values):
     """d_values: the gradients at reverse_index_map; d_default_value: the sum of the others
     (the filled-in entries)."""
     rim, grad = np.asarray(reverse_index_map), np.asarray(grad_values)
-    if rim.ndim != 1:
-        fail(f"reverse_index_map must be a vector, saw: {tf_dims(rim.shape)}")
-    if grad.ndim != 1:
-        fail(f"grad_values must be a vector, saw: {tf_dims(grad.shape)}")
+    check_rank(rim, 1, "reverse_index_map must be a vector, saw:")
+    check_rank(grad, 1, "grad_values must be a vector, saw:")
     bad = (rim < 0) | (rim >= grad.shape[0])
     if bad.any():
         fail(f"Elements in reverse index must be in [0, {grad.shape[0]}) but got "

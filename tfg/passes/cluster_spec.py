@@ -18,10 +18,8 @@ import json
 import os
 
 from tfg.errors import TfgInputError
-from tfg.graphdef.names import DeviceSpec, host_cpu_for, local_device_specs, parse_device_list
-
-# The device types a --devices SPEC may name: those tfg has kernels for (as `tfg run`).
-DEVICE_TYPES = ("CPU", "GPU")
+from tfg.graphdef.names import (DEVICE_TYPES, DeviceSpec, host_cpu_for, local_device_specs,
+                                parse_device_list)
 
 
 def parse_cluster(spec):

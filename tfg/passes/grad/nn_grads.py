@@ -190,73 +190,56 @@ def _bias_add_grad_grad(b, op, grads):
     return [b.op("BroadcastTo", [b.op("Reshape", [g, expanded]), shape])]
 
 
-@gradient("Conv2D")
-def _conv2d(b, op, grads):
-    x, w = op.inputs
-    g = grads[0]
-    attrs = _attrs(op, _CONV_ATTRS)
-    return [b.op("Conv2DBackpropInput", [b.shape(x), w, g], attrs),
-            b.op("Conv2DBackpropFilter", [x, b.shape(w), g], attrs)]
+def _conv_gradients(conv, backprop_input, backprop_filter, attr_names):
+    """Register the gradients of a convolution and of its two backprops (each is linear in
+    both of its tensor inputs, so each one's gradient is made of the other two):
+    Conv2D/Conv2DBackpropInput/Conv2DBackpropFilter, the depthwise and the 3-D ones alike."""
+
+    @gradient(conv)
+    def _conv(b, op, grads):
+        x, w = op.inputs
+        attrs = _attrs(op, attr_names)
+        return [b.op(backprop_input, [b.shape(x), w, grads[0]], attrs),
+                b.op(backprop_filter, [x, b.shape(w), grads[0]], attrs)]
+
+    @gradient(backprop_input)
+    def _conv_backprop_input(b, op, grads):
+        _, w, dy = op.inputs
+        attrs = _attrs(op, attr_names)
+        return [None, b.op(backprop_filter, [grads[0], b.shape(w), dy], attrs),
+                b.op(conv, [grads[0], w], attrs)]
+
+    @gradient(backprop_filter)
+    def _conv_backprop_filter(b, op, grads):
+        x, _, dy = op.inputs
+        attrs = _attrs(op, attr_names)
+        return [b.op(backprop_input, [b.shape(x), grads[0], dy], attrs), None,
+                b.op(conv, [x, grads[0]], attrs)]
 
 
-@gradient("Conv2DBackpropInput")
-def _conv2d_backprop_input(b, op, grads):
-    _, w, dy = op.inputs
-    attrs = _attrs(op, _CONV_ATTRS)
-    return [None, b.op("Conv2DBackpropFilter", [grads[0], b.shape(w), dy], attrs),
-            b.op("Conv2D", [grads[0], w], attrs)]
+def _pool_gradients(max_pool, max_attr_names, avg_pool, attr_names):
+    """Register the gradients of a max and an average pooling (2-D or 3-D) and the second
+    order of the average one (its *Grad is linear in the gradient: the pooling again)."""
+    max_grad, avg_grad = max_pool + "Grad", avg_pool + "Grad"
+
+    @unary(max_pool)
+    def _max_pool(b, op, g):
+        return b.op(max_grad, [op.inputs[0], op.outputs[0], g], _attrs(op, max_attr_names))
+
+    @unary(avg_pool)
+    def _avg_pool(b, op, g):
+        return b.op(avg_grad, [b.shape(op.inputs[0]), g], _attrs(op, attr_names))
+
+    @gradient(avg_grad)
+    def _avg_pool_grad_grad(b, op, grads):
+        return [None, b.op(avg_pool, [grads[0]], _attrs(op, attr_names))]
 
 
-@gradient("Conv2DBackpropFilter")
-def _conv2d_backprop_filter(b, op, grads):
-    x, _, dy = op.inputs
-    attrs = _attrs(op, _CONV_ATTRS)
-    return [b.op("Conv2DBackpropInput", [b.shape(x), grads[0], dy], attrs), None,
-            b.op("Conv2D", [x, grads[0]], attrs)]
-
-
-_DEPTHWISE_ATTRS = ("strides", "padding", "explicit_paddings", "data_format", "dilations")
-
-
-@gradient("DepthwiseConv2dNative")
-def _depthwise(b, op, grads):
-    x, w = op.inputs
-    attrs = _attrs(op, _DEPTHWISE_ATTRS)
-    return [b.op("DepthwiseConv2dNativeBackpropInput", [b.shape(x), w, grads[0]], attrs),
-            b.op("DepthwiseConv2dNativeBackpropFilter", [x, b.shape(w), grads[0]], attrs)]
-
-
-@gradient("DepthwiseConv2dNativeBackpropInput")
-def _depthwise_backprop_input(b, op, grads):
-    _, w, dy = op.inputs
-    attrs = _attrs(op, _DEPTHWISE_ATTRS)
-    return [None,
-            b.op("DepthwiseConv2dNativeBackpropFilter", [grads[0], b.shape(w), dy], attrs),
-            b.op("DepthwiseConv2dNative", [grads[0], w], attrs)]
-
-
-@gradient("DepthwiseConv2dNativeBackpropFilter")
-def _depthwise_backprop_filter(b, op, grads):
-    x, _, dy = op.inputs
-    attrs = _attrs(op, _DEPTHWISE_ATTRS)
-    return [b.op("DepthwiseConv2dNativeBackpropInput", [b.shape(x), grads[0], dy], attrs),
-            None, b.op("DepthwiseConv2dNative", [x, grads[0]], attrs)]
-
-
-@unary("MaxPool")
-def _max_pool(b, op, g):
-    attrs = _attrs(op, _POOL_ATTRS + ("explicit_paddings",))
-    return b.op("MaxPoolGrad", [op.inputs[0], op.outputs[0], g], attrs)
-
-
-@unary("AvgPool")
-def _avg_pool(b, op, g):
-    return b.op("AvgPoolGrad", [b.shape(op.inputs[0]), g], _attrs(op, _POOL_ATTRS))
-
-
-@gradient("AvgPoolGrad")
-def _avg_pool_grad_grad(b, op, grads):
-    return [None, b.op("AvgPool", [grads[0]], _attrs(op, _POOL_ATTRS))]
+_conv_gradients("Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter", _CONV_ATTRS)
+_conv_gradients("DepthwiseConv2dNative", "DepthwiseConv2dNativeBackpropInput",
+                "DepthwiseConv2dNativeBackpropFilter",
+                ("strides", "padding", "explicit_paddings", "data_format", "dilations"))
+_pool_gradients("MaxPool", _POOL_ATTRS + ("explicit_paddings",), "AvgPool", _POOL_ATTRS)
 
 
 # --- batch normalization -------------------------------------------------------------------
@@ -284,47 +267,9 @@ def _fused_batch_norm(b, op, grads):
 
 
 # --- 3-D convolution and pooling, LRN, pooling with argmax, image patches -----------------
-_CONV3D_ATTRS = ("strides", "padding", "data_format", "dilations")
-_POOL3D_ATTRS = ("ksize", "strides", "padding", "data_format")
-
-
-@gradient("Conv3D")
-def _conv3d(b, op, grads):
-    x, w = op.inputs
-    attrs = _attrs(op, _CONV3D_ATTRS)
-    return [b.op("Conv3DBackpropInputV2", [b.shape(x), w, grads[0]], attrs),
-            b.op("Conv3DBackpropFilterV2", [x, b.shape(w), grads[0]], attrs)]
-
-
-@gradient("Conv3DBackpropInputV2")
-def _conv3d_backprop_input(b, op, grads):
-    _, w, dy = op.inputs
-    attrs = _attrs(op, _CONV3D_ATTRS)
-    return [None, b.op("Conv3DBackpropFilterV2", [grads[0], b.shape(w), dy], attrs),
-            b.op("Conv3D", [grads[0], w], attrs)]
-
-
-@gradient("Conv3DBackpropFilterV2")
-def _conv3d_backprop_filter(b, op, grads):
-    x, _, dy = op.inputs
-    attrs = _attrs(op, _CONV3D_ATTRS)
-    return [b.op("Conv3DBackpropInputV2", [b.shape(x), grads[0], dy], attrs), None,
-            b.op("Conv3D", [x, grads[0]], attrs)]
-
-
-@unary("MaxPool3D")
-def _max_pool3d(b, op, g):
-    return b.op("MaxPool3DGrad", [op.inputs[0], op.outputs[0], g], _attrs(op, _POOL3D_ATTRS))
-
-
-@unary("AvgPool3D")
-def _avg_pool3d(b, op, g):
-    return b.op("AvgPool3DGrad", [b.shape(op.inputs[0]), g], _attrs(op, _POOL3D_ATTRS))
-
-
-@gradient("AvgPool3DGrad")
-def _avg_pool3d_grad_grad(b, op, grads):
-    return [None, b.op("AvgPool3D", [grads[0]], _attrs(op, _POOL3D_ATTRS))]
+_conv_gradients("Conv3D", "Conv3DBackpropInputV2", "Conv3DBackpropFilterV2",
+                ("strides", "padding", "data_format", "dilations"))
+_pool_gradients("MaxPool3D", _POOL_ATTRS, "AvgPool3D", _POOL_ATTRS)
 
 
 @unary("LRN")
