@@ -3,16 +3,13 @@ SelfAdjointEigV2, Lu and MatrixSquareRoot against TensorFlow (tests/fixtures/lin
 by tools/gen_linalg_more_fixtures.py): values (vectors up to their sign or phase, with the
 decompositions rebuilt), errors, tfg's gradients and TensorFlow's own gradient graphs run by
 tfg, shape inference, the memory guard and the CLI."""
-import json
-
 import numpy as np
 import pytest
 
-from conftest import FIXTURES
 from helpers import tfg_cli
+from op_cases import OpCases, case_ids, check, grad_ids
 from tfg.errors import TfgError, UnknownOpError
 from tfg.executor.session import Session
-from tfg.graphdef import io
 from tfg.graphdef.attrs import Shape
 from tfg.graphdef.graph import Graph
 from tfg.graphdef.infer import infer
@@ -21,35 +18,14 @@ from tfg.kernels.registry import get_kernel
 from tfg.passes.grad import grad
 from tfg.schemas.dtypes import DType
 
-DIR = FIXTURES / "linalg_more"
-CASES = json.loads((DIR / "cases.json").read_text())
-ARRAYS = dict(np.load(DIR / "linalg_more.npz"))
-GRAPH = io.load(str(DIR / "linalg_more.pb"))
-RUNS = [c for c in CASES if not c["error"]]
-ERRORS = [c for c in CASES if c["error"]]
-GRADS = [(c, k) for c in CASES if c["grad"] for k in c["grad"]]
+OPS = OpCases("linalg_more")
+DIR, CASES, ARRAYS, GRAPH = OPS.dir, OPS.cases, OPS.arrays, OPS.graph
+RUNS, ERRORS, GRADS = OPS.runs, OPS.errors, OPS.grads
 
 
 @pytest.fixture(scope="module")
 def session():
     return Session(GRAPH)
-
-
-def _feeds(case):
-    return {f"{case['name']}/{k}:0": ARRAYS[f"{case['name']}/{k}"] for k in case["args"]}
-
-
-def _check(got, expected, case, what, magnitude=False):
-    got = np.asarray(got)
-    assert got.shape == expected.shape, what
-    assert got.dtype == expected.dtype, what
-    if expected.dtype.kind in "iub":
-        np.testing.assert_array_equal(got, expected, err_msg=what)
-        return
-    if magnitude:  # a vector's sign (phase) is free: compare magnitudes
-        got, expected = np.abs(got), np.abs(expected)
-    np.testing.assert_allclose(got, expected, rtol=case["rtol"], atol=case["atol"],
-                               equal_nan=True, err_msg=what)
 
 
 def _adj(x):
@@ -71,14 +47,14 @@ def _rebuilt(case, outs):
     return None
 
 
-@pytest.mark.parametrize("case", RUNS, ids=[c["name"] for c in RUNS])
+@pytest.mark.parametrize("case", RUNS, ids=case_ids(RUNS))
 def test_values_match_tensorflow(session, case):
     name = case["name"]
     n_out = len(case["outputs"])
-    outs = session.run([f"{name}/op:{i}" for i in range(n_out)], _feeds(case))
+    outs = session.run([f"{name}/op:{i}" for i in range(n_out)], OPS.feeds(case))
     for i, kind in enumerate(case["outputs"]):
         if kind != "skip":
-            _check(outs[i], ARRAYS[f"{name}/out{i}"], case, f"{name}:{i}", kind == "abs")
+            check(outs[i], ARRAYS[f"{name}/out{i}"], case, f"{name}:{i}", kind == "abs")
     x = ARRAYS[f"{name}/input"] if "input" in case["args"] else None
     rebuilt = _rebuilt(case, outs)
     if rebuilt is not None and np.all(np.isfinite(x)):
@@ -88,28 +64,23 @@ def test_values_match_tensorflow(session, case):
         np.testing.assert_allclose(rebuilt, x, rtol=tol, atol=tol * np.abs(x).max(initial=1))
 
 
-@pytest.mark.parametrize("case", ERRORS, ids=[c["name"] for c in ERRORS])
+@pytest.mark.parametrize("case", ERRORS, ids=case_ids(ERRORS))
 def test_errors_match_tensorflow(session, case):
     # TensorFlow's kernel refused these feeds with case["error"]; tfg's must too
     with pytest.raises(TfgError, match=case["error"].replace(".", r"\.")):
-        session.run([f"{case['name']}/op:0"], _feeds(case))
+        session.run([f"{case['name']}/op:0"], OPS.feeds(case))
 
 
-@pytest.mark.parametrize("case,arg", GRADS, ids=[f"{c['name']}-d{k}" for c, k in GRADS])
+@pytest.mark.parametrize("case,arg", GRADS, ids=grad_ids(GRADS))
 def test_tfg_gradient_matches_tensorflow(case, arg):
-    name = case["name"]
-    g2 = grad(GRAPH, [f"{name}/loss"], [f"{name}/{arg}"])
-    got = Session(g2).run([f"grad/{name}/{arg}:0"], _feeds(case))[0]
-    _check(got, ARRAYS[f"{name}/d{arg}"], case, f"{name} d{arg}")
+    OPS.check_tfg_gradient(case, arg)
 
 
-@pytest.mark.parametrize("case,arg", GRADS, ids=[f"{c['name']}-d{k}" for c, k in GRADS])
+@pytest.mark.parametrize("case,arg", GRADS, ids=grad_ids(GRADS))
 def test_tensorflow_gradient_graph_runs(session, case, arg):
     """The nodes TensorFlow's own gradient emits (MatrixInverse, Cholesky, triangular solves,
     the diagonal ops, ...) run in tfg to TensorFlow's values."""
-    name = case["name"]
-    got = session.run([f"{name}/tf_d{arg}:0"], _feeds(case))[0]
-    _check(got, ARRAYS[f"{name}/d{arg}"], case, f"{name} tf_d{arg}")
+    OPS.check_tf_gradient_graph(session, case, arg)
 
 
 def _graph(op, shapes, dtype=DType.FLOAT, attrs=None):
@@ -248,7 +219,7 @@ def test_cli_runs_a_case_and_reports_a_bad_input(tmp_path):
     tfg_cli("run", DIR / "linalg_more.pb", "--feeds", feeds, "--fetch", "Solve_float64/op",
             "-o", out)
     got = np.load(out)
-    _check(got[got.files[0]], ARRAYS["Solve_float64/out0"], case, "cli")
+    check(got[got.files[0]], ARRAYS["Solve_float64/out0"], case, "cli")
 
     # a singular matrix: the kernel refuses it (a run failure, exit 1), one stderr line
     bad = tmp_path / "bad.npz"

@@ -3,17 +3,14 @@ the Bessel I's, Mod, MulNoNan, Xlogy, Xlog1py and ClipByValue against TensorFlow
 (tests/fixtures/math_more, made by tools/gen_math_more_fixtures.py): values, errors, tfg's
 gradients and TensorFlow's own gradient graphs run by tfg, shape inference, the memory guard
 and the CLI."""
-import json
-
 import numpy as np
 import pytest
 
-from conftest import FIXTURES
 from helpers import tfg_cli
+from op_cases import OpCases, case_ids, check, grad_ids
 from tfg import builder as tb
 from tfg.errors import TfgError, UnknownOpError
 from tfg.executor.session import Session
-from tfg.graphdef import io
 from tfg.graphdef.graph import Graph
 from tfg.graphdef.infer import infer
 from tfg.kernels.context import KernelContext
@@ -22,13 +19,9 @@ from tfg.passes.grad import grad
 from tfg.passes.grad.registry import get_gradient
 from tfg.schemas.dtypes import DType
 
-DIR = FIXTURES / "math_more"
-CASES = json.loads((DIR / "cases.json").read_text())
-ARRAYS = dict(np.load(DIR / "math_more.npz"))
-GRAPH = io.load(str(DIR / "math_more.pb"))
-RUNS = [c for c in CASES if not c["error"]]
-ERRORS = [c for c in CASES if c["error"]]
-GRADS = [(c, k) for c in CASES if c["grad"] for k in c["grad"]]
+OPS = OpCases("math_more")
+DIR, CASES, ARRAYS, GRAPH = OPS.dir, OPS.cases, OPS.arrays, OPS.graph
+RUNS, ERRORS, GRADS = OPS.runs, OPS.errors, OPS.grads
 
 
 @pytest.fixture(scope="module")
@@ -36,50 +29,30 @@ def session():
     return Session(GRAPH)
 
 
-def _feeds(case):
-    return {f"{case['name']}/{k}:0": ARRAYS[f"{case['name']}/{k}"] for k in case["args"]}
-
-
-def _check(got, expected, case, what):
-    got = np.asarray(got)
-    assert got.shape == expected.shape, what
-    assert got.dtype == expected.dtype, what
-    if expected.dtype.kind in "iub":
-        np.testing.assert_array_equal(got, expected, err_msg=what)
-    else:
-        np.testing.assert_allclose(got, expected, rtol=case["rtol"], atol=case["atol"],
-                                   equal_nan=True, err_msg=what)
-
-
-@pytest.mark.parametrize("case", RUNS, ids=[c["name"] for c in RUNS])
+@pytest.mark.parametrize("case", RUNS, ids=case_ids(RUNS))
 def test_values_match_tensorflow(session, case):
     name = case["name"]
-    got = session.run([f"{name}/out:0"], _feeds(case))[0]
-    _check(got, ARRAYS[f"{name}/out"], case, name)
+    got = session.run([f"{name}/out:0"], OPS.feeds(case))[0]
+    check(got, ARRAYS[f"{name}/out"], case, name)
 
 
-@pytest.mark.parametrize("case", ERRORS, ids=[c["name"] for c in ERRORS])
+@pytest.mark.parametrize("case", ERRORS, ids=case_ids(ERRORS))
 def test_errors_match_tensorflow(session, case):
     # TensorFlow's kernel refused these feeds with case["error"]; tfg's must too
     with pytest.raises(TfgError, match=case["error"]):
-        session.run([f"{case['name']}/out:0"], _feeds(case))
+        session.run([f"{case['name']}/out:0"], OPS.feeds(case))
 
 
-@pytest.mark.parametrize("case,arg", GRADS, ids=[f"{c['name']}-d{k}" for c, k in GRADS])
+@pytest.mark.parametrize("case,arg", GRADS, ids=grad_ids(GRADS))
 def test_tfg_gradient_matches_tensorflow(case, arg):
-    name = case["name"]
-    g2 = grad(GRAPH, [f"{name}/loss"], [f"{name}/{arg}"])
-    got = Session(g2).run([f"grad/{name}/{arg}:0"], _feeds(case))[0]
-    _check(got, ARRAYS[f"{name}/d{arg}"], case, f"{name} d{arg}")
+    OPS.check_tfg_gradient(case, arg)
 
 
-@pytest.mark.parametrize("case,arg", GRADS, ids=[f"{c['name']}-d{k}" for c, k in GRADS])
+@pytest.mark.parametrize("case,arg", GRADS, ids=grad_ids(GRADS))
 def test_tensorflow_gradient_graph_runs(session, case, arg):
     """The nodes TensorFlow's own gradient emits (Cast, Xdivy, Select, Bessel*, ...) run in
     tfg to TensorFlow's values."""
-    name = case["name"]
-    got = session.run([f"{name}/tf_d{arg}:0"], _feeds(case))[0]
-    _check(got, ARRAYS[f"{name}/d{arg}"], case, f"{name} tf_d{arg}")
+    OPS.check_tf_gradient_graph(session, case, arg)
 
 
 def test_bessel_scaled_forms_do_not_overflow():
@@ -187,7 +160,7 @@ def test_cli_runs_a_case_and_reports_a_bad_input(tmp_path):
     tfg_cli("run", DIR / "math_more.pb", "--feeds", feeds, "--fetch", "Ndtri_float64/out",
             "-o", out)
     got = np.load(out)
-    _check(got[got.files[0]], ARRAYS["Ndtri_float64/out"], case, "cli")
+    check(got[got.files[0]], ARRAYS["Ndtri_float64/out"], case, "cli")
 
     # a kernel refusing its values: a run failure (exit 1), one stderr line
     bad = tmp_path / "bad.npz"

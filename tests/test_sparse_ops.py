@@ -3,17 +3,15 @@ SparseSoftmax, SparseAdd(Grad), SparseReshape, SparseFillEmptyRows(Grad),
 SparseDenseCwiseMul/Add/Div) against TensorFlow (tests/fixtures/sparse, made by
 tools/gen_sparse_fixtures.py): values, output orders, errors, tfg's gradients and TensorFlow's
 own gradient graphs run by tfg, shape inference, the memory guard and the CLI."""
-import json
 import re
 
 import numpy as np
 import pytest
 
-from conftest import FIXTURES
 from helpers import tfg_cli
+from op_cases import OpCases, case_ids, check, grad_ids
 from tfg.errors import TfgError
 from tfg.executor.session import Session
-from tfg.graphdef import io
 from tfg.graphdef.attrs import Shape
 from tfg.graphdef.graph import Graph
 from tfg.graphdef.infer import infer
@@ -22,13 +20,9 @@ from tfg.passes.grad.emitter import NodeFactory
 from tfg.passes.grad.registry import get_gradient
 from tfg.schemas.dtypes import DType
 
-DIR = FIXTURES / "sparse"
-CASES = json.loads((DIR / "cases.json").read_text())
-ARRAYS = dict(np.load(DIR / "sparse.npz"))
-GRAPH = io.load(str(DIR / "sparse.pb"))
-RUNS = [c for c in CASES if not c["error"]]
-ERRORS = [c for c in CASES if c["error"]]
-GRADS = [(c, k) for c in CASES if c["grad"] for k in c["grad"]]
+OPS = OpCases("sparse")
+DIR, CASES, ARRAYS, GRAPH = OPS.dir, OPS.cases, OPS.arrays, OPS.graph
+RUNS, ERRORS, GRADS = OPS.runs, OPS.errors, OPS.grads
 # TensorFlow's own gradient graph of SparseDenseCwiseMul/Div's dense operand writes
 # SparseTensorDenseAdd, which tfg does not have (tfg's gradient writes TensorScatterAdd)
 TF_GRAPH_GRADS = [(c, k) for c, k in GRADS if not (c["op"].startswith("SparseDenseCwise")
@@ -41,52 +35,31 @@ def session():
     return Session(GRAPH)
 
 
-def _feeds(case):
-    return {f"{case['name']}/{k}:0": ARRAYS[f"{case['name']}/{k}"] for k in case["args"]}
-
-
-def _check(got, expected, case, what):
-    got = np.asarray(got)
-    assert got.shape == expected.shape, what
-    assert got.dtype == expected.dtype, what
-    if expected.dtype.kind in "iub":
-        np.testing.assert_array_equal(got, expected, err_msg=what)
-    else:
-        np.testing.assert_allclose(got, expected, rtol=case["rtol"], atol=case["atol"],
-                                   err_msg=what)
-
-
-@pytest.mark.parametrize("case", RUNS, ids=[c["name"] for c in RUNS])
+@pytest.mark.parametrize("case", RUNS, ids=case_ids(RUNS))
 def test_values_match_tensorflow(session, case):
     name = case["name"]
     outs = [f"{name}/out{k}:0" for k in range(case["outputs"])]
-    for k, got in enumerate(session.run(outs, _feeds(case))):
-        _check(got, ARRAYS[f"{name}/out{k}"], case, f"{name} out{k}")
+    for k, got in enumerate(session.run(outs, OPS.feeds(case))):
+        check(got, ARRAYS[f"{name}/out{k}"], case, f"{name} out{k}")
 
 
-@pytest.mark.parametrize("case", ERRORS, ids=[c["name"] for c in ERRORS])
+@pytest.mark.parametrize("case", ERRORS, ids=case_ids(ERRORS))
 def test_errors_match_tensorflow(session, case):
     # TensorFlow's kernel refused these feeds with case["error"]; tfg's must too
     with pytest.raises(TfgError, match=re.escape(case["error"])):
-        session.run([f"{case['name']}/out0:0"], _feeds(case))
+        session.run([f"{case['name']}/out0:0"], OPS.feeds(case))
 
 
-@pytest.mark.parametrize("case,arg", GRADS, ids=[f"{c['name']}-d{k}" for c, k in GRADS])
+@pytest.mark.parametrize("case,arg", GRADS, ids=grad_ids(GRADS))
 def test_tfg_gradient_matches_tensorflow(case, arg):
-    name = case["name"]
-    g2 = grad(GRAPH, [f"{name}/loss"], [f"{name}/{arg}"])
-    got = Session(g2).run([f"grad/{name}/{arg}:0"], _feeds(case))[0]
-    _check(got, ARRAYS[f"{name}/d{arg}"], case, f"{name} d{arg}")
+    OPS.check_tfg_gradient(case, arg)
 
 
-@pytest.mark.parametrize("case,arg", TF_GRAPH_GRADS,
-                         ids=[f"{c['name']}-d{k}" for c, k in TF_GRAPH_GRADS])
+@pytest.mark.parametrize("case,arg", TF_GRAPH_GRADS, ids=grad_ids(TF_GRAPH_GRADS))
 def test_tensorflow_gradient_graph_runs(session, case, arg):
     """The nodes TensorFlow's own gradients emit (SparseAddGrad, SparseFillEmptyRowsGrad,
     InvertPermutation, GatherNd ...) run in tfg to TensorFlow's values."""
-    name = case["name"]
-    got = session.run([f"{name}/tf_d{arg}:0"], _feeds(case))[0]
-    _check(got, ARRAYS[f"{name}/d{arg}"], case, f"{name} tf_d{arg}")
+    OPS.check_tf_gradient_graph(session, case, arg)
 
 
 # --- direct checks of the orders and rules the fixtures rely on -------------------------------
@@ -222,7 +195,7 @@ def test_cli_runs_a_case_and_reports_bad_inputs(tmp_path):
     tfg_cli("run", DIR / "sparse.pb", "--feeds", feeds, "--fetch", "Add_float32_0.1/out1",
             "-o", out)
     got = np.load(out)
-    _check(got[got.files[0]], ARRAYS["Add_float32_0.1/out1"], case, "cli")
+    check(got[got.files[0]], ARRAYS["Add_float32_0.1/out1"], case, "cli")
 
     # a kernel refusing its values (an index past the shape): a run failure, one stderr line
     bad = tmp_path / "bad.npz"

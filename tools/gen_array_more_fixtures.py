@@ -26,8 +26,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "fixtures",
-                   "array_more")
+from fixture_cases import fixture_dir  # noqa: E402
+
+OUT = fixture_dir("array_more")
 R = tf.raw_ops
 v1 = tf.compat.v1
 RNG = np.random.default_rng(45)

@@ -21,10 +21,11 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+from fixture_cases import fixture_dir  # noqa: E402
+
 tf1 = tf.compat.v1
 R = tf.raw_ops
-OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "fixtures",
-                   "complex_grad")
+OUT = fixture_dir("complex_grad")
 RNG = np.random.default_rng(5)
 COMPLEX = (np.complex64, np.complex128)
 TOL = {np.complex64: (2e-5, 2e-6), np.complex128: (1e-10, 1e-12),

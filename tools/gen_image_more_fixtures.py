@@ -18,8 +18,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "fixtures",
-                   "image_more")
+from fixture_cases import fixture_dir, write_arrays  # noqa: E402
+
+DIR = fixture_dir("image_more")
 R = tf.raw_ops
 RNG = np.random.default_rng(11)
 
@@ -269,13 +270,9 @@ def cli_graph():
 
 
 def main():
-    os.makedirs(DIR, exist_ok=True)
-    out = {}
-    for make in (nms_cases, crop_cases, colour_cases, resize_area_cases, grad_cases):
-        make(out)
-    np.savez_compressed(os.path.join(DIR, "ops.npz"), **out)
+    write_arrays(DIR, "ops.npz",
+                 (nms_cases, crop_cases, colour_cases, resize_area_cases, grad_cases))
     cli_graph()
-    print(DIR, len(out), "arrays")
 
 
 if __name__ == "__main__":

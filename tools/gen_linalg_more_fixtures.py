@@ -16,15 +16,15 @@ Singular vectors, eigenvectors and Q, R are unique only up to each column's sign
 those outputs are marked "abs" (compared by magnitude, plus the tests' reconstructions), and
 their loss terms are sign-free: Sum(w * x * x).
 """
-import json
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "fixtures",
-                   "linalg_more")
+from fixture_cases import CaseSet, fixture_dir, generate  # noqa: E402
+
+OUT = fixture_dir("linalg_more")
 R = tf.raw_ops
 RNG = np.random.default_rng(7)
 FLOATS = (np.float32, np.float64)
@@ -72,11 +72,8 @@ def spd(shape, dt):
     return (x @ np.conj(np.swapaxes(x, -1, -2)) + shape[-1] * np.eye(shape[-1])).astype(dt)
 
 
-class Cases:
-    """Collects the cases' graph pieces, arrays and index."""
-
-    def __init__(self):
-        self.index, self.arrays, self.fetches = [], {}, {}
+class Cases(CaseSet):
+    """The cases' graph pieces, arrays and index (tools/fixture_cases.py runs and writes them)."""
 
     def add(self, name, op, args, attrs=None, grad=(), tol=None, error=None, outputs=None):
         """args: {input name: array}; grad: the args TensorFlow's gradient is taken for."""
@@ -117,10 +114,6 @@ class Cases:
                                      for k, v in (attrs or {}).items()},
                            "outputs": outputs, "grad": list(grad), "rtol": rtol, "atol": atol,
                            "error": error})
-
-    def feeds(self, graph, case):
-        return {graph.get_tensor_by_name(f"{case['name']}/{k}:0"):
-                self.arrays[f"{case['name']}/{k}"] for k in case["args"]}
 
 
 def determinant_cases(c):
@@ -342,32 +335,9 @@ def non_finite_cases(c):
 
 
 def main():
-    graph = tf.Graph()
-    c = Cases()
-    with graph.as_default():
-        for fn in (determinant_cases, solve_cases, solve_ls_cases, qr_cases, svd_cases,
-                   eig_cases, lu_cases, sqrt_cases, complex_grad_cases,
-                   non_finite_cases):
-            fn(c)
-    with tf.compat.v1.Session(graph=graph) as sess:
-        for case in c.index:
-            name = case["name"]
-            keys = [k for k in c.fetches if k.split("/")[0] == name]
-            try:
-                values = sess.run([c.fetches[k] for k in keys], c.feeds(graph, case))
-            except tf.errors.InvalidArgumentError as e:
-                assert case["error"] and case["error"] in e.message, (name, e.message)
-                continue
-            assert not case["error"], f"{name}: TensorFlow raised no error"
-            c.arrays.update(zip(keys, values))
-    os.makedirs(OUT, exist_ok=True)
-    with open(os.path.join(OUT, "linalg_more.pb"), "wb") as f:
-        f.write(graph.as_graph_def().SerializeToString())
-    np.savez_compressed(os.path.join(OUT, "linalg_more.npz"), **c.arrays)
-    with open(os.path.join(OUT, "cases.json"), "w") as f:
-        json.dump(c.index, f, indent=1)
-        f.write("\n")
-    print(OUT, len(c.index), "cases,", len(c.arrays), "arrays")
+    generate(Cases(), (determinant_cases, solve_cases, solve_ls_cases, qr_cases, svd_cases,
+                       eig_cases, lu_cases, sqrt_cases, complex_grad_cases, non_finite_cases),
+             OUT, "linalg_more")
 
 
 if __name__ == "__main__":

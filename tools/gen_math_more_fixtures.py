@@ -12,15 +12,15 @@ math_more.npz (`<case>/<arg>` feeds, `<case>/out`, `<case>/d<arg>` TensorFlow's 
 the loss) and cases.json (per case: op, args, the args with gradients, tolerances, or the
 error TensorFlow's kernel raises on those feeds).
 """
-import json
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "fixtures",
-                   "math_more")
+from fixture_cases import CaseSet, fixture_dir, generate  # noqa: E402
+
+OUT = fixture_dir("math_more")
 R = tf.raw_ops
 INTS = (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64)
 INF, NAN = np.inf, np.nan
@@ -52,11 +52,8 @@ TOL = {np.float16: (2e-3, 1e-3), np.float32: (2e-6, 1e-6), np.float64: (1e-12, 1
        np.complex64: (2e-6, 1e-6)}
 
 
-class Cases:
-    """Collects the cases' graph pieces, arrays and index."""
-
-    def __init__(self):
-        self.index, self.arrays, self.fetches = [], {}, {}
+class Cases(CaseSet):
+    """The cases' graph pieces, arrays and index (tools/fixture_cases.py runs and writes them)."""
 
     def add(self, name, op, args, grad=(), tol=None, error=None, attrs=None):
         """args: {input name: array}; grad: the args TensorFlow's gradient is taken for."""
@@ -75,10 +72,6 @@ class Cases:
                     self.fetches[f"{name}/d{k}"] = tf.identity(d, name=f"tf_d{k}")
         self.index.append({"name": name, "op": op, "args": list(args), "grad": list(grad),
                            "rtol": rtol, "atol": atol, "error": error})
-
-    def feeds(self, graph, case):
-        return {graph.get_tensor_by_name(f"{case['name']}/{k}:0"):
-                self.arrays[f"{case['name']}/{k}"] for k in case["args"]}
 
 
 def _has_cpu_kernel(op, dt):
@@ -251,32 +244,7 @@ def clip_cases(c):
 def main():
     NO_KERNEL.update((op, dt) for op in UNARY_VALUES for dt in (np.float16, np.float32)
                      if not _has_cpu_kernel(op, dt))
-    graph = tf.Graph()
-    c = Cases()
-    with graph.as_default():
-        unary_cases(c)
-        bitwise_cases(c)
-        binary_cases(c)
-        clip_cases(c)
-    with tf.compat.v1.Session(graph=graph) as sess:
-        for case in c.index:
-            name = case["name"]
-            keys = [k for k in c.fetches if k.split("/")[0] == name]
-            try:
-                values = sess.run([c.fetches[k] for k in keys], c.feeds(graph, case))
-            except tf.errors.InvalidArgumentError as e:
-                assert case["error"] and case["error"] in e.message, (name, e.message)
-                continue
-            assert not case["error"], f"{name}: TensorFlow raised no error"
-            c.arrays.update(zip(keys, values))
-    os.makedirs(OUT, exist_ok=True)
-    with open(os.path.join(OUT, "math_more.pb"), "wb") as f:
-        f.write(graph.as_graph_def().SerializeToString())
-    np.savez_compressed(os.path.join(OUT, "math_more.npz"), **c.arrays)
-    with open(os.path.join(OUT, "cases.json"), "w") as f:
-        json.dump(c.index, f, indent=1)
-        f.write("\n")
-    print(OUT, len(c.index), "cases,", len(c.arrays), "arrays")
+    generate(Cases(), (unary_cases, bitwise_cases, binary_cases, clip_cases), OUT, "math_more")
 
 
 if __name__ == "__main__":

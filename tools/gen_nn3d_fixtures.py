@@ -17,10 +17,11 @@ os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+from fixture_cases import fixture_dir, write_arrays  # noqa: E402
+
 tf1 = tf.compat.v1
 R = tf.raw_ops
-OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "fixtures",
-                   "nn3d")
+OUT = fixture_dir("nn3d")
 RNG = np.random.default_rng(45)
 
 
@@ -149,13 +150,14 @@ def build(name, feeds, fn, diff, out):
         out[f"{name}/{k}"] = v
 
 
-def main():
-    os.makedirs(OUT, exist_ok=True)
-    out = {}
+def all_cases(out):
+    """Every case of case_table(): its graph written, its arrays recorded in out."""
     for name, (feeds, fn, diff) in case_table().items():
         build(name, feeds, fn, diff, out)
-    np.savez_compressed(os.path.join(OUT, "nn3d.npz"), **out)
-    print(OUT, len(out), "arrays")
+
+
+def main():
+    write_arrays(OUT, "nn3d.npz", [all_cases])
 
 
 if __name__ == "__main__":

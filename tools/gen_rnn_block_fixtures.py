@@ -26,10 +26,11 @@ import zlib
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
+
+from fixture_cases import fixture_dir  # noqa: E402
 from tensorflow.python.framework import ops  # noqa: E402
 
-OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "fixtures",
-                   "rnn_block")
+OUT = fixture_dir("rnn_block")
 R = tf.raw_ops
 v1 = tf.compat.v1
 LSTM_INPUTS = ("x", "cs_prev", "h_prev", "w", "wci", "wcf", "wco", "b")

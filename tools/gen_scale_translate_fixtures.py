@@ -20,8 +20,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "fixtures",
-                   "scale_translate")
+from fixture_cases import fixture_dir, write_arrays  # noqa: E402
+
+DIR = fixture_dir("scale_translate")
 RNG = np.random.default_rng(5)
 
 # tf.image.resize method -> the kernel_type it writes (antialiased bilinear/bicubic only)
@@ -118,13 +119,8 @@ def cli_graph():
 
 
 def main():
-    os.makedirs(DIR, exist_ok=True)
-    out = {}
-    resize_cases(out)
-    raw_cases(out)
-    np.savez_compressed(os.path.join(DIR, "ops.npz"), **out)
+    write_arrays(DIR, "ops.npz", (resize_cases, raw_cases))
     cli_graph()
-    print(DIR, len(out), "arrays")
 
 
 if __name__ == "__main__":

@@ -14,15 +14,15 @@ complex y) and TensorFlow's own gradient graph, `<case>/tf_d<arg>`), sparse.npz
 cases.json (per case: op, args, outputs, the args with gradients, tolerances, or the error
 TensorFlow's kernel raises on those feeds).
 """
-import json
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "fixtures",
-                   "sparse")
+from fixture_cases import CaseSet, fixture_dir, generate  # noqa: E402
+
+OUT = fixture_dir("sparse")
 R = tf.raw_ops
 RNG = np.random.default_rng(5)
 I64 = np.int64
@@ -33,11 +33,8 @@ VALUE_OUTPUTS = {"SparseTensorDenseMatMul": [0], "SparseReorder": [1], "SparseRe
                  "SparseDenseCwiseMul": [0], "SparseDenseCwiseDiv": [0]}
 
 
-class Cases:
-    """Collects the cases' graph pieces, arrays and index."""
-
-    def __init__(self):
-        self.index, self.arrays, self.fetches = [], {}, {}
+class Cases(CaseSet):
+    """The cases' graph pieces, arrays and index (tools/fixture_cases.py runs and writes them)."""
 
     def add(self, name, op, args, attrs=None, grad=(), error=None, tol=None):
         """args: {input name: array}; grad: the args TensorFlow's gradient is taken for."""
@@ -66,10 +63,6 @@ class Cases:
         self.index.append({"name": name, "op": op, "args": list(args), "outputs": len(outs),
                            "attrs": {k: v for k, v in (attrs or {}).items()},
                            "grad": list(grad), "rtol": rtol, "atol": atol, "error": error})
-
-    def feeds(self, graph, case):
-        return {graph.get_tensor_by_name(f"{case['name']}/{k}:0"):
-                self.arrays[f"{case['name']}/{k}"] for k in case["args"]}
 
 
 def f32(*shape):
@@ -281,30 +274,8 @@ def cwise_cases(c):
 
 
 def main():
-    os.makedirs(OUT, exist_ok=True)
-    graph = tf.Graph()
-    c = Cases()
-    with graph.as_default():
-        for add in (matmul_cases, reorder_cases, reduce_cases, softmax_cases, add_cases,
-                    reshape_cases, fill_cases, cwise_cases):
-            add(c)
-    with tf.compat.v1.Session(graph=graph) as sess:
-        for case in c.index:
-            name = case["name"]
-            keys = [k for k in c.fetches if k.startswith(name + "/")]
-            try:
-                values = sess.run([c.fetches[k] for k in keys], c.feeds(graph, case))
-            except tf.errors.InvalidArgumentError as e:
-                assert case["error"] and case["error"] in e.message, (name, e.message)
-                continue
-            assert not case["error"], f"{name}: TensorFlow raised no error"
-            c.arrays.update(zip(keys, values))
-    with open(os.path.join(OUT, "sparse.pb"), "wb") as f:
-        f.write(graph.as_graph_def().SerializeToString())
-    np.savez_compressed(os.path.join(OUT, "sparse.npz"), **c.arrays)
-    with open(os.path.join(OUT, "cases.json"), "w") as f:
-        json.dump(c.index, f, indent=1)
-        f.write("\n")
+    generate(Cases(), (matmul_cases, reorder_cases, reduce_cases, softmax_cases, add_cases,
+                       reshape_cases, fill_cases, cwise_cases), OUT, "sparse")
 
 
 if __name__ == "__main__":

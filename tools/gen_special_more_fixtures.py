@@ -17,8 +17,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "fixtures",
-                   "special_more")
+from fixture_cases import fixture_dir, write_arrays  # noqa: E402
+
+DIR = fixture_dir("special_more")
 RNG = np.random.default_rng(3)
 R = tf.raw_ops
 
@@ -107,12 +108,7 @@ def grad_cases(out):
 
 
 def main():
-    os.makedirs(DIR, exist_ok=True)
-    out = {}
-    value_cases(out)
-    grad_cases(out)
-    np.savez_compressed(os.path.join(DIR, "ops.npz"), **out)
-    print(DIR, len(out), "arrays")
+    write_arrays(DIR, "ops.npz", (value_cases, grad_cases))
 
 
 if __name__ == "__main__":

@@ -23,8 +23,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "fixtures",
-                   "stateless_random")
+from fixture_cases import fixture_dir  # noqa: E402
+
+OUT = fixture_dir("stateless_random")
 R = tf.raw_ops
 I32, I64, U64 = np.int32, np.int64, np.uint64
 FLOATS = ("float16", "bfloat16", "float32", "float64")
