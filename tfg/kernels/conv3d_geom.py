@@ -23,14 +23,13 @@ class WindowGeom:
     def __init__(self, spatial, ksize, strides, dilations, padding):
         self.spatial, self.ksize = tuple(spatial), tuple(ksize)
         self.strides, self.dilations = tuple(strides), tuple(dilations)
-        if min(self.ksize + self.strides + self.dilations, default=1) < 1:
-            fail(f"window sizes, strides and dilations must be >= 1, got ksize "
-                 f"{list(self.ksize)}, strides {list(self.strides)}, dilations "
-                 f"{list(self.dilations)}")
+        check_strides(self.strides, self.dilations)
+        if min(self.ksize, default=1) < 1:
+            fail(f"window sizes must be >= 1, got ksize {list(self.ksize)}")
         padding = s(padding)
         if padding not in ("SAME", "VALID"):
             fail(f"padding must be SAME or VALID, got {padding!r}")
-        dims = [conv_out_and_pads(n, k, st, d, padding)
+        dims = [output_size(n, k, st, d, padding)
                 for n, k, st, d in zip(self.spatial, self.ksize, self.strides, self.dilations)]
         self.out = tuple(d[0] for d in dims)
         self.pads = tuple((d[1], d[2]) for d in dims)
@@ -90,6 +89,38 @@ class WindowGeom:
             counts = np.minimum(start + k, n) - np.maximum(start, 0)
             table = np.multiply.outer(table, counts)
         return table
+
+
+def check_strides(strides, dilations=()):
+    """Refuse a stride below 1 or a dilation below 1 with TensorFlow's words (its shape
+    functions refuse them when a graph is imported; a zero stride would divide by zero)."""
+    for st in strides:
+        if st < 1:
+            fail(f"Stride must be > 0, but got {st}")
+    for d in dilations:
+        if d < 1:
+            fail(f"Dilation rate must be >= 1, but got {d}")
+
+
+def output_size(size, k, stride, dilation, padding, explicit=(0, 0)):
+    """conv_out_and_pads, refusing a window that does not fit as TensorFlow's
+    GetWindowedOutputSize does: VALID/EXPLICIT output (padded - eff_k + stride) / stride,
+    truncated toward zero as C++ divides, must not be negative. So a VALID window one larger
+    than its input gives an empty output, as in TensorFlow, and two larger an error:
+
+        output_size(3, 4, 1, 1, "VALID")    # (0, 0, 0)
+        output_size(3, 5, 1, 1, "VALID")    # fails: Computed output size would be negative: -1
+    """
+    check_strides((stride,), (dilation,))
+    padding = s(padding)
+    if padding in ("VALID", "EXPLICIT"):
+        eff = (k - 1) * dilation + 1
+        span = size + (sum(explicit) if padding == "EXPLICIT" else 0) - eff + stride
+        out = span // stride if span >= 0 else -(-span // stride)
+        if out < 0:
+            fail(f"Computed output size would be negative: {out} [input_size: {size}, "
+                 f"effective_filter_size: {eff}, stride: {stride}]")
+    return conv_out_and_pads(size, k, stride, dilation, padding, explicit)
 
 
 def spatial_of(values, what, rank):

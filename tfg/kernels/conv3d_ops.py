@@ -110,6 +110,8 @@ def conv3d(ctx, x, w):
     if x.ndim != 5:
         fail(f"input must be 5-dimensional, got shape {list(x.shape)}")
     _check_filter("Conv3D", x.shape[4], w)
+    if w.size == 0:  # refused even where the output would be empty (unlike Conv2D)
+        fail("filter must not have zero elements (i.e. all dimensions must be non-zero)")
     dt = _compute_dtype("Conv3D", x, w)
     g = _geometry(ctx, "Conv3D", x.shape[1:4], w.shape[:3])
     n, oc, k = x.shape[0], w.shape[4], int(np.prod(g.ksize)) * x.shape[4]

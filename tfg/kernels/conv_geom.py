@@ -14,7 +14,8 @@ that run as one axis gets long contiguous inner loops instead of C-long ones.
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from tfg.kernels._util import conv_out_and_pads, fail, is_nchw, s, spatial_attr
+from tfg.kernels._util import fail, is_nchw, s, spatial_attr
+from tfg.kernels.conv3d_geom import check_strides, output_size
 
 
 class Geom:
@@ -30,19 +31,20 @@ class Geom:
             fail("strides in the batch and depth dimensions must be 1")
         dil = dilations if dilations is not None else attrs.get("dilations", [1, 1, 1, 1])
         _, self.dh, self.dw, _ = spatial_attr(dil, fmt, "dilations")
-        if min(self.sh, self.sw, self.dh, self.dw) < 1:
-            fail("strides and dilations must be >= 1")
+        check_strides((self.sh, self.sw), (self.dh, self.dw))
         padding = s(attrs["padding"])
         eh = ew = (0, 0)
         if padding == "EXPLICIT":
             p = list(attrs.get("explicit_paddings", []))
             if len(p) != 8:
                 fail(f"explicit_paddings must have 8 entries, got {len(p)}")
+            if min(p) < 0:
+                fail(f"All elements of explicit_paddings must be nonnegative, got {p}")
             pairs = [tuple(p[i:i + 2]) for i in range(0, 8, 2)]
             eh, ew = (pairs[2], pairs[3]) if is_nchw(fmt) else (pairs[1], pairs[2])
         self.kh, self.kw = kh, kw
-        self.oh, self.pt, self.pb = conv_out_and_pads(h, kh, self.sh, self.dh, padding, eh)
-        self.ow, self.pl, self.pr = conv_out_and_pads(w, kw, self.sw, self.dw, padding, ew)
+        self.oh, self.pt, self.pb = output_size(h, kh, self.sh, self.dh, padding, eh)
+        self.ow, self.pl, self.pr = output_size(w, kw, self.sw, self.dw, padding, ew)
 
     @property
     def has_pad(self):

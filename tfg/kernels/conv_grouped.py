@@ -20,8 +20,10 @@ from tfg.kernels._util import fail
 
 def groups_of(channels, filter_in, filter_out, op):
     """How many groups a convolution with these channel counts has (1: a dense one)."""
-    if filter_in <= 0 or channels % filter_in:
-        fail(f"{op}: input depth {channels} must be a multiple of the filter's in_channels "
+    if filter_in <= 0:  # TensorFlow's words, a known typo aside
+        fail(f"{op}: filter depth must be strictly positive, got {filter_in}")
+    if channels % filter_in:
+        fail(f"{op}: input depth must be evenly divisible by filter depth: {channels} vs "
              f"{filter_in}")
     groups = channels // filter_in
     if filter_out % groups:

@@ -61,6 +61,10 @@ def conv2d(ctx, x, w):
     n, h, wd, c = xh.shape
     kh, kw, _, oc = w.shape
     g = geometry(ctx, h, wd, kh, kw)
+    if n * g.oh * g.ow * oc == 0:  # as TensorFlow: an empty output before the filter check
+        return from_nhwc(xp.zeros((n, g.oh, g.ow, oc), x.dtype), fmt)
+    if w.size == 0:
+        fail("filter must not have zero elements (i.e. all dimensions must be non-zero)")
     if xp is np and groups == 1 and x.dtype == w.dtype:
         # The CPU's GEMM paths, in the input's layout (NCHW stays NCHW: no transposes);
         # oneDNN's direct kernels instead where it is installed (onednn.py).
@@ -145,7 +149,7 @@ def depthwise_conv2d(ctx, x, w):
     n, h, wd, c = x.shape
     kh, kw, wc, m = w.shape
     if wc != c:
-        fail(f"input depth {c} must equal the filter's in_channels {wc}")
+        fail(f"input and filter must have the same depth: {c} vs {wc}")
     g = geometry(ctx, h, wd, kh, kw)
     if xp is np and x.dtype == w.dtype:
         arrays = type(x) is np.ndarray and type(w) is np.ndarray

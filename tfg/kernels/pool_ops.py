@@ -26,8 +26,10 @@ def _pool_geom(ctx, nhwc_shape, ksize=None, strides=None):
                                   "ksize")
     if kn != 1 or kc != 1:
         fail("pooling over the batch or depth dimension is not supported")
-    if kh < 1 or kw < 1:
-        fail(f"ksize must be positive, got {[kn, kh, kw, kc]}")
+    if kh < 1 or kw < 1:  # each op in TensorFlow's words
+        what = ("Sliding window ksize must be positive" if ctx.op.startswith("Max") else
+                "ksize must be a positive int32 value")
+        fail(f"{what}, got {[kn, kh, kw, kc]}")
     return geometry(ctx, nhwc_shape[1], nhwc_shape[2], kh, kw, strides=strides,
                     dilations=[1, 1, 1, 1])
 

@@ -206,6 +206,8 @@ def _flat_index(g, tap, shape, with_batch):
 def max_pool_with_argmax(ctx, x):
     x = np.asarray(x)
     _check_input("MaxPoolWithArgmax", x, 4, _ARGMAX_TYPES)
+    if x.size == 0:  # TensorFlow refuses an empty input rather than return empty outputs
+        fail(f"tensor_in must not be empty, got shape {list(x.shape)}")
     n, h, w, c = x.shape
     g = _argmax_geometry(ctx, "MaxPoolWithArgmax", (h, w))
     index_dtype = ctx.attrs.get("Targmax")

@@ -34,20 +34,29 @@ def _from_nhwc(batch, spatial, channels, fmt):
 
 
 def window_out(size, k, stride, padding, dilation=1, pad=(0, 0)):
-    """Output length of a sliding window of size k over `size` (TensorFlow's formulas)."""
-    if size is None or k is None:
+    """Output length of a sliding window of size k over `size` (TensorFlow's formulas and
+    refusals, GetWindowedOutputSize: VALID/EXPLICIT (padded - eff_k + stride) / stride,
+    truncated toward zero as C++ divides, must not be negative; a stride or dilation below 1
+    is refused whatever the sizes)."""
+    if stride is not None and stride < 1:
+        raise ShapeError(f"Stride must be > 0, but got {stride}")
+    if dilation < 1:
+        raise ShapeError(f"Dilation rate must be >= 1, but got {dilation}")
+    if min(pad) < 0:
+        raise ShapeError(f"All elements of explicit_paddings must be nonnegative, got {pad}")
+    if size is None or k is None or stride is None:
         return None
     eff = (k - 1) * dilation + 1
-    if padding == "VALID":
-        out = (size - eff + stride) // stride
+    if padding in ("VALID", "EXPLICIT"):
+        span = size + (pad[0] + pad[1] if padding == "EXPLICIT" else 0) - eff + stride
+        out = span // stride if span >= 0 else -(-span // stride)
     elif padding == "SAME":
         out = -(-size // stride)
-    elif padding == "EXPLICIT":
-        out = (size + pad[0] + pad[1] - eff) // stride + 1
     else:
         raise ShapeError(f"unknown padding {padding!r}")
     if out < 0:
-        raise ShapeError(f"window of size {eff} does not fit input of size {size}")
+        raise ShapeError(f"Computed output size would be negative: {out} [input_size: {size}, "
+                         f"effective_filter_size: {eff}, stride: {stride}]")
     return out
 
 
@@ -60,6 +69,8 @@ def _explicit_pads(ctx, fmt, r):
     pads = list(ctx.attrs.get("explicit_paddings", []) or [])
     if not pads:
         return [(0, 0)] * (r - 2)
+    if len(pads) != 2 * r:
+        raise ShapeError(f"explicit_paddings must have {2 * r} entries, got {len(pads)}")
     _, sp, _ = _spatial_axes(fmt, r)
     return [(pads[2 * i], pads[2 * i + 1]) for i in sp]
 
@@ -214,8 +225,8 @@ def _windowed(x, ksize, strides, dilations, padding, fmt, what):
     if kb != 1 or kc != 1 or sb != 1 or sc != 1:
         raise ShapeError(f"{what}: windows and strides over the batch or depth dimension are "
                          f"not supported")
-    if min(list(ks) + list(ss) + list(ds)) < 1:
-        raise ShapeError(f"{what}: ksize, strides and dilations must be >= 1")
+    if min(ks) < 1:  # strides and dilations: window_out, in TensorFlow's words
+        raise ShapeError(f"{what}: ksize must be >= 1, got {list(ks)}")
     out = [window_out(spatial[i], ks[i], ss[i], padding, ds[i]) for i in range(r - 2)]
     return batch, out, c
 
