@@ -488,8 +488,9 @@ def test_render_draws_a_transfer_with_attrs_of_the_wrong_type(tmp_path, kind):
 @pytest.mark.parametrize("sub", ["place", "partition"])
 def test_place_with_a_string_where_a_shape_belongs(tmp_path, sub):
     """A Placeholder's shape attr holding 10,000 bytes was read as 10,000 dims of 120: the cost
-    model's FLOP estimate overflowed a float (OverflowError, exit 1). Such shapes are unknown
-    now: placement guesses, as for any unknown shape."""
+    model's FLOP estimate overflowed a float (OverflowError, exit 1). Since stop 46 place and
+    partition check attrs against the op signatures as run does (TensorFlow refuses such a
+    GraphDef on import): one line naming the node, exit 2, no output file."""
     from tfg import builder as tb
 
     with tb.Graph() as g:
@@ -501,7 +502,8 @@ def test_place_with_a_string_where_a_shape_belongs(tmp_path, sub):
     path.write_bytes(gd.SerializeToString())
     out = tmp_path / "o.pb"
     code, err, _ = fuzz.run_in_process([sub, str(path), "--devices", "cpu:2", "-o", str(out)])
-    assert code == 0 and not fuzz.problems(sub, code, err, out), err
+    assert code == 2 and not fuzz.problems(sub, code, err, out), err
+    assert "node 'x' (Placeholder): attr 'shape' must be shape" in err and not out.exists()
 
 
 def test_a_command_that_waits_past_the_time_bound_is_stuck_and_a_failure(tmp_path):

@@ -61,6 +61,11 @@ FIXED = {
     "contract_render_trace_bad_values": "a trace's 'dur' object: internal TypeError",
     "contract_tensorproto_as_graph": "a TensorProto read as an empty GraphDef, exit 0",
     "contract_place_device_type_unknown": "place --devices 'gp u:1' placed on a 'gp u' device",
+    # stop 46
+    "contract_loopcond_int32_optimize": "a LoopCond of an int32: run refused it, optimize "
+                                        "wrote it",
+    "contract_loopcond_int32_place": "place likewise",
+    "contract_loopcond_int32_partition": "partition likewise",
 }
 
 

@@ -1065,6 +1065,21 @@ def contract_cases():
     for name, (argv, says) in cmds.items():
         yield Case(f"contract_{name}", files, [Cmd(name, argv, (2,), says, "r.npz",
                                                    timeout=60.0)])
+    # a loop whose LoopCond reads an int32 (its predicate must be a bool): run refused it,
+    # optimize, place and partition wrote it (stop 46)
+    loop = (const("c0", [0], "DT_INT32", [])
+            + node("e", "Enter", ["c0"], T=I32, frame_name='s: "f"')
+            + node("m", "Merge", ["e", "ni"], T=I32, N="i: 2")
+            + node("lc", "LoopCond", ["m"])
+            + node("sw", "Switch", ["m", "lc"], T=I32)
+            + node("id", "Identity", ["sw:1"], T=I32)
+            + node("ni", "NextIteration", ["id"], T=I32)
+            + node("ex", "Exit", ["sw"], T=I32))
+    for sub, extra in (("optimize", []), ("place", ["--devices", "cpu:2"]),
+                       ("partition", ["--devices", "cpu:2"])):
+        yield Case(f"contract_loopcond_int32_{sub}", {"g.pbtxt": loop},
+                   [Cmd(sub, [sub, "g.pbtxt", *extra, "-o", "o.pb"], (2,), "expected bool",
+                        "o.pb", timeout=60.0)])
     tensor = tensor_pb2.TensorProto(dtype=1, float_val=[1.0, 2.0, 3.0])
     tensor.tensor_shape.dim.add(size=3)
     yield Case("contract_tensorproto_as_graph", {"t.pb": tensor.SerializeToString()},

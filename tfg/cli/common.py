@@ -6,6 +6,8 @@ import click
 
 from tfg.errors import TfgInputError
 from tfg.graphdef import io, savedmodel
+from tfg.graphdef.canonical import canonicalize
+from tfg.graphdef.validate import check_control_flow, validate
 from tfg.graphdef.names import parse_tensor
 
 graph_argument = click.argument("graph", required=False, default="-", metavar="GRAPH")
@@ -43,6 +45,24 @@ def read_graph(path, tag=None):
             raise TfgInputError("--tag applies only to a SavedModel GRAPH")
         return savedmodel.load_graph(path, tags=tag)
     return io.load(path)
+
+
+def check_graph(graph):
+    """What `tfg run` refuses on load, refused by the commands that write a graph (optimize,
+    place, partition): attrs, arity and the dtype of every edge against the op signatures,
+    and control flow that TensorFlow's importer and executor refuse (a Merge of an int32 and
+    a float32, a LoopCond of an int32, an Exit no Enter leads to, nodes of two frames). Before,
+    these commands wrote such a graph, which `tfg run` and TensorFlow then refused.
+
+        >>> check_graph(g)          # a loop whose LoopCond reads an int32 Merge
+        GraphValidationError: node 'while/LoopCond' (LoopCond): input 0 ('while/Merge') is
+        int32, expected bool
+
+    Checked on the graph as the commands see it (calls inlined, functional control flow
+    lowered; a call that cannot be inlined stays, as for run, and unknown ops pass)."""
+    front = canonicalize(graph, strict=False)
+    validate(front, require_known_ops=False)
+    check_control_flow(front)
 
 
 def write_graph(graph, output, fmt):

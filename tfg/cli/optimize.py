@@ -4,8 +4,8 @@ import time
 
 import click
 
-from tfg.cli.common import (check_names, graph_argument, output_options, progress_option,
-                            read_graph, split_names, write_graph)
+from tfg.cli.common import (check_graph, check_names, graph_argument, output_options,
+                            progress_option, read_graph, split_names, write_graph)
 from tfg.cli.progress import Progress, passes_line
 from tfg.errors import TfgInputError
 from tfg.passes.manager import DEFAULT_PIPELINE, DEFAULT_ROUNDS, list_passes, optimize
@@ -52,6 +52,7 @@ def command(graph, passes, keep, feeds, devices, rounds, report, as_json, list_,
         _print_list(as_json)
         return
     g = read_graph(graph)
+    check_graph(g)
     check_names(g, split_names(keep), "--keep")
     check_names(g, split_names(feeds), "--feed")
     rows = []

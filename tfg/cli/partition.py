@@ -2,7 +2,8 @@
 `--split DIR`, one file per device)."""
 import click
 
-from tfg.cli.common import graph_argument, output_options, read_graph, write_graph
+from tfg.cli.common import (check_graph, graph_argument, output_options, read_graph,
+                            write_graph)
 from tfg.cli.place import device_options
 from tfg.passes.partition import partition
 from tfg.passes.partition.files import StagedSplit, check_split_dir, split_files
@@ -39,6 +40,7 @@ def command(graph, devices, cluster, cost_model, hard, spread_loops, output, fmt
             raise click.BadParameter("needs a directory", param_hint="--split")
         check_split_dir(split_dir)  # before the work, not after it
     g = read_graph(graph)
+    check_graph(g)
     parted = partition(g, devices, cost_model=cost_model, soft=not hard, cluster=cluster,
                        compress=compress, schedule_recv=schedule_recv,
                        spread_loops=spread_loops)

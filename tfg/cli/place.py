@@ -1,7 +1,8 @@
 """`tfg place`: assign a full device name to every node."""
 import click
 
-from tfg.cli.common import graph_argument, output_options, read_graph, write_graph
+from tfg.cli.common import (check_graph, graph_argument, output_options, read_graph,
+                            write_graph)
 from tfg.passes.place import place
 
 
@@ -40,5 +41,6 @@ def command(graph, devices, cluster, cost_model, hard, spread_loops, output, fmt
       tfg place model.pb --devices cpu:2 --cost-model cost.json --no-soft-placement
     """
     g = read_graph(graph)
+    check_graph(g)
     write_graph(place(g, devices, cost_model=cost_model, soft=not hard, cluster=cluster,
                       spread_loops=spread_loops), output, fmt)
