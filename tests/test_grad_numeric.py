@@ -255,6 +255,8 @@ SKIP |= {op for op in registered() if op.startswith(("TensorArray", "TensorList"
 SKIP |= {"FFT", "IFFT", "FFT2D", "IFFT2D", "FFT3D", "IFFT3D", "RFFT", "IRFFT", "Complex", "Real",
          "Imag", "ComplexAbs", "Conj"}
 SKIP |= {"Angle"}  # (test_more_grads.py: against TensorFlow)
+# (test_spectral_einsum_grad.py: against TensorFlow and finite differences)
+SKIP |= {"RFFT2D", "IRFFT2D", "RFFT3D", "IRFFT3D"}
 # The Optional ops pass a variant: test_more_grads.py, against TensorFlow.
 SKIP |= {"OptionalFromValue", "OptionalGetValue"}
 # Cholesky reads the lower triangle only, but TensorFlow's gradient is the symmetric one (of

@@ -22,7 +22,9 @@ from tfg.schemas.ops.shape_fns import ShapeError
 
 
 def _numpy_equation(equation, n):
-    """The equation in explicit form ('->' always: an implicit output is made explicit)."""
+    """(the equation in explicit form ('->' always: an implicit output is made explicit) with
+    each output label once, and None or what _inflate needs where an output label is written
+    more than once: TensorFlow's kernel puts "i->ii" on a diagonal of zeros, numpy refuses)."""
     try:
         labels, out, ells, out_ell = parse_einsum(equation, n)
     except ShapeError as e:
@@ -33,16 +35,42 @@ def _numpy_equation(equation, n):
     if any(e is not None for e in ells) and out_ell is None:
         # TensorFlow sums the broadcast dims away; numpy would refuse: say so plainly.
         fail(f"einsum {s(equation)!r}: an ellipsis in the inputs must appear in the output")
-    return ",".join(join(a, e) for a, e in zip(labels, ells)) + "->" + join(out, out_ell)
+    unique = "".join(dict.fromkeys(out))
+    unique_ell = None if out_ell is None else len(dict.fromkeys(out[:out_ell]))
+    inflate = None if unique == out else (out, out_ell, unique, unique_ell)
+    return (",".join(join(a, e) for a, e in zip(labels, ells)) + "->" + join(unique, unique_ell),
+            inflate)
+
+
+def _inflate(xp, y, out, out_ell, unique, unique_ell):
+    """y (labelled `unique`) written into zeros labelled `out`, where a label repeats: each
+    repeated label's axes index y's one axis together (a diagonal).
+
+        y [a, b], unique "ij", out "iji"  ->  z [a, b, a], z[p, q, p] = y[p, q], 0 elsewhere
+    """
+    n_ell = y.ndim - len(unique)
+
+    def axes(labels, ell):  # one key per axis: the label, or the ellipsis dim's number
+        keys = list(labels)
+        if ell is not None:
+            keys[ell:ell] = list(range(n_ell))
+        return keys
+    src = {key: i for i, key in enumerate(axes(unique, unique_ell))}
+    dst = [src[key] for key in axes(out, out_ell)]
+    z = xp.zeros([y.shape[i] for i in dst], dtype=y.dtype)
+    z[tuple(xp.arange(y.shape[i]).reshape([-1 if j == i else 1 for j in range(y.ndim)])
+            for i in dst)] = y
+    return z
 
 
 @kernel("Einsum", device_types=ALL_DEVICES)
 def einsum(ctx, *inputs):
     xp = ctx.xp
     key = ("einsum", len(inputs))
-    eq = ctx.cache.get(key)
-    if eq is None:
-        eq = ctx.cache[key] = _numpy_equation(ctx.attrs["equation"], len(inputs))
+    plan = ctx.cache.get(key)
+    if plan is None:
+        plan = ctx.cache[key] = _numpy_equation(ctx.attrs["equation"], len(inputs))
+    eq, inflate = plan
     arrays = [xp.asarray(x) for x in inputs]
     try:
         out = (np.einsum(eq, *arrays, optimize=len(arrays) > 1) if xp is np
@@ -57,7 +85,7 @@ def einsum(ctx, *inputs):
         out = out.copy()
     elif xp is not np and out.base is not None:
         out = out.copy()
-    return out
+    return out if inflate is None else _inflate(xp, out, *inflate)
 
 
 @kernel("MatrixBandPart", device_types=ALL_DEVICES, host_inputs=(1, 2))

@@ -8,6 +8,9 @@ dims restored.
 
     Before: s = Einsum(x, "...ij->...j")   (label i summed away)
     After:  dx = BroadcastTo(ExpandDims(Einsum(g, "...j->...j"), -2), Shape(x))
+
+    Before: t = Einsum(x, "ii->")          (a trace: a label repeated within one operand)
+    After:  dx = Einsum(BroadcastTo(Reshape(g, [1]), [n]), "i->ii")   (g on the diagonal)
 """
 import numpy as np
 
@@ -57,17 +60,14 @@ def _needs_ell_reduction(b, inputs, labels, ells, i):
 def _einsum(b, op, grads):
     inputs = op.inputs
     labels, out, ells, out_ell = parse_einsum(op.attr("equation"), len(inputs))
-    if len(set(out)) != len(out) or any(len(set(s)) != len(s) for s in labels):
-        raise TfgInputError(f"the gradient of Einsum {op.name!r} "
-                            f"({op.attr('equation')!r}): a label repeated within one operand "
-                            f"(a diagonal or trace) is not supported")
     has_ell = out_ell is not None or any(e is not None for e in ells)
     g = grads[0]
     result = []
     for i, (x, subs, ell) in enumerate(zip(inputs, labels, ells)):
         others = [j for j in range(len(inputs)) if j != i]
         present = set(out).union(*[labels[j] for j in others])
-        kept = "".join(c for c in subs if c in present)
+        # each label once: where x repeats one, _restore_repeated writes the diagonal
+        kept = "".join(dict.fromkeys(c for c in subs if c in present))
         mid = ("..." if has_ell else "") + kept
         eq = ",".join([_with_ell(out, out_ell)] + [_with_ell(labels[j], ells[j])
                                                    for j in others]) + "->" + mid
@@ -77,6 +77,9 @@ def _einsum(b, op, grads):
             dx = _reduce_ellipsis(b, dx, x, subs, ell, len(kept))
         # dx's labels now: ('...' if x has one) + kept. Put them in x's order.
         tail = kept if ell is None else "..." + kept
+        if len(set(subs)) != len(subs):
+            result.append(_restore_repeated(b, dx, x, subs, ell, tail, present))
+            continue
         before = sum(1 for c in subs[:ell or 0] if c in present) if ell is not None else 0
         target = "".join(c for c in subs if c in present)
         target = target if ell is None else target[:before] + "..." + target[before:]
@@ -86,6 +89,36 @@ def _einsum(b, op, grads):
             dx = _restore_summed(b, dx, x, subs, ell, present)
         result.append(dx)
     return result
+
+
+def _restore_repeated(b, dx, x, subs, ell, tail, present):
+    """x repeats a label, so the op read only that diagonal of x (TensorFlow's
+    _GetGradReduced): the labels only x has get their sizes in front (a broadcast), then one
+    Einsum from those and dx's labels to x's writes each diagonal, zeros elsewhere.
+
+        Before: t = Einsum(x[k, k, n], "iij->j")
+        After:  dx = Einsum(BroadcastTo(Reshape(g, [1, n]), [k, n]), "ij->iij")
+    """
+    summed = "".join(dict.fromkeys(c for c in subs if c not in present))
+    if summed:
+        shape = b.op("Shape", [dx], {"out_type": _I32})
+        ones = b.const([1] * len(summed), _I32)
+        dx = b.op("Reshape", [dx, b.op("ConcatV2", [ones, shape, b.const(0, _I32)])])
+        full = b.op("ConcatV2", [_label_sizes(b, x, subs, ell, summed), shape,
+                                 b.const(0, _I32)])
+        dx = b.op("BroadcastTo", [dx, full])
+    return b.op("Einsum", [dx], {"equation": f"{summed}{tail}->{_with_ell(subs, ell)}"})
+
+
+def _label_sizes(b, x, subs, ell, chars):
+    """The sizes of x's labels `chars` (each at its leftmost axis): a 1-D int32 tensor."""
+    axes = [p if ell is None or p < ell else p - len(subs) for p in map(subs.index, chars)]
+    static = b.static_shape(x)
+    if static is not None:
+        return b.const([static[a] for a in axes], _I32)
+    shape = b.op("Shape", [x], {"out_type": _I32})
+    parts = [_slice(b, shape, a, a + 1 or None) for a in axes]
+    return parts[0] if len(parts) == 1 else b.op("ConcatV2", parts + [b.const(0, _I32)])
 
 
 def _reduce_ellipsis(b, dx, x, subs, ell, n_kept):
