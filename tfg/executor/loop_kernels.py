@@ -137,6 +137,7 @@ def stack_call(it, fn, call, ins, outs):
                         vals[out] = v
                         return
             call(vals, step)  # closed, bounded or no stack: the kernel pushes or words it
+        push.stack_push = (handle, elem, out)  # (loop_stack_groups.py groups these)
         return push
     if fn is stack_pop_v2 and len(ins) == 1:
         (handle,), (out,) = ins, outs
@@ -153,5 +154,6 @@ def stack_call(it, fn, call, ins, outs):
                     vals[out] = v
                     return
             call(vals, step)  # empty, closed or no stack: the kernel words it
+        pop.stack_pop = (handle, out)
         return pop
     return None

@@ -63,6 +63,7 @@ from tfg.executor.loop_calls import (INDEX, LoopNodeError, binary_call, forward,
                                      merge_call, switch_call, unary_call)
 from tfg.executor.loop_array_calls import array_call
 from tfg.executor.loop_kernels import kernel_call
+from tfg.executor.loop_stack_groups import group_stack_calls
 from tfg.executor.loop_list_writes import push_pop_in_place
 from tfg.executor.loop_fusion import fuse_chains
 from tfg.executor.loop_accumulation import defer_accumulations
@@ -455,6 +456,9 @@ def _build(name, frame_enters, fixed_enters, items, sources, order, side, cond, 
                     reads[s] = reads.get(s, 0) + 1
         program.body_rest, program.resets = push_pop_in_place(program.body_rest, program,
                                                               reads)
+        if os.environ.get("TFG_STACK_GROUPS", "1") != "0":  # (off: for A/B measurements)
+            # a TF1 gradient's stack pushes as one call, its pops as one (loop_stack_groups.py)
+            program.body_rest = group_stack_calls(program.body_rest, reads, outside)
     return program
 
 
