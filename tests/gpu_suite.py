@@ -252,7 +252,8 @@ GRAPH_CHECKED = {
     "ResourceApplyGradientDescent", "ResourceApplyMomentum", "ResourceApplyAdam",
     "ResourceApplyRMSProp", "ResourceApplyAdagrad", "ResourceApplyCenteredRMSProp",
     "ResourceApplyAdadelta", "ResourceApplyAdagradV2", "ResourceApplyAdaMax", "StackV2",
-    "StackPushV2", "StackPopV2", "StackCloseV2", "VariableShape",
+    "StackPushV2", "StackPopV2", "StackCloseV2", "VariableShape", "ResourceGather",
+    "ResourceScatterAdd", "ResourceScatterUpdate",
 }
 
 
@@ -389,6 +390,19 @@ def _resource_optimizers():
     g.add_node("pop", "StackPopV2", ["stack", "^push"], {"elem_type": DType.FLOAT})
     g.add_node("close", "StackCloseV2", ["stack", "^pop"], {})
     reads += ["old/ref:0", "old/ok:0", "pop:0"]
+    # An embedding table: rows added to (one twice), one overwritten, then gathered.
+    g.add_node("table", "VarHandleOp", [], {"dtype": DType.FLOAT, "shape": [3, 2],
+                                            "shared_name": b"table"})
+    g.add_node("table/value", "Const", [], {**f, "value": np.arange(6, dtype=np.float32)
+                                            .reshape(3, 2)})
+    g.add_node("table/init", "AssignVariableOp", ["table", "table/value"], f)
+    inits.append("table/init")
+    g.add_node("rows", "Const", [], {"dtype": DType.INT32, "value": np.int32([2, 0, 2])})
+    g.add_node("row", "Const", [], {"dtype": DType.INT64, "value": np.int64([1])})
+    g.add_node("table/add", "ResourceScatterAdd", ["table", "rows", "table/value"], f)
+    g.add_node("table/set", "ResourceScatterUpdate", ["table", "row", "lr", "^table/add"], f)
+    g.add_node("table/gather", "ResourceGather", ["table", "rows", "^table/set"], f)
+    reads.append("table/gather:0")
     g.add_node("destroy", "DestroyResourceOp", ["ResourceApplyAdam/var"], {})
     g.add_node("init", "NoOp", [f"^{i}" for i in inits])
     return g, updates, reads

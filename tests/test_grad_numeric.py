@@ -321,6 +321,17 @@ SPECS.update({
     "SparseDenseCwiseDiv": ([_SP3[0], P(r(4)), _SP3[1], P(pos(4))], {}),
 })
 SKIP.add("SparseDenseCwiseAdd")  # no gradient in TensorFlow either: asking is an error
+# Stop 46's ops, their gradients checked against TensorFlow's in their own files:
+# fake quantization and quantize-and-dequantize are straight-through estimators (the forward
+# is a staircase: no finite difference is its gradient; test_quant_print_ops.py, with Print,
+# which passes input 0 through and would print from every probe); ImageProjectiveTransform's
+# rule resamples the gradient through the inverse transform, not the bilinear map's exact
+# derivative, and ResourceGather differentiates a variable through its handle
+# (test_augment_embed_ops.py); CTCLoss takes sparse labels (test_ctc_decode_ops.py).
+SKIP |= {"FakeQuantWithMinMaxArgs", "FakeQuantWithMinMaxVars",
+         "FakeQuantWithMinMaxVarsPerChannel", "QuantizeAndDequantizeV2",
+         "QuantizeAndDequantizeV3", "QuantizeAndDequantizeV4", "Print",
+         "ImageProjectiveTransformV2", "ImageProjectiveTransformV3", "ResourceGather", "CTCLoss"}
 
 
 def _build(op, inputs, attrs, static=False):

@@ -162,6 +162,8 @@ _OP_TABLES = {
     "tfg/render/dot.py:_STYLE": "how render draws each op (colours, shapes)",
     "tfg/passes/cost_model.py:_ELEMENTWISE_WEIGHT": "the cost model's FLOPs per element",
     "tfg/passes/cost_model.py:estimate_work": "the cost model's FLOP formula per op family",
+    "tfg/passes/dependency.py:_NEVER": "the checks and prints Grappler's dependency optimizer "
+                                       "never turns into NoOps (its own rule)",
     "tfg/executor/blas_floor.py:gemm_macs": "the size of one GEMM per BLAS op family, from "
                                             "its shapes (the BLAS thread floor)",
     "tfg/executor/blas_floor.py:ONEDNN_OPS": "the ops whose kernels run on oneDNN where it is "

@@ -1,4 +1,5 @@
-"""Random number ops: RandomUniform, RandomUniformInt, RandomStandardNormal, TruncatedNormal.
+"""Random number ops: RandomUniform, RandomUniformInt, RandomStandardNormal, TruncatedNormal,
+Multinomial.
 
     RandomUniform(shape=[2, 3], dtype=float, seed=1, seed2=2) -> floats in [0, 1)
 
@@ -11,6 +12,7 @@ import numpy as np
 
 from tfg.kernels._util import fail, np_dtype, shape_vector, tf_name
 from tfg.kernels.registry import kernel
+from tfg.kernels.stateless_random import _sample_row as sample_row
 
 
 def _rng(ctx, step):
@@ -66,3 +68,30 @@ def random_uniform_int(ctx, step, shape, minval, maxval):
     if not lo < hi:
         fail(f"Need minval < maxval: {lo} >= {hi}")
     return _rng(ctx, step).integers(lo, hi, _shape(shape), dtype=lo.dtype)
+
+
+@kernel("Multinomial", needs_step=True)
+def multinomial(ctx, step, logits, num_samples):
+    """tf.random.categorical: num_samples class indices per row of logits [batch, classes],
+    each drawn with probability softmax(row); the uniforms come from the node's generator and
+    map to classes as StatelessMultinomial's do (TensorFlow's CPU MultinomialFunctor)."""
+    logits, ns = np.asarray(logits), np.asarray(num_samples)
+    if logits.dtype.kind != "f" and logits.dtype.name != "bfloat16":
+        fail(f"Multinomial of {tf_name(logits.dtype)} logits has no CPU kernel in TensorFlow "
+             "(half, bfloat16, float, double only)")
+    if logits.ndim != 2:
+        fail(f"logits should be a matrix, got shape {list(logits.shape)}")
+    if ns.ndim:
+        fail(f"num_samples should be a scalar, got shape {list(ns.shape)}")
+    ns = int(ns)
+    if ns < 0:
+        fail(f"num_samples should be non-negative, got {ns}")
+    batch, classes = logits.shape
+    if classes <= 0:
+        fail(f"num_classes should be positive, got {classes}")
+    out = np.zeros((batch, ns), np_dtype(ctx.attrs.get("output_dtype", "int64")))
+    if out.size:
+        draws = _rng(ctx, step).random((batch, ns))
+        for b in range(batch):
+            out[b] = sample_row(logits[b], draws[b])
+    return out

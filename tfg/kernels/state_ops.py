@@ -1,5 +1,6 @@
 """Variables: reference variables (VariableV2 and the Assign family) and resource variables
-(VarHandleOp, ReadVariableOp, AssignVariableOp, ...).
+(VarHandleOp, ReadVariableOp, AssignVariableOp, ..., and the row ops ResourceGather,
+ResourceScatterAdd, ResourceScatterUpdate).
 
     w = VariableV2(shape=[3], dtype=float)   -> a Ref kept in step.session_resources
     Assign(w, [1, 2, 3])                     -> the Ref, now holding a copy of the value
@@ -14,8 +15,9 @@ and updates build new arrays (no writes into an array a read or a fetch may stil
 import numpy as np
 
 from tfg.kernels import aligned, ref_updates
-from tfg.kernels._util import fail, s, shape_of, tf_name
+from tfg.kernels._util import fail, s, scatter_add, shape_of, tf_name
 from tfg.kernels.basic import shape_compatible
+from tfg.kernels.indexing_ops import _check_indices, _gather  # (GatherV2's own)
 from tfg.kernels.registry import ALL_DEVICES, kernel
 from tfg.kernels.resources import Ref, ResourceHandle
 from tfg.schemas.dtypes import DType
@@ -161,4 +163,68 @@ def destroy_resource(ctx, handle):
     if handle.mgr.delete(handle.container, handle.name) is None and \
             not ctx.attrs.get("ignore_lookup_error", True):
         fail(f"resource {handle.container}/{handle.name} does not exist")
+    return ()
+
+
+# --------------------------------------------------------------------- resource variable rows
+@kernel("ResourceGather", device_types=ALL_DEVICES)
+def resource_gather(ctx, handle, indices):
+    """Rows of a resource variable (a Keras Embedding's lookup): GatherV2 of the variable's
+    value along axis batch_dims, with batch_dims batch dimensions."""
+    var = resolve(handle)
+    params = var.get()
+    _check_dtype(ctx, var)
+    batch_dims = int(ctx.attrs.get("batch_dims", 0))
+    if params.ndim < 1:
+        fail(f"params must be at least 1 dimensional, got shape {list(params.shape)}")
+    if batch_dims < 0 or params.ndim < batch_dims + 1:
+        fail(f"params must have at least {batch_dims + 1} dimensions for batch_dims "
+             f"{batch_dims}, got shape {list(params.shape)}")
+    return _gather(ctx.xp, params, indices, batch_dims, batch_dims)
+
+
+def _scatter_rows(ctx, op, handle, indices, updates):
+    """(the variable, the row indices, updates shaped as the rows they go to), refused the
+    way TensorFlow's ResourceScatterUpdateOp refuses them."""
+    xp = ctx.xp
+    var = resolve(handle)
+    params = var.get()
+    updates = xp.asarray(updates)
+    _check_dtype(ctx, var, updates)
+    if updates.dtype != params.dtype:
+        fail(f"{op}: Trying to update variable with wrong dtype. Expected "
+             f"{tf_name(params.dtype)} got {tf_name(updates.dtype)}")
+    if params.ndim < 1:
+        fail(f"{op}: params must be at least 1-D, got shape {list(params.shape)}")
+    idx = _check_indices(xp, indices, params.shape[0])
+    rows = tuple(idx.shape) + tuple(params.shape[1:])
+    if updates.ndim and tuple(updates.shape) != rows:
+        fail(f"{op}: Must have updates.shape = indices.shape + params.shape[1:] or "
+             f"updates.shape = [], got updates.shape {list(updates.shape)}, indices.shape "
+             f"{list(idx.shape)}, params.shape {list(params.shape)}")
+    return var, idx.reshape(-1), xp.broadcast_to(updates, rows).reshape(
+        (idx.size,) + tuple(params.shape[1:]))
+
+
+@kernel("ResourceScatterAdd", device_types=ALL_DEVICES)
+def resource_scatter_add(ctx, handle, indices, updates):
+    """var[indices] += updates; repeated indices add up (a new array, as the other resource
+    kernels store)."""
+    var, idx, rows = _scatter_rows(ctx, "ResourceScatterAdd", handle, indices, updates)
+    with var.lock:
+        new = ctx.xp.array(var.get(), copy=True)
+        scatter_add(ctx.xp, new, idx, rows)
+        var.assign(new)
+    return ()
+
+
+@kernel("ResourceScatterUpdate", device_types=ALL_DEVICES)
+def resource_scatter_update(ctx, handle, indices, updates):
+    """var[indices] = updates; of repeated indices the last update stays (TensorFlow's CPU
+    kernel writes them in order)."""
+    var, idx, rows = _scatter_rows(ctx, "ResourceScatterUpdate", handle, indices, updates)
+    with var.lock:
+        new = ctx.xp.array(var.get(), copy=True)
+        new[idx] = rows
+        var.assign(new)
     return ()

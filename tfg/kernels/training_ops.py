@@ -11,6 +11,9 @@ Each update runs under the variable's lock. The Apply* forms write the results i
 variable's and the slots' buffers, which reads of the refs share (TensorFlow's in-place
 update, tfg/kernels/ref_updates.py); the ResourceApply* forms store new arrays (a resource
 variable's read keeps the value it read).
+
+ResourceSparseApplyAdagrad, ResourceSparseApplyAdagradV2 and ResourceSparseApplyMomentum
+update only the rows `indices` names (CPU only).
 """
 import numpy as np
 
@@ -155,3 +158,91 @@ def _register(name, rule, nvars, grad_index):
 for _name, (_rule, _n, _g) in RULES.items():
     _register(_name, _rule, _n, _g)
 ref_updates.writes_in_place(*("Apply" + name for name in RULES))
+
+
+# --------------------------------------------------------------- sparse resource updates
+# ResourceSparseApply*: only rows `indices` of the variable and its slots change, row
+# indices[i] by grad[i], in TensorFlow's per-row arithmetic (training_ops.cc).
+def _sparse_adagrad(attrs, var, accum, lr, grad):
+    if attrs.get("update_slots", True):
+        accum = accum + grad * grad
+    return var - lr * grad * (1 / np.sqrt(accum)), accum
+
+
+def _sparse_adagrad_v2(attrs, var, accum, lr, epsilon, grad):
+    if attrs.get("update_slots", True):
+        accum = accum + grad * grad
+    return var - lr * grad / (np.sqrt(accum) + epsilon), accum
+
+
+def _sparse_momentum(attrs, var, accum, lr, momentum, grad):
+    accum = accum * momentum + grad
+    if attrs.get("use_nesterov", False):
+        return var - (grad * lr + accum * lr * momentum), accum
+    return var - accum * lr, accum
+
+
+def _check_sparse(op, values, names, scalars, grad, indices):
+    var = values[0]
+    for name, v in zip(names[1:], values[1:]):
+        if v.shape != var.shape:
+            fail(f"{op}: var and {name} do not have the same shape {list(var.shape)} "
+                 f"{list(v.shape)}")
+    if var.ndim < 1:
+        fail(f"{op}: var must be at least 1 dimensional")
+    for name, s in scalars.items():
+        if np.ndim(s):
+            fail(f"{op}: {name} is not a scalar: {list(np.shape(s))}")
+    if indices.ndim != 1:
+        fail(f"{op}: indices must be one-dimensional")
+    if grad.ndim != var.ndim or grad.shape[1:] != var.shape[1:]:
+        fail(f"{op}: var and grad must match in every dimension but the first: "
+             f"{list(var.shape)} {list(grad.shape)}")
+    if grad.shape[0] != indices.shape[0]:
+        fail(f"{op}: grad must be the same size as indices in the first dimension.")
+    bad = np.flatnonzero((indices < 0) | (indices >= var.shape[0]))
+    if bad.size:
+        fail(f"{op}: Index {int(indices[bad[0]])} at offset {int(bad[0])} in indices is out "
+             "of range")
+
+
+def _sparse_apply(ctx, op, handles, names, scalars, grad, indices, rule):
+    """Rows of the variable and its slots through `rule`; repeated indices one after another
+    (each sees the rows the previous wrote), as TensorFlow's CPU loop over indices."""
+    refs = [resolve(h) for h in handles]
+    grad, indices = np.asarray(grad), np.asarray(indices)
+    with refs[0].lock:
+        values = [np.asarray(r.get()) for r in refs]
+        _check_sparse(op, values, names, scalars, grad, indices)
+        new = [v.copy() for v in values]
+        dtype = values[0].dtype
+        args = [np.asarray(s, dtype) for s in scalars.values()]
+        if np.unique(indices).size == indices.size:
+            steps = [(indices, grad)]
+        else:
+            steps = [(indices[i:i + 1], grad[i:i + 1]) for i in range(indices.size)]
+        for rows, g in steps:
+            out = rule(ctx.attrs, *[v[rows] for v in new], *args, g)
+            for v, o in zip(new, out):
+                v[rows] = o
+        for r, v in zip(refs, new):
+            r.assign(v)
+    return ()
+
+
+@kernel("ResourceSparseApplyAdagrad")
+def resource_sparse_apply_adagrad(ctx, var, accum, lr, grad, indices):
+    return _sparse_apply(ctx, "ResourceSparseApplyAdagrad", [var, accum], ["var", "accum"],
+                         {"lr": lr}, grad, indices, _sparse_adagrad)
+
+
+@kernel("ResourceSparseApplyAdagradV2")
+def resource_sparse_apply_adagrad_v2(ctx, var, accum, lr, epsilon, grad, indices):
+    return _sparse_apply(ctx, "ResourceSparseApplyAdagradV2", [var, accum], ["var", "accum"],
+                         {"lr": lr, "epsilon": epsilon}, grad, indices, _sparse_adagrad_v2)
+
+
+@kernel("ResourceSparseApplyMomentum")
+def resource_sparse_apply_momentum(ctx, var, accum, lr, grad, indices, momentum):
+    return _sparse_apply(ctx, "ResourceSparseApplyMomentum", [var, accum], ["var", "accum"],
+                         {"lr": lr, "momentum": momentum}, grad, indices, _sparse_momentum)

@@ -15,6 +15,8 @@ from tfg.passes.grad import (  # noqa: F401
     array_grads, control_flow_grads, gather_grads, image_grads, linalg_grads, list_grads,
     math_grads, nn_grads, optional_grads, random_grads, reduction_grads, rnn_grads, scatter_grads,
     segment_grads, sequence_grads, sparse_grads, spectral_grads, tensor_array_grads)
+from tfg.passes.grad import quant_grads  # noqa: F401,E402
+from tfg.passes.grad import ctc_grads  # noqa: F401,E402
 from tfg.passes.grad.core import GradientWarning, grad  # noqa: F401
 from tfg.passes.grad.registry import (  # noqa: F401
     get_gradient, gradient, has_gradient, no_gradient, registered)

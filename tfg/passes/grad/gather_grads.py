@@ -118,3 +118,21 @@ def _gather_nd(b, op, grads):
 def _scatter_nd(b, op, grads):
     indices = op.inputs[0]
     return [None, b.op("GatherNd", [grads[0], indices]), None]
+
+
+@gradient("ResourceGather")
+def _resource_gather(b, op, grads):
+    """TensorFlow's _GatherGrad for ResourceGather, densified as GatherV2's above: the rows
+    of g, reshaped to [size(indices)] + params.shape[1:], summed by index into
+    VariableShape(resource). TensorFlow's rule ignores batch_dims (its reshape fails at run
+    time for batch_dims > 0), so that case is refused here when the gradient is built."""
+    if int(op.attr("batch_dims", 0)) != 0:
+        raise _unsupported(op, f"batch_dims {int(op.attr('batch_dims', 0))}")
+    handle, indices = op.inputs
+    params_shape = b.op("VariableShape", [handle], {"out_type": I32})
+    size = b.op("ExpandDims", [b.op("Size", [indices], {"out_type": I32}), b.const(0, I32)])
+    values = b.op("Reshape", [grads[0], b.op("ConcatV2", [size, _dims(b, params_shape, 1),
+                                                          b.const(0, I32)])])
+    rows = b.op("UnsortedSegmentSum", [values, b.op("Reshape", [indices, size]),
+                                       _dim(b, params_shape, 0)])
+    return [rows, None]

@@ -12,6 +12,9 @@ ResizeBilinear and ResizeBicubic only for float images).
             CropAndResizeGradBoxes(g, image, boxes, box_ind)
 
 RGBToHSV's gradient is TensorFlow's elementwise case analysis, emitted node for node.
+
+    Before: y = ImageProjectiveTransformV2/V3(x, t, size, ...)
+    After:  the same op of g through the inverses of t (MatrixInverse), size Shape(x)[1:3]
 """
 from tfg.errors import TfgInputError
 from tfg.passes.grad.registry import gradient, no_gradient
@@ -244,3 +247,45 @@ def _hue_partial(*terms):
     for t in terms[1:]:
         total = total + t
     return total / 360
+
+
+# --- ImageProjectiveTransformV2/V3 (TensorFlow's image_ops.py): not the adjoint of the
+# sampling, but what TensorFlow registers: g resampled through the inverse transforms.
+def _inverse_transforms(b, transforms):
+    """TensorFlow's flat_transforms_to_matrices, MatrixInverse, matrices_to_flat_transforms:
+    [N, 8] (or [8]) flat projective transforms -> the flat transforms of their inverses."""
+    flat = b.op("Reshape", [transforms, b.const([-1, 8], I32)])
+    num = b.op("StridedSlice", [b.shape(flat), b.const([0], I32), b.const([1], I32),
+                                b.const([1], I32)], {"shrink_axis_mask": 1})
+    ones = b.op("Fill", [b.op("Pack", [num, b.const(1, I32)], {"axis": 0}),
+                         b.const(1.0, DType.FLOAT)])
+    matrices = b.op("Reshape", [b.op("ConcatV2", [flat, ones, b.const(1, I32)]),
+                                b.const([-1, 3, 3], I32)])
+    inverse = b.op("Reshape", [b.op("MatrixInverse", [matrices]), b.const([-1, 9], I32)])
+    last = b.op("StridedSlice", [inverse, b.const([0, 8], I32), b.const([0, 9], I32),
+                                 b.const([1, 1], I32)], {"begin_mask": 1, "end_mask": 1})
+    return b.op("StridedSlice", [b.op("RealDiv", [inverse, last]), b.const([0, 0], I32),
+                                 b.const([0, 8], I32), b.const([1, 1], I32)],
+                {"begin_mask": 1, "end_mask": 1})
+
+
+def _projective_transform(b, op, grads, fill_value=()):
+    images = op.inputs[0]
+    size = b.op("StridedSlice", [b.shape(images), b.const([1], I32), b.const([3], I32),
+                                 b.const([1], I32)])
+    attrs = {"interpolation": op.attr("interpolation"),
+             "fill_mode": op.attr("fill_mode", "CONSTANT")}
+    d = b.op(op.type, [grads[0], _inverse_transforms(b, op.inputs[1]), size, *fill_value],
+             attrs)
+    return [d] + [None] * (len(op.inputs) - 1)
+
+
+@gradient("ImageProjectiveTransformV2")
+def _image_projective_transform_v2(b, op, grads):
+    return _projective_transform(b, op, grads)
+
+
+@gradient("ImageProjectiveTransformV3")
+def _image_projective_transform_v3(b, op, grads):
+    """V3's gradient fills with 0, whatever the forward op's fill_value."""
+    return _projective_transform(b, op, grads, [b.const(0.0, DType.FLOAT)])

@@ -9,4 +9,4 @@ no_gradient("StatelessRandomUniform", "StatelessRandomNormal", "StatelessTruncat
             "StatelessTruncatedNormalV2", "StatelessRandomUniformIntV2",
             "StatelessRandomUniformFullIntV2", "StatelessMultinomial",
             "StatelessRandomGetKeyCounter", "StatelessRandomGetAlg",
-            "StatelessRandomGetKeyCounterAlg")
+            "StatelessRandomGetKeyCounterAlg", "Multinomial")

@@ -15,5 +15,7 @@ from tfg.schemas.ops import (  # noqa: F401  (each module registers its family)
     array_ops, comm_ops, control_flow_ops, image_ops, linalg_ops, list_ops, math_ops, nn_ops,
     optional_ops, random_ops, reduction_ops, rnn_ops, segment_ops, sequence_ops, space_batch_ops,
     sparse_ops, special_math_ops, spectral_ops, state_ops, tensor_array_ops, training_ops)
+from tfg.schemas.ops import logging_ops, quantization_ops  # noqa: F401,E402
+from tfg.schemas.ops import ctc_ops  # noqa: F401,E402
 from tfg.schemas.ops import fused, signature  # noqa: F401  (Grappler's fused ops)
 from tfg.schemas.ops.shape_fns import InferenceContext, ShapeError  # noqa: F401

@@ -12,12 +12,12 @@ from tfg.schemas.ops.shape_fns import ShapeError, fmt, merge, with_rank, with_ra
 _RESIZE_ATTRS = ["align_corners: bool = false", "half_pixel_centers: bool = false"]
 
 
-def resize(ctx):
+def resize(ctx, size_input=1):
     """images [N, H, W, C], size = [h, w] -> [N, h, w, C]."""
     s = with_rank(ctx.shape(0), 4, "images")  # (None,) * 4 when unknown
-    size = ctx.elems(1)
-    if ctx.shape(1) is not None:
-        merge(with_rank(ctx.shape(1), 1, "size"), (2,))
+    size = ctx.elems(size_input)
+    if ctx.shape(size_input) is not None:
+        merge(with_rank(ctx.shape(size_input), 1, "size"), (2,))
     if size is not None and len(size) != 2:
         raise ShapeError(f"size must have 2 elements, got {len(size)}")
     h, w = size if size is not None else (None, None)
@@ -263,3 +263,24 @@ op("ResizeArea",
    attrs=["T: {int8, uint8, int16, uint16, int32, int64, half, float, double, bfloat16}",
           "align_corners: bool = false"],
    shape_fn=resize)
+
+
+# --- ImageProjectiveTransformV2/V3 (image_ops.cc): Keras RandomRotation, RandomTranslation,
+# RandomZoom, RandomShear. The output's [height, width] is output_shape's value.
+def projective_transform(ctx):
+    """images [N, H, W, C], output_shape = [h, w] -> [N, h, w, C]."""
+    return resize(ctx, size_input=2)
+
+
+_PROJECTIVE_ATTRS = ["dtype: {uint8, int32, int64, half, bfloat16, float, double}",
+                     "interpolation: string", "fill_mode: string = 'CONSTANT'"]
+op("ImageProjectiveTransformV2",
+   inputs=["images: dtype", "transforms: float", "output_shape: int32"],
+   outputs=["transformed_images: dtype"],
+   attrs=_PROJECTIVE_ATTRS,
+   shape_fn=projective_transform)
+op("ImageProjectiveTransformV3",
+   inputs=["images: dtype", "transforms: float", "output_shape: int32", "fill_value: float"],
+   outputs=["transformed_images: dtype"],
+   attrs=_PROJECTIVE_ATTRS,
+   shape_fn=projective_transform)

@@ -69,7 +69,8 @@ def _multinomial_shape(ctx):
     """[batch, num_samples]: num_samples from input 1's value, so the memory guard sizes it."""
     logits = with_rank(ctx.shape(0), 2, "logits")
     with_rank(ctx.shape(1), 0, "num_samples")
-    merge(with_rank(ctx.shape(2), 1, "seed"), (2,))
+    if len(ctx.input_shapes) > 2:  # StatelessMultinomial's seed (Multinomial has attrs)
+        merge(with_rank(ctx.shape(2), 1, "seed"), (2,))
     n = ctx.scalar(1)
     if n is not None and n < 0:
         raise ShapeError(f"num_samples must be non-negative, got {n}")
@@ -118,6 +119,13 @@ op("StatelessRandomGetKeyCounterAlg",
    shape_fn=_key_counter_alg_shape)
 # Stateful in TensorFlow (its value depends on the device it runs on), so never folded.
 op("StatelessRandomGetAlg", outputs=["alg: int32"], stateful=True, shape_fn=scalar)
+# Multinomial (tf.random.categorical) is stateful, like the ops above.
+op("Multinomial",
+   inputs=["logits: T", "num_samples: int32"],
+   outputs=["output: output_dtype"],
+   attrs=["seed: int = 0", "seed2: int = 0", "T: realnumbertype",
+          "output_dtype: {int32, int64} = DT_INT64"],
+   stateful=True, shape_fn=_multinomial_shape)
 op("StatelessMultinomial",
    inputs=["logits: T", "num_samples: int32", "seed: Tseed"],
    outputs=["output: output_dtype"],

@@ -6,7 +6,8 @@ data_flow_ops.cc, io_ops.cc): reference and resource variables, stacks, queues, 
 """
 from tfg.schemas.ops.registry import op
 from tfg.schemas.ops.shape_fns import (
-    from_shape_attr, merge, no_outputs, scalar, unchanged, unknown)
+    ShapeError, from_shape_attr, merge, no_outputs, scalar, unchanged, unknown,
+    with_rank_at_least)
 
 
 def assign(ctx):
@@ -116,6 +117,38 @@ op("VarIsInitializedOp",
 op("DestroyResourceOp",
    inputs=["resource: resource"],
    attrs=["ignore_lookup_error: bool = true"],
+   stateful=True, shape_fn=no_outputs)
+
+
+# --- resource variable rows (Keras Embedding over a resource variable, sparse updates)
+def resource_gather(ctx):
+    """params.shape[:B] + indices.shape[B:] + params.shape[B+1:] (B = batch_dims), params
+    being the variable's declared shape (TensorFlow's ResourceGather shape function)."""
+    b = int(ctx.attr("batch_dims"))
+    if b < 0:
+        raise ShapeError(f"batch_dims is negative ({b})")
+    handle = ctx.input_handles[0]
+    params = handle[1] if handle is not None else None
+    indices = with_rank_at_least(ctx.shape(1), b, "indices")
+    params = with_rank_at_least(params, b + 1, "params")
+    if params is None or indices is None:
+        return [None]
+    return [tuple(merge(params[:b], indices[:b])) + tuple(indices[b:]) + tuple(params[b + 1:])]
+
+
+op("ResourceGather",
+   inputs=["resource: resource", "indices: Tindices"],
+   outputs=["output: dtype"],
+   attrs=["batch_dims: int = 0", "validate_indices: bool = true", "dtype: type",
+          "Tindices: {int32, int64}"],
+   stateful=True, shape_fn=resource_gather)
+op("ResourceScatterAdd",
+   inputs=["resource: resource", "indices: Tindices", "updates: dtype"],
+   attrs=["dtype: numbertype", "Tindices: {int32, int64}"],
+   stateful=True, shape_fn=no_outputs)
+op("ResourceScatterUpdate",
+   inputs=["resource: resource", "indices: Tindices", "updates: dtype"],
+   attrs=["dtype: type", "Tindices: {int32, int64}"],
    stateful=True, shape_fn=no_outputs)
 
 # --- stacks (while-loop gradients keep forward values here)

@@ -114,3 +114,24 @@ op("ResourceApplyAdaMax",
            "beta2: T", "epsilon: T", "grad: T"],
    attrs=["T: numbertype", "use_locking: bool = false"],
    stateful=True, shape_fn=no_outputs)
+
+# --- sparse resource-variable updates: only the rows `indices` name (grad[i] updates row
+# indices[i]); what TensorFlow's v1 optimizers and Keras' optimizer_v2 emit for the gradient
+# of an embedding lookup (IndexedSlices)
+op("ResourceSparseApplyAdagrad",
+   inputs=["var: resource", "accum: resource", "lr: T", "grad: T", "indices: Tindices"],
+   attrs=["T: numbertype", "Tindices: {int32, int64}", "use_locking: bool = false",
+          "update_slots: bool = true"],
+   stateful=True, shape_fn=no_outputs)
+op("ResourceSparseApplyAdagradV2",
+   inputs=["var: resource", "accum: resource", "lr: T", "epsilon: T", "grad: T",
+           "indices: Tindices"],
+   attrs=["T: numbertype", "Tindices: {int32, int64}", "use_locking: bool = false",
+          "update_slots: bool = true"],
+   stateful=True, shape_fn=no_outputs)
+op("ResourceSparseApplyMomentum",
+   inputs=["var: resource", "accum: resource", "lr: T", "grad: T", "indices: Tindices",
+           "momentum: T"],
+   attrs=["T: numbertype", "Tindices: {int32, int64}", "use_locking: bool = false",
+          "use_nesterov: bool = false"],
+   stateful=True, shape_fn=no_outputs)
