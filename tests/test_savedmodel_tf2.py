@@ -15,12 +15,16 @@ from tfg.executor.session import Session
 from tfg.executor.restore import restore_variables
 from tfg.graphdef import io, savedmodel
 from tfg.graphdef.functions import CALL_OPS
+from tfg.graphdef.object_graph import ObjectNode, pair_nodes
 
 SAVED = FIXTURES / "savedmodel"
 MLP = SAVED / "tf2_mlp"
 KERAS = SAVED / "tf2_keras"
 X = np.load(SAVED / "tf2_feeds.npz")["x"]
 EXPECTED = np.load(SAVED / "tf2_expected.npz")
+TRAIN = SAVED / "tf2_train"
+TRAIN_FEEDS = SAVED / "tf2_train_feeds.npz"
+TRAIN_EXPECTED = np.load(SAVED / "tf2_train_expected.npz")
 
 
 def _run_signature(model, sig, out, feeds):
@@ -123,6 +127,51 @@ def test_variables_restored_through_the_object_graph_keys():
     for name in handles:  # every variable now reads its checkpoint value
         value = sess.run(f"{name}/Read/ReadVariableOp:0")
         assert any(np.array_equal(value, v) for k, v in values.items() if k.endswith("VALUE"))
+
+
+def _assert_train_step(got, step):
+    for key, value in got.items():
+        want = TRAIN_EXPECTED[f"step{step}/{key}"]
+        assert value.dtype == want.dtype and value.shape == want.shape, key
+        np.testing.assert_allclose(value, want, rtol=1e-5, atol=1e-7, err_msg=f"{key}@{step}")
+
+
+def test_keras3_train_step_restores_what_its_functions_capture():
+    g = io.load(str(TRAIN))
+    values = savedmodel.read_variables(TRAIN)
+    keys = sorted(k for k in values if k.endswith("/.ATTRIBUTES/VARIABLE_VALUE"))
+    # Keras 3 exports each variable twice: the handle the functions capture, and a copy
+    # (`Variable_N`) the saver's restore function assigns. The object graph names the first.
+    handles = [n.name for n in g if n.op == "VarHandleOp"]
+    assert len(handles) == 2 * len(keys) and sum(h.startswith("Variable") for h in handles) \
+        == len(keys)
+    captures = g.saved_model.objects.captures
+    assert len(captures) == len(keys) and not any(h.startswith("Variable") for h in captures)
+    assert any("velocity" in h for h in captures)  # the Adam slots
+    sess = Session(g)
+    assert restore_variables(sess, g, values) == keys
+    bound, tensors, names = savedmodel.bind_signature(g, "train", dict(np.load(TRAIN_FEEDS)), [])
+    assert sorted(names) == ["kernel", "loss", "moving_mean", "velocity"]
+    for step in (1, 2):  # the updates of step 1 (Adam slots, moving mean) feed step 2
+        _assert_train_step(dict(zip(names, sess.run(tensors, feeds=bound))), step)
+
+
+def test_cli_runs_keras3_train_step(tmp_path):
+    out = tmp_path / "out.npz"
+    tfg_cli("run", TRAIN, "--signature", "train", "--feeds", TRAIN_FEEDS, "--steps", "2",
+            "-o", out)
+    got = np.load(out)
+    _assert_train_step({k: got[k] for k in got.files}, 2)
+
+
+def test_object_graphs_pair_by_names_and_slot_references():
+    # saved: root {opt: 1, w: 2}; the optimizer's slot m of w is node 3. The checkpoint
+    # numbers the same objects differently.
+    saved = [ObjectNode(children={"opt": 1, "w": 2}), ObjectNode(slots={(2, "m"): 3}),
+             ObjectNode(is_variable=True), ObjectNode(is_variable=True)]
+    ckpt = [ObjectNode(children={"w": 1, "opt": 2, "gone": 4}), ObjectNode(),
+            ObjectNode(slots={(1, "m"): 3}), ObjectNode(), ObjectNode()]
+    assert pair_nodes(saved, ckpt) == {0: 0, 2: 1, 1: 2, 3: 3}
 
 
 def test_v1_saved_model_with_resource_variables():

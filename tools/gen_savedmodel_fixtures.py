@@ -2,7 +2,7 @@
 """Make the fixtures of tests/test_savedmodel.py and tests/test_tensorboard.py (needs
 TensorFlow; never imports tfg).
 
-    /tmp/tfenv/bin/python tools/gen_savedmodel_fixtures.py [v1|tf2]   (default: both)
+    /tmp/tfenv/bin/python tools/gen_savedmodel_fixtures.py [v1|tf2|train]   (default: all)
 
 Writes tests/fixtures/savedmodel/ (v1):
 - mlp/: a v1 SavedModel (tf.compat.v1.saved_model.Builder, tag "serve") of a small classifier
@@ -39,6 +39,17 @@ and (tf2, in a separate process: TF2 saving needs eager mode, the v1 part disabl
 - tf2_feeds.npz (x), tf2_expected.npz (`<model>/<signature>/<output key>` -> what TensorFlow
   computed through the loaded SavedModel's signature, freshly loaded for each call; keys ending
   in `:neg` were computed with -x).
+
+and (train, its own process too):
+- tf2_train/: a Keras 3 train step (Dense without bias, BatchNormalization, Dense; Adam) as a
+  tf.Module's tf.function saved with signature `train` ({x, y} -> {loss, kernel, moving_mean,
+  velocity}).
+  One step ran before saving, so the Adam slots and iteration counter are not zero. Keras 3
+  exports each variable twice: the functions capture one copy, the saver's restore function
+  assigns another (`Variable_N`), so only the object graph says which checkpoint key the
+  captured handles hold.
+- tf2_train_feeds.npz (x, y), tf2_train_expected.npz (`step<N>/<output key>`: what the
+  signature returned on its Nth call after a fresh tf.saved_model.load).
 """
 import glob
 import os
@@ -297,12 +308,70 @@ def v1_resource_variables(x):
             return {"v1_resource/serving_default/y": sess.run(y, {xp: x})}
 
 
+def main_train():
+    import keras
+    import tensorflow as tf2
+
+    for name in ("tf2_train", "tf2_train_feeds.npz", "tf2_train_expected.npz"):
+        path = os.path.join(OUT, name)
+        if os.path.isdir(path):
+            shutil.rmtree(path)
+        elif os.path.exists(path):
+            os.remove(path)
+    keras.utils.set_random_seed(3)
+    # No bias before the BatchNormalization: its gradient would be rounding noise, which Adam
+    # scales up to steps of about the learning rate, so TF's and tfg's values would part ways.
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(6, use_bias=False),
+                              keras.layers.BatchNormalization(), keras.layers.ReLU(),
+                              keras.layers.Dense(3)])
+    opt = keras.optimizers.Adam(0.05)
+    opt.build(model.trainable_variables)
+
+    class Train(tf2.Module):
+        def __init__(self):
+            super().__init__()
+            self.model, self.opt = model, opt
+
+        @tf2.function(input_signature=[tf2.TensorSpec((4, 4), tf2.float32),
+                                       tf2.TensorSpec((4,), tf2.int32)])
+        def train(self, x, y):
+            variables = self.model.trainable_variables
+            with tf2.GradientTape() as tape:
+                logits = self.model(x, training=True)
+                loss = tf2.reduce_mean(
+                    tf2.nn.sparse_softmax_cross_entropy_with_logits(y, logits))
+            self.opt.apply_gradients(zip(tape.gradient(loss, variables), variables))
+            bn = self.model.layers[1]
+            return {"loss": loss, "kernel": tf2.identity(variables[0]),
+                    "moving_mean": tf2.identity(bn.moving_mean),
+                    "velocity": tf2.identity(self.opt.variables[-1])}
+
+    module = Train()
+    rng = np.random.RandomState(5)
+    x = rng.randn(4, 4).astype(np.float32)
+    y = np.array([0, 2, 1, 2], np.int32)
+    module.train(x, y)  # slots, iteration and moving statistics away from their initial values
+    path = os.path.join(OUT, "tf2_train")
+    tf2.saved_model.save(module, path, signatures={"train": module.train})
+    os.remove(os.path.join(path, "fingerprint.pb"))
+    fn = tf2.saved_model.load(path).signatures["train"]
+    expected = {}
+    for step in (1, 2):
+        for key, value in fn(x=tf2.constant(x), y=tf2.constant(y)).items():
+            expected[f"step{step}/{key}"] = value.numpy()
+    np.savez(os.path.join(OUT, "tf2_train_feeds.npz"), x=x, y=y)
+    np.savez(os.path.join(OUT, "tf2_train_expected.npz"), **expected)
+    print("wrote", OUT, "(train)", sorted(expected))
+
+
 if __name__ == "__main__":
     which = sys.argv[1] if len(sys.argv) > 1 else "all"
     if which == "v1":
         main_v1()
     elif which == "tf2":
         main_tf2()
+    elif which == "train":
+        main_train()
     else:  # each in its own process: v1 graph mode and TF2 eager mode do not mix
-        for part in ("v1", "tf2"):
+        for part in ("v1", "tf2", "train"):
             subprocess.run([sys.executable, os.path.abspath(__file__), part], check=True)

@@ -5,8 +5,10 @@ loading a SavedModel (tfg.graphdef.savedmodel reads the files; this assigns the 
     >>> restore_variables(sess, g, read_variables("export/1"))
     ['w1', 'w2']
 """
+import numpy as np
+
 from tfg.errors import TfgInputError
-from tfg.graphdef.savedmodel_tf2 import restore_resource_variables
+from tfg.graphdef.savedmodel_tf2 import restore_resource_variables, unrestored_captures
 from tfg.graphdef.state_checks import check_value
 from tfg.kernels.resources import Ref
 from tfg.schemas.ops import ref_variable_ops
@@ -20,7 +22,9 @@ def restore_variables(session, graph, values):
     Before: a fresh Session of a SavedModel's graph (variables uninitialized).
     After:  every variable the bundle holds has its saved value, as TensorFlow's loader's
             restore op would leave it. Resource variables (a TF2 SavedModel) are restored by
-            running the saver's restore op (see tfg.graphdef.savedmodel_tf2).
+            running the saver's restore op (see tfg.graphdef.savedmodel_tf2); captured
+            variables it does not assign (Keras 3 gives the saver copies of its variables)
+            get the checkpoint value their object graph node names, as TF's TF2 loader does.
     """
     if getattr(session, "is_cluster", False):
         raise TfgInputError("a SavedModel's variables cannot be restored on a --cluster yet")
@@ -32,7 +36,8 @@ def restore_variables(session, graph, values):
             declared[node.name] = (container, short, node.get_attr("dtype", None),
                                    node.get_attr("shape", None))
         elif node.op == "VarHandleOp":  # a TF2 SavedModel: its restore function knows them
-            return restore_resource_variables(session, graph, values)
+            restored = restore_resource_variables(session, graph, values)
+            return sorted(set(restored) | set(_restore_captures(session, graph, values)))
     for name, value in values.items():
         if name not in declared:
             continue  # e.g. a slot variable of an optimizer that the graph was pruned of
@@ -42,6 +47,21 @@ def restore_variables(session, graph, values):
                                               lambda: Ref(short, dtype, shape))
         ref.assign(value)
     return sorted(n for n in values if n in declared)
+
+
+def _restore_captures(session, graph, values):
+    """Assign the captured handles the restore op missed; returns their checkpoint keys."""
+    keys = unrestored_captures(graph, values)
+    for handle, key in keys.items():
+        node = graph[handle]
+        container = node.get_attr("container", b"").decode()
+        short = node.get_attr("shared_name", b"").decode() or node.name
+        dtype, shape = node.get_attr("dtype", None), node.get_attr("shape", None)
+        check_value(key, values[key], dtype, shape, _variables_source(graph))
+        var = session.resources.get_or_create(container, short,
+                                              lambda: Ref(short, dtype, shape))
+        var.assign(np.array(values[key], copy=True))  # the variable's own buffer
+    return keys.values()
 
 
 def _variables_source(graph):

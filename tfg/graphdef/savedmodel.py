@@ -38,7 +38,8 @@ from tfg.graphdef.decode import loads
 from tfg.graphdef.functions import inline_functions, is_functional, library_functions
 from tfg.graphdef.names import parse_input
 from tfg.graphdef.nesting import check_text_depth
-from tfg.graphdef.savedmodel_tf2 import check_inlined, saver_def
+from tfg.graphdef.object_graph import saved_objects
+from tfg.graphdef.savedmodel_tf2 import check_inlined, saver_def, unmodelled_fields
 from tfg.graphdef.state_checks import check_disjoint, check_entry_size, check_inside
 from tfg.schemas import tensors
 from tfg.schemas.crc32c import crc32c, mask, masked_crc32c
@@ -61,6 +62,7 @@ class SavedModelInfo:
     available_tags: list = field(default_factory=list)  # every MetaGraphDef's tag set
     saver: dict = field(default_factory=dict)  # SaverDef strings (restore_op_name, ...)
     functions: dict = None  # TF2: {"inlined": n, "not_inlined": {call node: why}}
+    objects: object = None  # TF2: its SavedObjectGraph (tfg.graphdef.object_graph)
 
     @property
     def variables_prefix(self):
@@ -182,14 +184,17 @@ def load_graph(path, tags=None):
     Before: export/1/saved_model.pb holding MetaGraphDefs tagged {serve} and {train}.
     After:  the {serve} GraphDef as a Graph; graph.saved_model.signatures from its SignatureDefs.
             A TF2 SavedModel's function calls come back inlined (graph.saved_model.functions
-            says how many, and which could not be), and graph.saved_model.saver holds the
-            SaverDef's tensor and op names.
+            says how many, and which could not be), graph.saved_model.saver holds the
+            SaverDef's tensor and op names, and graph.saved_model.objects which variable each
+            captured handle is.
     """
     path = os.fspath(path)
     sm = read_saved_model(path)
     mg = select_meta_graph(sm, tags, source=path)
     graph = loads(mg.graph_def.SerializeToString(), f"{path} (MetaGraphDef graph_def)")
     functions = None
+    fields = unmodelled_fields(mg)
+    objects = saved_objects(fields, graph)  # before inlining: it reads the call nodes' inputs
     lib = library_functions(graph)
     if any(is_functional(n, lib) for n in graph):  # a TF2 SavedModel
         inlined = inline_functions(graph, strict=False)
@@ -199,7 +204,7 @@ def load_graph(path, tags=None):
     graph.saved_model = SavedModelInfo(
         path=folder, tags=sorted(mg.meta_info_def.tags), signatures=signatures_of(mg),
         available_tags=[sorted(m.meta_info_def.tags) for m in sm.meta_graphs],
-        saver=saver_def(mg), functions=functions)
+        saver=saver_def(mg, fields), functions=functions, objects=objects)
     return graph
 
 

@@ -19,25 +19,34 @@ import numpy as np
 
 from tfg.errors import TfgInputError
 from tfg.graphdef.names import parse_input
+from tfg.graphdef.object_graph import capture_keys, handle_source
 from tfg.graphdef.state_checks import check_value
 from tfg.schemas.wire import message_fields
 
 _SAVER_FIELDS = {1: "filename_tensor_name", 2: "save_tensor_name", 3: "restore_op_name"}
 
 
-def saver_def(meta_graph):
-    """{filename_tensor_name, save_tensor_name, restore_op_name} of a MetaGraphDef's SaverDef
-    (field 3), or {} without one.
-
-    tfg's MetaGraphDef schema does not model the saver (it survives as an unknown field), so
-    the three strings are read off the wire: SaverDef fields 1-3 are length-delimited.
-    """
+def unmodelled_fields(meta_graph, numbers=(3, 7)):
+    """{field number: [bytes]} of the MetaGraphDef fields tfg's schema does not model (3: the
+    SaverDef, 7: the SavedObjectGraph); they survive as unknown fields, read off the wire."""
     out = {}
     for number, value in message_fields(meta_graph.SerializeToString(), "MetaGraphDef"):
-        if number == 3 and isinstance(value, bytes):
-            for sub, sval in message_fields(value, "MetaGraphDef"):
-                if sub in _SAVER_FIELDS and isinstance(sval, bytes):
-                    out[_SAVER_FIELDS[sub]] = sval.decode("utf-8", "replace")
+        if number in numbers and isinstance(value, bytes):
+            out.setdefault(number, []).append(value)
+    return out
+
+
+def saver_def(meta_graph, fields=None):
+    """{filename_tensor_name, save_tensor_name, restore_op_name} of a MetaGraphDef's SaverDef
+    (field 3), or {} without one; `fields` are its `unmodelled_fields` when already read.
+
+    SaverDef fields 1-3 are length-delimited strings.
+    """
+    out = {}
+    for value in (unmodelled_fields(meta_graph) if fields is None else fields).get(3, []):
+        for sub, sval in message_fields(value, "MetaGraphDef"):
+            if sub in _SAVER_FIELDS and isinstance(sval, bytes):
+                out[_SAVER_FIELDS[sub]] = sval.decode("utf-8", "replace")
     return out
 
 
@@ -118,6 +127,31 @@ def restore_resource_variables(session, graph, values):
         check_inlined(graph, init_ops, "the SavedModel's init op")
         session.run(None, targets=init_ops)
     return sorted(restored)
+
+
+def unrestored_captures(graph, values):
+    """{VarHandleOp name: checkpoint key} of the variables the SavedModel's functions capture
+    but its saver's restore op does not assign, each keyed as TensorFlow's TF2 loader keys it:
+    through the object graphs (tfg.graphdef.object_graph).
+
+    Before: a Keras 3 train step: StatefulPartitionedCall captures `adam/w_velocity`, the
+            restore op assigns its saver copy `Variable_3` only.
+    After:  {'adam/w_velocity': 'opt/_variables/3/.ATTRIBUTES/VARIABLE_VALUE', ...}
+    """
+    info = graph.saved_model
+    keys = capture_keys(info.objects, values)
+    op = parse_input((info.saver or {}).get("restore_op_name") or "").node
+    assigned = {handle_source(graph, graph[name].data_inputs[0].node)
+                for name in (ancestors(graph, [op]) if op in graph else ())
+                if graph[name].op == "AssignVariableOp" and graph[name].data_inputs}
+    out = {}
+    for handle, key in sorted(keys.items()):
+        if handle in graph and handle not in assigned:
+            if key not in values:
+                raise TfgInputError(f"variable {handle!r} is restored from {key!r}, which "
+                                    f"{info.path}/variables does not hold")
+            out[handle] = key
+    return out
 
 
 def _restored_dtype(node, i):
