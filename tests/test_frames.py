@@ -178,7 +178,7 @@ F = DType.FLOAT
 
 
 def small_loop(g, frame=b"f", loop_cond=True, nxt_to_merge=True):
-    g.add_node("x", "Const", attrs={"dtype": F, "value": np.float32(1)})
+    g.add_node("x", "Const", attrs={"dtype": F, "value": np.array(1, np.float32)})
     g.add_node("e", "Enter", ["x"], {"T": F, "frame_name": frame})
     g.add_node("m", "Merge", ["e", "n"], {"T": F, "N": 2})
     g.add_node("c", "Less", ["m", "m"], {"T": F})
