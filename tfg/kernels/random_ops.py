@@ -12,7 +12,7 @@ import numpy as np
 
 from tfg.kernels._util import fail, np_dtype, shape_vector, tf_name
 from tfg.kernels.registry import kernel
-from tfg.kernels.stateless_random import _sample_row as sample_row
+from tfg.kernels.stateless_random import _sample_row as sample_row, multinomial_sizes
 
 
 def _rng(ctx, step):
@@ -75,20 +75,8 @@ def multinomial(ctx, step, logits, num_samples):
     """tf.random.categorical: num_samples class indices per row of logits [batch, classes],
     each drawn with probability softmax(row); the uniforms come from the node's generator and
     map to classes as StatelessMultinomial's do (TensorFlow's CPU MultinomialFunctor)."""
-    logits, ns = np.asarray(logits), np.asarray(num_samples)
-    if logits.dtype.kind != "f" and logits.dtype.name != "bfloat16":
-        fail(f"Multinomial of {tf_name(logits.dtype)} logits has no CPU kernel in TensorFlow "
-             "(half, bfloat16, float, double only)")
-    if logits.ndim != 2:
-        fail(f"logits should be a matrix, got shape {list(logits.shape)}")
-    if ns.ndim:
-        fail(f"num_samples should be a scalar, got shape {list(ns.shape)}")
-    ns = int(ns)
-    if ns < 0:
-        fail(f"num_samples should be non-negative, got {ns}")
-    batch, classes = logits.shape
-    if classes <= 0:
-        fail(f"num_classes should be positive, got {classes}")
+    logits = np.asarray(logits)
+    batch, ns = multinomial_sizes("Multinomial", logits, np.asarray(num_samples))
     out = np.zeros((batch, ns), np_dtype(ctx.attrs.get("output_dtype", "int64")))
     if out.size:
         draws = _rng(ctx, step).random((batch, ns))

@@ -396,22 +396,29 @@ def stateless_random_get_alg(ctx):
     return np.array(PHILOX, np.int32)
 
 
-@kernel("StatelessMultinomial")
-def stateless_multinomial(ctx, logits, num_samples, seed):
-    logits, ns = np.asarray(logits), np.asarray(num_samples)
+def multinomial_sizes(op, logits, num_samples):
+    """(batch, num_samples) of a Multinomial or StatelessMultinomial call, refusing what
+    TensorFlow's MultinomialOp refuses, in its words (both ops share its checks)."""
     if logits.dtype.kind != "f" and logits.dtype.name != "bfloat16":
-        fail(f"StatelessMultinomial of {logits.dtype.name} logits has no CPU kernel in "
-             "TensorFlow (half, bfloat16, float, double only)")
+        fail(f"{op} of {logits.dtype.name} logits has no CPU kernel in TensorFlow (half, "
+             "bfloat16, float, double only)")
     if logits.ndim != 2:
         fail(f"logits should be a matrix, got shape {tf_dims(logits.shape)}")
-    if ns.ndim:
-        fail(f"num_samples should be a scalar, got shape {tf_dims(ns.shape)}")
-    ns = int(ns)
+    if num_samples.ndim:
+        fail(f"num_samples should be a scalar, got shape {tf_dims(num_samples.shape)}")
+    ns = int(num_samples)
     if ns < 0:
         fail(f"num_samples should be non-negative, got {ns}")
     batch, classes = logits.shape
     if classes <= 0:
         fail(f"num_classes should be positive, got {classes}")
+    return batch, ns
+
+
+@kernel("StatelessMultinomial")
+def stateless_multinomial(ctx, logits, num_samples, seed):
+    logits, ns = np.asarray(logits), np.asarray(num_samples)
+    batch, ns = multinomial_sizes("StatelessMultinomial", logits, ns)
     _v1_seed_shape(seed)
     out = np.zeros((batch, ns), _out_dtype(ctx, "output_dtype"))
     if out.size:
