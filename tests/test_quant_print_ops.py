@@ -132,6 +132,18 @@ def test_print_v2_refuses_files_and_unknown_streams(stream, words):
         Session(g).run([], {"in_0:0": np.array(b"x", object)}, targets=["op"])
 
 
+def test_a_summary_too_large_to_print_is_refused_naming_its_size():
+    """summarize=-1 over 5M elements: refused before any text is made; the default
+    summarize of a large tensor (6 elements a dim) prints as TensorFlow does."""
+    g = _graph("StringFormat", [DType.FLOAT], {"T": [DType.FLOAT], "summarize": -1})
+    big = np.zeros(5_000_000, np.float32)
+    with pytest.raises(TfgError, match="summarizing 5000000 elements"):
+        Session(g).run(["op:0"], {"in_0:0": big})
+    g = _graph("StringFormat", [DType.FLOAT], {"T": [DType.FLOAT]})
+    (text,) = Session(g).run(["op:0"], {"in_0:0": big})
+    assert text == b"[0 0 0 ... 0 0 0]"
+
+
 def test_print_first_n_counts_runs(capsys):
     g = _graph("Print", [DType.FLOAT, DType.FLOAT],
                {"T": DType.FLOAT, "U": [DType.FLOAT], "message": b"m", "first_n": 2})

@@ -10,6 +10,7 @@ corrupt them. "file://..." is refused: tfg never writes a file a graph names.
     StringFormat([[1, 2], [3, 4]], template="x: %s") -> b"x: [[1 2]\n [3 4]]"
     Print(x, [x], message="x=")                      -> x, stderr "x=[1 2 3...]"
 """
+import math
 import sys
 
 import numpy as np
@@ -129,10 +130,21 @@ def summarize_v1(x, limit):
     return "".join(parts)
 
 
+# The most elements one summary prints. Each costs a Python call and 10-25 bytes of text:
+# `summarize=-1` over a hostile 100M-element tensor would take minutes and gigabytes (TensorFlow
+# prints them all; tfg refuses, naming the sizes).
+MAX_PRINTED = 1 << 22  # (6**8: a rank-8 tensor at the default summarize of 3 prints 1.7M)
+
+
 def summarize(x, max_entries, print_v2):
     """Tensor::SummarizeValue(max_entries, print_v2)."""
     x = np.asarray(x)
     limit = x.size if max_entries < 0 else min(max_entries, x.size)
+    printed = (math.prod(min(n, 2 * limit) for n in x.shape) if print_v2 and x.ndim
+               else limit)
+    if printed > MAX_PRINTED:
+        fail(f"summarizing {printed} elements of a {list(x.shape)} tensor (summarize "
+             f"{max_entries}): tfg prints at most {MAX_PRINTED} elements a tensor")
     if x.ndim == 0:
         text = element_text(x[()], x.dtype, quote=print_v2) if limit > 0 else ""
         return text + ("..." if x.size > limit else "")
