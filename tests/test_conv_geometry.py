@@ -106,8 +106,9 @@ def test_cli_refuses_a_window_larger_than_its_input_in_one_line(tmp_path):
     p = tfg_cli("run", DIR / f"{case}.pb", "--feeds", feeds, "--fetch", "y", "-o", out,
                 check=False)
     lines = p.stderr.decode().strip().splitlines()
-    # A kernel's refusal is a failure while running: exit 1 (docs/run.md), one line.
-    assert p.returncode == 1 and len(lines) == 1, p.stderr.decode()
+    # The fed shape against the filter's, before any kernel: an input error (exit 2; a refusal
+    # static shapes cannot foresee is a failure while running, exit 1: docs/run.md), one line.
+    assert p.returncode == 2 and len(lines) == 1, p.stderr.decode()
     assert "'y'" in lines[0] and "Conv2D" in lines[0]
     assert "Computed output size would be negative: -1 [input_size: 3" in lines[0]
     assert not out.exists()

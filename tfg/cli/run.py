@@ -15,6 +15,7 @@ from tfg.errors import TfgInputError
 from tfg.executor.blas import resolve_blas_threads
 from tfg.executor.distributed import ClusterConfig
 from tfg.executor.distributed.auth import resolve_token
+from tfg.executor.executor import NodeError
 from tfg.executor.limits import parse_size
 from tfg.executor.restore import restore_variables
 from tfg.executor.runner import Runner, checkpoint_note
@@ -23,6 +24,7 @@ from tfg.executor.trace import write_chrome_trace
 from tfg.graphdef import savedmodel
 from tfg.graphdef.canonical import canonicalize
 from tfg.graphdef.graph import Graph
+from tfg.graphdef.infer import static_conflict
 from tfg.graphdef.io import write_bytes_atomic
 from tfg.graphdef.names import parse_tensor
 from tfg.passes.cost_model import CostModel
@@ -215,6 +217,8 @@ def command(graph, fmt, as_json, tag, signature, feed_args, feeds_file, random_s
                     log=lambda message: click.echo(f"tfg: {message}", err=True))
     try:
         values = runner.run()
+    except NodeError as e:
+        raise _as_input_error(e, sess.graph, feeds) from None
     except KeyboardInterrupt:  # Ctrl-C: stop between or inside steps, one line, exit 130
         _interrupted(runner, bar, shown, output, fmt)
     finally:  # before any error line: the progress line must not garble it
@@ -231,6 +235,36 @@ def command(graph, fmt, as_json, tag, signature, feed_args, feeds_file, random_s
         write_chrome_trace(sess.last_trace, trace_path)
     if fetch_names:
         _emit_values(shown, values, output, fmt)
+
+
+def _as_input_error(error, graph, feeds):
+    """A kernel's failure that static shapes alone prove, before any value is computed, is
+    bad input (exit 2), not a failure while running (exit 1): the graph's own shapes (a graph
+    TensorFlow's importer refuses) or the fed arrays' shapes against the graph's. Inferred only
+    once a node has failed, so that steps that succeed never pay for it.
+
+    Before: NodeError("node 'm' (MatMul) failed: Matrix size-incompatible: In[0]: [2, 3] ...")
+    After:  TfgInputError("node 'm' (MatMul): MatMul inner dimensions differ: 3 vs 4 (the
+            graph's static shapes; TensorFlow refuses such a graph on import)")
+    """
+    node = getattr(error, "node_name", None)
+    if node is None:
+        return error
+    conflict = static_conflict(graph, node)
+    if conflict is not None:
+        return TfgInputError(f"{conflict} (the graph's static shapes; TensorFlow refuses such "
+                             "a graph on import)")
+    shapes = {}
+    for name, value in feeds.items():
+        try:
+            shapes[name] = np.shape(value)
+        except ValueError:  # a ragged list (the feed's own check words that)
+            pass
+    conflict = static_conflict(graph, node, shapes) if shapes else None
+    if conflict is None:
+        return error
+    return TfgInputError(f"{conflict} (with the shapes of the arrays fed: "
+                         f"{', '.join(sorted(shapes))})")
 
 
 def _reset_only(cluster, resets, timeout, tls_ca, auth_token, auth_token_file):

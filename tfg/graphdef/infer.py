@@ -26,7 +26,7 @@ from tfg.graphdef.graph import BACK_EDGE_OPS
 from tfg.graphdef.names import CONTROL, parse_tensor
 from tfg.schemas.dtypes import DType
 from tfg.schemas.ops import control_flow_names, registry
-from tfg.schemas.ops.shape_fns import InferenceContext, merge, relax
+from tfg.schemas.ops.shape_fns import InferenceContext, ShapeError, merge, relax
 from tfg.schemas.ops.signature import _arg_dtypes
 from tfg.schemas.ops.value_fns import (
     EVALUATED_OPS, FORWARDING, SHAPE_VALUE_OPS, can_evaluate, evaluate)
@@ -68,11 +68,12 @@ class TensorInfo(NamedTuple):
 UNKNOWN = TensorInfo(None, None)
 
 
-def infer(graph, strict=False, shapes=None, errors=None):
+def infer(graph, strict=False, shapes=None, errors=None, problems_out=None):
     """{(node name, port): TensorInfo} for every output of every node.
 
     `shapes` maps tensor names (`x`, `x:0`) or (node, port) to shapes known from outside (e.g.
-    feeds); they are merged with what the graph says.
+    feeds); they are merged with what the graph says. `problems_out`, when a dict, gets
+    {node name: the error} of each problem.
     """
     overrides = _parse_overrides(shapes)
     order = _order(graph, strict)
@@ -84,6 +85,8 @@ def infer(graph, strict=False, shapes=None, errors=None):
     found = [problems[n.name] for n in order if n.name in problems]
     if errors is not None:
         errors.extend(str(e) for e in found)
+    if problems_out is not None:
+        problems_out.update((n.name, problems[n.name]) for n in order if n.name in problems)
     if strict and found:
         raise found[0]
     # Outputs of unknown ops that something reads: present, and unknown.
@@ -92,6 +95,25 @@ def infer(graph, strict=False, shapes=None, errors=None):
             if ref.port != CONTROL and (ref.node, ref.port) not in result and ref.node in graph:
                 result[(ref.node, ref.port)] = UNKNOWN
     return result
+
+
+def static_conflict(graph, node_name, shapes=None):
+    """The ShapeError that the graph's static shapes alone (with `shapes` known from outside,
+    e.g. the feeds') give at `node_name`, or None: what tells a graph TensorFlow's importer
+    refuses from a kernel that failed on values.
+
+        >>> static_conflict(g, "m")       # m = MatMul(Const [2, 3], Const [4, 5])
+        ShapeError("node 'm' (MatMul): MatMul inner dimensions differ: 3 vs 4")
+    """
+    if node_name not in graph:
+        return None
+    problems = {}
+    try:
+        infer(graph, shapes=shapes, problems_out=problems)
+    except TfgInputError:  # a graph inference cannot order (a cycle): no verdict
+        return None
+    err = problems.get(node_name)
+    return err if isinstance(err, ShapeError) else None
 
 
 def output_shapes(graph, node, strict=False):

@@ -430,7 +430,9 @@ def make(op_type, inputs, attrs, name, out_dtypes=None, out_shapes=None):
     except TfgInputError as e:
         b.graph.remove_node(op.name)
         del b._ops[op.name]
-        raise TfgInputError(f"node {op.name!r} ({op_type}): {e}") from None
+        named = str(e) if str(e).startswith(f"node {op.name!r}") else \
+            f"node {op.name!r} ({op_type}): {e}"  # (inference's errors name it already)
+        raise TfgInputError(named) from None
     op.outputs = [Tensor(op, i, dt, sh) for i, (dt, sh) in enumerate(zip(dtypes, shapes))]
     return op
 
