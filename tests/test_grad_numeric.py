@@ -321,6 +321,11 @@ SPECS.update({
     "SparseDenseCwiseDiv": ([_SP3[0], P(r(4)), _SP3[1], P(pos(4))], {}),
 })
 SKIP.add("SparseDenseCwiseAdd")  # no gradient in TensorFlow either: asking is an error
+# A ragged tensor padded to [3, 4] (rows of 2, 0 and 3 values; one value past the width is
+# dropped): values and default_value differentiated.
+SPECS["RaggedTensorToTensor"] = (
+    [C(np.array([3, 2], np.int64)), P(r(5)), P(np.array(0.3)),
+     C(np.array([0, 2, 2, 5], np.int64))], {"row_partition_types": [b"ROW_SPLITS"]})
 # Stop 46's ops, their gradients checked against TensorFlow's in their own files:
 # fake quantization and quantize-and-dequantize are straight-through estimators (the forward
 # is a staircase: no finite difference is its gradient; test_quant_print_ops.py, with Print,

@@ -174,8 +174,9 @@ def _input_info(x):
         arr = x
     elif isinstance(x, (int, float, bool)):
         arr = np.asarray(x)
-    else:  # a TensorList, a resource handle, a queue: no shape to reason about here
-        return TensorInfo(None, None)
+    else:  # a TensorList, a resource handle, a queue: no shape to reason about here (a lookup
+        # table's values have one: LookupTableFindV2's output is sized by it)
+        return TensorInfo(None, None, handle=getattr(x, "handle_info", None))
     kind = arr.dtype.kind
     if kind == "O" or kind in "SU":
         return TensorInfo(DType.STRING, tuple(arr.shape))

@@ -48,6 +48,12 @@ _HANDLES = {
     "StackV2": lambda node, ctx: ("stack", node.name),
     "FIFOQueueV2": _queue_handle,
     "RandomShuffleQueueV2": _queue_handle,
+    # A lookup table: (value dtype, value shape), what LookupTableFindV2 appends to the keys'.
+    **dict.fromkeys(("HashTableV2", "MutableHashTableV2", "MutableHashTableOfTensorsV2",
+                     "AnonymousHashTable", "AnonymousMutableHashTable",
+                     "AnonymousMutableHashTableOfTensors"),
+                    lambda node, ctx: (ctx.attrs.get("value_dtype"),
+                                       tuple(ctx.attrs.get("value_shape", ())))),
 }
 # Ops whose outputs may carry values or resource handles beyond dtype and shape.
 _EXTRA_OPS = FORWARDING | EVALUATED_OPS | frozenset(_HANDLES)

@@ -158,6 +158,11 @@ def var_is_initialized(ctx, handle):
     return np.bool_(var is not None and var.initialized)
 
 
+@kernel("DisableCopyOnRead", device_types=ALL_DEVICES, host_only=True)
+def disable_copy_on_read(ctx, handle):
+    return ()  # one copy mode in tfg (see the op's signature)
+
+
 @kernel("DestroyResourceOp", device_types=ALL_DEVICES, host_only=True)
 def destroy_resource(ctx, handle):
     if handle.mgr.delete(handle.container, handle.name) is None and \

@@ -17,6 +17,9 @@ from tfg.passes.grad import (  # noqa: F401
     segment_grads, sequence_grads, sparse_grads, spectral_grads, tensor_array_grads)
 from tfg.passes.grad import quant_grads  # noqa: F401,E402
 from tfg.passes.grad import ctc_grads  # noqa: F401,E402
+from tfg.passes.grad import string_grads  # noqa: F401,E402
+from tfg.passes.grad import ragged_grads  # noqa: F401,E402
+from tfg.passes.grad import lookup_grads  # noqa: F401,E402
 from tfg.passes.grad.core import GradientWarning, grad  # noqa: F401
 from tfg.passes.grad.registry import (  # noqa: F401
     get_gradient, gradient, has_gradient, no_gradient, registered)

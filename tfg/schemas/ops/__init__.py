@@ -17,5 +17,8 @@ from tfg.schemas.ops import (  # noqa: F401  (each module registers its family)
     sparse_ops, special_math_ops, spectral_ops, state_ops, tensor_array_ops, training_ops)
 from tfg.schemas.ops import logging_ops, quantization_ops  # noqa: F401,E402
 from tfg.schemas.ops import ctc_ops  # noqa: F401,E402
+from tfg.schemas.ops import string_ops  # noqa: F401,E402
+from tfg.schemas.ops import ragged_ops  # noqa: F401,E402  (with the string-hashing ops)
+from tfg.schemas.ops import lookup_ops  # noqa: F401,E402
 from tfg.schemas.ops import fused, signature  # noqa: F401  (Grappler's fused ops)
 from tfg.schemas.ops.shape_fns import InferenceContext, ShapeError  # noqa: F401

@@ -114,6 +114,11 @@ op("VarIsInitializedOp",
    inputs=["resource: resource"],
    outputs=["is_initialized: bool"],
    stateful=True, shape_fn=scalar)
+# Keras 3's save functions call it before reading a variable (TensorFlow then copies the
+# variable's buffer on write instead of on read); tfg's variables have one mode, so a no-op.
+op("DisableCopyOnRead",
+   inputs=["resource: resource"],
+   stateful=True, shape_fn=no_outputs)
 op("DestroyResourceOp",
    inputs=["resource: resource"],
    attrs=["ignore_lookup_error: bool = true"],
