@@ -17,7 +17,7 @@ from tfg.executor.distributed import ClusterConfig
 from tfg.executor.distributed.auth import resolve_token
 from tfg.executor.executor import NodeError
 from tfg.executor.limits import parse_size
-from tfg.executor.restore import restore_variables
+from tfg.executor.restore import load_saved_model_state
 from tfg.executor.runner import Runner, checkpoint_note
 from tfg.executor.session import Session
 from tfg.executor.trace import write_chrome_trace
@@ -190,9 +190,8 @@ def command(graph, fmt, as_json, tag, signature, feed_args, feeds_file, random_s
     click.get_current_context().call_on_close(sess.close)
     if resets:
         sess.reset(list(resets))
-    saved = getattr(g, "saved_model", None)
-    if saved is not None and saved.variables_prefix:  # as TensorFlow's loader restores them
-        restore_variables(sess, g, savedmodel.read_variables(saved.path))
+    if getattr(g, "saved_model", None) is not None:  # as TensorFlow's loader prepares it
+        load_saved_model_state(sess, g)
     profile = None
     if profile_path:
         profile = CostModel()

@@ -99,6 +99,9 @@ def convert_feed(graph, ref, value):
     else:  # a malformed dtype attr (e.g. a tensor): nothing to check against
         dtype = None
     if dtype == DType.STRING:
+        kind = getattr(value, "dtype", np.dtype(object)).kind
+        if kind in "biufc":  # numbers are not text: TensorFlow refuses them too
+            raise TfgInputError(f"feed {name!r}: got {value.dtype} values, expected string")
         arr = np.asarray(value, dtype=object)
         arr = np.vectorize(lambda v: _to_bytes(name, v), otypes=[object])(arr) \
             if arr.size else arr

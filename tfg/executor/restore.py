@@ -8,12 +8,31 @@ loading a SavedModel (tfg.graphdef.savedmodel reads the files; this assigns the 
 import numpy as np
 
 from tfg.errors import TfgInputError
-from tfg.graphdef.savedmodel_tf2 import restore_resource_variables, unrestored_captures
+from tfg.graphdef.savedmodel import read_variables
+from tfg.graphdef.savedmodel_tf2 import (restore_resource_variables, run_init_ops,
+                                         unrestored_captures)
 from tfg.graphdef.state_checks import check_value
 from tfg.kernels.resources import Ref
 from tfg.schemas.ops import ref_variable_ops
 
 _REF_VARIABLES = ref_variable_ops()
+
+
+def load_saved_model_state(session, graph):
+    """Everything TensorFlow's SavedModel loader does to a fresh session before the first step:
+    restore the variables (when the SavedModel has any), then run its init op (table
+    initializers) with the assets' paths fed. Returns the checkpoint keys restored.
+
+    Before: a Session of `load_graph("export/1")`: variables unset, tables empty.
+    After:  the variables hold their saved values and the tables their vocabularies.
+    """
+    info = graph.saved_model
+    if info.variables_prefix:
+        return restore_variables(session, graph, read_variables(info.path))
+    if getattr(session, "is_cluster", False) and info.init_ops:
+        raise TfgInputError("a SavedModel's init op cannot run on a --cluster yet")
+    run_init_ops(session, graph)
+    return []
 
 
 def restore_variables(session, graph, values):
@@ -37,7 +56,9 @@ def restore_variables(session, graph, values):
                                    node.get_attr("shape", None))
         elif node.op == "VarHandleOp":  # a TF2 SavedModel: its restore function knows them
             restored = restore_resource_variables(session, graph, values)
-            return sorted(set(restored) | set(_restore_captures(session, graph, values)))
+            restored = set(restored) | set(_restore_captures(session, graph, values))
+            _init(session, graph)
+            return sorted(restored)
     for name, value in values.items():
         if name not in declared:
             continue  # e.g. a slot variable of an optimizer that the graph was pruned of
@@ -46,7 +67,13 @@ def restore_variables(session, graph, values):
         ref = session.resources.get_or_create(container, short,
                                               lambda: Ref(short, dtype, shape))
         ref.assign(value)
+    _init(session, graph)
     return sorted(n for n in values if n in declared)
+
+
+def _init(session, graph):
+    if getattr(graph, "saved_model", None) is not None:
+        run_init_ops(session, graph)
 
 
 def _restore_captures(session, graph, values):

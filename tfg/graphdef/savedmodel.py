@@ -63,6 +63,8 @@ class SavedModelInfo:
     saver: dict = field(default_factory=dict)  # SaverDef strings (restore_op_name, ...)
     functions: dict = None  # TF2: {"inlined": n, "not_inlined": {call node: why}}
     objects: object = None  # TF2: its SavedObjectGraph (tfg.graphdef.object_graph)
+    assets: dict = field(default_factory=dict)  # tensor name -> the file under assets/
+    init_ops: list = field(default_factory=list)  # what the loader runs after restoring
 
     @property
     def variables_prefix(self):
@@ -204,8 +206,70 @@ def load_graph(path, tags=None):
     graph.saved_model = SavedModelInfo(
         path=folder, tags=sorted(mg.meta_info_def.tags), signatures=signatures_of(mg),
         available_tags=[sorted(m.meta_info_def.tags) for m in sm.meta_graphs],
-        saver=saver_def(mg, fields), functions=functions, objects=objects)
+        saver=saver_def(mg, fields), functions=functions, objects=objects,
+        assets=asset_files(mg, folder), init_ops=init_ops(mg))
     return graph
+
+
+def asset_files(meta_graph, folder):
+    """{tensor name: path} of the MetaGraphDef's assets (vocabulary files a table initializer
+    reads): the tensor holds the path the file had when it was exported, and TensorFlow's
+    loader feeds it the file's path under `<folder>/assets/` instead.
+
+        >>> asset_files(mg, "export/1")
+        {'word_lookup/Const:0': 'export/1/assets/vocab.txt'}
+
+    A filename that would leave assets/ (`../x`, an absolute path) is refused."""
+    out = {}
+    root = os.path.join(os.path.abspath(folder), "assets")
+    for asset in _asset_defs(meta_graph, folder):
+        name, filename = asset.tensor_info.name, asset.filename
+        path = os.path.normpath(os.path.join(root, filename))
+        if not filename or os.path.isabs(filename) or not path.startswith(root + os.sep):
+            raise TfgInputError(f"{folder}: asset {filename!r} (tensor {name!r}) is not a file "
+                                "name inside the SavedModel's assets/ folder")
+        if name:
+            out[name] = path
+    return out
+
+
+_ASSET_TYPE = "type.googleapis.com/tensorflow.AssetFileDef"
+
+
+def _asset_defs(meta_graph, folder):
+    """The AssetFileDefs: the MetaGraphDef's own field, else (TF1's builder) the Any values of
+    its "saved_model_assets" collection."""
+    if meta_graph.asset_file_def:
+        return list(meta_graph.asset_file_def)
+    coll = meta_graph.collection_def.get("saved_model_assets")
+    if coll is None or coll.WhichOneof("kind") != "any_list":
+        return []
+    out = []
+    for value in coll.any_list.value:
+        if value.type_url != _ASSET_TYPE:
+            continue
+        asset = saved_model_pb2.AssetFileDef()
+        _parse(value.value, asset, f"{folder}: an AssetFileDef of collection saved_model_assets")
+        out.append(asset)
+    return out
+
+
+# Where a SavedModel names the op its loader runs after restoring the variables (table
+# initializers): TF2's signature, else TF1's main op, else its legacy init op.
+_INIT_SIGNATURE = "__saved_model_init_op"
+_INIT_COLLECTIONS = ("saved_model_main_op", "legacy_init_op")
+
+
+def init_ops(meta_graph):
+    """The node names TensorFlow's loader runs once the variables are restored."""
+    sig = meta_graph.signature_def.get(_INIT_SIGNATURE)
+    if sig is not None:
+        return sorted(parse_input(t.name).node for t in sig.outputs.values() if t.name)
+    for key in _INIT_COLLECTIONS:
+        coll = meta_graph.collection_def.get(key)
+        if coll is not None and coll.WhichOneof("kind") == "node_list" and coll.node_list.value:
+            return [parse_input(v).node for v in coll.node_list.value]
+    return []
 
 
 def signature(graph, name):
@@ -381,6 +445,8 @@ def describe(info):
            "variables": info.variables_prefix is not None, "signatures": info.signatures}
     if info.functions is not None:
         out["functions"] = info.functions
+    out["init_ops"] = list(info.init_ops or [])
+    out["assets"] = {name: os.path.basename(path) for name, path in (info.assets or {}).items()}
     return out
 
 
@@ -395,6 +461,10 @@ def format_signatures(info):
     lines = [f"saved model: tags {','.join(info.tags) or '(none)'} (variables: "
              f"{'yes' if info.variables_prefix else 'no'})",
              f"signatures ({len(info.signatures)}):"]
+    if info.init_ops:  # what runs once, after the variables are restored (table initializers)
+        assets = ", ".join(sorted(os.path.basename(p) for p in (info.assets or {}).values()))
+        lines.insert(1, f"init op: {', '.join(info.init_ops)}"
+                        + (f" (assets: {assets})" if assets else ""))
     if info.functions is not None:  # TF2: say what was inlined and what cannot run
         skipped = info.functions["not_inlined"]
         lines.insert(1, f"functions: {info.functions['inlined']} calls inlined"

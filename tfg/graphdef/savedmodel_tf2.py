@@ -119,14 +119,32 @@ def restore_resource_variables(session, graph, values):
         raise TfgInputError(f"{info.path}: the restore op {op!r} reads no RestoreV2 tensors")
     if filename and parse_input(filename).node in graph:
         feeds[filename] = np.array(info.variables_prefix or "", dtype=object)
+    feeds.update(asset_feeds(graph))
     session.run(None, feeds=feeds, targets=[op])
-    init = info.signatures.get("__saved_model_init_op", {}).get("outputs", {})
-    init_ops = [parse_input(t["name"]).node for t in init.values() if t["name"]]
-    init_ops = [n for n in init_ops if n in graph]
-    if init_ops:  # what TF's loader runs after restoring (table initializers, ...)
-        check_inlined(graph, init_ops, "the SavedModel's init op")
-        session.run(None, targets=init_ops)
     return sorted(restored)
+
+
+def asset_feeds(graph):
+    """The feeds TensorFlow's loader gives the restore and init ops: each asset's tensor the
+    path of its file under assets/ (only those the graph still has)."""
+    info = graph.saved_model
+    return {name: np.array(path.encode(), dtype=object)
+            for name, path in (info.assets or {}).items() if parse_input(name).node in graph}
+
+
+def run_init_ops(session, graph):
+    """Run what TF's loader runs after restoring (table initializers, ...), assets fed; returns
+    the node names run.
+
+    Before: a Session of a SavedModel whose HashTableV2 is empty.
+    After:  its `__saved_model_init_op` (or TF1's main op / legacy init op) has run, so the
+            table holds its vocabulary.
+    """
+    names = [n for n in (graph.saved_model.init_ops or []) if n in graph]
+    if names:
+        check_inlined(graph, names, "the SavedModel's init op")
+        session.run(None, feeds=asset_feeds(graph), targets=names)
+    return names
 
 
 def unrestored_captures(graph, values):

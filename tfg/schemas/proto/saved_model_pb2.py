@@ -27,7 +27,7 @@ from tfg.schemas.proto import tensor_shape_pb2 as tfg_dot_schemas_dot_proto_dot_
 from tfg.schemas.proto import types_pb2 as tfg_dot_schemas_dot_proto_dot_types__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n#tfg/schemas/proto/saved_model.proto\x12\ntensorflow\x1a\x1dtfg/schemas/proto/graph.proto\x1a$tfg/schemas/proto/tensor_shape.proto\x1a\x1dtfg/schemas/proto/types.proto\"_\n\nSavedModel\x12\"\n\x1asaved_model_schema_version\x18\x01 \x01(\x03\x12-\n\x0bmeta_graphs\x18\x02 \x03(\x0b\x32\x18.tensorflow.MetaGraphDef\"\xe4\x04\n\x0cMetaGraphDef\x12;\n\rmeta_info_def\x18\x01 \x01(\x0b\x32$.tensorflow.MetaGraphDef.MetaInfoDef\x12\'\n\tgraph_def\x18\x02 \x01(\x0b\x32\x14.tensorflow.GraphDef\x12\x43\n\x0e\x63ollection_def\x18\x04 \x03(\x0b\x32+.tensorflow.MetaGraphDef.CollectionDefEntry\x12\x41\n\rsignature_def\x18\x05 \x03(\x0b\x32*.tensorflow.MetaGraphDef.SignatureDefEntry\x12\x30\n\x0e\x61sset_file_def\x18\x06 \x03(\x0b\x32\x18.tensorflow.AssetFileDef\x1a\x93\x01\n\x0bMetaInfoDef\x12\x1a\n\x12meta_graph_version\x18\x01 \x01(\t\x12\x0c\n\x04tags\x18\x04 \x03(\t\x12\x1a\n\x12tensorflow_version\x18\x05 \x01(\t\x12\x1e\n\x16tensorflow_git_version\x18\x06 \x01(\t\x12\x1e\n\x16stripped_default_attrs\x18\x07 \x01(\x08\x1aO\n\x12\x43ollectionDefEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12(\n\x05value\x18\x02 \x01(\x0b\x32\x19.tensorflow.CollectionDef:\x02\x38\x01\x1aM\n\x11SignatureDefEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\'\n\x05value\x18\x02 \x01(\x0b\x32\x18.tensorflow.SignatureDef:\x02\x38\x01\"\xf8\x02\n\rCollectionDef\x12\x37\n\tnode_list\x18\x01 \x01(\x0b\x32\".tensorflow.CollectionDef.NodeListH\x00\x12\x39\n\nbytes_list\x18\x02 \x01(\x0b\x32#.tensorflow.CollectionDef.BytesListH\x00\x12\x39\n\nint64_list\x18\x03 \x01(\x0b\x32#.tensorflow.CollectionDef.Int64ListH\x00\x12\x39\n\nfloat_list\x18\x04 \x01(\x0b\x32#.tensorflow.CollectionDef.FloatListH\x00\x1a\x19\n\x08NodeList\x12\r\n\x05value\x18\x01 \x03(\t\x1a\x1a\n\tBytesList\x12\r\n\x05value\x18\x01 \x03(\x0c\x1a\x1e\n\tInt64List\x12\x11\n\x05value\x18\x01 \x03(\x03\x42\x02\x10\x01\x1a\x1e\n\tFloatList\x12\x11\n\x05value\x18\x01 \x03(\x02\x42\x02\x10\x01\x42\x06\n\x04kind\"\x81\x01\n\nTensorInfo\x12\x0e\n\x04name\x18\x01 \x01(\tH\x00\x12#\n\x05\x64type\x18\x02 \x01(\x0e\x32\x14.tensorflow.DataType\x12\x32\n\x0ctensor_shape\x18\x03 \x01(\x0b\x32\x1c.tensorflow.TensorShapeProtoB\n\n\x08\x65ncoding\"\xa0\x02\n\x0cSignatureDef\x12\x34\n\x06inputs\x18\x01 \x03(\x0b\x32$.tensorflow.SignatureDef.InputsEntry\x12\x36\n\x07outputs\x18\x02 \x03(\x0b\x32%.tensorflow.SignatureDef.OutputsEntry\x12\x13\n\x0bmethod_name\x18\x03 \x01(\t\x1a\x45\n\x0bInputsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12%\n\x05value\x18\x02 \x01(\x0b\x32\x16.tensorflow.TensorInfo:\x02\x38\x01\x1a\x46\n\x0cOutputsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12%\n\x05value\x18\x02 \x01(\x0b\x32\x16.tensorflow.TensorInfo:\x02\x38\x01\"M\n\x0c\x41ssetFileDef\x12+\n\x0btensor_info\x18\x01 \x01(\x0b\x32\x16.tensorflow.TensorInfo\x12\x10\n\x08\x66ilename\x18\x02 \x01(\t\"\x88\x01\n\x11\x42undleHeaderProto\x12\x12\n\nnum_shards\x18\x01 \x01(\x05\x12<\n\nendianness\x18\x02 \x01(\x0e\x32(.tensorflow.BundleHeaderProto.Endianness\"!\n\nEndianness\x12\n\n\x06LITTLE\x10\x00\x12\x07\n\x03\x42IG\x10\x01\"\xa4\x01\n\x10\x42undleEntryProto\x12#\n\x05\x64type\x18\x01 \x01(\x0e\x32\x14.tensorflow.DataType\x12+\n\x05shape\x18\x02 \x01(\x0b\x32\x1c.tensorflow.TensorShapeProto\x12\x10\n\x08shard_id\x18\x03 \x01(\x05\x12\x0e\n\x06offset\x18\x04 \x01(\x03\x12\x0c\n\x04size\x18\x05 \x01(\x03\x12\x0e\n\x06\x63rc32c\x18\x06 \x01(\x07\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n#tfg/schemas/proto/saved_model.proto\x12\ntensorflow\x1a\x1dtfg/schemas/proto/graph.proto\x1a$tfg/schemas/proto/tensor_shape.proto\x1a\x1dtfg/schemas/proto/types.proto\"_\n\nSavedModel\x12\"\n\x1asaved_model_schema_version\x18\x01 \x01(\x03\x12-\n\x0bmeta_graphs\x18\x02 \x03(\x0b\x32\x18.tensorflow.MetaGraphDef\"\xe4\x04\n\x0cMetaGraphDef\x12;\n\rmeta_info_def\x18\x01 \x01(\x0b\x32$.tensorflow.MetaGraphDef.MetaInfoDef\x12\'\n\tgraph_def\x18\x02 \x01(\x0b\x32\x14.tensorflow.GraphDef\x12\x43\n\x0e\x63ollection_def\x18\x04 \x03(\x0b\x32+.tensorflow.MetaGraphDef.CollectionDefEntry\x12\x41\n\rsignature_def\x18\x05 \x03(\x0b\x32*.tensorflow.MetaGraphDef.SignatureDefEntry\x12\x30\n\x0e\x61sset_file_def\x18\x06 \x03(\x0b\x32\x18.tensorflow.AssetFileDef\x1a\x93\x01\n\x0bMetaInfoDef\x12\x1a\n\x12meta_graph_version\x18\x01 \x01(\t\x12\x0c\n\x04tags\x18\x04 \x03(\t\x12\x1a\n\x12tensorflow_version\x18\x05 \x01(\t\x12\x1e\n\x16tensorflow_git_version\x18\x06 \x01(\t\x12\x1e\n\x16stripped_default_attrs\x18\x07 \x01(\x08\x1aO\n\x12\x43ollectionDefEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12(\n\x05value\x18\x02 \x01(\x0b\x32\x19.tensorflow.CollectionDef:\x02\x38\x01\x1aM\n\x11SignatureDefEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\'\n\x05value\x18\x02 \x01(\x0b\x32\x18.tensorflow.SignatureDef:\x02\x38\x01\"\x9a\x04\n\rCollectionDef\x12\x37\n\tnode_list\x18\x01 \x01(\x0b\x32\".tensorflow.CollectionDef.NodeListH\x00\x12\x39\n\nbytes_list\x18\x02 \x01(\x0b\x32#.tensorflow.CollectionDef.BytesListH\x00\x12\x39\n\nint64_list\x18\x03 \x01(\x0b\x32#.tensorflow.CollectionDef.Int64ListH\x00\x12\x39\n\nfloat_list\x18\x04 \x01(\x0b\x32#.tensorflow.CollectionDef.FloatListH\x00\x12\x35\n\x08\x61ny_list\x18\x05 \x01(\x0b\x32!.tensorflow.CollectionDef.AnyListH\x00\x1a\x19\n\x08NodeList\x12\r\n\x05value\x18\x01 \x03(\t\x1a\x1a\n\tBytesList\x12\r\n\x05value\x18\x01 \x03(\x0c\x1a\x1e\n\tInt64List\x12\x11\n\x05value\x18\x01 \x03(\x03\x42\x02\x10\x01\x1a\x1e\n\tFloatList\x12\x11\n\x05value\x18\x01 \x03(\x02\x42\x02\x10\x01\x1a+\n\x08\x41nyValue\x12\x10\n\x08type_url\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x0c\x1a<\n\x07\x41nyList\x12\x31\n\x05value\x18\x01 \x03(\x0b\x32\".tensorflow.CollectionDef.AnyValueB\x06\n\x04kind\"\x81\x01\n\nTensorInfo\x12\x0e\n\x04name\x18\x01 \x01(\tH\x00\x12#\n\x05\x64type\x18\x02 \x01(\x0e\x32\x14.tensorflow.DataType\x12\x32\n\x0ctensor_shape\x18\x03 \x01(\x0b\x32\x1c.tensorflow.TensorShapeProtoB\n\n\x08\x65ncoding\"\xa0\x02\n\x0cSignatureDef\x12\x34\n\x06inputs\x18\x01 \x03(\x0b\x32$.tensorflow.SignatureDef.InputsEntry\x12\x36\n\x07outputs\x18\x02 \x03(\x0b\x32%.tensorflow.SignatureDef.OutputsEntry\x12\x13\n\x0bmethod_name\x18\x03 \x01(\t\x1a\x45\n\x0bInputsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12%\n\x05value\x18\x02 \x01(\x0b\x32\x16.tensorflow.TensorInfo:\x02\x38\x01\x1a\x46\n\x0cOutputsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12%\n\x05value\x18\x02 \x01(\x0b\x32\x16.tensorflow.TensorInfo:\x02\x38\x01\"M\n\x0c\x41ssetFileDef\x12+\n\x0btensor_info\x18\x01 \x01(\x0b\x32\x16.tensorflow.TensorInfo\x12\x10\n\x08\x66ilename\x18\x02 \x01(\t\"\x88\x01\n\x11\x42undleHeaderProto\x12\x12\n\nnum_shards\x18\x01 \x01(\x05\x12<\n\nendianness\x18\x02 \x01(\x0e\x32(.tensorflow.BundleHeaderProto.Endianness\"!\n\nEndianness\x12\n\n\x06LITTLE\x10\x00\x12\x07\n\x03\x42IG\x10\x01\"\xa4\x01\n\x10\x42undleEntryProto\x12#\n\x05\x64type\x18\x01 \x01(\x0e\x32\x14.tensorflow.DataType\x12+\n\x05shape\x18\x02 \x01(\x0b\x32\x1c.tensorflow.TensorShapeProto\x12\x10\n\x08shard_id\x18\x03 \x01(\x05\x12\x0e\n\x06offset\x18\x04 \x01(\x03\x12\x0c\n\x04size\x18\x05 \x01(\x03\x12\x0e\n\x06\x63rc32c\x18\x06 \x01(\x07\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -57,29 +57,33 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_METAGRAPHDEF_SIGNATUREDEFENTRY']._serialized_start=784
   _globals['_METAGRAPHDEF_SIGNATUREDEFENTRY']._serialized_end=861
   _globals['_COLLECTIONDEF']._serialized_start=864
-  _globals['_COLLECTIONDEF']._serialized_end=1240
-  _globals['_COLLECTIONDEF_NODELIST']._serialized_start=1115
-  _globals['_COLLECTIONDEF_NODELIST']._serialized_end=1140
-  _globals['_COLLECTIONDEF_BYTESLIST']._serialized_start=1142
-  _globals['_COLLECTIONDEF_BYTESLIST']._serialized_end=1168
-  _globals['_COLLECTIONDEF_INT64LIST']._serialized_start=1170
-  _globals['_COLLECTIONDEF_INT64LIST']._serialized_end=1200
-  _globals['_COLLECTIONDEF_FLOATLIST']._serialized_start=1202
-  _globals['_COLLECTIONDEF_FLOATLIST']._serialized_end=1232
-  _globals['_TENSORINFO']._serialized_start=1243
-  _globals['_TENSORINFO']._serialized_end=1372
-  _globals['_SIGNATUREDEF']._serialized_start=1375
-  _globals['_SIGNATUREDEF']._serialized_end=1663
-  _globals['_SIGNATUREDEF_INPUTSENTRY']._serialized_start=1522
-  _globals['_SIGNATUREDEF_INPUTSENTRY']._serialized_end=1591
-  _globals['_SIGNATUREDEF_OUTPUTSENTRY']._serialized_start=1593
-  _globals['_SIGNATUREDEF_OUTPUTSENTRY']._serialized_end=1663
-  _globals['_ASSETFILEDEF']._serialized_start=1665
-  _globals['_ASSETFILEDEF']._serialized_end=1742
-  _globals['_BUNDLEHEADERPROTO']._serialized_start=1745
-  _globals['_BUNDLEHEADERPROTO']._serialized_end=1881
-  _globals['_BUNDLEHEADERPROTO_ENDIANNESS']._serialized_start=1848
-  _globals['_BUNDLEHEADERPROTO_ENDIANNESS']._serialized_end=1881
-  _globals['_BUNDLEENTRYPROTO']._serialized_start=1884
-  _globals['_BUNDLEENTRYPROTO']._serialized_end=2048
+  _globals['_COLLECTIONDEF']._serialized_end=1402
+  _globals['_COLLECTIONDEF_NODELIST']._serialized_start=1170
+  _globals['_COLLECTIONDEF_NODELIST']._serialized_end=1195
+  _globals['_COLLECTIONDEF_BYTESLIST']._serialized_start=1197
+  _globals['_COLLECTIONDEF_BYTESLIST']._serialized_end=1223
+  _globals['_COLLECTIONDEF_INT64LIST']._serialized_start=1225
+  _globals['_COLLECTIONDEF_INT64LIST']._serialized_end=1255
+  _globals['_COLLECTIONDEF_FLOATLIST']._serialized_start=1257
+  _globals['_COLLECTIONDEF_FLOATLIST']._serialized_end=1287
+  _globals['_COLLECTIONDEF_ANYVALUE']._serialized_start=1289
+  _globals['_COLLECTIONDEF_ANYVALUE']._serialized_end=1332
+  _globals['_COLLECTIONDEF_ANYLIST']._serialized_start=1334
+  _globals['_COLLECTIONDEF_ANYLIST']._serialized_end=1394
+  _globals['_TENSORINFO']._serialized_start=1405
+  _globals['_TENSORINFO']._serialized_end=1534
+  _globals['_SIGNATUREDEF']._serialized_start=1537
+  _globals['_SIGNATUREDEF']._serialized_end=1825
+  _globals['_SIGNATUREDEF_INPUTSENTRY']._serialized_start=1684
+  _globals['_SIGNATUREDEF_INPUTSENTRY']._serialized_end=1753
+  _globals['_SIGNATUREDEF_OUTPUTSENTRY']._serialized_start=1755
+  _globals['_SIGNATUREDEF_OUTPUTSENTRY']._serialized_end=1825
+  _globals['_ASSETFILEDEF']._serialized_start=1827
+  _globals['_ASSETFILEDEF']._serialized_end=1904
+  _globals['_BUNDLEHEADERPROTO']._serialized_start=1907
+  _globals['_BUNDLEHEADERPROTO']._serialized_end=2043
+  _globals['_BUNDLEHEADERPROTO_ENDIANNESS']._serialized_start=2010
+  _globals['_BUNDLEHEADERPROTO_ENDIANNESS']._serialized_end=2043
+  _globals['_BUNDLEENTRYPROTO']._serialized_start=2046
+  _globals['_BUNDLEENTRYPROTO']._serialized_end=2210
 # @@protoc_insertion_point(module_scope)

@@ -60,7 +60,7 @@ class MetaGraphDef(_message.Message):
     def __init__(self, meta_info_def: _Optional[_Union[MetaGraphDef.MetaInfoDef, _Mapping]] = ..., graph_def: _Optional[_Union[_graph_pb2.GraphDef, _Mapping]] = ..., collection_def: _Optional[_Mapping[str, CollectionDef]] = ..., signature_def: _Optional[_Mapping[str, SignatureDef]] = ..., asset_file_def: _Optional[_Iterable[_Union[AssetFileDef, _Mapping]]] = ...) -> None: ...
 
 class CollectionDef(_message.Message):
-    __slots__ = ("node_list", "bytes_list", "int64_list", "float_list")
+    __slots__ = ("node_list", "bytes_list", "int64_list", "float_list", "any_list")
     class NodeList(_message.Message):
         __slots__ = ("value",)
         VALUE_FIELD_NUMBER: _ClassVar[int]
@@ -81,15 +81,29 @@ class CollectionDef(_message.Message):
         VALUE_FIELD_NUMBER: _ClassVar[int]
         value: _containers.RepeatedScalarFieldContainer[float]
         def __init__(self, value: _Optional[_Iterable[float]] = ...) -> None: ...
+    class AnyValue(_message.Message):
+        __slots__ = ("type_url", "value")
+        TYPE_URL_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        type_url: str
+        value: bytes
+        def __init__(self, type_url: _Optional[str] = ..., value: _Optional[bytes] = ...) -> None: ...
+    class AnyList(_message.Message):
+        __slots__ = ("value",)
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        value: _containers.RepeatedCompositeFieldContainer[CollectionDef.AnyValue]
+        def __init__(self, value: _Optional[_Iterable[_Union[CollectionDef.AnyValue, _Mapping]]] = ...) -> None: ...
     NODE_LIST_FIELD_NUMBER: _ClassVar[int]
     BYTES_LIST_FIELD_NUMBER: _ClassVar[int]
     INT64_LIST_FIELD_NUMBER: _ClassVar[int]
     FLOAT_LIST_FIELD_NUMBER: _ClassVar[int]
+    ANY_LIST_FIELD_NUMBER: _ClassVar[int]
     node_list: CollectionDef.NodeList
     bytes_list: CollectionDef.BytesList
     int64_list: CollectionDef.Int64List
     float_list: CollectionDef.FloatList
-    def __init__(self, node_list: _Optional[_Union[CollectionDef.NodeList, _Mapping]] = ..., bytes_list: _Optional[_Union[CollectionDef.BytesList, _Mapping]] = ..., int64_list: _Optional[_Union[CollectionDef.Int64List, _Mapping]] = ..., float_list: _Optional[_Union[CollectionDef.FloatList, _Mapping]] = ...) -> None: ...
+    any_list: CollectionDef.AnyList
+    def __init__(self, node_list: _Optional[_Union[CollectionDef.NodeList, _Mapping]] = ..., bytes_list: _Optional[_Union[CollectionDef.BytesList, _Mapping]] = ..., int64_list: _Optional[_Union[CollectionDef.Int64List, _Mapping]] = ..., float_list: _Optional[_Union[CollectionDef.FloatList, _Mapping]] = ..., any_list: _Optional[_Union[CollectionDef.AnyList, _Mapping]] = ...) -> None: ...
 
 class TensorInfo(_message.Message):
     __slots__ = ("name", "dtype", "tensor_shape")
