@@ -46,6 +46,7 @@ class CaseSet:
         """Run every case in one Session and keep its fetches' values; a case with an
         `error` must be refused by TensorFlow's kernel with those words (and keeps none)."""
         with tf.compat.v1.Session(graph=graph) as sess:
+            self.prepare(sess, graph)
             for case in self.index:
                 name = case["name"]
                 keys = [k for k in self.fetches if k.startswith(name + "/")]
@@ -56,6 +57,9 @@ class CaseSet:
                     continue
                 assert not case["error"], f"{name}: TensorFlow raised no error"
                 self.arrays.update(zip(keys, values))
+
+    def prepare(self, sess, graph):
+        """Run once in the Session before the cases (e.g. a table initializer); none here."""
 
     def write(self, out, stem, graph):
         """out/<stem>.pb, out/<stem>.npz and out/cases.json."""

@@ -42,10 +42,8 @@ class LookupCases(CaseSet):
     """Cases run after the graph's tables are initialized, as a user runs
     `init_all_tables` once and then the steps."""
 
-    def run(self, graph):
-        with tf1.Session(graph=graph) as sess:
-            sess.run(graph.get_operation_by_name("init_all_tables"))
-            self._run_in(sess, graph)
+    def prepare(self, sess, graph):
+        sess.run(graph.get_operation_by_name("init_all_tables"))
 
     def write(self, out, stem, graph):
         """Also names each case's fetches' tensors in cases.json (`fetches`)."""
@@ -54,18 +52,6 @@ class LookupCases(CaseSet):
                                if k.startswith(case["name"] + "/")}
         self.arrays = no_objects(self.arrays)
         super().write(out, stem, graph)
-
-    def _run_in(self, sess, graph):
-        for case in self.index:
-            name = case["name"]
-            keys = [k for k in self.fetches if k.startswith(name + "/")]
-            try:
-                values = sess.run([self.fetches[k] for k in keys], self.feeds(graph, case))
-            except self.refusals as e:
-                assert case["error"] and case["error"] in e.message, (name, e.message)
-                continue
-            assert not case["error"], f"{name}: TensorFlow raised no error"
-            self.arrays.update(zip(keys, values))
 
 
 def _case(cases, name, table, keys, key_dtype, default=None, default_feed=None, error=None):
