@@ -15,7 +15,10 @@ import numpy as np
 from conftest import FIXTURES
 from tfg.executor.session import Session
 from tfg.graphdef import io
+from tfg.graphdef.graph import Graph
 from tfg.passes.grad import grad
+from tfg.schemas.dtypes import DType
+from tfg.graphdef.attrs import Shape
 
 
 class OpCases:
@@ -76,3 +79,19 @@ def case_ids(cases):
 def grad_ids(grads):
     """pytest ids of parametrized (case, arg) gradients: `<case>-d<arg>`."""
     return [f"{c['name']}-d{k}" for c, k in grads]
+
+
+def one_op_graph(op, inputs, attrs=None):
+    """A Graph of one node "op" of type `op` on Consts (a value) or Placeholders (a tuple: the
+    shape): inputs is [(value or shape, DType)], the node's inputs `in<i>:0` in order."""
+    g = Graph()
+    names = []
+    for i, (v, dt) in enumerate(inputs):
+        if isinstance(v, tuple):
+            g.add_node(f"in{i}", "Placeholder", [], {"dtype": dt, "shape": Shape(v)})
+        else:
+            value = np.asarray(v, dtype=object if dt == DType.STRING else dt.np)
+            g.add_node(f"in{i}", "Const", [], {"dtype": dt, "value": value})
+        names.append(f"in{i}:0")
+    g.add_node("op", op, names, attrs or {})
+    return g

@@ -10,11 +10,9 @@ import numpy as np
 import pytest
 
 from helpers import tfg_cli
-from op_cases import OpCases, case_ids, check, grad_ids
+from op_cases import OpCases, case_ids, check, grad_ids, one_op_graph
 from tfg.errors import TfgError
 from tfg.executor.session import Session
-from tfg.graphdef.attrs import Shape
-from tfg.graphdef.graph import Graph
 from tfg.graphdef.infer import infer
 from tfg.kernels.ctc_beam import TopN
 from tfg.passes.grad import grad
@@ -67,18 +65,8 @@ def test_tensorflow_gradient_graph_runs(session, case, arg):
 
 # --- direct checks of the rules the fixtures rely on ------------------------------------------
 def _graph(op, inputs, attrs=None):
-    """One op node on Consts (a value) or Placeholders (a tuple: the shape); inputs is
-    [(value or shape, DType)]; T from the first input."""
-    g = Graph()
-    names = []
-    for i, (v, dt) in enumerate(inputs):
-        if isinstance(v, tuple):
-            g.add_node(f"in{i}", "Placeholder", [], {"dtype": dt, "shape": Shape(v)})
-        else:
-            g.add_node(f"in{i}", "Const", [], {"dtype": dt, "value": np.asarray(v, dt.np)})
-        names.append(f"in{i}:0")
-    g.add_node("op", op, names, {"T": inputs[0][1], **(attrs or {})})
-    return g
+    """one_op_graph with T from the first input's dtype."""
+    return one_op_graph(op, inputs, {"T": inputs[0][1], **(attrs or {})})
 
 
 def test_greedy_decoder_keeps_a_repeat_across_a_blank():

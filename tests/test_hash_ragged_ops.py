@@ -12,11 +12,10 @@ import numpy as np
 import pytest
 
 from helpers import tfg_cli
-from op_cases import OpCases, case_ids, check, grad_ids
+from op_cases import OpCases, case_ids, check, grad_ids, one_op_graph
 from tfg.errors import TfgError
 from tfg.executor.session import Session
 from tfg.graphdef import io
-from tfg.graphdef.attrs import Shape
 from tfg.graphdef.graph import Graph
 from tfg.graphdef.infer import infer
 from tfg.kernels.hash_ops import fingerprint64, siphash24, tf_hash64
@@ -108,20 +107,7 @@ def test_keras_hashing_layers_graphs(name):
 
 
 # --- shapes -----------------------------------------------------------------------------------
-def _graph(op, inputs, attrs=None, list_inputs=None):
-    """One op node on Consts (a value) or Placeholders (a tuple: the shape); inputs is
-    [(value or shape, DType)]."""
-    g = Graph()
-    names = []
-    for i, (v, dt) in enumerate(inputs):
-        if isinstance(v, tuple):
-            g.add_node(f"in{i}", "Placeholder", [], {"dtype": dt, "shape": Shape(v)})
-        else:
-            value = np.asarray(v, object if dt == STR else dt.np)
-            g.add_node(f"in{i}", "Const", [], {"dtype": dt, "value": value})
-        names.append(f"in{i}:0")
-    g.add_node("op", op, names, attrs or {})
-    return g
+_graph = one_op_graph
 
 
 _RTT = {"T": F32, "Tindex": I64, "Tshape": I64, "num_row_partition_tensors": 1,

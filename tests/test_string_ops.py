@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from helpers import tfg_cli
-from op_cases import OpCases, case_ids
+from op_cases import OpCases, case_ids, one_op_graph
 from tfg.errors import TfgError, TfgRuntimeError
 from tfg.executor.session import Session
 from tfg.graphdef.attrs import Shape
@@ -184,20 +184,7 @@ def test_keras_punctuation_pattern_on_long_text_is_linear():
 
 
 # --- outputs the shape functions cannot size --------------------------------------------------
-def _graph(op, inputs, attrs=None):
-    """One op node on Consts (a value) or Placeholders (a tuple: the shape); inputs is
-    [(value or shape, DType)]."""
-    g = Graph()
-    names = []
-    for i, (v, dt) in enumerate(inputs):
-        if isinstance(v, tuple):
-            g.add_node(f"in{i}", "Placeholder", [], {"dtype": dt, "shape": Shape(v)})
-        else:
-            value = np.asarray(v, dtype=object if dt == S else dt.np)
-            g.add_node(f"in{i}", "Const", [], {"dtype": dt, "value": value})
-        names.append(f"in{i}:0")
-    g.add_node("op", op, names, attrs or {})
-    return g
+_graph = one_op_graph
 
 
 def _strings(values):
