@@ -104,7 +104,7 @@ StringSplitV2 StringSplit StringJoin ReduceJoin Substr StringLength StringStrip 
 StringToNumber StringNGrams EncodeBase64 DecodeBase64
 StringToHashBucketFast StringToHashBucketStrong StringToHashBucket Fingerprint
 RaggedTensorToTensor RaggedTensorToSparse RaggedRange RaggedGather RaggedBincount SparseBincount
-DisableCopyOnRead
+SparseCross SparseCrossHashed SparseCrossV2 DisableCopyOnRead
 """.split()
 
 

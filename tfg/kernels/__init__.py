@@ -13,7 +13,7 @@ _MODULES = ("basic", "math_ops", "nn_ops", "reduce_ops", "array_ops", "indexing_
             "tensor_scatter_ops", "special_math", "xla_ops", "rnn_ops",
             "scale_translate", "sparse_ops", "projective_transform",
             "quant_ops", "logging_ops", "ctc_ops", "string_ops",
-            "lookup_ops", "hash_ops", "ragged_ops")
+            "lookup_ops", "hash_ops", "ragged_ops", "cross_ops")
 
 # GPU kernels are these same modules' registrations with device_types=ALL_DEVICES (written
 # against ctx.xp); they need no CuPy to register, so placement is the same on every machine.

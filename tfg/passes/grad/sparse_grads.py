@@ -146,3 +146,4 @@ def _sparse_dense_cwise_div(b, op, grads):
 
 error_gradient("SparseDenseCwiseAdd", "Gradient for SparseDenseCwiseAdd is not implemented.")
 no_gradient("SparseAddGrad")
+no_gradient("SparseCross", "SparseCrossHashed", "SparseCrossV2")  # (feature crosses: ids)

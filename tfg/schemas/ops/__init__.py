@@ -20,5 +20,6 @@ from tfg.schemas.ops import ctc_ops  # noqa: F401,E402
 from tfg.schemas.ops import string_ops  # noqa: F401,E402
 from tfg.schemas.ops import ragged_ops  # noqa: F401,E402  (with the string-hashing ops)
 from tfg.schemas.ops import lookup_ops  # noqa: F401,E402
+from tfg.schemas.ops import cross_ops  # noqa: F401,E402
 from tfg.schemas.ops import fused, signature  # noqa: F401  (Grappler's fused ops)
 from tfg.schemas.ops.shape_fns import InferenceContext, ShapeError  # noqa: F401
