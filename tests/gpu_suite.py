@@ -244,6 +244,23 @@ def _max_pool_grad_inputs():
             np.array([1, 2, 2, 1], np.int32)]
 
 
+# the math misc family (tools/gen_math_misc_fixtures.py has TensorFlow's values)
+_POOL2 = {"T": DType.FLOAT, "ksize": [1, 2, 2, 1], "strides": [1, 2, 2, 1], "padding": b"VALID"}
+RANDOM_CASES.update({
+    "Diag": (F, lambda: [_rand((2, 3))]),
+    "DiagPart": (F, lambda: [_rand((2, 3, 2, 3))]),
+    "GuaranteeConst": (F, lambda: [_rand((3,))]),
+    "CheckNumericsV2": ({"T": DType.FLOAT, "message": b"m"}, lambda: [_rand((3, 4))]),
+    "ApproximateEqual": ({"T": DType.FLOAT, "tolerance": 0.5},
+                         lambda: [_rand((3, 4)), _rand((3, 4), seed=1)]),
+    "NextAfter": (F, lambda: [_rand((3, 4)), np.float32([0, 2, -2, np.inf])]),
+    "MaxPoolGradGrad": (_POOL2, lambda: _max_pool_grad_inputs()[:2] + [_rand((2, 4, 4, 3))]),
+    "MaxPoolGradGradV2": ({"T": DType.FLOAT, "padding": b"VALID"},
+                          lambda: (_max_pool_grad_inputs()[:2] + [_rand((2, 4, 4, 3))]
+                                   + _max_pool_grad_inputs()[3:])),
+})
+
+
 # Ops whose GPU kernels the graph tests below (and the conformance cases) run.
 GRAPH_CHECKED = {
     "Const", "Placeholder", "NoOp", "VariableV2", "Variable", "RefIdentity", "Assign",
@@ -253,7 +270,7 @@ GRAPH_CHECKED = {
     "ResourceApplyRMSProp", "ResourceApplyAdagrad", "ResourceApplyCenteredRMSProp",
     "ResourceApplyAdadelta", "ResourceApplyAdagradV2", "ResourceApplyAdaMax", "StackV2",
     "StackPushV2", "StackPopV2", "StackCloseV2", "VariableShape", "ResourceGather",
-    "ResourceScatterAdd", "ResourceScatterUpdate",
+    "ResourceScatterAdd", "ResourceScatterUpdate", "DisableCopyOnRead",
 }
 
 
@@ -401,7 +418,9 @@ def _resource_optimizers():
     g.add_node("row", "Const", [], {"dtype": DType.INT64, "value": np.int64([1])})
     g.add_node("table/add", "ResourceScatterAdd", ["table", "rows", "table/value"], f)
     g.add_node("table/set", "ResourceScatterUpdate", ["table", "row", "lr", "^table/add"], f)
-    g.add_node("table/gather", "ResourceGather", ["table", "rows", "^table/set"], f)
+    g.add_node("table/no_copy", "DisableCopyOnRead", ["table"], {})  # (Keras 3 saves)
+    g.add_node("table/gather", "ResourceGather", ["table", "rows", "^table/set",
+                                                   "^table/no_copy"], f)
     reads.append("table/gather:0")
     g.add_node("destroy", "DestroyResourceOp", ["ResourceApplyAdam/var"], {})
     g.add_node("init", "NoOp", [f"^{i}" for i in inits])

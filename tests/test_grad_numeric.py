@@ -167,6 +167,8 @@ SPECS = {
     "UnsortedSegmentProd": ([P(away(4, 2)), C([0, 2, 0, 2], i32), C(3, i32)], {}),
     "TensorScatterUpdate": ([P(r(4, 2)), C([[3], [0]], i32), P(r(2, 2))], {}),
     "TensorScatterAdd": ([P(r(4, 2)), C([[3], [0], [3]], i32), P(r(3, 2))], {}),
+    "ScatterNdNonAliasingAdd": ([P(r(4, 2)), C([[3], [0], [3]], i32), P(r(3, 2))], {}),
+    "AccumulateNV2": ([P(r(2, 2)), P(r(2, 2)), P(r(2, 2))], {"shape": Shape((2, 2))}),
     "TensorScatterSub": ([P(r(3, 2)), C([[1, 1], [0, 0]], i32), P(r(2))], {}),
     "TensorScatterMax": ([P(away(4, 2)), C([[3], [0]], i32), P(away(2, 2))], {}),
     "TensorScatterMin": ([P(away(4, 2)), C([[1], [2]], i32), P(away(2, 2))], {}),
@@ -321,6 +323,13 @@ SPECS.update({
     "SparseDenseCwiseDiv": ([_SP3[0], P(r(4)), _SP3[1], P(pos(4))], {}),
 })
 SKIP.add("SparseDenseCwiseAdd")  # no gradient in TensorFlow either: asking is an error
+# Stop 47's morphology and order statistics (also against TensorFlow's gradients in
+# test_detection_more_ops.py): random values, so no ties between a window's candidates.
+SPECS.update({
+    "Dilation2D": ([P(r(1, 5, 5, 2)), P(r(3, 3, 2))],
+                   {"strides": [1, 1, 1, 1], "rates": [1, 1, 1, 1], "padding": b"VALID"}),
+    "NthElement": ([P(r(3, 5)), C(np.int32(2))], {}),
+})
 # A ragged tensor padded to [3, 4] (rows of 2, 0 and 3 values; one value past the width is
 # dropped): values and default_value differentiated.
 SPECS["RaggedTensorToTensor"] = (
@@ -337,6 +346,29 @@ SKIP |= {"FakeQuantWithMinMaxArgs", "FakeQuantWithMinMaxVars",
          "FakeQuantWithMinMaxVarsPerChannel", "QuantizeAndDequantizeV2",
          "QuantizeAndDequantizeV3", "QuantizeAndDequantizeV4", "Print",
          "ImageProjectiveTransformV2", "ImageProjectiveTransformV3", "ResourceGather", "CTCLoss"}
+# The math misc family (tests/test_math_misc_ops.py checks them against TensorFlow's
+# gradients): the second-order max pool gradients in their gradient input, orig_input and
+# orig_output constant (distinct values: no tie moves within a difference); 3-D in float32.
+_MP_X = rng.permutation(32).reshape(1, 4, 4, 2) * 0.1
+_MP_Y = _MP_X.reshape(1, 2, 2, 2, 2, 2).max(axis=(2, 4))
+_MP = {"ksize": [1, 2, 2, 1], "strides": [1, 2, 2, 1], "padding": b"VALID"}
+_MP3_X = (rng.permutation(64).reshape(1, 2, 4, 4, 2) * 0.1).astype(np.float32)
+_MP3_Y = _MP3_X.reshape(1, 1, 2, 2, 2, 2, 2, 2).max(axis=(2, 4, 6))
+_MP3 = {"ksize": [1, 2, 2, 2, 1], "strides": [1, 2, 2, 2, 1], "padding": b"VALID"}
+SPECS.update({
+    "Diag": ([P(r(2, 3))], {}), "DiagPart": ([P(r(2, 3, 2, 3))], {}),
+    "CheckNumericsV2": ([P(r(3))], {"message": b"m"}),
+    "MaxPoolGrad": ([C(_MP_X), C(_MP_Y), P(r(1, 2, 2, 2))], _MP),
+    "MaxPoolGradV2": ([C(_MP_X), C(_MP_Y), P(r(1, 2, 2, 2)), C([1, 2, 2, 1], i32),
+                       C([1, 2, 2, 1], i32)], {"padding": b"VALID"}),
+    "MaxPoolGradGrad": ([C(_MP_X), C(_MP_Y), P(r(1, 4, 4, 2))], _MP),
+    "MaxPool3DGrad": ([C(_MP3_X), C(_MP3_Y), P(r(1, 1, 2, 2, 2), np.float32)], _MP3, 1e-3, 2e-3),
+    "MaxPool3DGradGrad": ([C(_MP3_X), C(_MP3_Y), P(r(1, 2, 4, 4, 2), np.float32)], _MP3, 1e-3,
+                          2e-3),
+    "Dawsn": ([P(r(3, lo=-4, hi=4))], {}), "Expint": ([P(rng.uniform(0.3, 5, 3))], {}),
+    "FresnelCos": ([P(r(3, lo=-2, hi=2))], {}), "FresnelSin": ([P(r(3, lo=-2, hi=2))], {}),
+    "Spence": ([P(np.array([0.2, 0.7, 1.6, 3.0]))], {}),
+})
 
 
 def _build(op, inputs, attrs, static=False):

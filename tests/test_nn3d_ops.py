@@ -395,9 +395,10 @@ def test_cli_runs_a_tensorflow_graph_and_refuses_bad_input(tmp_path):
     p = tfg_cli("run", tmp_path / "bad.pb", "--feeds", feeds, "--fetch", "y", "-o", out,
                 check=False)
     lines = p.stderr.decode().strip().splitlines()
-    # A kernel's refusal is a failure while running: exit 1 (docs/run.md), one line.
-    assert p.returncode == 1 and len(lines) == 1, p.stderr.decode()
-    assert "only supports NDHWC" in lines[0] and "MaxPool3D" in lines[0]
+    # The kernel refuses NCDHW, and the shape function its window over the channels: a graph
+    # TensorFlow's importer refuses, so bad input: exit 2 (docs/run.md), one line.
+    assert p.returncode == 2 and len(lines) == 1, p.stderr.decode()
+    assert "'y' (MaxPool3D)" in lines[0] and "depth dimension" in lines[0]
 
     # A feed that does not fit the placeholder is bad input: exit 2, one line.
     np.savez(feeds, x=np.zeros((1, 4, 4, 2), np.float32),

@@ -144,6 +144,10 @@ _OP_TABLES = {
                                                   "suffix) -> numpy ufunc",
     "tfg/kernels/tensor_scatter_ops.py:_COMBINE": "kernel registration: op -> how updates "
                                                   "combine, device types",
+    "tfg/kernels/scatter_ops.py:_ROW_OPS": "kernel registration: ref scatter -> how rows combine",
+    "tfg/kernels/scatter_ops.py:_ND_OPS": "kernel registration: ref ScatterNd -> how rows combine",
+    "tfg/passes/arith/cse.py:_INPLACE": "Grappler's rule: no merging of a node an Inplace op "
+                                        "consumes (TensorFlow's kernels write their input)",
     "tfg/kernels/segment_ops.py:_SPARSE": "kernel registration (the SparseSegment* "
                                           "reductions, with and without num_segments)",
     "tfg/kernels/batchnorm.py:fused_batch_norm_grad": "kernel registration",

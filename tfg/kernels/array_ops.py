@@ -634,22 +634,61 @@ def unique_with_counts(ctx, x):
     return _unique(ctx, np.asarray(x))
 
 
-@kernel("UniqueV2", host_inputs=(1,))
-def unique_v2(ctx, x, axis):
-    """The distinct slices of x along one axis (TensorFlow takes at most one); an empty axis
-    means x is a vector."""
+def _unique_along(ctx, x, axis):
+    """(y, idx, counts): the distinct slices of x along one axis (TensorFlow takes at most
+    one); an empty axis means x is a vector."""
     x, axis = np.asarray(x), np.asarray(axis)
     if axis.ndim != 1:
         fail("axis expects a 1D vector.")
     if axis.size > 1:
         fail("axis does not support input tensors larger than 1 elements")
     if axis.size == 0:
-        return _unique(ctx, x)[:2]
+        return _unique(ctx, x)
     a = int(axis[0])
     a = a + x.ndim if a < 0 else a
     if not 0 <= a < x.ndim:
         fail(f"axis has to be between [0, {x.ndim})")
-    return _unique(ctx, x, a)[:2]
+    return _unique(ctx, x, a)
+
+
+@kernel("UniqueV2", host_inputs=(1,))
+def unique_v2(ctx, x, axis):
+    return _unique_along(ctx, x, axis)[:2]
+
+
+@kernel("UniqueWithCountsV2", host_inputs=(1,))
+def unique_with_counts_v2(ctx, x, axis):
+    return _unique_along(ctx, x, axis)
+
+
+# --- Diag, DiagPart: tf.diag's rank-2k tensor with the rank-k diagonal ---------------------
+@kernel("Diag", device_types=ALL_DEVICES)
+def diag(ctx, diagonal):
+    """out[i1..ik, i1..ik] = diagonal[i1..ik], zero elsewhere (shape: diagonal's twice)."""
+    xp = ctx.xp
+    d = xp.asarray(diagonal)
+    if d.ndim < 1:
+        fail(f"Input must be at least rank 1, got {d.ndim}")
+    n = d.size
+    out = xp.zeros((n, n), d.dtype)
+    out[xp.arange(n), xp.arange(n)] = d.reshape(-1)
+    return out.reshape(d.shape + d.shape)
+
+
+@kernel("DiagPart", device_types=ALL_DEVICES)
+def diag_part(ctx, x):
+    """Diag's inverse: x[i1..ik, i1..ik] of an even-rank x whose halves' shapes agree."""
+    xp = ctx.xp
+    x = xp.asarray(x)
+    half = x.ndim // 2
+    shape = "[" + ",".join(map(str, x.shape)) + "]"
+    if x.ndim % 2:
+        fail(f"The rank of the tensor should be even and positive, got shape {shape}")
+    for i in range(half):
+        if x.shape[i] != x.shape[i + half]:
+            fail(f"Invalid shape {shape}: dimensions {i} and {i + half} do not match.")
+    n = int(np.prod(x.shape[:half], dtype=np.int64))
+    return xp.diagonal(x.reshape(n, n)).reshape(x.shape[:half]).copy()
 
 
 # --- searches and counts ---------------------------------------------------------------------

@@ -97,19 +97,58 @@ def ensure_shape(ctx, x):
     return x
 
 
-@kernel("CheckNumerics", device_types=ALL_DEVICES, forwards_input=True)
-def check_numerics(ctx, x):
+def _non_finite_kinds(xp, x, signed):
+    """What x holds that is not finite, in TensorFlow's words: ["Inf", "NaN"] (CheckNumerics)
+    or, signed, ["-Inf", "+Inf", "NaN"] (CheckNumericsV2), each only if present."""
+    kinds = []
+    if signed:
+        kinds += ["-Inf"] * bool(xp.any(x == -np.inf)) + ["+Inf"] * bool(xp.any(x == np.inf))
+    else:
+        kinds += ["Inf"] * bool(xp.isinf(x).any())
+    return kinds + ["NaN"] * bool(xp.isnan(x).any())
+
+
+def _check_numerics(ctx, x, op, signed):
     xp = ctx.xp
     x = xp.asarray(x)
     if x.dtype.kind not in "fc":
-        fail(f"CheckNumerics does not support dtype {tf_name(x)}")
+        fail(f"{op} does not support dtype {tf_name(x)}")
     if not bool(xp.isfinite(x).all()):
         msg = ctx.attrs.get("message", b"")
         msg = msg.decode(errors="replace") if isinstance(msg, bytes) else str(msg)
-        nan, inf = bool(xp.isnan(x).any()), bool(xp.isinf(x).any())
-        what = "Inf and NaN" if nan and inf else ("NaN" if nan else "Inf")
+        kinds = _non_finite_kinds(xp, x, signed)
+        what = (" and ".join(kinds) if len(kinds) < 3
+                else ", ".join(kinds[:-1]) + ", and " + kinds[-1])
         raise TfgRuntimeError(f"{msg} : Tensor had {what} values")
     return x
+
+
+@kernel("CheckNumerics", device_types=ALL_DEVICES, forwards_input=True)
+def check_numerics(ctx, x):
+    return _check_numerics(ctx, x, "CheckNumerics", signed=False)
+
+
+@kernel("CheckNumericsV2", device_types=ALL_DEVICES, forwards_input=True)
+def check_numerics_v2(ctx, x):
+    """CheckNumerics telling -Inf from +Inf: "Tensor had -Inf, +Inf, and NaN values"."""
+    return _check_numerics(ctx, x, "CheckNumericsV2", signed=True)
+
+
+@kernel("GuaranteeConst", device_types=ALL_DEVICES, forwards_input=True)
+def guarantee_const(ctx, x):
+    """The identity (a hint to XLA that x is constant, left in frozen graphs)."""
+    return x
+
+
+@kernel("ToBool")
+def to_bool(ctx, x):
+    """A scalar's truth (a number nonzero, NaN included; a string non-empty), or whether a
+    non-scalar has any elements (their values do not matter)."""
+    x = np.asarray(x)
+    if x.ndim:
+        return np.bool_(x.size > 0)
+    v = x.item()
+    return np.bool_(len(v) > 0 if isinstance(v, (bytes, str)) else v != 0)
 
 
 def _summarize(x, n):

@@ -551,6 +551,33 @@ for _op, _fn in UNARY.items():
     _unary(_op, _fn)
 
 
+@kernel("ApproximateEqual", device_types=ALL_DEVICES)
+def approximate_equal(ctx, x, y):
+    """|x - y| <= tolerance in x's dtype, as TensorFlow's kernel compares (its docs say <: a
+    difference of exactly the tolerance counts as equal there); NaN and inf - inf: False;
+    no broadcasting."""
+    xp = ctx.xp
+    if x.dtype.kind not in "iufc":
+        fail(f"ApproximateEqual does not support dtype {tf_name(x)}")
+    if shape_of(x) != shape_of(y):
+        fail(f"x and y must be of the same shape. x shape: {_dims(shape_of(x))}. y shape: "
+             f"{_dims(shape_of(y))}")
+    tolerance = ctx.attrs.get("tolerance", 1e-5)
+    with errstate(xp, invalid="ignore", over="ignore"):
+        return xp.abs(x - y) <= xp.asarray(tolerance).astype(xp.abs(x).dtype)
+
+
+@kernel("NextAfter", device_types=ALL_DEVICES)
+def next_after(ctx, x1, x2):
+    """The next representable value after x1 towards x2 (numpy.nextafter; subnormals kept)."""
+    if x1.dtype.kind != "f":
+        fail(f"NextAfter does not support dtype {tf_name(x1)}")
+    if not _broadcastable(x1, x2):
+        _bcast_error(x1, x2)
+    with errstate(ctx.xp, over="ignore"):  # (max towards inf: inf, as TensorFlow)
+        return ctx.xp.nextafter(x1, x2)
+
+
 @kernel("ClipByValue", device_types=ALL_DEVICES)
 def clip_by_value(ctx, t, lo, hi):
     """min(t, hi), then max with lo, in TensorFlow's order: where lo > hi every element is lo;

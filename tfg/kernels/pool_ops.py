@@ -161,6 +161,61 @@ def max_pool_grad(ctx, x, y, dy, *ksize_strides):
     return from_nhwc(g.crop(dxp, h, wd), fmt)
 
 
+def _grad_grad_windows(ctx, ksize_strides, rank):
+    """MaxPoolGradGrad's ksize and strides (attrs, or MaxPoolGradGradV2's inputs), checked
+    in TensorFlow's words: 4 elements each, no pooling over the batch or the channels."""
+    if ksize_strides:
+        ksize, strides = (list(shape_vector(v)) for v in ksize_strides)
+    else:
+        ksize, strides = list(ctx.attrs["ksize"]), list(ctx.attrs["strides"])
+    for name, v in (("ksize", ksize), ("strides", strides)):
+        if len(v) != rank:
+            fail(f"Sliding window {name} field must specify {rank} dimensions")
+    fmt = ctx.attrs.get("data_format", b"NHWC")
+    kn, _, _, kc = spatial_attr(ksize, fmt, "ksize")
+    sn, _, _, sc = spatial_attr(strides, fmt, "strides")
+    if kn != 1 or sn != 1:
+        fail("Pooling is not yet supported on the batch dimension.")
+    if kc != 1 or sc != 1:
+        fail("MaxPoolingGradGrad is not yet supported on the depth dimension.")
+    return ksize, strides
+
+
+@kernel(["MaxPoolGradGrad", "MaxPoolGradGradV2"], device_types=ALL_DEVICES,
+        host_inputs=(3, 4))
+def max_pool_grad_grad(ctx, x, y, grad, *ksize_strides):
+    """The gradient of MaxPoolGrad in its gradient: for each window, grad at the window's
+    first input (row-major) equal to orig_output, 0 where none is; shaped like orig_output."""
+    xp = ctx.xp
+    fmt = ctx.attrs.get("data_format", b"NHWC")
+    x, y, grad = xp.asarray(x), xp.asarray(y), xp.asarray(grad)
+    for name, v in (("orig_input", x), ("orig_output", y), ("grad", grad)):
+        if v.ndim != 4:
+            fail(f"{name} must be 4-dimensional")
+    if grad.shape != x.shape:
+        fail(f"grad shape {list(grad.shape)} must equal orig_input shape {list(x.shape)}")
+    ks = _grad_grad_windows(ctx, ksize_strides, 4)
+    x, y, grad = to_nhwc(x, fmt), to_nhwc(y, fmt), to_nhwc(grad, fmt)
+    g = _pool_geom(ctx, x.shape, *ks)
+    if y.shape != (x.shape[0], g.oh, g.ow, x.shape[3]):
+        fail(f"orig_output shape {list(y.shape)} is not the pooled shape "
+             f"{[x.shape[0], g.oh, g.ow, x.shape[3]]}")
+    out = xp.zeros(y.shape, grad.dtype)
+    if 0 in out.shape:
+        return from_nhwc(out, fmt)
+    xpad = _pad(xp, x, g, _lowest(x.dtype))
+    real = _pad(xp, xp.ones(x.shape, bool), g, False)  # padding never matches
+    gpad = _pad(xp, grad, g, 0)
+    found = xp.zeros(y.shape, bool)
+    for i in range(g.kh):
+        for j in range(g.kw):
+            tap = g.tap(i, j)
+            hit = (xpad[tap] == y) & real[tap] & ~found
+            out = where(hit, gpad[tap], out, xp)
+            found |= hit
+    return from_nhwc(out, fmt)
+
+
 def _window_counts(ctx, g, h, w, dtype):
     """How many real (unpadded) inputs each output window covers, as [1, OH, OW, 1] of `dtype`
     in the device's memory (made once per node and shape: no host copy per step)."""

@@ -70,6 +70,12 @@ def top_k(ctx, x):
     return top_k_v2(ctx, x, np.int32(ctx.attrs["k"]))
 
 
+@kernel("InTopK")
+def in_top_k(ctx, predictions, targets):
+    """InTopKV2 with k an attr."""
+    return in_top_k_v2(ctx, predictions, targets, np.int64(ctx.attrs["k"]))
+
+
 @kernel("InTopKV2")
 def in_top_k_v2(ctx, predictions, targets, k):
     """Whether each row's target class is among its k largest predictions: fewer than k

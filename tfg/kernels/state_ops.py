@@ -15,7 +15,7 @@ and updates build new arrays (no writes into an array a read or a fetch may stil
 import numpy as np
 
 from tfg.kernels import aligned, ref_updates
-from tfg.kernels._util import fail, s, scatter_add, shape_of, tf_name
+from tfg.kernels._util import fail, s, scatter_add, shape_of, tf_dims, tf_name
 from tfg.kernels.basic import shape_compatible
 from tfg.kernels.indexing_ops import _check_indices, _gather  # (GatherV2's own)
 from tfg.kernels.registry import ALL_DEVICES, kernel
@@ -199,15 +199,23 @@ def _scatter_rows(ctx, op, handle, indices, updates):
     if updates.dtype != params.dtype:
         fail(f"{op}: Trying to update variable with wrong dtype. Expected "
              f"{tf_name(params.dtype)} got {tf_name(updates.dtype)}")
+    return (var,) + scatter_rows(xp, op, params, indices, updates)
+
+
+def scatter_rows(xp, op, params, indices, updates):
+    """(the row indices flat, updates as the rows they go to) of a scatter into `params`'s
+    rows (ResourceScatter*, a reference variable's Scatter*), checked as TensorFlow's
+    ScatterUpdateOp checks them."""
     if params.ndim < 1:
-        fail(f"{op}: params must be at least 1-D, got shape {list(params.shape)}")
-    idx = _check_indices(xp, indices, params.shape[0])
+        fail(f"{op}: params must be at least 1-D, got shape {tf_dims(params.shape)}")
+    idx = xp.asarray(indices)
     rows = tuple(idx.shape) + tuple(params.shape[1:])
     if updates.ndim and tuple(updates.shape) != rows:
         fail(f"{op}: Must have updates.shape = indices.shape + params.shape[1:] or "
-             f"updates.shape = [], got updates.shape {list(updates.shape)}, indices.shape "
-             f"{list(idx.shape)}, params.shape {list(params.shape)}")
-    return var, idx.reshape(-1), xp.broadcast_to(updates, rows).reshape(
+             f"updates.shape = [], got updates.shape {tf_dims(updates.shape)}, indices.shape "
+             f"{tf_dims(idx.shape)}, params.shape {tf_dims(params.shape)}")
+    idx = _check_indices(xp, idx, params.shape[0])
+    return idx.reshape(-1), xp.broadcast_to(updates, rows).reshape(
         (idx.size,) + tuple(params.shape[1:]))
 
 

@@ -135,6 +135,35 @@ def max_pool3d_grad(ctx, x, y, dy):
     return np.ascontiguousarray(dxp[g.interior()]).astype(dy.dtype, copy=False)
 
 
+@kernel("MaxPool3DGradGrad")
+def max_pool3d_grad_grad(ctx, x, y, grad):
+    """MaxPool3DGrad's gradient in its gradient: each window's grad at its first input
+    (row-major taps) equal to orig_output (the max), 0 where none is; shaped like y."""
+    x, y, grad = np.asarray(x), np.asarray(y), np.asarray(grad)
+    for name, v in (("orig_input", x), ("orig_output", y), ("grad", grad)):
+        if v.ndim != 5:
+            fail(f"{name} must be 5-dimensional")
+    _check_input("MaxPool3DGradGrad", x, 5, _POOL3D_FLOATS)
+    if grad.shape != x.shape:
+        fail(f"grad shape {list(grad.shape)} must equal orig_input shape {list(x.shape)}")
+    g = _pool3d_geometry(ctx, "MaxPool3DGradGrad", x.shape[1:4])
+    want = (x.shape[0], *g.out, x.shape[4])
+    if tuple(y.shape) != want:
+        fail(f"orig_output shape {list(y.shape)} is not the pooled shape {list(want)}")
+    out = np.zeros(want, grad.dtype)
+    if _empty_output(x, g):
+        return out
+    xpad, gpad = g.pad(x, _lowest(x.dtype)), g.pad(grad)
+    real = g.pad(np.ones(x.shape, bool), False)  # padding never matches
+    found = np.zeros(want, bool)
+    for offsets in g.taps():
+        idx = g.tap(offsets)
+        hit = (xpad[idx] == y) & real[idx] & ~found
+        out[hit] = gpad[idx][hit]
+        found |= hit
+    return out
+
+
 @kernel("AvgPool3DGrad", host_inputs=(0,))
 def avg_pool3d_grad(ctx, orig_input_shape, dy):
     dy = np.asarray(dy)

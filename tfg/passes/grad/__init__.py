@@ -20,6 +20,7 @@ from tfg.passes.grad import ctc_grads  # noqa: F401,E402
 from tfg.passes.grad import string_grads  # noqa: F401,E402
 from tfg.passes.grad import ragged_grads  # noqa: F401,E402
 from tfg.passes.grad import lookup_grads  # noqa: F401,E402
+from tfg.passes.grad import detection_grads  # noqa: F401,E402
 from tfg.passes.grad.core import GradientWarning, grad  # noqa: F401
 from tfg.passes.grad.registry import (  # noqa: F401
     get_gradient, gradient, has_gradient, no_gradient, registered)

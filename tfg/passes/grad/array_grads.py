@@ -272,3 +272,24 @@ def _conjugate_transpose(b, op, grads):
 # differentiable by TensorFlow.
 no_gradient("Unique", "UniqueV2", "UniqueWithCounts", "LowerBound", "UpperBound", "Bucketize",
             "HistogramFixedWidth", "Bincount", "InTopKV2", "LinSpace")
+# (the math misc family: boolean or integer outputs, or declared not differentiable)
+no_gradient("UniqueWithCountsV2", "InTopK", "ApproximateEqual", "ToBool")
+
+
+@gradient("Diag")
+def _diag(b, op, grads):
+    return [b.op("DiagPart", [grads[0]])]
+
+
+@gradient("DiagPart")
+def _diag_part(b, op, grads):
+    return [b.op("Diag", [grads[0]])]
+
+
+@gradient("CheckNumericsV2")
+def _check_numerics_v2(b, op, grads):
+    """The gradient checked too, as TensorFlow's array_grad.py does."""
+    msg = op.attr("message", b"")
+    msg = msg.decode(errors="replace") if isinstance(msg, bytes) else str(msg)
+    text = f"Not a number (NaN) or infinity (Inf) values detected in gradient. {msg}"
+    return [b.op("CheckNumericsV2", [grads[0]], {"message": text.encode()})]

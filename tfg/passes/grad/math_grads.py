@@ -190,6 +190,41 @@ def _bessel_i1e(b, op, g):
     return _mul(b, g, b.op("SelectV2", [at_zero, b.scalar_like(0.5, x), slope]))
 
 
+# tf.math.special's Dawson, exponential, Fresnel and Spence integrals (math_grad.py's rules)
+@unary("Dawsn")
+def _dawsn(b, op, g):
+    two_xy = _mul(b, _mul(b, b.scalar_like(2, g), op.inputs[0]), op.outputs[0])
+    return _mul(b, g, b.op("Sub", [b.scalar_like(1, g), two_xy]))
+
+
+@unary("Expint")
+def _expint(b, op, g):
+    x = op.inputs[0]
+    return b.op("RealDiv", [_mul(b, g, b.op("Exp", [x])), x])
+
+
+def _fresnel_grad(trig):
+    def rule(b, op, g):
+        x = op.inputs[0]
+        phase = _mul(b, b.scalar_like(math.pi / 2, g), b.op("Square", [x]))
+        return _mul(b, g, b.op(trig, [phase]))
+    return rule
+
+
+unary("FresnelCos")(_fresnel_grad("Cos"))
+unary("FresnelSin")(_fresnel_grad("Sin"))
+
+
+@unary("Spence")
+def _spence(b, op, g):
+    # log(x) / (1 - x), -1 at x = 1 (where it is 0 / 0)
+    x = op.inputs[0]
+    slope = b.op("RealDiv", [b.op("Log", [x]), b.op("Sub", [b.scalar_like(1, x), x])])
+    at_one = b.op("Equal", [x, b.scalar_like(1, x)])
+    minus_ones = b.op("Neg", [b.op("OnesLike", [x])])
+    return _mul(b, g, b.op("SelectV2", [at_one, minus_ones, slope]))
+
+
 # Mod has no gradient in TensorFlow either (tf.gradients raises LookupError): not registered
 no_gradient("BitwiseAnd", "BitwiseOr", "BitwiseXor", "Invert", "PopulationCount",
             "LeftShift", "RightShift")
@@ -377,7 +412,7 @@ def _clip_by_value(b, op, grads):
     return [gt, g_lo, g_hi]
 
 
-@gradient("AddN")
+@gradient("AddN", "AccumulateNV2")  # (tf.math.accumulate_n's: AddN's, TensorFlow's math_ops.py)
 def _add_n(b, op, grads):
     return [grads[0]] * len(op.inputs)
 

@@ -242,6 +242,35 @@ _conv_gradients("DepthwiseConv2dNative", "DepthwiseConv2dNativeBackpropInput",
 _pool_gradients("MaxPool", _POOL_ATTRS + ("explicit_paddings",), "AvgPool", _POOL_ATTRS)
 
 
+def _max_pool_grad_gradients(pool_grad, pool_grad_grad, third_order=True):
+    """The second-order max pooling gradients, as nn_grad.py: MaxPoolGrad is linear in its
+    gradient, which MaxPoolGradGrad routes back (each window's grad at its max), and
+    MaxPoolGradGrad's gradient is MaxPoolGrad again (third_order; TensorFlow has none for
+    MaxPoolGradGradV2); orig_input and orig_output get zeros (the argmax moves only at
+    ties)."""
+
+    def zeros(b, op):
+        return [b.op("ZerosLike", [op.inputs[0]]), b.op("ZerosLike", [op.inputs[1]])]
+
+    @gradient(pool_grad)
+    def _grad(b, op, grads):
+        rest = op.inputs[3:]  # MaxPoolGradV2: ksize, strides (inputs): no gradient
+        return zeros(b, op) + [b.op(pool_grad_grad, [op.inputs[0], op.inputs[1], grads[0]]
+                                    + rest, _attrs(op, _POOL_ATTRS))] + [None] * len(rest)
+
+    def _grad_grad(b, op, grads):
+        return zeros(b, op) + [b.op(pool_grad, [op.inputs[0], op.inputs[1], grads[0]],
+                                    _attrs(op, _POOL_ATTRS))]
+
+    if third_order:
+        gradient(pool_grad_grad)(_grad_grad)
+
+
+_max_pool_grad_gradients("MaxPoolGrad", "MaxPoolGradGrad")
+_max_pool_grad_gradients("MaxPoolGradV2", "MaxPoolGradGradV2", third_order=False)
+_max_pool_grad_gradients("MaxPool3DGrad", "MaxPool3DGradGrad")
+
+
 # --- batch normalization -------------------------------------------------------------------
 @gradient("FusedBatchNormV3", "FusedBatchNormV2", "FusedBatchNorm", fill_zeros=False)
 def _fused_batch_norm(b, op, grads):

@@ -7,7 +7,7 @@ update's is the GatherNd of the output's gradient at its index.
     Before: y = TensorScatterMax(x, idx, u)
     After:  the gradient split equally among x and the updates equal to y at each element
 """
-from tfg.passes.grad.registry import gradient
+from tfg.passes.grad.registry import gradient, no_gradient
 
 
 def _at_indices(b, g, indices):
@@ -22,9 +22,15 @@ def _update(b, op, grads):
             _at_indices(b, g, indices)]
 
 
-@gradient("TensorScatterAdd")
+@gradient("TensorScatterAdd", "ScatterNdNonAliasingAdd")
 def _add(b, op, grads):
     return [grads[0], None, _at_indices(b, grads[0], op.inputs[1])]
+
+
+# TensorFlow's state_grad.py: updates of reference variables (the other ref scatters, CountUpTo,
+# StridedSliceAssign and InplaceUpdate / Add / Sub have no gradient registered at all)
+no_gradient("ScatterAdd", "ScatterSub", "ScatterMul", "ScatterDiv", "ScatterNdUpdate",
+            "ScatterNdAdd", "ScatterNdSub")
 
 
 @gradient("TensorScatterSub")

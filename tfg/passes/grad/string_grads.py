@@ -7,3 +7,5 @@ no_gradient("StringLower", "StringUpper", "StaticRegexReplace", "RegexReplace",
             "StaticRegexFullMatch", "RegexFullMatch", "StringSplitV2", "StringSplit",
             "StringJoin", "ReduceJoin", "Substr", "StringLength", "StringStrip", "AsString",
             "StringToNumber", "StringNGrams", "EncodeBase64", "DecodeBase64")
+# (TensorFlow registers none for these: their inputs and outputs are strings and int32)
+no_gradient("UnicodeDecode", "UnicodeDecodeWithOffsets", "UnicodeEncode", "UnicodeTranscode")

@@ -18,6 +18,7 @@ from tfg.schemas.ops import (  # noqa: F401  (each module registers its family)
 from tfg.schemas.ops import logging_ops, quantization_ops  # noqa: F401,E402
 from tfg.schemas.ops import ctc_ops  # noqa: F401,E402
 from tfg.schemas.ops import string_ops  # noqa: F401,E402
+from tfg.schemas.ops import unicode_ops  # noqa: F401,E402
 from tfg.schemas.ops import ragged_ops  # noqa: F401,E402  (with the string-hashing ops)
 from tfg.schemas.ops import lookup_ops  # noqa: F401,E402
 from tfg.schemas.ops import cross_ops  # noqa: F401,E402

@@ -15,6 +15,7 @@ from tfg.schemas.ops.array_shapes import (
 from tfg.schemas.ops.array_shapes import (
     bincount, dynamic_partition, histogram_fixed_width, lin_space, reverse, search_sorted,
     sparse_to_dense, unique, unique_v2)
+from tfg.schemas.ops.array_shapes import diag, diag_part, unique_with_counts_v2
 from tfg.schemas.ops.registry import op
 from tfg.schemas.ops.shape_fns import (
     from_shape_attr, from_shape_input, scalar, unchanged, unchanged_all)
@@ -289,6 +290,14 @@ op("XlaDynamicUpdateSlice",
    outputs=["output: T"],
    attrs=["T: type", "Tindices: {int32, int64}"],
    shape_fn=unchanged)  # TensorFlow's shape function: UnchangedShape
+# InplaceUpdate / Add / Sub: a copy of x with rows i (taken modulo x.shape[0], as TensorFlow's
+# kernel does) replaced by, plus or minus the rows of v.
+for _name in ("InplaceUpdate", "InplaceAdd", "InplaceSub"):
+    op(_name,
+       inputs=["x: T", "i: int32", "v: T"],
+       outputs=["y: T"],
+       attrs=["T: type"],
+       shape_fn=unchanged)
 # (Sum takes int16 segment ids too; Prod/Max/Min int32/int64 only, as in TensorFlow.)
 for _name, _t, _tindices in (
         ("UnsortedSegmentSum", "T: numbertype", "{int16, int32, int64}"),
@@ -411,6 +420,42 @@ op("UniqueWithCounts",
    outputs=["y: T", "idx: out_idx", "count: out_idx"],
    attrs=["T: type", "out_idx: {int32, int64} = DT_INT32"],
    shape_fn=unique)
+op("UniqueWithCountsV2",
+   inputs=["x: T", "axis: Taxis"],
+   outputs=["y: T", "idx: out_idx", "count: out_idx"],
+   attrs=["T: type", "Taxis: {int32, int64} = DT_INT64", "out_idx: {int32, int64} = DT_INT32"],
+   shape_fn=unique_with_counts_v2)
+
+# --- the old diagonal ops (tf.diag, tf.diag_part), the math misc identities and checks
+op("Diag",
+   inputs=["diagonal: T"],
+   outputs=["output: T"],
+   attrs=["T: {bfloat16, half, float, double, int32, int64, complex64, complex128}"],
+   shape_fn=diag)
+op("DiagPart",
+   inputs=["input: T"],
+   outputs=["diagonal: T"],
+   attrs=["T: {bfloat16, half, float, double, int32, int64, complex64, complex128}"],
+   shape_fn=diag_part)
+# GuaranteeConst (frozen graphs, XLA's hint that the value is constant): stateful in TF
+op("GuaranteeConst",
+   inputs=["input: T"],
+   outputs=["output: T"],
+   attrs=["T: type"],
+   stateful=True, shape_fn=unchanged,
+   traits=["identity"])
+op("CheckNumericsV2",
+   inputs=["tensor: T"],
+   outputs=["output: T"],
+   attrs=["T: {bfloat16, half, float, double}", "message: string"],
+   stateful=True, shape_fn=unchanged,
+   traits=["identity"])
+# ToBool (functional_ops.cc): a scalar's truth, a non-scalar's non-emptiness
+op("ToBool",
+   inputs=["input: T"],
+   outputs=["output: bool"],
+   attrs=["T: type"],
+   shape_fn=scalar)
 op("DynamicPartition",
    inputs=["data: T", "partitions: int32"],
    outputs=["outputs: num_partitions * T"],
@@ -469,3 +514,56 @@ op("ConjugateTranspose",
    attrs=["T: type", "Tperm: {int32, int64} = DT_INT32"],
    shape_fn=transpose,
    traits=["within_input"])
+
+
+# --- UnravelIndex (unravel_index_op.cc), EditDistance (edit_distance_op.cc) ------------------
+from tfg.schemas.ops.shape_fns import ShapeError, num_elements, with_rank  # noqa: E402
+
+
+def unravel_index_shape(ctx):
+    """indices (a scalar or vector), dims [r] -> [r] or [r, indices' size]."""
+    x = ctx.shape(0)
+    dims = with_rank(ctx.shape(1), 1, "dims")
+    if x is None:
+        return [None]
+    return [(dims[0],) if not x else (dims[0], num_elements(x))]
+
+
+def _sparse_parts(ctx, first):
+    """ValidateSparseTensor: indices [n, rank], values [n], shape [rank]."""
+    indices = with_rank(ctx.shape(first), 2, "indices")
+    values = with_rank(ctx.shape(first + 1), 1, "values")
+    shape = with_rank(ctx.shape(first + 2), 1, "shape")
+    if None not in (indices[0], values[0]) and indices[0] != values[0]:
+        raise ShapeError(f"Number of elements in index ({indices[0]}) and values "
+                         f"({values[0]}) do not match.")
+    if None not in (indices[1], shape[0]) and indices[1] != shape[0]:
+        raise ShapeError(f"Index rank ({indices[1]}) and shape rank ({shape[0]}) do not match.")
+
+
+def edit_distance_shape(ctx):
+    """The elementwise max of the two dense shapes' values, less their last dim (the
+    sequences'): what the kernel allocates, so sized from the values."""
+    _sparse_parts(ctx, 0)
+    _sparse_parts(ctx, 3)
+    h, t = ctx.elems(2), ctx.elems(5)
+    if h is None or t is None:
+        return [None]
+    if len(h) != len(t):
+        raise ShapeError(f"Num elements of hypothesis_shape does not match truth_shape: "
+                         f"{len(h)} vs. {len(t)}")
+    dims = [None if None in (a, b) else max(a, b) for a, b in zip(h[:-1], t[:-1])]
+    return [tuple(None if d is None or d < 0 else d for d in dims)]
+
+
+op("UnravelIndex",
+   inputs=["indices: Tidx", "dims: Tidx"],
+   outputs=["output: Tidx"],
+   attrs=["Tidx: {int32, int64} = DT_INT32"],
+   shape_fn=unravel_index_shape)
+op("EditDistance",
+   inputs=["hypothesis_indices: int64", "hypothesis_values: T", "hypothesis_shape: int64",
+           "truth_indices: int64", "truth_values: T", "truth_shape: int64"],
+   outputs=["output: float"],
+   attrs=["normalize: bool = true", "T: type"],
+   shape_fn=edit_distance_shape)

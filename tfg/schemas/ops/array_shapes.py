@@ -485,6 +485,28 @@ def unique_v2(ctx):
     return [s[:a] + (None,) + s[a + 1:], (s[a],)]
 
 
+def unique_with_counts_v2(ctx):
+    """UniqueWithCountsV2(x, axis): UniqueV2's outputs and the counts (one per slice kept)."""
+    return unique_v2(ctx) + [(None,)]
+
+
+def diag(ctx):
+    """Diag: a tensor of rank 2k from the rank-k diagonal (shape s + s)."""
+    s = with_rank_at_least(ctx.shape(0), 1, "Diag input")
+    return [None if s is None else tuple(s) + tuple(s)]
+
+
+def diag_part(ctx):
+    """DiagPart: the first half of an even-rank input's shape (which the second half equals)."""
+    s = ctx.shape(0)
+    if s is None:
+        return [None]
+    if len(s) % 2 or not s:
+        raise ShapeError(f"Input must have even and non-zero rank, input rank is {len(s)}")
+    half = len(s) // 2
+    return [tuple(merge_dim(a, b) for a, b in zip(s[:half], s[half:]))]
+
+
 def dynamic_partition(ctx):
     """Each partition: an unknown number of the rows data has below partitions' dims."""
     data, parts, n = ctx.shape(0), ctx.shape(1), ctx.attr("num_partitions")

@@ -284,3 +284,86 @@ op("ImageProjectiveTransformV3",
    outputs=["transformed_images: dtype"],
    attrs=_PROJECTIVE_ATTRS,
    shape_fn=projective_transform)
+
+
+# --- CombinedNonMaxSuppression (non_max_suppression_op.cc), DrawBoundingBoxes/V2
+# (draw_bounding_box_op.cc), SampleDistortedBoundingBoxV2 (sample_distorted_bounding_box_op.cc)
+def _scalar_dim(ctx, i):
+    """MakeDimForScalarInput: input i's value as a dim (-1 or unknown: None)."""
+    v = ctx.scalar(i)
+    if v is not None and v < -1:
+        raise ShapeError(f"Dimension size, given by scalar input {i}, must be non-negative but "
+                         f"is {v}")
+    return None if v == -1 else v
+
+
+def combined_nms(ctx):
+    """boxes [B, anchors, q, 4], scores [B, anchors, classes] -> [B, size, 4], [B, size] x2,
+    [B]; size is max_total_size's value (with pad_per_class, at most max_output_size_per_class
+    * classes), which the kernel allocates however few boxes survive."""
+    boxes = with_rank(ctx.shape(0), 4, "boxes")
+    scores = with_rank(ctx.shape(1), 3, "scores")
+    _scalar_inputs(ctx, 2, ["max_output_size_per_class", "max_total_size", "iou_threshold",
+                            "score_threshold"])
+    batch = merge(boxes[:1], scores[:1])[0]
+    merge(boxes[1:2], scores[1:2])
+    if boxes[3] not in (None, 4):
+        raise ShapeError(f"boxes must have 4 columns, got shape {fmt(boxes)}")
+    q, classes = boxes[2], scores[2]
+    if None not in (q, classes) and q not in (1, classes):
+        raise ShapeError("third dimension of boxes must be either 1 or equal to the third "
+                         "dimension of scores")
+    size = _scalar_dim(ctx, 3)
+    if size is not None and size <= 0:
+        raise ShapeError("max_total_size should be > 0 ")
+    if ctx.attrs.get("pad_per_class", False):
+        per_class = _scalar_dim(ctx, 2)
+        if per_class is not None and per_class <= 0:
+            raise ShapeError("max_output_size_per_class must be > 0 if pad_per_class is set "
+                             "to true ")
+        if None in (size, per_class, classes):
+            size = None
+        else:
+            size = min(size, per_class * classes)
+    return [(batch, size, 4), (batch, size), (batch, size), (batch,)]
+
+
+def sample_distorted_bounding_box(ctx):
+    """image_size [3], bounding_boxes [batch, N, 4], a scalar -> begin [3], size [3],
+    bboxes [1, 1, 4]."""
+    size = with_rank(ctx.shape(0), 1, "image_size")
+    boxes = with_rank(ctx.shape(1), 3, "bounding_boxes")
+    with_rank(ctx.shape(2), 0, "min_object_covered")
+    if size[0] not in (None, 3):
+        raise ShapeError(f"image_size must have 3 elements, got shape {fmt(size)}")
+    if boxes[2] not in (None, 4):
+        raise ShapeError(f"bounding_boxes must have 4 coordinates, got shape {fmt(boxes)}")
+    return [(3,), (3,), (1, 1, 4)]
+
+
+op("CombinedNonMaxSuppression",
+   inputs=["boxes: float", "scores: float", "max_output_size_per_class: int32",
+           "max_total_size: int32", "iou_threshold: float", "score_threshold: float"],
+   outputs=["nmsed_boxes: float", "nmsed_scores: float", "nmsed_classes: float",
+            "valid_detections: int32"],
+   attrs=["pad_per_class: bool = false", "clip_boxes: bool = true"],
+   shape_fn=combined_nms)
+op("DrawBoundingBoxes",
+   inputs=["images: T", "boxes: float"],
+   outputs=["output: T"],
+   attrs=["T: {float, half} = DT_FLOAT"],
+   shape_fn=image_at_least_3d)
+op("DrawBoundingBoxesV2",
+   inputs=["images: T", "boxes: float", "colors: float"],
+   outputs=["output: T"],
+   attrs=["T: {float, half} = DT_FLOAT"],
+   shape_fn=image_at_least_3d)
+op("SampleDistortedBoundingBoxV2",
+   inputs=["image_size: T", "bounding_boxes: float", "min_object_covered: float"],
+   outputs=["begin: T", "size: T", "bboxes: float"],
+   attrs=["T: {uint8, int8, int16, int32, int64}", "seed: int = 0", "seed2: int = 0",
+          # (TensorFlow's defaults 1.33 and 0.05 as float32 holds them)
+          "aspect_ratio_range: list(float) = [0.75, 1.3300000429153442]",
+          "area_range: list(float) = [0.05000000074505806, 1.0]", "max_attempts: int = 100",
+          "use_image_if_no_bounding_boxes: bool = false"],
+   stateful=True, shape_fn=sample_distorted_bounding_box)

@@ -395,6 +395,24 @@ op("AddN",
           "bfloat16, qint16, quint16, uint16, complex128, half, uint32, uint64, variant}"],
    is_commutative=True, is_aggregate=True, shape_fn=merge_inputs,
    traits=["elementwise", "layout_agnostic"])
+
+
+def accumulate_n(ctx):
+    """AddN's shape merged with the `shape` attr (tf.math.accumulate_n's AccumulateNV2)."""
+    out, shape = merge_inputs(ctx)[0], ctx.attr("shape")
+    if out is None or shape is None:
+        return [shape if out is None else out]
+    if len(out) != len(shape):
+        raise ShapeError(f"AccumulateNV2 inputs of rank {len(out)}, shape attr of rank "
+                         f"{len(shape)}")
+    return [tuple(merge_dim(a, b) for a, b in zip(out, shape))]
+
+
+op("AccumulateNV2",
+   inputs=["inputs: N * T"],
+   outputs=["sum: T"],
+   attrs=["N: int >= 1", "T: numbertype", "shape: shape"],
+   is_commutative=True, is_aggregate=True, shape_fn=accumulate_n)
 op("Select",
    inputs=["condition: bool", "t: T", "e: T"],
    outputs=["output: T"],
@@ -412,6 +430,19 @@ op("Atan2",
    inputs=["y: T", "x: T"],
    outputs=["z: T"],
    attrs=["T: floattype"],
+   shape_fn=broadcast_binary,
+   traits=["elementwise"])
+# ApproximateEqual: |x - y| < tolerance of same-shaped x, y; NextAfter: numpy.nextafter
+op("ApproximateEqual",
+   inputs=["x: T", "y: T"],
+   outputs=["z: bool"],
+   attrs=["T: numbertype", "tolerance: float = 1e-05"],
+   is_commutative=True, shape_fn=merge_inputs,
+   traits=["elementwise"])
+op("NextAfter",
+   inputs=["x1: T", "x2: T"],
+   outputs=["output: T"],
+   attrs=["T: {double, float} = DT_FLOAT"],
    shape_fn=broadcast_binary,
    traits=["elementwise"])
 op("Xdivy",

@@ -7,8 +7,8 @@ batch normalization, activations with their gradients, and losses.
 from tfg.schemas.ops.nn_shapes import (
     bias_add, bias_add_grad, conv2d, conv2d_backprop_input, conv3d, depthwise_conv2d,
     extract_image_patches, fused_batch_norm, fused_batch_norm_grad, lrn, lrn_grad,
-    max_pool_grad_with_argmax, max_pool_with_argmax, pool, pool3d, softmax, softmax_xent,
-    sparse_softmax_xent, unchanged_rank5)
+    max_pool_3d_grad_grad, max_pool_grad_grad, max_pool_grad_with_argmax, max_pool_with_argmax,
+    pool, pool3d, softmax, softmax_xent, sparse_softmax_xent, unchanged_rank5)
 from tfg.schemas.ops.registry import op
 from tfg.schemas.ops.shape_fns import from_shape_input, merge_inputs, scalar, unchanged
 
@@ -114,6 +114,28 @@ op("MaxPoolGradV2",
    attrs=["padding: {'SAME', 'VALID'}", "data_format: {'NHWC', 'NCHW'} = 'NHWC'",
           "T: realnumbertype = DT_FLOAT"],
    shape_fn=unchanged)
+# The gradients of MaxPoolGrad (second-order max pooling gradients): the grad at each
+# window's first maximum of orig_input (nn_ops.cc)
+_GRAD_GRAD_T = ("T: {float, double, int32, uint8, int16, int8, int64, bfloat16, uint16, half, "
+                "uint32, uint64}")
+op("MaxPoolGradGrad",
+   inputs=["orig_input: T", "orig_output: T", "grad: T"],
+   outputs=["output: T"],
+   attrs=["ksize: list(int) >= 4", "strides: list(int) >= 4", "padding: {'SAME', 'VALID'}",
+          "data_format: {'NHWC', 'NCHW'} = 'NHWC'", _GRAD_GRAD_T],
+   shape_fn=max_pool_grad_grad)
+op("MaxPoolGradGradV2",
+   inputs=["orig_input: T", "orig_output: T", "grad: T", "ksize: int32", "strides: int32"],
+   outputs=["output: T"],
+   attrs=["padding: {'SAME', 'VALID'}", "data_format: {'NHWC', 'NCHW'} = 'NHWC'",
+          _GRAD_GRAD_T],
+   shape_fn=max_pool_grad_grad)
+op("MaxPool3DGradGrad",
+   inputs=["orig_input: T", "orig_output: T", "grad: T"],
+   outputs=["output: T"],
+   attrs=["ksize: list(int) >= 5", "strides: list(int) >= 5", "padding: {'SAME', 'VALID'}",
+          "data_format: {'NDHWC', 'NCDHW'} = 'NDHWC'", _GRAD_GRAD_T],
+   shape_fn=max_pool_3d_grad_grad)
 op("AvgPool",
    inputs=["value: T"],
    outputs=["output: T"],
@@ -375,3 +397,69 @@ op("L2Loss",
    outputs=["output: T"],
    attrs=["T: floattype"],
    shape_fn=scalar)
+
+
+# --- NthElement (nth_element_op.cc) and grayscale morphology (dilation_ops.cc) ---------------
+from tfg.schemas.ops.nn_shapes import window_out  # noqa: E402
+from tfg.schemas.ops.shape_fns import (  # noqa: E402
+    ShapeError, merge_dim, with_rank, with_rank_at_least)
+
+
+def nth_element(ctx):
+    """input [..., n] and a scalar k < n -> input's shape without its last dim."""
+    x = with_rank_at_least(ctx.shape(0), 1, "input")
+    with_rank(ctx.shape(1), 0, "n")
+    k = ctx.scalar(1)
+    if x is None:
+        return [None]
+    if None not in (k, x[-1]) and x[-1] <= k:
+        raise ShapeError(f"Input must have last dimension > n = {k} but is {x[-1]}")
+    return [tuple(x[:-1])]
+
+
+def dilation2d(ctx):
+    """input [B, H, W, D], filter [h, w, D] -> [B, out_h, out_w, D]: the window's effective
+    size h + (h - 1) * (rate - 1) slid with the strides (TensorFlow's Dilation2D shape fn)."""
+    x = with_rank(ctx.shape(0), 4, "input")
+    f = with_rank(ctx.shape(1), 3, "filter")
+    strides, rates = list(ctx.attr("strides")), list(ctx.attr("rates"))
+    for name, v in (("stride", strides), ("rates", rates)):
+        if len(v) != 4:
+            raise ShapeError(f"Dilation2D requires the {name} attribute to contain 4 values, "
+                             f"but got: {len(v)}")
+    if None in (x[1], x[2], f[0], f[1]):
+        return [(x[0], None, None, f[2])]
+    merge_dim(x[3], f[2])
+    padding = ctx.attr("padding")
+    padding = padding.decode() if isinstance(padding, bytes) else padding
+    out = [window_out(x[i], f[i - 1] + (f[i - 1] - 1) * (rates[i] - 1), strides[i], padding)
+           for i in (1, 2)]
+    return [(x[0], out[0], out[1], f[2])]
+
+
+def dilation2d_backprop_filter(ctx):
+    return [ctx.shape(1)]
+
+
+_DILATION_ATTRS = ["T: realnumbertype", "strides: list(int) >= 4", "rates: list(int) >= 4",
+                   "padding: {'SAME', 'VALID'}"]
+op("NthElement",
+   inputs=["input: T", "n: int32"],
+   outputs=["values: T"],
+   attrs=["reverse: bool = false", "T: realnumbertype"],
+   shape_fn=nth_element)
+op("Dilation2D",
+   inputs=["input: T", "filter: T"],
+   outputs=["output: T"],
+   attrs=_DILATION_ATTRS,
+   shape_fn=dilation2d)
+op("Dilation2DBackpropInput",
+   inputs=["input: T", "filter: T", "out_backprop: T"],
+   outputs=["in_backprop: T"],
+   attrs=_DILATION_ATTRS,
+   shape_fn=unchanged)
+op("Dilation2DBackpropFilter",
+   inputs=["input: T", "filter: T", "out_backprop: T"],
+   outputs=["filter_backprop: T"],
+   attrs=_DILATION_ATTRS,
+   shape_fn=dilation2d_backprop_filter)

@@ -297,3 +297,19 @@ def lrn_grad(ctx):
 
 def unchanged_rank5(ctx):
     return [with_rank(ctx.shape(0), 5, "3-D pooling input")]
+
+
+def _pool_grad_grad(ctx, r):
+    merge(with_rank(ctx.shape(0), r, "orig_input"), with_rank(ctx.shape(2), r, "grad"))
+    return [with_rank(ctx.shape(1), r, "orig_output")]
+
+
+def max_pool_grad_grad(ctx):
+    """MaxPoolGradGrad(orig_input, orig_output, grad, ...): shaped like orig_output (the
+    pooled shape), grad like orig_input, all rank 4."""
+    return _pool_grad_grad(ctx, 4)
+
+
+def max_pool_3d_grad_grad(ctx):
+    """MaxPool3DGradGrad: as max_pool_grad_grad, rank 5."""
+    return _pool_grad_grad(ctx, 5)

@@ -28,6 +28,12 @@ op("TruncatedNormal",
    outputs=["output: dtype"],
    attrs=["seed: int = 0", "seed2: int = 0", "dtype: floattype", "T: {int32, int64}"],
    stateful=True, shape_fn=from_shape_input(0))
+# tf.random.shuffle: the value's rows in a random order (random_shuffle_op.cc)
+op("RandomShuffle",
+   inputs=["value: T"],
+   outputs=["output: T"],
+   attrs=["seed: int = 0", "seed2: int = 0", "T: type"],
+   stateful=True, shape_fn=lambda ctx: [ctx.shape(0)])
 
 
 # --- stateless random ops (TensorFlow's stateless_random_ops.cc, stateless_random_ops_v2.cc):

@@ -76,10 +76,12 @@ def top_k_v1(ctx):
 
 
 def in_top_k(ctx):
-    """InTopKV2: predictions [batch, classes], targets [batch], k a scalar -> [batch]."""
+    """InTopKV2: predictions [batch, classes], targets [batch], k a scalar -> [batch]
+    (InTopK: k an attr)."""
     pred = with_rank(ctx.shape(0), 2, "predictions")
     targets = with_rank(ctx.shape(1), 1, "targets")
-    with_rank(ctx.shape(2), 0, "k")
+    if ctx.num_inputs > 2:
+        with_rank(ctx.shape(2), 0, "k")
     return [(merge_dim(pred[0], targets[0]),)]
 
 
@@ -90,6 +92,11 @@ op("TopK",
           "T: {float, double, int32, uint8, int16, int8, int64, bfloat16, uint16, half, uint32, "
           "uint64}"],
    shape_fn=top_k_v1)
+op("InTopK",
+   inputs=["predictions: float", "targets: T"],
+   outputs=["precision: bool"],
+   attrs=["k: int", "T: {int32, int64} = DT_INT32"],
+   shape_fn=in_top_k)
 op("InTopKV2",
    inputs=["predictions: float", "targets: T", "k: T"],
    outputs=["precision: bool"],

@@ -1,5 +1,6 @@
 """Signatures of the special functions Lgamma, Digamma, Erfinv, Ndtri, the Bessel I's, Zeta,
-Polygamma and the incomplete gamma functions Igamma, Igammac, IgammaGradA
+Polygamma, the incomplete gamma functions Igamma, Igammac, IgammaGradA, and Dawsn, Expint,
+FresnelCos, FresnelSin, Spence
 (math_ops.cc and special_math_ops.cc in TensorFlow; kept
 apart from math_ops.py because their kernels are not numpy ufuncs).
 
@@ -14,6 +15,16 @@ from tfg.schemas.ops.shape_fns import broadcast_binary, unchanged
 # (special_math_ops.cc) too
 for _name in ("Lgamma", "Digamma", "Erfinv", "Ndtri", "BesselI0", "BesselI1", "BesselI0e",
               "BesselI1e"):
+    op(_name,
+       inputs=["x: T"],
+       outputs=["y: T"],
+       attrs=["T: {bfloat16, half, float, double}"],
+       shape_fn=unchanged,
+       traits=["elementwise"])
+
+# The integrals of tf.math.special (special_math_ops.cc): Dawson's, the exponential integral
+# Ei, the Fresnel integrals and Spence's (the dilogarithm)
+for _name in ("Dawsn", "Expint", "FresnelCos", "FresnelSin", "Spence"):
     op(_name,
        inputs=["x: T"],
        outputs=["y: T"],

@@ -6,8 +6,8 @@ data_flow_ops.cc, io_ops.cc): reference and resource variables, stacks, queues, 
 """
 from tfg.schemas.ops.registry import op
 from tfg.schemas.ops.shape_fns import (
-    ShapeError, from_shape_attr, merge, no_outputs, scalar, unchanged, unknown,
-    with_rank_at_least)
+    ShapeError, compatible, fmt, from_shape_attr, merge, no_outputs, scalar, unchanged, unknown,
+    with_rank, with_rank_at_least)
 
 
 def assign(ctx):
@@ -80,6 +80,90 @@ op("IsVariableInitialized",
    outputs=["is_initialized: bool"],
    attrs=["dtype: type"],
    shape_fn=scalar)
+
+
+# --- reference variable rows and slices (TF1's scatter_update / scatter_add ..., an optimizer's
+# sparse update, `ref[1:3].assign(v)`): the ref updated in place, output as the ref
+def scatter_update(ctx):
+    """The variable's shape; updates must be indices.shape + ref.shape[1:] or a scalar
+    (TensorFlow's ScatterUpdateShape)."""
+    ref, indices, updates = ctx.shape(0), ctx.shape(1), ctx.shape(2)
+    ref = with_rank_at_least(ref, 1, "ref")
+    if ref is not None and indices is not None and updates is not None and len(updates):
+        try:
+            merge(updates, tuple(indices) + tuple(ref[1:]))
+        except ShapeError:
+            raise ShapeError(f"updates {fmt(updates)} must be indices {fmt(indices)} + "
+                             f"ref[1:] {fmt(ref[1:])} or a scalar") from None
+    return [ref]
+
+
+def scatter_nd_update(ctx):
+    """The input's shape; updates must be indices.shape[:-1] + ref.shape[indices.shape[-1]:]
+    (TensorFlow's ScatterNdUpdateShape)."""
+    ref, indices, updates = ctx.shape(0), ctx.shape(1), ctx.shape(2)
+    if ref is None or indices is None or updates is None or len(indices) < 1:
+        return [ref]
+    k = indices[-1]
+    if k is not None and k > len(ref):
+        raise ShapeError(f"The last dimension of indices ({k}) must be <= the rank of ref "
+                         f"({len(ref)})")
+    if k is not None:
+        want = tuple(indices[:-1]) + tuple(ref[k:])
+        if not compatible(updates, want):
+            raise ShapeError(f"updates {fmt(updates)} must be indices.shape[:-1] + "
+                             f"ref.shape[{k}:] = {fmt(want)}")
+    return [ref]
+
+
+def count_up_to(ctx):
+    with_rank(ctx.shape(0), 0, "CountUpTo's ref")
+    return [()]
+
+
+_NUMBER = ("{float, double, int32, uint8, int16, int8, complex64, int64, qint8, quint8, qint32, "
+           "bfloat16, qint16, quint16, uint16, complex128, half, uint32, uint64")
+_REAL = "{half, bfloat16, float, double, int32, int64}"
+for _name, _t, _locking in (("ScatterUpdate", "type", "true"),
+                            ("ScatterAdd", "numbertype", "false"),
+                            ("ScatterSub", "numbertype", "false"),
+                            ("ScatterMul", "numbertype", "false"),
+                            ("ScatterDiv", "numbertype", "false"),
+                            ("ScatterMin", _REAL, "false"),
+                            ("ScatterMax", _REAL, "false")):
+    op(_name,
+       inputs=["ref: Ref(T)", "indices: Tindices", "updates: T"],
+       outputs=["output_ref: Ref(T)"],
+       attrs=[f"T: {_t}", "Tindices: {int32, int64}", f"use_locking: bool = {_locking}"],
+       shape_fn=scatter_update)
+for _name, _t, _locking in (("ScatterNdUpdate", "type", "true"),
+                            ("ScatterNdAdd", "numbertype", "false"),
+                            ("ScatterNdSub", "numbertype", "false"),
+                            ("ScatterNdMax", "numbertype", "false"),
+                            ("ScatterNdMin", "numbertype", "false")):
+    op(_name,
+       inputs=["ref: Ref(T)", "indices: Tindices", "updates: T"],
+       outputs=["output_ref: Ref(T)"],
+       attrs=[f"T: {_t}", "Tindices: {int32, int64}", f"use_locking: bool = {_locking}",
+              "bad_indices_policy: string = ''"],
+       shape_fn=scatter_nd_update)
+# (its value-semantics sibling: a new tensor, with a gradient)
+op("ScatterNdNonAliasingAdd",
+   inputs=["input: T", "indices: Tindices", "updates: T"],
+   outputs=["output: T"],
+   attrs=[f"T: {_NUMBER}, bool}}", "Tindices: {int32, int64}", "bad_indices_policy: string = ''"],
+   shape_fn=scatter_nd_update)
+op("StridedSliceAssign",
+   inputs=["ref: Ref(T)", "begin: Index", "end: Index", "strides: Index", "value: T"],
+   outputs=["output_ref: Ref(T)"],
+   attrs=["T: type", "Index: {int32, int64}", "begin_mask: int = 0", "end_mask: int = 0",
+          "ellipsis_mask: int = 0", "new_axis_mask: int = 0", "shrink_axis_mask: int = 0"],
+   shape_fn=unchanged)
+op("CountUpTo",
+   inputs=["ref: Ref(T)"],
+   outputs=["output: T"],
+   attrs=["limit: int", "T: {int32, int64}"],
+   shape_fn=count_up_to)
 
 # --- resource variables
 op("VarHandleOp",
