@@ -10,9 +10,10 @@ from tfg.graphdef import io
 from tfg.graphdef.graph import Graph
 from tfg.schemas.proto import graph_pb2
 
-# Every GraphDef fixture (SavedModels are MetaGraphDefs, with tests of their own).
+# Every GraphDef fixture (SavedModels are MetaGraphDefs, with tests of their own; beside them a
+# fingerprint.pb is a FingerprintDef).
 GRAPHS = [p / "graph.pb" for p in conformance_cases()] + sorted(
-    p for p in FIXTURES.rglob("*.pb") if p.name != "saved_model.pb")
+    p for p in FIXTURES.rglob("*.pb") if p.name not in ("saved_model.pb", "fingerprint.pb"))
 IDS = [str(p.relative_to(p.parents[1])) for p in GRAPHS]
 
 
