@@ -4,7 +4,8 @@ words up in hash tables their init op fills, hash strings into buckets and pad r
 and a frozen TF1 graph of feature columns whose tables `init_all_tables` fills.
 
 Each goes through the CLI the way a user runs it (`tfg run DIR --signature serving_default`,
-`tfg run graph.pb --init init_all_tables`), and the outputs are compared with TensorFlow's."""
+`tfg run graph.pb --init init_all_tables`, also through optimize | partition and on a
+two-worker cluster), and the outputs are compared with TensorFlow's."""
 import json
 
 import numpy as np
@@ -13,6 +14,7 @@ import pytest
 from conftest import FIXTURES
 from helpers import tfg_cli
 from tfg.errors import TfgInputError
+from tfg.executor.distributed.local import LocalCluster
 from tfg.graphdef import savedmodel
 from tfg.schemas.proto import saved_model_pb2
 
@@ -60,6 +62,17 @@ def test_a_text_model_after_optimize_and_partition(tmp_path):
             TEXT / "feature_columns_feeds.npz", "--fetch", "out", "-o", out, input=part)
     np.testing.assert_allclose(np.load(out)["out"], EXPECTED["feature_columns/out"],
                                rtol=1e-5, atol=1e-6)
+
+
+def test_feature_columns_on_a_two_worker_cluster(tmp_path):
+    """The tables live on the workers; `--init init_all_tables` fills them there."""
+    out = tmp_path / "out.npz"
+    with LocalCluster(2) as cluster:
+        tfg_cli("run", TEXT / "feature_columns.pb", "--cluster", cluster.spec, "--init",
+                "init_all_tables", "--feeds", TEXT / "feature_columns_feeds.npz", "--fetch",
+                "out", "-o", out)
+    np.testing.assert_allclose(np.load(out)["out"], EXPECTED["feature_columns/out"],
+                               rtol=1e-5, atol=1e-5)
 
 
 def test_numbers_fed_as_text_are_refused(tmp_path):
