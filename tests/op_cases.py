@@ -40,6 +40,15 @@ class OpCases:
         name = case["name"]
         return {f"{name}/{k}:0": self.arrays[f"{name}/{k}"] for k in case["args"]}
 
+    def feeds_file(self, path, name, change=None):
+        """Write case `name`'s feeds (keys `<case>/<arg>`, as `tfg run --feeds` reads them)
+        to the .npz `path`, with `change` ({key: array}) applied; returns the case."""
+        case = next(c for c in self.cases if c["name"] == name)
+        args = {f"{name}/{k}": self.arrays[f"{name}/{k}"] for k in case["args"]}
+        args.update(change or {})
+        np.savez(path, **args)
+        return case
+
     def check_tfg_gradient(self, case, arg):
         """tfg's gradient pass on the case's loss, run, against tf.gradients' value."""
         name = case["name"]
@@ -57,10 +66,15 @@ class OpCases:
 
 def check(got, expected, case, what, magnitude=False):
     """got is TensorFlow's `expected`: same shape and dtype, integers and booleans exactly,
-    floats within the case's rtol/atol (NaN where TensorFlow has NaN). magnitude: compare
+    floats within the case's rtol/atol (NaN where TensorFlow has NaN), strings (an 'S' array
+    in the fixture, an object array of bytes in tfg) byte for byte. magnitude: compare
     absolute values, for a vector whose sign (phase) is free."""
     got = np.asarray(got)
     assert got.shape == expected.shape, what
+    if expected.dtype.kind == "S":
+        assert got.dtype == object, what
+        assert got.tolist() == expected.tolist(), what  # (astype("S") would drop NULs)
+        return
     assert got.dtype == expected.dtype, what
     if expected.dtype.kind in "iub":
         np.testing.assert_array_equal(got, expected, err_msg=what)

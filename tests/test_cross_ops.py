@@ -23,7 +23,7 @@ from tfg.passes.grad.registry import get_gradient
 from tfg.schemas.dtypes import DType
 
 OPS = OpCases("cross")
-DIR, CASES, ARRAYS, GRAPH = OPS.dir, OPS.cases, OPS.arrays, OPS.graph
+DIR, ARRAYS, GRAPH = OPS.dir, OPS.arrays, OPS.graph
 RUNS, ERRORS = OPS.runs, OPS.errors
 I64, STR, BOOL = DType.INT64, DType.STRING, DType.BOOL
 CROSS_OPS = ("SparseCross", "SparseCrossHashed", "SparseCrossV2")
@@ -32,16 +32,6 @@ CROSS_OPS = ("SparseCross", "SparseCrossHashed", "SparseCrossV2")
 @pytest.fixture(scope="module")
 def session():
     return Session(GRAPH)
-
-
-def _same(got, expected, case, what):
-    """check(), strings compared as bytes arrays (tfg's are object arrays of bytes)."""
-    if expected.dtype.kind == "S":
-        got = np.asarray(got)
-        assert got.shape == expected.shape and got.dtype == object, what
-        assert got.tolist() == expected.tolist(), what  # (astype("S") would drop NULs)
-    else:
-        check(got, expected, case, what)
 
 
 def test_fixtures_cover_every_op_and_variant():
@@ -58,7 +48,7 @@ def test_values_match_tensorflow(session, case):
     name = case["name"]
     outs = [f"{name}/out{k}:0" for k in range(3)]
     for k, got in enumerate(session.run(outs, OPS.feeds(case))):
-        _same(got, ARRAYS[f"{name}/out{k}"], case, f"{name} out{k}")
+        check(got, ARRAYS[f"{name}/out{k}"], case, f"{name} out{k}")
 
 
 @pytest.mark.parametrize("case", ERRORS, ids=case_ids(ERRORS))
@@ -183,25 +173,17 @@ def test_shapes_are_inferred_from_known_values():
 
 
 # --- the CLI ------------------------------------------------------------------------------
-def _feeds_file(path, name, change=None):
-    case = next(c for c in CASES if c["name"] == name)
-    args = {f"{name}/{k}": ARRAYS[f"{name}/{k}"] for k in case["args"]}
-    args.update(change or {})
-    np.savez(path, **args)
-    return case
-
-
 def test_cli_crosses_string_feeds_and_reports_bad_inputs(tmp_path):
     name = "Sch_b1000_kdef"
     feeds, out = tmp_path / "f.npz", tmp_path / "out.npz"
-    case = _feeds_file(feeds, name)  # numpy 'S' bytes arrays
+    case = OPS.feeds_file(feeds, name)  # numpy 'S' bytes arrays
     tfg_cli("run", DIR / "cross.pb", "--feeds", feeds, "--fetch", f"{name}/out1", "-o", out)
     got = np.load(out)
     check(got[got.files[0]], ARRAYS[f"{name}/out1"], case, "cli out1")
 
     # a kernel refusing its values (a batch mismatch): exit 1, one stderr line
     bad = tmp_path / "bad.npz"
-    _feeds_file(bad, name, {f"{name}/s1_shape": np.int64([4, 3])})
+    OPS.feeds_file(bad, name, {f"{name}/s1_shape": np.int64([4, 3])})
     p = tfg_cli("run", DIR / "cross.pb", "--feeds", bad, "--fetch", f"{name}/out1",
                 check=False)
     lines = p.stderr.decode().strip().splitlines()
@@ -209,7 +191,7 @@ def test_cli_crosses_string_feeds_and_reports_bad_inputs(tmp_path):
     assert "Expected batch size 3 got 4 at position 1" in lines[0]
 
     # bad input, a shape of the wrong rank for its placeholder: exit 2, one stderr line
-    _feeds_file(bad, name, {f"{name}/s1_shape": np.int64([[3, 3]])})
+    OPS.feeds_file(bad, name, {f"{name}/s1_shape": np.int64([[3, 3]])})
     p = tfg_cli("run", DIR / "cross.pb", "--feeds", bad, "--fetch", f"{name}/out1",
                 check=False)
     assert p.returncode == 2 and len(p.stderr.decode().strip().splitlines()) == 1

@@ -20,7 +20,7 @@ from tfg.passes.grad.registry import get_gradient
 from tfg.schemas.dtypes import DType
 
 OPS = OpCases("ctc_decode")
-DIR, CASES, ARRAYS, GRAPH = OPS.dir, OPS.cases, OPS.arrays, OPS.graph
+DIR, ARRAYS, GRAPH = OPS.dir, OPS.arrays, OPS.graph
 RUNS, ERRORS, GRADS = OPS.runs, OPS.errors, OPS.grads
 F32, I32, I64 = DType.FLOAT, DType.INT32, DType.INT64
 
@@ -186,18 +186,10 @@ def test_second_derivative_through_ctc_loss_is_refused():
 
 
 # --- the CLI ----------------------------------------------------------------------------------
-def _feeds_file(path, name, change=None):
-    case = next(c for c in CASES if c["name"] == name)
-    args = {f"{name}/{k}": ARRAYS[f"{name}/{k}"] for k in case["args"]}
-    args.update(change or {})
-    np.savez(path, **args)
-    return case
-
-
 def test_cli_runs_a_case_and_reports_bad_inputs(tmp_path):
     name = "Loss_float32_p0_m1"
     feeds, out = tmp_path / "f.npz", tmp_path / "out.npz"
-    case = _feeds_file(feeds, name)
+    case = OPS.feeds_file(feeds, name)
     tfg_cli("run", DIR / "ctc_decode.pb", "--feeds", feeds, "--fetch", f"{name}/out0",
             "--fetch", f"{name}/out1", "-o", out)
     got = np.load(out)
@@ -208,14 +200,14 @@ def test_cli_runs_a_case_and_reports_bad_inputs(tmp_path):
 
     # a kernel refusing its values (a sequence past the time axis): one stderr line
     bad = tmp_path / "bad.npz"
-    _feeds_file(bad, name, {f"{name}/sequence_length": np.int32([9, 6, 3, 7])})
+    OPS.feeds_file(bad, name, {f"{name}/sequence_length": np.int32([9, 6, 3, 7])})
     p = tfg_cli("run", DIR / "ctc_decode.pb", "--feeds", bad, "--fetch", f"{name}/out0",
                 check=False)
     lines = p.stderr.decode().strip().splitlines()
     assert p.returncode != 0 and len(lines) == 1 and "sequence_length(0) <= 8" in lines[0]
 
     # a feed of the wrong shape for its placeholder: bad input (exit 2), one stderr line
-    _feeds_file(bad, name, {f"{name}/sequence_length": np.int32([8, 6, 3])})
+    OPS.feeds_file(bad, name, {f"{name}/sequence_length": np.int32([8, 6, 3])})
     p = tfg_cli("run", DIR / "ctc_decode.pb", "--feeds", bad, "--fetch", f"{name}/out0",
                 check=False)
     assert p.returncode == 2

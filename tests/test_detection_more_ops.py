@@ -21,7 +21,7 @@ from tfg.passes.grad.registry import get_gradient
 from tfg.schemas.dtypes import DType
 
 OPS = OpCases("detection_more")
-DIR, CASES, ARRAYS, GRAPH = OPS.dir, OPS.cases, OPS.arrays, OPS.graph
+DIR, ARRAYS, GRAPH = OPS.dir, OPS.arrays, OPS.graph
 RUNS, ERRORS, GRADS = OPS.runs, OPS.errors, OPS.grads
 F32, F64, I32, I64 = DType.FLOAT, DType.DOUBLE, DType.INT32, DType.INT64
 FIXTURE_OPS = ("CombinedNonMaxSuppression", "EditDistance", "UnravelIndex", "NthElement",
@@ -300,18 +300,10 @@ def test_dilation_gradient_matches_finite_differences():
 
 
 # --- the CLI ----------------------------------------------------------------------------------
-def _feeds_file(path, name, change=None):
-    case = next(c for c in CASES if c["name"] == name)
-    args = {f"{name}/{k}": ARRAYS[f"{name}/{k}"] for k in case["args"]}
-    args.update(change or {})
-    np.savez(path, **args)
-    return case
-
-
 def test_cli_runs_combined_nms_and_reports_bad_inputs(tmp_path):
     name = "Cnms_basic"
     feeds, out = tmp_path / "f.npz", tmp_path / "out.npz"
-    case = _feeds_file(feeds, name)
+    case = OPS.feeds_file(feeds, name)
     tfg_cli("run", DIR / "detection_more.pb", "--feeds", feeds, "--fetch", f"{name}/out0",
             "-o", out)
     got = np.load(out)
@@ -319,7 +311,7 @@ def test_cli_runs_combined_nms_and_reports_bad_inputs(tmp_path):
 
     # a kernel refusing its values (iou_threshold out of range): exit 1, one stderr line
     bad = tmp_path / "bad.npz"
-    _feeds_file(bad, name, {f"{name}/iou_threshold": np.float32(1.5)})
+    OPS.feeds_file(bad, name, {f"{name}/iou_threshold": np.float32(1.5)})
     p = tfg_cli("run", DIR / "detection_more.pb", "--feeds", bad, "--fetch", f"{name}/out0",
                 check=False)
     lines = p.stderr.decode().strip().splitlines()
@@ -327,7 +319,7 @@ def test_cli_runs_combined_nms_and_reports_bad_inputs(tmp_path):
     assert "iou_threshold must be in [0, 1]" in lines[0]
 
     # a bad feed, boxes of the wrong rank for their placeholder: exit 2, one stderr line
-    _feeds_file(bad, name, {f"{name}/boxes": np.zeros((2, 12, 4), np.float32)})
+    OPS.feeds_file(bad, name, {f"{name}/boxes": np.zeros((2, 12, 4), np.float32)})
     p = tfg_cli("run", DIR / "detection_more.pb", "--feeds", bad, "--fetch", f"{name}/out0",
                 check=False)
     assert p.returncode == 2 and len(p.stderr.decode().strip().splitlines()) == 1

@@ -23,7 +23,7 @@ from tfg.passes.grad.registry import get_gradient
 from tfg.schemas.dtypes import DType
 
 OPS = OpCases("hash_ragged")
-DIR, CASES, ARRAYS, GRAPH = OPS.dir, OPS.cases, OPS.arrays, OPS.graph
+DIR, ARRAYS, GRAPH = OPS.dir, OPS.arrays, OPS.graph
 RUNS, ERRORS, GRADS = OPS.runs, OPS.errors, OPS.grads
 F32, F64, I32, I64, STR = DType.FLOAT, DType.DOUBLE, DType.INT32, DType.INT64, DType.STRING
 HASH_OPS = ("StringToHashBucketFast", "StringToHashBucketStrong", "StringToHashBucket",
@@ -35,16 +35,6 @@ RAGGED_OPS = ("RaggedTensorToTensor", "RaggedTensorToSparse", "RaggedRange", "Ra
 @pytest.fixture(scope="module")
 def session():
     return Session(GRAPH)
-
-
-def _same(got, expected, case, what):
-    """check(), strings compared as bytes arrays (tfg's are object arrays of bytes)."""
-    if expected.dtype.kind == "S":
-        got = np.asarray(got)
-        assert got.shape == expected.shape, what
-        np.testing.assert_array_equal(got.astype("S"), expected, err_msg=what)
-    else:
-        check(got, expected, case, what)
 
 
 def test_fixtures_cover_every_op_its_lengths_and_errors():
@@ -60,7 +50,7 @@ def test_values_match_tensorflow(session, case):
     name = case["name"]
     outs = [f"{name}/out{k}:0" for k in range(case["outputs"])]
     for k, got in enumerate(session.run(outs, OPS.feeds(case))):
-        _same(got, ARRAYS[f"{name}/out{k}"], case, f"{name} out{k}")
+        check(got, ARRAYS[f"{name}/out{k}"], case, f"{name} out{k}")
 
 
 @pytest.mark.parametrize("case", ERRORS, ids=case_ids(ERRORS))
@@ -242,18 +232,10 @@ def test_hashing_and_other_ragged_ops_are_not_differentiable(op):
 
 
 # --- the CLI ----------------------------------------------------------------------------------
-def _feeds_file(path, name, change=None):
-    case = next(c for c in CASES if c["name"] == name)
-    args = {f"{name}/{k}": ARRAYS[f"{name}/{k}"] for k in case["args"]}
-    args.update(change or {})
-    np.savez(path, **args)
-    return case
-
-
 def test_cli_hashes_string_feeds_and_reports_bad_inputs(tmp_path):
     name = "Fast_b1000"
     feeds, out = tmp_path / "f.npz", tmp_path / "out.npz"
-    case = _feeds_file(feeds, name)  # a numpy 'S' bytes array
+    case = OPS.feeds_file(feeds, name)  # a numpy 'S' bytes array
     tfg_cli("run", DIR / "hash_ragged.pb", "--feeds", feeds, "--fetch", f"{name}/out0",
             "-o", out)
     got = np.load(out)
@@ -263,7 +245,7 @@ def test_cli_hashes_string_feeds_and_reports_bad_inputs(tmp_path):
     # (exit 1, docs/run.md), one stderr line naming the node and TensorFlow's words
     bad = tmp_path / "bad.npz"
     name = "Rbc_counts"
-    _feeds_file(bad, name, {f"{name}/splits": np.int64([1, 2, 2, 6])})
+    OPS.feeds_file(bad, name, {f"{name}/splits": np.int64([1, 2, 2, 6])})
     p = tfg_cli("run", DIR / "hash_ragged.pb", "--feeds", bad, "--fetch", f"{name}/out0",
                 check=False)
     lines = p.stderr.decode().strip().splitlines()
@@ -271,7 +253,7 @@ def test_cli_hashes_string_feeds_and_reports_bad_inputs(tmp_path):
     assert "Rbc_counts/op" in lines[0] and "Splits must start with 0, not with 1" in lines[0]
 
     # bad input, splits of the wrong shape for their placeholder: exit 2, one stderr line
-    _feeds_file(bad, name, {f"{name}/splits": np.int64([[0, 2], [2, 6]])})
+    OPS.feeds_file(bad, name, {f"{name}/splits": np.int64([[0, 2], [2, 6]])})
     p = tfg_cli("run", DIR / "hash_ragged.pb", "--feeds", bad, "--fetch", f"{name}/out0",
                 check=False)
     assert p.returncode == 2 and len(p.stderr.decode().strip().splitlines()) == 1

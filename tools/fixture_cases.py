@@ -44,7 +44,9 @@ class CaseSet:
 
     def run(self, graph):
         """Run every case in one Session and keep its fetches' values; a case with an
-        `error` must be refused by TensorFlow's kernel with those words (and keeps none)."""
+        `error` must be refused by TensorFlow's kernel with those words (and keeps none).
+        Every case runs before a mismatch fails the generator, all of them listed."""
+        bad = []
         with tf.compat.v1.Session(graph=graph) as sess:
             self.prepare(sess, graph)
             for case in self.index:
@@ -53,10 +55,13 @@ class CaseSet:
                 try:
                     values = sess.run([self.fetches[k] for k in keys], self.feeds(graph, case))
                 except self.refusals as e:
-                    assert case["error"] and case["error"] in e.message, (name, e.message)
+                    if not (case["error"] and case["error"] in e.message):
+                        bad.append((name, e.message.splitlines()[-2:]))
                     continue
-                assert not case["error"], f"{name}: TensorFlow raised no error"
+                if case["error"]:
+                    bad.append((name, "TensorFlow raised no error"))
                 self.arrays.update(zip(keys, values))
+        assert not bad, "\n".join(map(str, bad))
 
     def prepare(self, sess, graph):
         """Run once in the Session before the cases (e.g. a table initializer); none here."""

@@ -34,24 +34,6 @@ class Cases(CaseSet):
     refusals = (tf.errors.InvalidArgumentError, tf.errors.InternalError,
                 tf.errors.UnimplementedError, tf.errors.FailedPreconditionError)
 
-    def run(self, graph):
-        """CaseSet's, every case's mismatch reported before failing."""
-        with tf.compat.v1.Session(graph=graph) as sess:
-            bad = []
-            for case in self.index:
-                name = case["name"]
-                keys = [k for k in self.fetches if k.startswith(name + "/")]
-                try:
-                    values = sess.run([self.fetches[k] for k in keys], self.feeds(graph, case))
-                except self.refusals as e:
-                    if not (case["error"] and case["error"] in e.message):
-                        bad.append((name, e.message.splitlines()[-2:]))
-                    continue
-                if case["error"]:
-                    bad.append((name, "no error"))
-                self.arrays.update(zip(keys, values))
-            assert not bad, "\n".join(map(str, bad))
-
     def add(self, name, op, args, attrs=None, error=None, grad=(), rtol=1e-6, atol=1e-6):
         """args: {input name: array}; grad: the args TensorFlow differentiates
         sum(out0 * w) by."""

@@ -12,19 +12,10 @@ from tfg.schemas.ops.shape_fns import broadcast_binary, unchanged
 
 # Erfinv and Ndtri (inverse error function, inverse normal CDF) and the modified Bessel
 # functions of the first kind I0, I1 and their exponentially scaled forms I0e, I1e
-# (special_math_ops.cc) too
+# (special_math_ops.cc) too, and the integrals of tf.math.special (special_math_ops.cc):
+# Dawson's, the exponential integral Ei, the Fresnel integrals and Spence's (the dilogarithm)
 for _name in ("Lgamma", "Digamma", "Erfinv", "Ndtri", "BesselI0", "BesselI1", "BesselI0e",
-              "BesselI1e"):
-    op(_name,
-       inputs=["x: T"],
-       outputs=["y: T"],
-       attrs=["T: {bfloat16, half, float, double}"],
-       shape_fn=unchanged,
-       traits=["elementwise"])
-
-# The integrals of tf.math.special (special_math_ops.cc): Dawson's, the exponential integral
-# Ei, the Fresnel integrals and Spence's (the dilogarithm)
-for _name in ("Dawsn", "Expint", "FresnelCos", "FresnelSin", "Spence"):
+              "BesselI1e", "Dawsn", "Expint", "FresnelCos", "FresnelSin", "Spence"):
     op(_name,
        inputs=["x: T"],
        outputs=["y: T"],
