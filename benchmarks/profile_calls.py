@@ -4,6 +4,7 @@ one model, each timed in place (one BLAS thread), summed per op, and the step ta
 
     python3 benchmarks/profile_calls.py /tmp/tfgkerasXXXX nasnetmobile [--reps 10] [--clock cpu]
 
+(`PROF_BT=2` in the environment: the Session and the timed calls on two BLAS threads.)
 DIR is a folder bench_keras.py wrote (<model>.pb, .json, _x.npy). Prints the calls per step,
 each step's total and, per op, calls, ms per step and us per call (medians over the steps
 after the first). A chain (chains.py) counts under its last member's op, so a batch norm's
@@ -44,7 +45,7 @@ def main():
     clock = time.perf_counter if a.clock == "wall" else time.thread_time
     meta = json.load(open(os.path.join(a.folder, a.model + ".json")))
     x = np.load(os.path.join(a.folder, a.model + "_x.npy"))
-    sess = Session(tfg.load(os.path.join(a.folder, a.model + ".pb")), blas_threads=1)
+    sess = Session(tfg.load(os.path.join(a.folder, a.model + ".pb")), blas_threads=int(os.environ.get("PROF_BT", "1")))
     feeds = {meta["input"]: x}
     for _ in range(4):  # the first steps learn signatures and verify the memory verdicts
         sess.run(meta["output"], feeds)
@@ -53,7 +54,7 @@ def main():
     calls = sched.guards.calls([x]) if sched.guards else prog.calls
     times = np.zeros((a.reps + 1, len(calls)))
     loops, runs = [], []
-    with blas.blas_limit(1):
+    with blas.blas_limit(int(os.environ.get("PROF_BT", "1"))):
         for r in range(a.reps + 1):
             t0 = clock()
             sess.run(meta["output"], feeds)

@@ -5,14 +5,10 @@ loading a SavedModel (tfg.graphdef.savedmodel reads the files; this assigns the 
     >>> restore_variables(sess, g, read_variables("export/1"))
     ['w1', 'w2']
 """
-import numpy as np
-
-from tfg.errors import TfgInputError
 from tfg.graphdef.savedmodel import read_variables
 from tfg.graphdef.savedmodel_tf2 import (restore_resource_variables, run_init_ops,
                                          unrestored_captures)
 from tfg.graphdef.state_checks import check_value
-from tfg.kernels.resources import Ref
 from tfg.schemas.ops import ref_variable_ops
 
 _REF_VARIABLES = ref_variable_ops()
@@ -29,8 +25,6 @@ def load_saved_model_state(session, graph):
     info = graph.saved_model
     if info.variables_prefix:
         return restore_variables(session, graph, read_variables(info.path))
-    if getattr(session, "is_cluster", False) and info.init_ops:
-        raise TfgInputError("a SavedModel's init op cannot run on a --cluster yet")
     run_init_ops(session, graph)
     return []
 
@@ -45,8 +39,6 @@ def restore_variables(session, graph, values):
             variables it does not assign (Keras 3 gives the saver copies of its variables)
             get the checkpoint value their object graph node names, as TF's TF2 loader does.
     """
-    if getattr(session, "is_cluster", False):
-        raise TfgInputError("a SavedModel's variables cannot be restored on a --cluster yet")
     declared = {}
     for node in graph:
         if node.op in _REF_VARIABLES:
@@ -59,14 +51,14 @@ def restore_variables(session, graph, values):
             restored = set(restored) | set(_restore_captures(session, graph, values))
             _init(session, graph)
             return sorted(restored)
+    assign = {}
     for name, value in values.items():
         if name not in declared:
             continue  # e.g. a slot variable of an optimizer that the graph was pruned of
         container, short, dtype, shape = declared[name]
         check_value(name, value, dtype, shape, _variables_source(graph))
-        ref = session.resources.get_or_create(container, short,
-                                              lambda: Ref(short, dtype, shape))
-        ref.assign(value)
+        assign[(container, short)] = (value, dtype, shape)
+    session.assign_variables(assign)
     _init(session, graph)
     return sorted(n for n in values if n in declared)
 
@@ -79,15 +71,15 @@ def _init(session, graph):
 def _restore_captures(session, graph, values):
     """Assign the captured handles the restore op missed; returns their checkpoint keys."""
     keys = unrestored_captures(graph, values)
+    assign = {}
     for handle, key in keys.items():
         node = graph[handle]
         container = node.get_attr("container", b"").decode()
         short = node.get_attr("shared_name", b"").decode() or node.name
         dtype, shape = node.get_attr("dtype", None), node.get_attr("shape", None)
         check_value(key, values[key], dtype, shape, _variables_source(graph))
-        var = session.resources.get_or_create(container, short,
-                                              lambda: Ref(short, dtype, shape))
-        var.assign(np.array(values[key], copy=True))  # the variable's own buffer
+        assign[(container, short)] = (values[key], dtype, shape)
+    session.assign_variables(assign)
     return keys.values()
 
 

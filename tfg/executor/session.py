@@ -34,6 +34,8 @@ import os
 import threading
 import time
 
+import numpy as np
+
 from tfg.executor import blas, checkpoint
 from tfg.executor.blas_floor import GemmFloor
 from tfg.executor.blas_trial import ThreadTrial
@@ -50,7 +52,7 @@ from tfg.graphdef import io
 from tfg.graphdef.canonical import canonicalize
 from tfg.graphdef.validate import check_control_flow, validate
 from tfg.kernels import jit
-from tfg.kernels.resources import ResourceMgr, StepContext
+from tfg.kernels.resources import Ref, ResourceMgr, StepContext
 
 
 class Session:
@@ -124,6 +126,15 @@ class Session:
     def restore(self, directory):
         """Load variables saved by `save`; the checksum is verified first."""
         return self.backend.restore(directory)
+
+    def assign_variables(self, values):
+        """Set variables to values: {(container, name): (array, dtype, shape)}, dtype and
+        shape the graph's declaration (None where unknown). On a cluster each value goes to
+        the task that holds the variable.
+
+        Before: `w` uninitialized.  After `assign_variables({("", "w"): (a, None, None)})`:
+        `w` holds a copy of `a`."""
+        return self.backend.assign_variables(values)
 
     def checkpoint_step(self, directory):
         """The step of the checkpoint in `directory` (None: there is none), once checked to
@@ -239,6 +250,12 @@ class LocalSession:
 
     def restore(self, directory):
         return checkpoint.restore(self.resources, self._graph(), directory)
+
+    def assign_variables(self, values):
+        for (container, name), (value, dtype, shape) in values.items():
+            ref = self.resources.get_or_create(container, name,
+                                               lambda n=name: Ref(n, dtype, shape))
+            ref.assign(np.array(value, copy=True))  # the variable's own buffer
 
     def reset(self, containers=None):
         return self.resources.reset(containers)

@@ -201,16 +201,21 @@ class ClusterSession:
         """Read a checkpoint here and assign each variable on the task that owns it."""
         mgr = ResourceMgr()
         names = checkpoint.restore(mgr, self.graph, directory)
+        self.assign_variables({key: (ref.get(), None, None) for key, ref in mgr.items()})
+        return names
+
+    def assign_variables(self, values):
+        """Set each variable ({(container, name): (array, dtype, shape)}) on the task whose
+        graph holds it (the first task where no node declares it), one call per task."""
         per_task = {}
         first = self.config.tasks[0]
-        for (container, name), ref in mgr.items():
+        for (container, name), (value, _, _) in values.items():
             task = self._owners.get((container, name), first)
             var = per_task.setdefault(task, pb.SetVariablesRequest(
                 session_handle=self.handle)).variables.add(container=container, name=name)
-            rpc.encode(ref.get(), var.tensor)
+            rpc.encode(value, var.tensor)
         call_all_watched({t: (self.clients[t], "SetVariables", req)
                           for t, req in per_task.items()}, self.timeout)
-        return names
 
     def reset(self, containers=None):
         """Clear `containers` (None: the default container "") on every task, whichever
