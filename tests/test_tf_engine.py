@@ -295,3 +295,23 @@ def test_a_spec_in_another_order_than_the_servers_own_is_an_input_error(tf_serve
     graph, _ = train_graph()
     with pytest.raises(TfgInputError, match="in the order of their own cluster spec"):
         Session(graph, cluster=ClusterConfig(swapped, engine="tensorflow"))
+
+
+@needs_tf
+@pytest.mark.slow
+@pytest.mark.parametrize("model,signature,feeds", [
+    ("savedmodel/mlp", "serving_default", "savedmodel/mlp_feeds.npz"),
+    ("text_models/tf1_vocab_file", "serving_default", "text_models/tf1_vocab_file_feeds.npz")])
+def test_saved_model_on_tensorflow_servers(model, signature, feeds, tf_servers, tmp_path):
+    """A SavedModel's variables restored on the servers that hold them (the assign nodes
+    tfg adds to their graphs) and its table init op run there, as on a local run."""
+    from conftest import FIXTURES
+
+    local, remote = tmp_path / "local.npz", tmp_path / "remote.npz"
+    args = ("run", FIXTURES / model, "--signature", signature, "--feeds", FIXTURES / feeds)
+    tfg_cli(*args, "-o", local)
+    tfg_cli(*args, "--cluster", tf_servers.spec, "--engine", "tensorflow", "-o", remote)
+    want, got = np.load(local), np.load(remote)
+    assert sorted(got.files) == sorted(want.files)
+    for key in want.files:
+        np.testing.assert_allclose(got[key], want[key], rtol=1e-6, err_msg=key)

@@ -205,6 +205,9 @@ class TFClusterSession:
     def restore(self, directory):
         return variables.restore(self, directory)
 
+    def assign_variables(self, values):
+        variables.assign(self, values)
+
     # --- ending ---------------------------------------------------------------------------
     def close(self):
         """DeregisterGraph every graph and DeleteWorkerSession on every server (best effort,

@@ -90,14 +90,20 @@ def restore(sess, directory):
     """Read the checkpoint here and assign each variable on its server (one step)."""
     mgr = ResourceMgr()
     names = checkpoint.restore(mgr, sess.graph, directory)
+    assign(sess, {key: (ref.get(), None, None) for key, ref in mgr.items()})
+    return names
+
+
+def assign(sess, values):
+    """Set each variable ({(container, name): (array, dtype, shape)}) on its server, in one
+    step of the graph's assign nodes; values for no variable of this graph are skipped."""
     by_key = {_key(n): n for n in _var_nodes(sess.graph)}
     feeds, targets = {}, []
-    for key, ref in mgr.items():
+    for key, (value, _, _) in values.items():
         node = by_key.get(key)
         if node is None:
             continue  # saved, but not a variable of this graph: nothing holds it
-        feeds[f"{node.name}/_tfg_value"] = ref.get()
+        feeds[f"{node.name}/_tfg_value"] = value
         targets.append(f"{node.name}/_tfg_assign")
     if targets:
         _run(sess, [], feeds, targets)
-    return names
