@@ -208,6 +208,30 @@ def test_each_team_size_gets_its_own_kernel_with_the_same_values():
 
 
 @needs_onednn
+@pytest.mark.parametrize("depthwise", [False, True])
+def test_a_tiny_convolution_runs_on_one_thread_whatever_the_team(depthwise):
+    """Under SERIAL_MACS a second thread only waits at the team's barrier (ConvLSTM's 2x2
+    maps): the one-thread kernel runs, and no two-thread kernel is made."""
+    x = rng.standard_normal((2, 2, 2, 2)).astype(np.float32)
+    w = rng.standard_normal((3, 3, 2, 1 if depthwise else 2)).astype(np.float32)
+    w.flags.writeable = False  # a graph constant's filter: what a bound call takes
+    g = geom(x.shape, (3, 3), (1, 1), (1, 1), "SAME", None, b"NHWC")
+    try:
+        onednn.set_threads(2)
+        conv = onednn.convolution(x.shape, w.shape, g, depthwise=depthwise)
+        assert conv.serial and conv.team() == 1
+        y = conv(x, w)
+        bound = conv.bound(w)
+        np.testing.assert_array_equal(bound(x), y)
+        assert set(conv.kernels) == {1}
+        big = onednn.convolution((2, 12, 12, 32), (3, 3, 32, 16), geom(
+            (2, 12, 12, 32), (3, 3), (1, 1), (1, 1), "SAME", None, b"NHWC"))
+        assert not big.serial and big.team() == 2
+    finally:
+        onednn.set_threads(None)
+
+
+@needs_onednn
 def test_a_failing_call_turns_onednn_off_with_one_line(kept_state, monkeypatch, capsys):
     x = rng.standard_normal((1, 5, 5, 3)).astype(np.float32)
     w = rng.standard_normal((3, 3, 3, 2)).astype(np.float32)

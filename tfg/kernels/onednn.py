@@ -69,6 +69,13 @@ _state = {}  # "lib": the loaded _Library, or None after a failure or where none
 _lock = threading.Lock()
 _threads = [None]  # the OpenMP team size to use (None: OpenMP's default)
 _made = [0]  # kernels made in this process (kernels_made())
+# Convolutions of fewer multiply-adds run on one OpenMP thread whatever the step's team: a
+# few microseconds of work, less than waking a second thread costs on a quiet machine, and
+# on a loaded one the team waits at its barrier for the descheduled thread's next time
+# slice (a ConvLSTM's 2x2x2x2 map, 3x3 filter, 288 multiply-adds: 12 us on one thread, 850
+# us on two beside two busy processes; a NASNet 2x3x3x176 depthwise map, 28,512: 1.1-2x
+# slower on two, quiet).
+SERIAL_MACS = 32_768
 _local = threading.local()
 
 
@@ -380,6 +387,8 @@ class Convolution:
             self.out_shape = (n, g.oh, g.ow, oc)
         self.x_shape, self.w_shape, self.g, self.nchw = tuple(x_shape), tuple(w_shape), g, nchw
         self.depthwise = depthwise
+        taps = kh * kw * (1 if depthwise else ci)
+        self.serial = int(np.prod(self.out_shape)) * taps < SERIAL_MACS  # see SERIAL_MACS
         self._owned = owned = []  # oneDNN objects this convolution frees (_free)
         weakref.finalize(self, _free, dll, owned).atexit = False
         self.src = lib.memory_desc((n, c, h, w), _nhwc_strides(n, c, h, w, nchw), owner=owned)
@@ -414,12 +423,17 @@ class Convolution:
         self._bias = None
         self.layouts = []  # the _Layouts its kernels read the filter in
         self.call_lock = threading.Lock()  # the memory objects are this convolution's own
-        self._kernel(_threads[0])  # fails here, not at a call, where oneDNN has no kernel
-        if _threads[0] != 1 and (os.cpu_count() or 1) > 1:
+        self._kernel(self.team())  # fails here, not at a call, where oneDNN has no kernel
+        if self.team() != 1 and (os.cpu_count() or 1) > 1:
             # The one-thread kernel too: the adaptive setting's trial times steps on one
             # thread (tfg/executor/blas_trial.py), and a step that makes kernels is not
             # timed; made here, in the step that makes the others, it costs no trial step.
             self._kernel(1)
+
+    def team(self):
+        """The OpenMP team size for a call now: the step's (set_threads), one for a
+        convolution under SERIAL_MACS."""
+        return 1 if self.serial else _threads[0]
 
     def _kernel(self, threads):
         kernel = self.kernels.get(threads)
@@ -453,7 +467,7 @@ class Convolution:
         if not x.flags.c_contiguous:
             x = np.ascontiguousarray(x)
         y = np.empty(self.out_shape, np.float32)
-        threads = _threads[0]
+        threads = self.team()
         with self.call_lock:
             kernel = self.kernels.get(threads) or self._kernel(threads)
             self._filter(kernel, w, threads)
@@ -520,13 +534,14 @@ class Convolution:
         set_handle, primitive_execute, stream = lib.set_handle, lib.primitive_execute, lib.stream
         m_src, m_dst = self.m_src, self.m_dst
         empty, f32 = np.empty, np.float32
+        serial = self.serial
 
         def run(x):
             # The steps of _execute and _Library.execute written out: each frame here was
             # ~1 us of a NASNetMobile convolution's 10 us of Python (2.7% of its step).
             if _state.get("lib") is None:
                 return None
-            threads = _threads[0]
+            threads = 1 if serial else _threads[0]
             status = None
             with lock:  # (what another thread's call may change is tested under it)
                 kernel = kernels.get(threads)
@@ -563,7 +578,7 @@ class Convolution:
         if _state.get("lib") is None:
             return None
         y = np.empty(self.out_shape, np.float32)
-        threads = _threads[0]
+        threads = self.team()
         try:
             with self.call_lock:
                 kernel = self.kernels.get(threads) or self._kernel(threads)

@@ -66,7 +66,6 @@ class Chain:
                      for i, s in enumerate(self.inner_shapes)]
             addresses = [v.ctypes.data for v in views]
             self._views = (pool, views, addresses)
-        threads = onednn._threads[0]
         last = len(self.stages) - 1
         y = np.empty(self.stages[-1].conv.out_shape, np.float32)
         src = onednn._address(x)
@@ -74,7 +73,7 @@ class Chain:
             out = views[i] if i < last else y
             dst = addresses[i] if i < last else onednn._address(y)
             try:
-                if not _execute(stage, src, dst, threads):
+                if not _execute(stage, src, dst, stage.conv.team()):
                     return None
             except onednn.OneDnnError as e:
                 onednn.off(str(e))
