@@ -22,6 +22,10 @@ What tests/fixtures/real_models/ did not have yet:
   GradientTape (`_grad`: lowered to v1 control flow by TensorFlow, except the RNN variants'
   whose While tfg lowers itself); tools/gen_real_loops_tf2_more.py: a tape gradient inside a
   tf.function, Keras StackedRNNCells, a loop whose tensors change shape.
+- Autoregressive decoding (tools/gen_real_loops_decode.py): a GPT-style decoder's greedy
+  loop with a KV cache grown by concat or preallocated and scattered into, its
+  teacher-forced loss differentiated, keras_hub's GPT2CausalLM generate_step, and a TF1
+  greedy cross-attention decoder.
 """
 import argparse
 import os
@@ -33,6 +37,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+import gen_real_loops_decode  # noqa: E402  (decoding loops)
 import gen_real_loops_tf2_more  # noqa: E402  (more TF2 cases)
 from gen_real_models import freeze, write_case  # noqa: E402
 from gen_real_models_more import _start  # noqa: E402  (seeded Keras, layers, rng)
@@ -186,12 +191,14 @@ CASES = {"keras_convlstm_functional": lambda o, n: convlstm(o, n, False),
          "tf2_loops_grad": lambda o, n: tf_loops(o, n, True),
          "tf2_beam_search_functional": beam_search_tf2}
 CASES.update(gen_real_loops_tf2_more.CASES)
+CASES.update(gen_real_loops_decode.CASES)
 TF1 = ["tf1_multirnn_timemajor_grad", "tf1_multirnn_timemajor_grad_tfgrad",
        "tf1_bidir_zero_length_grad", "tf1_beam_search_lstm", "tf1_greedy_attention_grad",
        "tf1_scan_fold_grad", "tf1_loop_in_cond_grad", "tf1_cfv2_tfgrad",
        "tf1_raw_rnn_swap_grad", "tf1_raw_rnn_swap_grad_tfgrad", "tf1_ctc_dense_grad",
        "tf1_ctc_dense_grad_tfgrad", "tf1_segment_sort_loop_grad",
        "tf1_segment_sort_loop_grad_tfgrad", "tf1_train_loop_resource", "tf1_train_loop_ref"]
+TF1 += list(gen_real_loops_decode.TF1_CASES)
 
 
 def main():

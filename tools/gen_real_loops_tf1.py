@@ -103,10 +103,11 @@ CASES = {"tf1_multirnn_timemajor_grad": multirnn_timemajor,
 
 
 def main(out, names):
+    import gen_real_loops_decode  # noqa: PLC0415  (its TF1 greedy decoder)
     import gen_real_loops_tf1_more  # noqa: PLC0415  (the decoder and scan/fold cases)
     tf1.disable_eager_execution()
     tf1.disable_control_flow_v2()
-    cases = dict(CASES, **gen_real_loops_tf1_more.CASES)
+    cases = dict(CASES, **gen_real_loops_tf1_more.CASES, **gen_real_loops_decode.TF1_CASES)
     for n in names:
         if n not in cases and n.endswith("_tfgrad"):
             continue  # written with its grad case

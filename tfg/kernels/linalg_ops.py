@@ -11,6 +11,8 @@ numpy.linalg and a partial-pivot LU that pivots as Eigen's does.
 The equation is validated by the signature's parser (schemas/ops/linalg_ops.py) so a bad one
 fails with the same words at build and run time. Two operands go through numpy's optimized
 path (tensordot: one BLAS GEMM); TensorFlow's own kernel is also a transpose-GEMM-transpose.
+Tiny ones (a decode step's projection of one token, [2, 1, 8] x [8, 24]) go straight to
+numpy's C loop: the optimized path's planning costs ~40 us a call, the loop ~5 us.
 """
 import numpy as np
 
@@ -63,6 +65,10 @@ def _inflate(xp, y, out, out_ell, unique, unique_ell):
     return z
 
 
+# Above this many multiply-adds numpy's unblocked C loop loses to the optimized path's GEMM.
+_C_LOOP_MAX = 1 << 16
+
+
 @kernel("Einsum", device_types=ALL_DEVICES)
 def einsum(ctx, *inputs):
     xp = ctx.xp
@@ -73,7 +79,11 @@ def einsum(ctx, *inputs):
     eq, inflate = plan
     arrays = [xp.asarray(x) for x in inputs]
     try:
-        out = (np.einsum(eq, *arrays, optimize=len(arrays) > 1) if xp is np
+        # The C loop's work is the product of every label's size, which is at most the
+        # product of the two operands' sizes.
+        optimize = len(arrays) > 2 or (len(arrays) == 2
+                                       and arrays[0].size * arrays[1].size > _C_LOOP_MAX)
+        out = (np.einsum(eq, *arrays, optimize=optimize) if xp is np
                else xp.einsum(eq, *arrays))
     except ValueError as e:
         fail(f"einsum {eq!r} on shapes {[list(a.shape) for a in arrays]}: {e}")
