@@ -173,6 +173,15 @@ def pack(ctx, *values):
     xp = ctx.xp
     values = [xp.asarray(v) for v in values]
     ax = norm_axis(ctx.attrs.get("axis", 0), values[0].ndim + 1)
+    first = values[0]
+    if xp is np and all(v.shape == first.shape and v.dtype == first.dtype for v in values):
+        # Each value into its row of one array: np.stack's Python (expand_dims per value,
+        # then concatenate) was 8 of a small Pack's 10 us.
+        out = np.empty(first.shape[:ax] + (len(values),) + first.shape[ax:], first.dtype)
+        lead = (slice(None),) * ax
+        for i, v in enumerate(values):
+            out[lead + (i,)] = v
+        return out
     try:
         return xp.stack(values, axis=ax)
     except ValueError:

@@ -8,6 +8,8 @@ UnsortedSegmentSum, DynamicStitch and ParallelDynamicStitch, DynamicPartition, S
 Out-of-range indices are errors naming the index, as TensorFlow's CPU kernels do (numpy would
 wrap negative indices silently).
 """
+import math
+
 import numpy as np
 
 from tfg.kernels._util import fail, norm_axis, scatter_add, shape_vector, tf_dims
@@ -25,6 +27,9 @@ def strided_slice_index(shape, begin, end, strides, attrs):
     if not len(begin) == len(end) == len(strides):
         fail(f"begin, end and strides must have the same length, got {len(begin)}, "
              f"{len(end)}, {len(strides)}")
+    if len(begin) > len(shape) + 255:  # past the rank, every entry but an ellipsis adds a dim
+        fail(f"a slice spec of {len(begin)} entries on {len(shape)} dims would make more than "
+             "254 dims")
     bm, em = int(attrs.get("begin_mask", 0)), int(attrs.get("end_mask", 0))
     ellipsis, new_axis = int(attrs.get("ellipsis_mask", 0)), int(attrs.get("new_axis_mask", 0))
     shrink = int(attrs.get("shrink_axis_mask", 0))
@@ -147,15 +152,19 @@ def _gather(xp, params, indices, axis, batch_dims):
     if params.shape[:batch_dims] != idx.shape[:batch_dims]:
         fail(f"params.shape[:{batch_dims}] {list(params.shape[:batch_dims])} must equal "
              f"indices.shape[:{batch_dims}] {list(idx.shape[:batch_dims])}")
+    # One advanced index over [batch, outer, index, inner] views: out[b, o, m, i] =
+    # params[b, o, idx[b, m], i] (a beam search's batch_dims=1 gathers: one numpy call, not
+    # a take and a stack per batch row).
     bshape = params.shape[:batch_dims]
-    nb = int(np.prod(bshape))
-    p = params.reshape((nb,) + params.shape[batch_dims:])
-    ix = idx.reshape((nb,) + idx.shape[batch_dims:])
-    parts = [xp.take(p[i], ix[i], axis=axis - batch_dims) for i in range(nb)]
-    inner = parts[0].shape if parts else (
-        params.shape[batch_dims:axis] + idx.shape[batch_dims:] + params.shape[axis + 1:])
-    out = xp.stack(parts) if parts else xp.zeros((0,) + inner, params.dtype)
-    return out.reshape(bshape + inner)
+    nb = math.prod(bshape)
+    outer = params.shape[batch_dims:axis]
+    no = math.prod(outer)
+    p = params.reshape((nb, no, params.shape[axis], math.prod(params.shape[axis + 1:])))
+    ix = idx.reshape((nb, 1, math.prod(idx.shape[batch_dims:])))
+    rows = xp.arange(nb).reshape((nb, 1, 1))
+    cols = xp.arange(no).reshape((1, no, 1))
+    out = p[rows, cols, ix]  # [nb, no, m, inner]
+    return out.reshape(bshape + outer + idx.shape[batch_dims:] + params.shape[axis + 1:])
 
 
 @kernel("GatherV2", device_types=ALL_DEVICES, host_inputs=(2,))
@@ -188,6 +197,19 @@ def gather_nd(ctx, params, indices):
     xp = ctx.xp
     params = xp.asarray(params)
     idx = xp.asarray(indices)
+    if xp is np and 0 < idx.ndim and 0 < idx.shape[-1] <= params.ndim \
+            and idx.dtype.kind in "iu" and idx.size and params.size:
+        # One flat index into the first k dims: numpy checks the bounds in C (a beam
+        # search's [batch, beam, 2] gathers: 33 us -> 8 us); out of bounds, the check below
+        # names the index.
+        k = idx.shape[-1]
+        try:
+            flat = np.ravel_multi_index(idx.reshape(-1, k).T, params.shape[:k])
+        except ValueError:
+            pass
+        else:
+            rows = params.reshape((math.prod(params.shape[:k]),) + params.shape[k:])
+            return rows[flat].reshape(idx.shape[:-1] + params.shape[k:])
     key = _nd_index(xp, idx, params.shape, "GatherNd")
     if key is None:  # k == 0: every index selects the whole of params
         return xp.broadcast_to(params, idx.shape[:-1] + params.shape).copy()

@@ -196,10 +196,12 @@ def _check_int_divisor(xp, y, x=None):
     """TensorFlow's refusal of an integer zero divisor, where the result has elements: an
     empty result divides nothing (a reduction over no axes of a scalar takes
     FloorMod([], 0) in TensorFlow's own gradient graph)."""
-    if x is not None and 0 in np.broadcast_shapes(getattr(x, "shape", ()),
-                                                  getattr(y, "shape", ())):
+    # (the shapes' own zeros, not np.broadcast_shapes': 3 us of Python a call; the two
+    # differ only for shapes that do not broadcast, which the division then refuses)
+    if x is not None and (0 in getattr(x, "shape", ()) or 0 in getattr(y, "shape", ())):
         return
-    if not bool(xp.all(y)):
+    # y.all(), not xp.all(y): 1 us against 6.5 for a numpy scalar divisor
+    if not bool(y.all() if hasattr(y, "all") else xp.all(y)):
         fail("Integer division by zero")
 
 
@@ -222,6 +224,7 @@ def _floor_div(xp, x, y):
 def _floor_mod(xp, x, y):
     if _is_int(x):
         _check_int_divisor(xp, y, x)
+        return xp.mod(x, y)  # (no zero divisor: nothing for errstate to silence)
     with errstate(xp, divide="ignore", invalid="ignore"):
         return xp.mod(x, y)
 
@@ -636,6 +639,8 @@ def cast(ctx, x):
         return x != 0
     if x.dtype.kind == "O" or dst.kind == "O":
         fail(f"Cast between {tf_name(x)} and {tf_name(dst)} is not supported")
+    if x.dtype.kind in "biu" and dst.itemsize >= 4:  # (no overflow to warn of: no errstate)
+        return x.astype(dst)
     with errstate(xp, invalid="ignore", over="ignore"):
         if x.dtype.kind == "f" and dst.kind in "iu":
             # Out-of-range floats and NaN are undefined in C++; saturate like TensorFlow 2.x.

@@ -295,8 +295,17 @@ def reciprocal_grad(ctx, y, dy):
 
 # --------------------------------------------------------------------------- softmax and losses
 def _log_softmax(xp, x):
-    shifted = x - xp.max(x, axis=-1, keepdims=True)
-    return shifted - xp.log(xp.sum(xp.exp(shifted), axis=-1, keepdims=True))
+    rmax, rsum = _row_reductions(xp)
+    shifted = x - rmax(x, axis=-1, keepdims=True)
+    return shifted - xp.log(rsum(xp.exp(shifted), axis=-1, keepdims=True))
+
+
+def _row_reductions(xp):
+    """(max, sum) along an axis: numpy's ufunc reductions themselves on the CPU (np.max's
+    and np.sum's Python wrappers cost 1-3 us a call, the whole of a beam's small softmax)."""
+    if xp is np:
+        return np.maximum.reduce, np.add.reduce
+    return xp.max, xp.sum
 
 
 @kernel("Softmax", device_types=ALL_DEVICES)
@@ -305,8 +314,9 @@ def softmax(ctx, logits):
     x = xp.asarray(logits)
     if x.ndim < 1:
         fail("logits must have >= 1 dimension, got a scalar")
-    e = xp.exp(x - xp.max(x, axis=-1, keepdims=True))
-    e /= xp.sum(e, axis=-1, keepdims=True)
+    rmax, rsum = _row_reductions(xp)
+    e = xp.exp(x - rmax(x, axis=-1, keepdims=True))
+    e /= rsum(e, axis=-1, keepdims=True)
     return e
 
 

@@ -113,8 +113,12 @@ def euclidean_norm(ctx, x, axis):
 
 _reduction("Max", lambda xp, x, a, k: xp.max(x, axis=a, keepdims=k), empty=_lowest, kinds="fiu")
 _reduction("Min", lambda xp, x, a, k: xp.min(x, axis=a, keepdims=k), empty=_highest, kinds="fiu")
-_reduction("All", lambda xp, x, a, k: xp.all(x, axis=a, keepdims=k), kinds="b")
-_reduction("Any", lambda xp, x, a, k: xp.any(x, axis=a, keepdims=k), kinds="b")
+# (numpy's logical reductions themselves: np.all's Python wrapper was 2.5 of its 4.3 us on a
+# beam search's [2, 3] finished flags)
+_reduction("All", lambda xp, x, a, k: (np.logical_and.reduce if xp is np else xp.all)(
+    x, axis=a, keepdims=k), kinds="b")
+_reduction("Any", lambda xp, x, a, k: (np.logical_or.reduce if xp is np else xp.any)(
+    x, axis=a, keepdims=k), kinds="b")
 
 
 def _arg(op, name):

@@ -5,6 +5,8 @@ TopK (beam search) and InTopKV2 (top-k accuracy), with TensorFlow's semantics an
         -> [[2, 1, 3], [6, 5, 4]]        # only each row's first seq_lengths[b] steps reversed
     TopKV2([1, 3, 3, 2], k=2) -> values [3, 3], indices [1, 2]   # ties: lower index first
 """
+import math
+
 import numpy as np
 
 from tfg.kernels._util import check_rank, fail
@@ -58,7 +60,10 @@ def top_k_v2(ctx, x, k):
     # ties keep the lower index first (TensorFlow's order), for every dtype without negation.
     order = np.argsort(x[..., ::-1], axis=-1, kind="stable")[..., ::-1]
     indices = (n - 1 - order)[..., :k]
-    values = np.take_along_axis(x, indices, axis=-1)
+    # (rows of a 2-D view indexed directly: np.take_along_axis's Python was half the call)
+    m = math.prod(x.shape[:-1])
+    rows = x.reshape(m, n)
+    values = rows[np.arange(m)[:, None], indices.reshape(m, k)].reshape(indices.shape)
     index_dtype = ctx.output_dtypes[1].np if len(ctx.output_dtypes) > 1 else np.int32
     return values, indices.astype(index_dtype)
 

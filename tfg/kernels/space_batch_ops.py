@@ -9,6 +9,7 @@ transposes, as TensorFlow's array_ops documentation spells them out.
 import numpy as np
 
 from tfg.kernels._util import fail, s
+from tfg.kernels.array_ops import _constant_pad
 from tfg.kernels.registry import ALL_DEVICES, kernel
 
 
@@ -33,7 +34,8 @@ def space_to_batch_nd(ctx, x, block_shape, paddings):
     x = xp.asarray(x)
     block, pads, m = _block_args(x, block_shape, paddings, "paddings")
     widths = [(0, 0)] + [tuple(int(v) for v in p) for p in pads] + [(0, 0)] * (x.ndim - 1 - m)
-    x = xp.pad(x, widths) if any(a or b for a, b in widths) else x
+    if any(a or b for a, b in widths):  # (np.pad's Python: ~100 us a call on tiny maps)
+        x = _constant_pad(x, widths, 0) if xp is np else xp.pad(x, widths)
     batch, rest = x.shape[0], x.shape[1 + m:]
     split = [batch]
     for i, b in enumerate(block):
