@@ -16,6 +16,7 @@ numpy's C loop: the optimized path's planning costs ~40 us a call, the loop ~5 u
 """
 import numpy as np
 
+from tfg.kernels import einsum_plan
 from tfg.kernels._util import errstate, fail, np_dtype, s, tf_dims, tf_name, \
     unsupported_dtype
 from tfg.kernels.registry import ALL_DEVICES, kernel
@@ -67,6 +68,7 @@ def _inflate(xp, y, out, out_ell, unique, unique_ell):
 
 # Above this many multiply-adds numpy's unblocked C loop loses to the optimized path's GEMM.
 _C_LOOP_MAX = 1 << 16
+_MAX_PLANS = 64  # operand shapes a node keeps plans for
 
 
 @kernel("Einsum", device_types=ALL_DEVICES)
@@ -78,6 +80,17 @@ def einsum(ctx, *inputs):
         plan = ctx.cache[key] = _numpy_equation(ctx.attrs["equation"], len(inputs))
     eq, inflate = plan
     arrays = [xp.asarray(x) for x in inputs]
+    if xp is np and len(arrays) == 2 and inflate is None:
+        # One matmul between transposes, planned once per operand shapes (einsum_plan.py)
+        shapes = (arrays[0].shape, arrays[1].shape)
+        planned = ctx.cache.get(shapes)
+        if planned is None:
+            if len(ctx.cache) > _MAX_PLANS:  # (a decode loop's shapes grow every step)
+                ctx.cache.clear()
+                ctx.cache[key] = plan
+            planned = ctx.cache[shapes] = einsum_plan.plan(eq, *shapes) or False
+        if planned and arrays[0].dtype == arrays[1].dtype:
+            return planned(*arrays)
     try:
         # The C loop's work is the product of every label's size, which is at most the
         # product of the two operands' sizes.
