@@ -6,6 +6,8 @@ transposes, as TensorFlow's array_ops documentation spells them out.
         -> reshape [bh * bw * B, H'/bh, W'/bw, C]
     DepthToSpace(x [B, H, W, C], bs) (NHWC): [B, H, W, bs, bs, C/bs^2] -> [B, H*bs, W*bs, ...]
 """
+import math
+
 import numpy as np
 
 from tfg.kernels._util import fail, s
@@ -32,23 +34,41 @@ def _block_args(x, block_shape, pads, what):
 def space_to_batch_nd(ctx, x, block_shape, paddings):
     xp = ctx.xp
     x = xp.asarray(x)
-    block, pads, m = _block_args(x, block_shape, paddings, "paddings")
-    widths = [(0, 0)] + [tuple(int(v) for v in p) for p in pads] + [(0, 0)] * (x.ndim - 1 - m)
+    if type(block_shape) is np.ndarray and type(paddings) is np.ndarray:
+        # (the arguments parsed once per node and shapes: they were most of a small call)
+        key = ("s2b", x.shape, block_shape.tobytes(), block_shape.dtype.char,
+               paddings.shape, paddings.tobytes(), paddings.dtype.char)
+        plan = ctx.cache.get(key)
+        if plan is None:
+            if len(ctx.cache) >= 16:
+                ctx.cache.clear()
+            plan = ctx.cache[key] = _space_to_batch_plan(x, block_shape, paddings)
+    else:
+        plan = _space_to_batch_plan(x, block_shape, paddings)
+    widths, split, perm, out_shape = plan
     if any(a or b for a, b in widths):  # (np.pad's Python: ~100 us a call on tiny maps)
         x = _constant_pad(x, widths, 0) if xp is np else xp.pad(x, widths)
-    batch, rest = x.shape[0], x.shape[1 + m:]
+    return xp.ascontiguousarray(xp.transpose(x.reshape(split), perm)).reshape(out_shape)
+
+
+def _space_to_batch_plan(x, block_shape, paddings):
+    """(pad widths, the padded input's split shape, its transpose, the output shape) for
+    SpaceToBatchND of an input shaped like `x`; the argument errors TensorFlow gives."""
+    block, pads, m = _block_args(x, block_shape, paddings, "paddings")
+    widths = [(0, 0)] + [tuple(int(v) for v in p) for p in pads] + [(0, 0)] * (x.ndim - 1 - m)
+    padded = [d + a + b for d, (a, b) in zip(x.shape, widths)]
+    batch, rest = padded[0], padded[1 + m:]
     split = [batch]
     for i, b in enumerate(block):
-        d = x.shape[1 + i]
+        d = padded[1 + i]
         if d % b:
             fail(f"padded_shape[{i}]={d} is not divisible by block_shape[{i}]={b}")
         split += [d // b, b]
-    x = x.reshape(split + list(rest))
+    split += rest
     perm = [2 + 2 * i for i in range(m)] + [0] + [1 + 2 * i for i in range(m)] \
         + list(range(1 + 2 * m, 1 + 2 * m + len(rest)))
-    x = xp.transpose(x, perm)
-    return xp.ascontiguousarray(x).reshape(
-        [batch * int(np.prod(block))] + [x.shape[m + 1 + i] for i in range(m)] + list(rest))
+    out_shape = [batch * math.prod(block)] + [split[1 + 2 * i] for i in range(m)] + rest
+    return widths, split, perm, out_shape
 
 
 @kernel("BatchToSpaceND", device_types=ALL_DEVICES, host_inputs=(1, 2))
