@@ -687,11 +687,12 @@ def _cumulative(op, name, identity):
         if rev:
             x = xp.flip(x, ax)
         out = getattr(xp, name)(x, axis=ax, dtype=x.dtype)
-        if excl:
-            out = xp.roll(out, 1, axis=ax)
-            first = [slice(None)] * x.ndim
-            first[ax] = slice(0, 1)
-            out[tuple(first)] = identity
+        if excl:  # shifted one along the axis, the identity first (np.roll's Python: 15 us)
+            lead = (slice(None),) * ax
+            shifted = xp.empty_like(out)
+            shifted[lead + (slice(0, 1),)] = identity
+            shifted[lead + (slice(1, None),)] = out[lead + (slice(0, -1),)]
+            out = shifted
         if rev:
             out = xp.flip(out, ax)
         return out
