@@ -191,7 +191,10 @@ def depthwise_backprop_input(ctx, input_sizes, w, dy):
     dxp = xp.zeros(g.padded_shape(n, h, wd, c), dtype=dy.dtype)
     for i in range(kh):
         for j in range(kw):
-            dxp[g.tap(i, j)] += xp.einsum("nhwcm,cm->nhwc", dyr, w[i, j])
+            if m == 1:  # (a broadcast product: the einsum's C loop was 10x its time)
+                dxp[g.tap(i, j)] += dy * w[i, j, :, 0]
+            else:
+                dxp[g.tap(i, j)] += xp.einsum("nhwcm,cm->nhwc", dyr, w[i, j])
     return from_nhwc(g.crop(dxp, h, wd), fmt)
 
 
