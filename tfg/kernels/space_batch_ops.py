@@ -75,26 +75,44 @@ def _space_to_batch_plan(x, block_shape, paddings):
 def batch_to_space_nd(ctx, x, block_shape, crops):
     xp = ctx.xp
     x = xp.asarray(x)
+    if type(block_shape) is np.ndarray and type(crops) is np.ndarray:
+        # (the arguments parsed once per node and shapes, as SpaceToBatchND's)
+        key = ("b2s", x.shape, block_shape.tobytes(), block_shape.dtype.char, crops.shape,
+               crops.tobytes(), crops.dtype.char)
+        plan = ctx.cache.get(key)
+        if plan is None:
+            if len(ctx.cache) >= 16:
+                ctx.cache.clear()
+            plan = ctx.cache[key] = _batch_to_space_plan(x, block_shape, crops)
+    else:
+        plan = _batch_to_space_plan(x, block_shape, crops)
+    split, perm, joined, index = plan
+    x = xp.ascontiguousarray(xp.transpose(x.reshape(split), perm)).reshape(joined)
+    return xp.ascontiguousarray(x[index])
+
+
+def _batch_to_space_plan(x, block_shape, crops):
+    """(the input's split shape, its transpose, the joined shape, the crop's index) for
+    BatchToSpaceND of an input shaped like `x`; the argument errors TensorFlow gives."""
     block, crops, m = _block_args(x, block_shape, crops, "crops")
-    prod = int(np.prod(block))
+    prod = math.prod(block)
     if x.shape[0] % prod:
         fail(f"input batch dimension ({x.shape[0]}) is not divisible by the product of "
              f"block sizes ({prod})")
     batch, spatial, rest = x.shape[0] // prod, x.shape[1:1 + m], x.shape[1 + m:]
-    x = x.reshape(block + [batch] + list(x.shape[1:]))
+    split = block + [batch] + list(x.shape[1:])
     perm = [m]
     for i in range(m):
         perm += [m + 1 + i, i]
     perm += list(range(2 * m + 1, 2 * m + 1 + len(rest)))
-    x = xp.ascontiguousarray(xp.transpose(x, perm))
-    x = x.reshape([batch] + [d * b for d, b in zip(spatial, block)] + list(rest))
+    joined = [batch] + [d * b for d, b in zip(spatial, block)] + list(rest)
     index = [slice(None)]
     for i in range(m):
         lo, hi = int(crops[i][0]), int(crops[i][1])
-        if lo + hi > x.shape[1 + i]:
-            fail(f"crops {lo}, {hi} are larger than dimension {i + 1} ({x.shape[1 + i]})")
-        index.append(slice(lo, x.shape[1 + i] - hi))
-    return xp.ascontiguousarray(x[tuple(index)])
+        if lo + hi > joined[1 + i]:
+            fail(f"crops {lo}, {hi} are larger than dimension {i + 1} ({joined[1 + i]})")
+        index.append(slice(lo, joined[1 + i] - hi))
+    return split, perm, joined, tuple(index)
 
 
 def _format(ctx):
