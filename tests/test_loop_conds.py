@@ -90,6 +90,25 @@ def _check_body(case, n, blocks):
             assert per_node and not any(hasattr(c, "calls") for c in calls), case
 
 
+@pytest.mark.parametrize("blocks", [True, False])
+def test_a_cond_merge_waiting_on_both_branches_by_control_edges_compiles(blocks, monkeypatch):
+    """TensorFlow's lowered If ends in a `branch_executed` Merge that also waits, by control
+    edges, for the nodes of both branches, one of them dead in every iteration: a Merge is
+    never dead by its control inputs (only its data decide), so the frame still compiles,
+    with the dataflow executor's values."""
+    if not blocks:
+        monkeypatch.setenv("TFG_LOOP_BLOCKS", "0")
+    g = _loop(BODIES["cond"])
+    g["loop/cond/Merge"].add_control_input("loop/cond/mul")
+    g["loop/cond/Merge"].add_control_input("loop/cond/Tanh")
+    x = np.float32([1.5, -0.5, 0.25, 2.0])
+    for n in (0, 1, 6):
+        feeds = {"n": n, "x": x, "p": True}
+        compiled, plain = Session(g), Session(g, fast_path=False)
+        np.testing.assert_array_equal(compiled.run("out", feeds), plain.run("out", feeds))
+        assert len(_programs(compiled)) == 1  # the loop compiled
+
+
 FRAMES = Path(__file__).parent / "fixtures" / "frames"
 
 

@@ -30,10 +30,11 @@ def loop_and_cond_merges(members, sources):
         if it.kind != P.MERGE:
             continue
         data = sorted((idx, src) for src, port, idx in sources[it.id] if port >= 0)
-        if any(port < 0 for _, port, _ in sources[it.id]):
-            raise Unsupported(f"Merge {it.name!r} has a control input")
+        controlled = any(port < 0 for _, port, _ in sources[it.id])
         kinds = sorted(src.kind for _, src in data)
         if kinds == sorted([P.ENTER, P.NEXT]):
+            if controlled:
+                raise Unsupported(f"Merge {it.name!r} has a control input")
             enter = next(src for _, src in data if src.kind == P.ENTER)
             if enter.is_constant:
                 raise Unsupported(f"Merge {it.name!r} of a constant Enter")
@@ -66,6 +67,10 @@ def sides(order, sources, enter_ids, loop_merges, pred):
         s, conds = ALWAYS, []
         for src, port, idx in sources[it.id]:
             if src.id in enter_ids:
+                continue
+            if port < 0 and it.kind == P.MERGE:
+                # A Merge waits for its control inputs but is never dead by them (a lowered
+                # If's `branch_executed`, after both branches' nodes): its data decide.
                 continue
             s2, c2 = side[src.id], cond[src.id]
             if src.id in loop_switches and port >= 0:
