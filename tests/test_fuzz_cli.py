@@ -161,6 +161,43 @@ def test_each_mutator_on_a_builder_graph(tmp_path, mutator):
     assert sum(report.tried.values()) == 2 * len(fuzz.SUBCOMMANDS)
 
 
+FIXTURES = pathlib.Path(__file__).resolve().parent / "fixtures"
+
+
+def _real_seed(mutator):
+    """A small real model with what `mutator` aims at: a functional beam search (StatelessWhile,
+    TensorLists, maximum_iterations), a v1 one (Enter frames), a SavedModel's lookup graph."""
+    if mutator == "table_dtype":  # the graph of a text model (HashTableV2, LookupTableFindV2)
+        from tfg.schemas.proto import saved_model_pb2  # lazy: this one test reads a bundle
+
+        sm = saved_model_pb2.SavedModel()
+        sm.ParseFromString((FIXTURES / "text_models" / "vocab_file" / "saved_model.pb")
+                           .read_bytes())
+        seed = object.__new__(fuzz.Seed)
+        seed.__dict__.update(name="text_models/vocab_file", feeds=None, fetches=[], targets=[],
+                             init=[], ys=[], xs=[], devices=None,
+                             data=sm.meta_graphs[0].graph_def.SerializeToString())
+        return seed
+    area = ("real_models/tf1_beam_search" if mutator == "enter_frame"
+            else "real_loops/tf2_beam_search_functional")
+    return fuzz.Seed(area, FIXTURES / area)
+
+
+@pytest.mark.parametrize("mutator", fuzz.REAL_MUTATORS)
+def test_each_real_model_mutator(mutator):
+    """The mutators aimed at real models (`fuzz.py --real`) change their seed, and the mutants
+    pass every subcommand (a bound made 2**31 is not run: it loops, legitimately)."""
+    seed = _real_seed(mutator)
+    for k in range(2):
+        assert fuzz.mutate(seed, mutator, random.Random(f"11/{k}"))[1], mutator
+    fuzz.TIME_BOUND_S = 20.0
+    subs = tuple(s for s in fuzz.SUBCOMMANDS if mutator != "max_iterations" or s != "run")
+    report = fuzz.fuzz([seed], rounds=2, mutators=(mutator,), subcommands=subs, rng_seed=11,
+                       skip_unchanged=True)
+    assert not report.failures, "\n".join(report.failures)
+    assert sum(report.tried.values()) == 2 * len(subs)
+
+
 def test_unmutated_seed_runs(tmp_path):
     """The builder seed itself passes every subcommand with exit 0 (the harness is sound)."""
     seed = _builder_seed(tmp_path)

@@ -80,6 +80,26 @@ def test_no_command_decodes_splats_it_only_checks(made, tmp_path, cmd):
         assert_bounded(outcome)
 
 
+@pytest.mark.parametrize("op", sorted(gen_hostile.RANK_SPLATS))
+def test_a_vector_of_2_27_entries_is_no_rank(tmp_path, op):
+    """tools/fuzz.py --real: a Transpose perm (Tile multiples, Pad paddings) of 2**27 entries
+    from one value, on data of unknown rank. The shape function took the result's rank from
+    the vector's length: a 2**27-tuple of Nones, 1 GiB and seconds in every command (2**31, as
+    the fuzzer made it: `tfg info` hung at 16 GiB). Now no rank above TensorFlow's 254."""
+    path = os.path.join(gen_hostile.rank_splats(str(tmp_path)), f"{op}.pb")
+    for cmd in (["info", path], ["optimize", path, "-o", tmp_path / "o.pb"]):
+        outcome = run_bounded(cmd)
+        assert outcome.rc == 0, outcome.stderr
+        assert_bounded(outcome)
+    # Run on data of rank 2 (2**24 entries: a 64 MiB Const): the kernel refused after writing
+    # every entry into its message (2**27: 40 s and 12 GB); now by the vector's length.
+    small = os.path.join(gen_hostile.rank_splats(str(tmp_path / "small"), 1 << 24), f"{op}.pb")
+    outcome = run_bounded(["run", small, "--feed", "x=[[1.0, 2.0]]", "--fetch", "y"])
+    assert_refused(outcome, says=f"node 'y' ({op}): {op} ")
+    assert "above TensorFlow's most (254)" in outcome.stderr.decode()
+    assert_bounded(outcome)
+
+
 def test_splat_fold_size_comes_from_the_shape_function():
     """The fold decision reads the Const's declared shape, never its decoded value."""
     from tfg import optimize

@@ -7,6 +7,7 @@
                                                # also catches crashes of the interpreter)
     python3 tools/fuzz.py --partitioned --only run   # the seeds partitioned over cpu:3 too
     python3 tools/fuzz.py --rounds 0 --bundle-rounds 8  # SavedModel bundles only
+    python3 tools/fuzz.py --real --seeds real_loops/ --rounds 2   # real models, see below
 
 Seeds are the shared conformance graphs (../shared/conformance, when present) and the
 project's executor/partition fixtures. Each round takes a seed, applies one to three mutations
@@ -22,9 +23,20 @@ as a failure: a mutant may loop for ever legitimately (a counter that no longer 
 loop bound made 2**20); checked by hand so far, each one was a loop still iterating, not a
 step waiting on a message that never comes (the executor reports those as deadlocks).
 
+`--real` adds the real models as seeds (tests/fixtures/real_models, real_loops,
+real_models_hub: CNNs, RNNs, v1 and functional loops with TensorArrays and TensorLists, beam
+search, transformers; the Keras text models as bundles) and the mutators aimed at them
+(REAL: a While/If whose cond/body function is missing, recursive, of the wrong arity or types;
+a cycle of PartitionedCalls; TensorList/TensorArray dtype, element shape and size attrs that
+contradict the data; lookup tables of the wrong key dtype; string tensors of huge declared
+shapes; a loop bound made 2**31; Enter frames with inconsistent names or parallel_iterations
+0 or negative). One round over all of them takes ~20 minutes; a mutant its mutators could
+not change (a loop mutator on a CNN) is not run again.
+
 SavedModel folders are fuzzed too (tools/fuzz_bundle.py: index entries, header, shard and
-index bytes, saved_model.pb; through info, convert and run). No TensorFlow needed. tests/test_fuzz_cli.py runs this engine at a bounded size in CI
-(TFG_FUZZ_FULL=1 runs it at full size).
+index bytes, saved_model.pb; through info, convert and run). No TensorFlow needed.
+tests/test_fuzz_cli.py runs this engine at a bounded size in CI (TFG_FUZZ_FULL=1 runs it at
+full size; each REAL mutator once on a small real model).
 """
 import argparse
 import collections
@@ -49,6 +61,7 @@ CONFORMANCE = pathlib.Path(os.environ.get("TFG_CONFORMANCE",
                                           ROOT.parent / "shared" / "conformance"))
 SUBCOMMANDS = ("info", "convert", "render", "grad", "optimize", "prune", "place", "partition",
                "run")
+REAL_AREAS = ("real_models", "real_loops", "real_models_hub")  # tests/fixtures/*, --real
 TIME_BOUND_S = 30.0  # per command; a run that loops longer is cancelled and reported
 RUN_MAX_MEMORY = "256M"
 # A command cancelled at the time bound that used less CPU than this share of the time was
@@ -75,13 +88,15 @@ class Seed:
         return f"Seed({self.name})"
 
 
-def load_seeds():
-    """Conformance cases (when ../shared/conformance exists) and the project's fixtures."""
+def load_seeds(real=False):
+    """Conformance cases (when ../shared/conformance exists) and the project's fixtures; with
+    `real`, the real models too (REAL_AREAS: TF-exported CNNs, RNNs, v1 and functional loops,
+    beam search, transformers)."""
     folders = []
     if CONFORMANCE.is_dir():
         folders += [("conformance/" + p.name, p) for p in sorted(CONFORMANCE.iterdir())
                     if (p / "case.json").exists() and (p / "graph.pb").exists()]
-    for area in ("executor", "partition"):
+    for area in ("executor", "partition") + (REAL_AREAS if real else ()):
         base = ROOT / "tests" / "fixtures" / area
         if base.is_dir():
             folders += [(f"{area}/{p.name}", p) for p in sorted(base.iterdir())
@@ -442,6 +457,263 @@ BYTE_LEVEL = ("flip_bits", "truncate", "deep_text")
 MUTATORS = BYTE_LEVEL + tuple(STRUCTURAL)
 
 
+# --- mutations of real models: functional loops, function calls, TensorLists, tables ---------
+# (tests/fixtures/real_*: `--real` adds those seeds and these mutators)
+def _every_node(gd):
+    """The graph's nodes and every library function's node_defs."""
+    return list(gd.node) + [n for f in gd.library.function for n in f.node_def]
+
+
+def _function(gd, name):
+    return next((f for f in gd.library.function if f.signature.name == name), None)
+
+
+def m_while_function(gd, rng):
+    """A While/StatelessWhile (or If) whose cond/body function is missing, calls the loop's own
+    function again (recursion), has an input or a type dropped, or a type changed."""
+    node = _pick(rng, _every_node(gd), lambda n: n.op in (
+        "While", "StatelessWhile", "If", "StatelessIf") and n.input)
+    if node is None:
+        return None
+    keys = [k for k in ("cond", "body", "then_branch", "else_branch") if k in node.attr]
+    if not keys:
+        return None
+    key = rng.choice(keys)
+    fname = node.attr[key].func.name
+    fn = _function(gd, fname)
+    how = rng.choice(["missing", "recursive", "drop_input", "drop_arg", "type", "swap",
+                      "no_output", "parallel"])
+    if how == "missing":
+        node.attr[key].func.name = "fuzz_missing_function"
+    elif how == "recursive" and fn is not None and \
+            len(fn.signature.input_arg) >= len(node.input):  # the function runs the node again
+        call = fn.node_def.add()
+        call.CopyFrom(node)
+        call.name = "fuzz_recursive_call"
+        call.ClearField("input")
+        call.input.extend(a.name for a in fn.signature.input_arg[:len(node.input)])
+    elif how == "drop_input":
+        del node.input[rng.randrange(len(node.input))]
+    elif how == "drop_arg" and fn is not None and fn.signature.input_arg:
+        del fn.signature.input_arg[rng.randrange(len(fn.signature.input_arg))]
+    elif how == "type" and ("T" in node.attr or "Tin" in node.attr):
+        types = node.attr["T" if "T" in node.attr else "Tin"].list.type
+        if not types:
+            return None
+        types[rng.randrange(len(types))] = rng.choice([1, 3, 7, 10, 20, 21])
+    elif how == "swap" and len(keys) > 1:
+        a, b = node.attr[keys[0]].func.name, node.attr[keys[1]].func.name
+        node.attr[keys[0]].func.name, node.attr[keys[1]].func.name = b, a
+    elif how == "no_output" and fn is not None and fn.signature.output_arg:
+        del fn.signature.output_arg[-1]
+    elif how == "parallel" and "parallel_iterations" in node.attr:
+        node.attr["parallel_iterations"].i = rng.choice([0, -1, 1 << 40])
+    else:
+        return None
+    return f"{node.op} {node.name}.{key} ({fname}): {how}"
+
+
+def m_call_cycle(gd, rng):
+    """A cycle of PartitionedCall/StatefulPartitionedCall through the function library (or an
+    existing function made to call itself)."""
+    op = rng.choice(["PartitionedCall", "StatefulPartitionedCall"])
+    base = f"fuzz_cycle_{rng.randrange(1 << 30)}"
+    existing = [f for f in gd.library.function if f.signature.input_arg]
+    if existing and rng.random() < 0.5:
+        fn = rng.choice(existing)
+        call = fn.node_def.add(name="fuzz_self_call", op=op)
+        call.input.append(fn.signature.input_arg[0].name)
+        call.attr["f"].func.name = fn.signature.name
+        call.attr["Tin"].list.type.append(fn.signature.input_arg[0].type or 1)
+        call.attr["Tout"].list.SetInParent()
+        return f"{fn.signature.name} calls itself through {op}"
+    length = rng.choice([1, 2, 3])
+    for k in range(length):
+        f = gd.library.function.add()
+        f.signature.name = f"{base}_{k}"
+        arg = f.signature.input_arg.add(name="x", type=1)
+        f.signature.output_arg.add(name="y", type=1)
+        call = f.node_def.add(name="call", op=op, input=[arg.name])
+        call.attr["f"].func.name = f"{base}_{(k + 1) % length}"
+        call.attr["Tin"].list.type.append(1)
+        call.attr["Tout"].list.type.append(1)
+        f.ret["y"] = "call:output:0"
+    _const(gd, f"{base}_x", 1, 1.0)
+    root = gd.node.add(name=f"{base}_root", op=op, input=[f"{base}_x"])
+    root.attr["f"].func.name = f"{base}_0"
+    root.attr["Tin"].list.type.append(1)
+    root.attr["Tout"].list.type.append(1)
+    return f"a cycle of {length} {op}"
+
+
+def m_list_attrs(gd, rng):
+    """A TensorList/TensorArray op whose element dtype or element shape contradicts the data,
+    or whose size is huge or negative."""
+    node = _pick(rng, _every_node(gd), lambda n: n.op.startswith(("TensorList", "TensorArray",
+                                                                   "EmptyTensorList")))
+    if node is None:
+        return None
+    keys = [k for k in ("element_dtype", "dtype", "shape_type") if k in node.attr]
+    how = rng.choice(["dtype", "shape", "shape"] if keys else ["shape"])
+    if how == "dtype":
+        key = rng.choice(keys)
+        node.attr[key].type = rng.choice([1, 2, 3, 7, 9, 10, 21])
+        return f"{node.op} {node.name}.{key} = {node.attr[key].type}"
+    if "element_shape" in node.attr or "element_shape_except0" in node.attr:
+        key = "element_shape" if "element_shape" in node.attr else "element_shape_except0"
+        shape = node.attr[key].shape
+        shape.ClearField("dim")
+        shape.unknown_rank = False
+        for d in rng.choice([[7, 7, 7], [1 << 40], [1 << 31, 1 << 31], [0], [-5]]):
+            shape.dim.add().size = d
+        return f"{node.op} {node.name}.{key} = {[d.size for d in shape.dim]}"
+    node.attr["element_shape"].shape.dim.add().size = rng.choice([1 << 40, 7, -3])
+    return f"{node.op} {node.name} gets an element_shape attr"
+
+
+def m_list_size(gd, rng):
+    """The size/num_elements/element_shape constant of a TensorList or TensorArray made huge
+    or negative (TensorArrayV3 size, TensorListReserve num_elements and element_shape)."""
+    nodes = _every_node(gd)
+    consts = {n.name: n for n in nodes if n.op == "Const"
+              and n.attr["value"].tensor.dtype in (3, 9)}
+    cands = [(n, i, consts[s.split(":")[0]]) for n in nodes
+             if n.op in ("TensorArrayV3", "TensorListReserve", "EmptyTensorList")
+             for i, s in enumerate(n.input[:2]) if s.split(":")[0] in consts]
+    if not cands:
+        return None
+    node, idx, const = rng.choice(cands)
+    src = const.name
+    t = const.attr["value"].tensor
+    t.ClearField("tensor_content")
+    t.ClearField("int_val")
+    t.ClearField("int64_val")
+    n = t.tensor_shape.dim[0].size if t.tensor_shape.dim else 0
+    value = rng.choice([(1 << 31) - 1, -7, 1 << 20] + ([1 << 40] if t.dtype == 9 else []))
+    vals = [value] * max(n, 1) if t.tensor_shape.dim else [value]
+    (t.int_val if t.dtype == 3 else t.int64_val).extend(vals)
+    return f"{node.op} {node.name} input {idx} ({src}) = {value}"
+
+
+def m_table_dtype(gd, rng):
+    """A lookup table op (a hash table, a find, an import or init) with a wrong key or value
+    dtype."""
+    names = ("key_dtype", "value_dtype", "Tin", "Tout", "Tkey", "Tval")
+    node = _pick(rng, _every_node(gd), lambda n: ("Table" in n.op or "Lookup" in n.op)
+                 and any(k in n.attr for k in names))
+    if node is None:
+        return None
+    keys = [k for k in names if k in node.attr]
+    key = rng.choice(keys)
+    node.attr[key].type = rng.choice([1, 2, 3, 7, 9, 10, 21, 20])
+    return f"{node.op} {node.name}.{key} = {node.attr[key].type}"
+
+
+def m_string_huge(gd, rng):
+    """A string tensor with a huge declared shape: a Const splat of a long string, a string
+    Placeholder of 2**40 elements, or a Fill of a string."""
+    how = rng.choice(["const", "const", "placeholder", "fill"])
+    name = f"fuzz_str_{rng.randrange(1 << 20)}"
+    dims = rng.choice([[1 << 40], [1 << 20, 1 << 20], [1 << 28], [1 << 31]])
+    if how == "const":
+        node = _pick(rng, gd.node, lambda n: n.op == "Const"
+                     and n.attr["value"].tensor.dtype == 7)
+        if node is None:
+            node = gd.node.add(name=name, op="Const")
+        t = node.attr["value"].tensor
+        t.Clear()
+        t.dtype = 7
+        node.attr["dtype"].type = 7
+        for d in dims:
+            t.tensor_shape.dim.add().size = d
+        t.string_val.append(b"s" * rng.choice([1, 1 << 16]))
+        return f"string Const {node.name} of {dims}"
+    if how == "placeholder":
+        node = gd.node.add(name=name, op="Placeholder")
+        node.attr["dtype"].type = 7
+        for d in dims:
+            node.attr["shape"].shape.dim.add().size = d
+        gd.node.add(name=name + "_len", op="StringLength", input=[name])
+        return f"string Placeholder of {dims}"
+    shape = gd.node.add(name=name + "_dims", op="Const")
+    shape.attr["dtype"].type = 9
+    shape.attr["value"].tensor.dtype = 9
+    shape.attr["value"].tensor.tensor_shape.dim.add().size = len(dims)
+    shape.attr["value"].tensor.int64_val.extend(dims)
+    value = gd.node.add(name=name + "_value", op="Const")
+    value.attr["dtype"].type = 7
+    value.attr["value"].tensor.dtype = 7
+    value.attr["value"].tensor.string_val.append(b"x" * 1024)
+    fill = gd.node.add(name=name, op="Fill", input=[shape.name, value.name])
+    fill.attr["T"].type = 7
+    fill.attr["index_type"].type = 9
+    return f"string Fill of {dims}"
+
+
+def m_max_iterations(gd, rng):
+    """A loop bound made huge: a functional While's maximum_iterations input, or the int
+    constant a v1 loop's Less compares its counter with."""
+    nodes = _every_node(gd)
+    by_name = {n.name: n for n in nodes}
+    consts = [n for n in nodes if n.op == "Const" and "maximum_iterations" in n.name]
+    for less in (n for n in nodes if n.op in ("Less", "LessEqual", "Greater")):
+        for s in less.input:
+            src = by_name.get(s.split(":")[0].lstrip("^"))
+            if src is not None and src.op == "Enter" and src.input:  # v1: bound enters the loop
+                src = by_name.get(src.input[0].split(":")[0])
+            if src is not None and src.op == "Const":
+                consts.append(src)
+    consts = [c for c in consts if c.attr["value"].tensor.dtype in (3, 9)
+              and not c.attr["value"].tensor.tensor_shape.dim]
+    if not consts:
+        return None
+    c = rng.choice(consts)
+    t = c.attr["value"].tensor
+    t.ClearField("tensor_content")
+    t.ClearField("int_val")
+    t.ClearField("int64_val")
+    value = rng.choice([(1 << 31) - 1, 1 << 40, -1]) if t.dtype == 9 else \
+        rng.choice([(1 << 31) - 1, -1])
+    (t.int_val if t.dtype == 3 else t.int64_val).append(value)
+    return f"loop bound {c.name} = {value}"
+
+
+def m_enter_frame(gd, rng):
+    """Enter nodes of one loop given inconsistent frame names, parallel_iterations 0 or
+    negative or huge, or is_constant flipped."""
+    enters = [n for n in _every_node(gd) if n.op in ("Enter", "RefEnter")]
+    if not enters:
+        return None
+    node = rng.choice(enters)
+    how = rng.choice(["frame", "frame", "parallel", "parallel", "constant", "frame_all_empty"])
+    if how == "frame":
+        node.attr["frame_name"].s = rng.choice([b"fuzz_other_frame", b"", b"\xff\xfe"])
+        return f"Enter {node.name} moves to frame {node.attr['frame_name'].s!r}"
+    if how == "frame_all_empty":
+        for n in enters:
+            n.attr["frame_name"].s = b"one_frame"
+        return f"{len(enters)} Enters all in one frame"
+    if how == "parallel":
+        value = rng.choice([0, -1, -(1 << 40), 1 << 40])
+        frame = node.attr["frame_name"].s
+        for n in enters:
+            if n.attr["frame_name"].s == frame and rng.random() < 0.7:
+                n.attr["parallel_iterations"].i = value
+        node.attr["parallel_iterations"].i = value
+        return f"frame {frame!r}: parallel_iterations = {value}"
+    node.attr["is_constant"].b = not node.attr["is_constant"].b
+    return f"Enter {node.name}.is_constant flipped"
+
+
+REAL = {
+    "while_function": m_while_function, "call_cycle": m_call_cycle,
+    "list_attrs": m_list_attrs, "list_size": m_list_size, "table_dtype": m_table_dtype,
+    "string_huge": m_string_huge, "max_iterations": m_max_iterations,
+    "enter_frame": m_enter_frame,
+}
+REAL_MUTATORS = tuple(REAL)
+
+
 def mutate(seed, mutator, rng, extra=0):
     """Apply `mutator` (then `extra` random structural ones) to `seed` -> (bytes, [what])."""
     done = []
@@ -449,8 +721,8 @@ def mutate(seed, mutator, rng, extra=0):
     gd.ParseFromString(seed.data)
     names = [mutator] + [rng.choice(tuple(STRUCTURAL)) for _ in range(extra)]
     for name in names:
-        if name in STRUCTURAL:
-            what = STRUCTURAL[name](gd, rng)
+        if name in STRUCTURAL or name in REAL:
+            what = (STRUCTURAL.get(name) or REAL[name])(gd, rng)
             if what:
                 done.append(f"{name}: {what}")
     data = gd.SerializeToString()
@@ -666,9 +938,10 @@ class Report:
 
 
 def fuzz(seeds, rounds=1, rng_seed=0, mutators=MUTATORS, subcommands=SUBCOMMANDS,
-         in_process=True, report=None, log=None, keep=None):
+         in_process=True, report=None, log=None, keep=None, skip_unchanged=False):
     """Every seed x mutator (those `keep(seed, mutator)` accepts, when given), `rounds` times,
-    through `subcommands`; returns the Report."""
+    through `subcommands`; returns the Report. With `skip_unchanged`, a seed the mutators
+    could not change (a loop mutator on a CNN) is not run again."""
     report = report or Report()
     runner = run_in_process if in_process else run_as_process
     with tempfile.TemporaryDirectory(prefix="tfg-fuzz-") as tmp:
@@ -681,6 +954,8 @@ def fuzz(seeds, rounds=1, rng_seed=0, mutators=MUTATORS, subcommands=SUBCOMMANDS
                     report.pairs += r == 0
                     rng = random.Random(f"{rng_seed}/{r}/{seed.name}/{mutator}")
                     data, what = mutate(seed, mutator, rng, extra=rng.choice([0, 0, 1, 2]))
+                    if skip_unchanged and not what:
+                        continue
                     report.mutators[mutator] += 1
                     graph_path = tmp / f"in-{r}-{si}-{mi}.pb"
                     graph_path.write_bytes(data)
@@ -723,6 +998,9 @@ def main():
     ap.add_argument("--mutators", default=None, help="comma list of mutators")
     ap.add_argument("--seeds", default=None,
                     help="comma list of substrings: only the seeds whose name contains one")
+    ap.add_argument("--real", action="store_true",
+                    help="also the real models (tests/fixtures/real_*, text_models bundles) "
+                         "and the mutators aimed at them (default --mutators: all)")
     ap.add_argument("--partitioned", action="store_true",
                     help="also fuzz each seed as `tfg partition --devices cpu:3` writes it")
     ap.add_argument("--bundle-rounds", type=int, default=None,
@@ -732,15 +1010,17 @@ def main():
     args = ap.parse_args()
     globals()["TIME_BOUND_S"] = args.time_bound  # the runners read it when called
     subs = tuple(args.only.split(",")) if args.only else SUBCOMMANDS
-    muts = tuple(args.mutators.split(",")) if args.mutators else MUTATORS
-    seeds = load_seeds()
-    if args.partitioned:
-        seeds += partitioned_seeds(seeds)
+    muts = tuple(args.mutators.split(",")) if args.mutators else \
+        MUTATORS + (REAL_MUTATORS if args.real else ())
+    seeds = load_seeds(real=args.real)
+    if args.partitioned:  # only the seeds --seeds can keep (partitioning a CNN takes seconds)
+        parts = args.seeds.replace("partitioned/", "").split(",") if args.seeds else [""]
+        seeds += partitioned_seeds([s for s in seeds if any(p in s.name for p in parts)])
     if args.seeds:  # after partitioning: --seeds partitioned/ keeps only those
         seeds = [s for s in seeds if any(part in s.name for part in args.seeds.split(","))]
     start = time.monotonic()
     report = fuzz(seeds, rounds=args.rounds, rng_seed=args.seed, mutators=muts,
-                  subcommands=subs, in_process=not args.processes,
+                  subcommands=subs, in_process=not args.processes, skip_unchanged=args.real,
                   log=lambda line: print(line, file=sys.stderr))
     print(report.summary())
     print(f"{len(seeds)} seeds, {len(muts)} mutators, {args.rounds} rounds, "
@@ -750,7 +1030,13 @@ def main():
 
     bundle_rounds = args.rounds if args.bundle_rounds is None else args.bundle_rounds
     start = time.monotonic()
-    bundles = fuzz_bundle.fuzz_bundles(fuzz_bundle.bundle_seeds(), rounds=bundle_rounds,
+    if args.real:  # graph mutators of saved_model.pb: the ones aimed at real models too
+        fuzz_bundle.GRAPH_MUTATORS = {**STRUCTURAL, **REAL}
+    bundle_seeds = fuzz_bundle.bundle_seeds(real=args.real)
+    if args.seeds:
+        bundle_seeds = [p for p in bundle_seeds
+                        if any(part in p.name for part in args.seeds.split(","))]
+    bundles = fuzz_bundle.fuzz_bundles(bundle_seeds, rounds=bundle_rounds,
                                        rng_seed=args.seed, in_process=not args.processes,
                                        log=lambda line: print(line, file=sys.stderr))
     print("SavedModel bundles:\n" + bundles.summary())

@@ -3,16 +3,19 @@
     python3 tools/fuzz.py --bundle-rounds 8     # with the graph fuzz: every bundle seed x
                                                 # bundle mutator x 8 rounds
 
-Seeds are the SavedModel folders under tests/fixtures/savedmodel. Each round copies one into a
-temporary folder and damages it: a field of one variables-index entry (offset, size, shard id,
-dtype, shape, CRC) set to a hostile value, entries added (thousands over one block, names the
-graph does not have) or removed, the bundle header (shard count, endianness, none), the index or
-data shard bytes (flipped bits, truncation, junk, a missing shard, a symlink out of the
-folder), or saved_model.pb (flipped bits, truncation, no meta graph, signatures naming missing
-tensors, one of the graph mutators of tools/fuzz.py applied to its GraphDef). Then `tfg info`,
-`tfg convert` and `tfg run --signature serving_default --random-feeds` run on it, judged as
-the graph fuzz judges its commands (fuzz.problems): exit 0, or one error line with exit 2 (or
-1 for `run`), no traceback, no output file after a failure, within the time bound.
+Seeds are the SavedModel folders under tests/fixtures/savedmodel (with `fuzz.py --real`, the
+Keras text models of tests/fixtures/text_models too: lookup tables, string ops, vocabulary
+assets, run on their own feeds; and saved_model.pb's graph gets fuzz.REAL's mutators). Each
+round copies one into a temporary folder and damages it: a field of one variables-index entry
+(offset, size, shard id, dtype, shape, CRC) set to a hostile value, entries added (thousands
+over one block, names the graph does not have) or removed, the bundle header (shard count,
+endianness, none), the index or data shard bytes (flipped bits, truncation, junk, a missing
+shard, a symlink out of the folder), or saved_model.pb (flipped bits, truncation, no meta graph,
+signatures naming missing tensors, one of the graph mutators of tools/fuzz.py applied to its
+GraphDef). Then `tfg info`, `tfg convert` and `tfg run --signature serving_default
+--random-feeds` run on it, judged as the graph fuzz judges its commands (fuzz.problems): exit 0,
+or one error line with exit 2 (or 1 for `run`), no traceback, no output file after a failure,
+within the time bound.
 
 Before: tests/fixtures/savedmodel/mlp (variables/variables.index says w1 is at offset 0, 128
 bytes).  After: a copy whose index says w1 is at offset 2**62 -> `tfg run` must answer
@@ -25,6 +28,8 @@ import shutil
 import sys
 import tempfile
 
+from google.protobuf.message import DecodeError
+
 import fuzz
 import gen_hostile
 from tfg.errors import TfgInputError
@@ -32,15 +37,22 @@ from tfg.graphdef.savedmodel import _table_entries
 from tfg.schemas.proto import saved_model_pb2
 
 SAVEDMODELS = fuzz.ROOT / "tests" / "fixtures" / "savedmodel"
+# Keras text models (lookup tables, string ops, vocabulary assets): seeds with `fuzz.py --real`.
+TEXT_MODELS = fuzz.ROOT / "tests" / "fixtures" / "text_models"
+GRAPH_MUTATORS = fuzz.STRUCTURAL  # applied to saved_model.pb's graph; --real adds fuzz.REAL
 # CI fuzzes these three (a TF1 model, a TF2 one, one with resource variables); full size all.
 CI_SEEDS = ("mlp", "tf2_mlp", "v1_resource")
 SUBCOMMANDS = ("info", "convert", "run")
 HUGE = (1 << 62, 1 << 40, (1 << 31) - 1, -1, -(1 << 40))
 
 
-def bundle_seeds(names=None):
-    """SavedModel fixture folders (each with saved_model.pb and variables/), by name."""
-    return [p for p in sorted(SAVEDMODELS.iterdir())
+def bundle_seeds(names=None, real=False):
+    """SavedModel fixture folders (each with saved_model.pb and variables/), by name; with
+    `real`, the text models too."""
+    folders = sorted(SAVEDMODELS.iterdir())
+    if real and TEXT_MODELS.is_dir():
+        folders += sorted(TEXT_MODELS.iterdir())
+    return [p for p in folders
             if (p / "saved_model.pb").exists() and (p / "variables" / "variables.index").exists()
             and (names is None or p.name in names)]
 
@@ -191,7 +203,10 @@ def b_saved_model_pb(folder, rng):
     if kind == "bytes":
         return _damage_bytes(path, rng)
     sm = saved_model_pb2.SavedModel()
-    sm.ParseFromString(path.read_bytes())
+    try:
+        sm.ParseFromString(path.read_bytes())
+    except DecodeError:  # an earlier mutation (truncate) already damaged it
+        return None
     if not sm.meta_graphs:
         return None
     mg = sm.meta_graphs[0]
@@ -207,8 +222,8 @@ def b_saved_model_pb(folder, rng):
         ti.name = rng.choice(["fuzz_missing:0", "", "x:99", ":0"])
         what = f"a signature tensor named {ti.name!r}"
     else:
-        name = rng.choice(tuple(fuzz.STRUCTURAL))
-        what = fuzz.STRUCTURAL[name](mg.graph_def, rng)
+        name = rng.choice(tuple(GRAPH_MUTATORS))
+        what = GRAPH_MUTATORS[name](mg.graph_def, rng)
         if not what:
             return None
         what = f"graph {name}: {what}"
@@ -245,13 +260,21 @@ def mutate_bundle(seed, mutator, rng, dest):
     return done
 
 
-def commands(model, outdir):
+def seed_feeds(seed):
+    """A text model's feeds (NAME_feeds.npz beside its folder: string inputs, which
+    --random-feeds cannot make), or None (the other seeds run on random feeds)."""
+    path = seed.parent / f"{seed.name}_feeds.npz"
+    return path if seed.parent == TEXT_MODELS and path.exists() else None
+
+
+def commands(model, outdir, feeds=None):
     """{subcommand: (argv, output path or None)} for one mutated model folder."""
     out = pathlib.Path(outdir)
+    feed = ["--feeds", feeds] if feeds else ["--random-feeds"]
     cmds = {
         "info": (["info", model, "--json"], None),
         "convert": (["convert", model, "-o", out / "c.pb"], out / "c.pb"),
-        "run": (["run", model, "--signature", "serving_default", "--random-feeds",
+        "run": (["run", model, "--signature", "serving_default", *feed,
                  "--max-memory", fuzz.RUN_MAX_MEMORY, "-o", out / "r.npz"], out / "r.npz"),
     }
     return {k: ([str(a) for a in argv], o) for k, (argv, o) in cmds.items()}
@@ -273,7 +296,8 @@ def fuzz_bundles(seeds, rounds=1, rng_seed=0, mutators=tuple(BUNDLE_MUTATORS),
                     report.mutators[mutator] += 1
                     outdir = tmp / f"out-{seed.name}-{mutator}-{r}"
                     outdir.mkdir()
-                    for sub, (argv, output) in commands(model, outdir).items():
+                    for sub, (argv, output) in commands(model, outdir,
+                                                        seed_feeds(seed)).items():
                         code, err, secs = runner(argv)
                         report.tried[sub] += 1
                         report.codes[sub][code] += 1

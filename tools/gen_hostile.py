@@ -389,6 +389,29 @@ def allocators(out):
     return folder
 
 
+# --- 7. a vector's length taken as a rank (tools/fuzz.py --real) -------------------------------
+RANK_SPLATS = {"Transpose": "Tperm", "Tile": "Tmultiples", "Pad": "Tpaddings"}
+
+
+@generator
+def rank_splats(out, entries=1 << 27):
+    """One graph per op whose shape function took the result's rank from the length of its
+    perm/multiples/paddings input when the data's rank is unknown: here a one-value Const of
+    2**27 entries (a 1 GiB tuple of Nones per inference; 2**31, as the fuzzer made, 16 GiB);
+    their kernels, given data of rank 2, wrote all the entries into the error message."""
+    folder = os.path.join(out, "rank_splats")
+    os.makedirs(folder, exist_ok=True)
+    for op, attr in RANK_SPLATS.items():
+        shape = [entries // 2, 2] if op == "Pad" else [entries]
+        gd = graph_pb2.GraphDef()
+        _node(gd, "x", "Placeholder", dtype=_dtype(DT_FLOAT))
+        _node(gd, "v", "Const", dtype=_dtype(DT_INT32),
+              value=_splat(DT_INT32, shape, "int_val", 1))
+        _node(gd, "y", op, ["x", "v"], T=_dtype(DT_FLOAT), **{attr: _dtype(DT_INT32)})
+        _write(folder, f"{op}.pb", gd.SerializeToString())
+    return folder
+
+
 def main(argv):
     if not argv:
         print(__doc__)

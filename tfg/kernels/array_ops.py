@@ -101,6 +101,9 @@ def expand_dims(ctx, x, dim):
 def transpose(ctx, x, perm):
     xp = ctx.xp
     x = xp.asarray(x)
+    if np.size(perm) != x.ndim:  # before the values: a perm of 2**27 entries is no list
+        fail(f"transpose expects a vector of size {x.ndim}. But input(1) is a vector of size "
+             f"{np.size(perm)}")
     p = shape_vector(perm, "perm")
     if sorted(p) != list(range(x.ndim)):
         fail(f"transpose expects a permutation of [0..{x.ndim}), got {list(p)}")
@@ -268,6 +271,9 @@ def slice_(ctx, x, begin, size_):
 def tile(ctx, x, multiples):
     xp = ctx.xp
     x = xp.asarray(x)
+    if np.size(multiples) != x.ndim:  # before the values: 2**27 multiples are no list
+        fail(f"Expected multiples argument to be a vector of length {x.ndim} but got length "
+             f"{np.size(multiples)}")
     m = shape_vector(multiples, "multiples")
     if len(m) != x.ndim or any(v < 0 for v in m):
         fail(f"Expected multiples of length {x.ndim} and >= 0, got {list(m)}")
@@ -283,9 +289,10 @@ def tile(ctx, x, multiples):
 
 def _paddings(x, paddings):
     p = np.asarray(paddings)
-    if p.shape != (x.ndim, 2) or (p < 0).any():
-        fail(f"paddings must be a non-negative matrix of shape [{x.ndim}, 2], got "
-             f"{p.tolist()}")
+    if p.shape != (x.ndim, 2):  # the shape alone: paddings of [2**26, 2] are no list
+        fail(f"paddings must be a matrix of shape [{x.ndim}, 2], got shape {list(p.shape)}")
+    if (p < 0).any():
+        fail(f"paddings must be non-negative, got {p.tolist()}")
     return [(int(a), int(b)) for a, b in p.tolist()]
 
 

@@ -109,14 +109,22 @@ def expand_dims(ctx):
     return [s[:axis] + (1,) + s[axis:]]
 
 
+def _rank_by_vector(ctx, what):
+    """The rank of input 0 when input 1 (a perm, multiples or paddings of unknown values) has
+    one entry (row) per dimension: from either, which must agree (TensorFlow's shape functions
+    refuse a perm of 3 entries for a matrix), and at most 254 (a vector of 2**31 entries)."""
+    r, vs = ctx.rank(0), ctx.shape(1)
+    n = vs[0] if vs is not None and len(vs) >= 1 else None
+    if r is not None and n is not None and n != r:
+        raise ShapeError(f"Dimension must be {r} but is {n} ({what} of a rank-{r} input)")
+    r = n if r is None else r
+    return None if r is None else with_rank(None, r, f"{what}'s input")
+
+
 def transpose(ctx):
     s, perm = ctx.shape(0), ctx.elems(1)
     if perm is None or any(p is None for p in perm):
-        r = ctx.rank(0)
-        if r is None:
-            ps = ctx.shape(1)
-            r = ps[0] if ps is not None and len(ps) == 1 else None
-        return [None if r is None else (None,) * r]
+        return [_rank_by_vector(ctx, "Transpose perm")]
     s = with_rank(s, len(perm))
     if sorted(perm) != list(range(len(perm))):
         raise ShapeError(f"{list(perm)} is not a permutation")
@@ -244,9 +252,7 @@ def split_v(ctx):
 def tile(ctx):
     s, mult = ctx.shape(0), ctx.elems(1)
     if mult is None:
-        ms = ctx.shape(1)
-        r = ctx.rank(0) if ctx.rank(0) is not None else (ms[0] if ms else None)
-        return [None if r is None else (None,) * r]
+        return [_rank_by_vector(ctx, "Tile multiples")]
     s = with_rank(s, len(mult), "Tile input")
     return [tuple(None if d is None or m is None else d * m for d, m in zip(s, mult))]
 
@@ -304,6 +310,9 @@ def strided_slice(ctx):
             n = ss[0]
     if n is None or s is None:
         return [None]
+    if n > len(s) + 255:  # past the input's rank, every entry but an ellipsis adds a dim
+        raise ShapeError(f"strided slice of {n} dims on a tensor of shape {fmt(s)}: the "
+                         "result would have more than 254 dims")  # TensorFlow's most
     if strides is not None and any(x == 0 for x in strides):
         raise ShapeError("strided slice stride is 0")
     # Expand the spec to one entry per input dimension (ellipsis and the implicit trailing
@@ -395,9 +404,7 @@ def dynamic_stitch(ctx):
 def pad(ctx):
     s, paddings = ctx.shape(0), ctx.elems(1)
     if paddings is None:
-        ps = ctx.shape(1)
-        r = ctx.rank(0) if ctx.rank(0) is not None else (ps[0] if ps else None)
-        return [None if r is None else (None,) * r]
+        return [_rank_by_vector(ctx, "Pad paddings")]
     s = with_rank(s, len(paddings) // 2, "Pad input")
     return [tuple(None if d is None or paddings[2 * i] is None or paddings[2 * i + 1] is None
                   else d + paddings[2 * i] + paddings[2 * i + 1] for i, d in enumerate(s))]

@@ -26,6 +26,9 @@ class ShapeError(GraphValidationError):
     """Input shapes (or constant values) that the op cannot accept."""
 
 
+MAX_RANK = 254  # TensorFlow's most dimensions of a tensor (TensorShape::MaxDimensions)
+
+
 # --- shape algebra -------------------------------------------------------------------------
 def rank(shape):
     return None if shape is None else len(shape)
@@ -106,6 +109,8 @@ def broadcast(a, b):
 
 def with_rank(shape, r, what="input"):
     if shape is None:
+        if r > MAX_RANK:  # r from a vector's length (a perm of 2**31): no tuple of 2**31 Nones
+            raise ShapeError(f"{what} must have rank {r}, above TensorFlow's most ({MAX_RANK})")
         return (None,) * r
     if len(shape) != r:
         raise ShapeError(f"{what} must have rank {r}, got shape {fmt(shape)}")
@@ -238,9 +243,9 @@ class InferenceContext:
             return shape_from_elems(elems)
         s = self.input_shapes[i]
         if s is not None and len(s) == 1 and s[0] is not None:
-            if s[0] > 254:  # TensorFlow's maximum rank; a declared 2**31 must not build a tuple
+            if s[0] > MAX_RANK:  # a declared 2**31 must not build a tuple
                 raise ShapeError(f"a shape tensor of {s[0]} elements describes a rank above "
-                                 "254")
+                                 f"{MAX_RANK}")
             return (None,) * s[0]
         return None
 
