@@ -24,8 +24,8 @@ import numpy as np
 def plan(equation, shape_a, shape_b):
     """`run(a, b)` computing `equation` ("ab,bc->ac" form) for operands of these shapes with
     one np.matmul, or None where the equation is not of the planned form."""
-    lhs, _, out = equation.partition("->")
-    if "." in equation or not _ == "->" or lhs.count(",") != 1:
+    lhs, arrow, out = equation.partition("->")
+    if "." in equation or not arrow or lhs.count(",") != 1:
         return None
     la, lb = lhs.split(",")
     if (len(set(la)) != len(la) or len(set(lb)) != len(lb) or len(set(out)) != len(out)

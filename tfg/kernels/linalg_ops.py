@@ -9,9 +9,10 @@ numpy.linalg and a partial-pivot LU that pivots as Eigen's does.
     MatrixBandPart(ones[3,3], num_lower=-1, num_upper=0) -> [[1,0,0],[1,1,0],[1,1,1]]
 
 The equation is validated by the signature's parser (schemas/ops/linalg_ops.py) so a bad one
-fails with the same words at build and run time. Two operands go through numpy's optimized
-path (tensordot: one BLAS GEMM); TensorFlow's own kernel is also a transpose-GEMM-transpose.
-Tiny ones (a decode step's projection of one token, [2, 1, 8] x [8, 24]) go straight to
+fails with the same words at build and run time. Two operands of the plain form (no ellipsis,
+no repeated or broadcast label) are planned once per operand shapes as transposes around one
+matmul (einsum_plan.py), TensorFlow's own transpose-GEMM-transpose; other two-operand ones go
+through numpy's optimized path (tensordot), or, tiny (under 2**16 multiply-adds), straight to
 numpy's C loop: the optimized path's planning costs ~40 us a call, the loop ~5 us.
 """
 import numpy as np

@@ -30,22 +30,27 @@ def _block_args(x, block_shape, pads, what):
     return block, pads, m
 
 
+def _cached_plan(ctx, make, x, block_shape, pads):
+    """make(x, block_shape, pads), kept per node for x's shape and the two arguments' values:
+    parsing them was most of a small call (a dilated ConvLSTM's 2x7x2 map)."""
+    if type(block_shape) is not np.ndarray or type(pads) is not np.ndarray:
+        return make(x, block_shape, pads)
+    key = (make, x.shape, block_shape.tobytes(), block_shape.dtype.char, pads.shape,
+           pads.tobytes(), pads.dtype.char)
+    plan = ctx.cache.get(key)
+    if plan is None:
+        if len(ctx.cache) >= 16:
+            ctx.cache.clear()
+        plan = ctx.cache[key] = make(x, block_shape, pads)
+    return plan
+
+
 @kernel("SpaceToBatchND", device_types=ALL_DEVICES, host_inputs=(1, 2))
 def space_to_batch_nd(ctx, x, block_shape, paddings):
     xp = ctx.xp
     x = xp.asarray(x)
-    if type(block_shape) is np.ndarray and type(paddings) is np.ndarray:
-        # (the arguments parsed once per node and shapes: they were most of a small call)
-        key = ("s2b", x.shape, block_shape.tobytes(), block_shape.dtype.char,
-               paddings.shape, paddings.tobytes(), paddings.dtype.char)
-        plan = ctx.cache.get(key)
-        if plan is None:
-            if len(ctx.cache) >= 16:
-                ctx.cache.clear()
-            plan = ctx.cache[key] = _space_to_batch_plan(x, block_shape, paddings)
-    else:
-        plan = _space_to_batch_plan(x, block_shape, paddings)
-    widths, split, perm, out_shape = plan
+    widths, split, perm, out_shape = _cached_plan(ctx, _space_to_batch_plan, x, block_shape,
+                                                  paddings)
     if any(a or b for a, b in widths):  # (np.pad's Python: ~100 us a call on tiny maps)
         x = _constant_pad(x, widths, 0) if xp is np else xp.pad(x, widths)
     return xp.ascontiguousarray(xp.transpose(x.reshape(split), perm)).reshape(out_shape)
@@ -75,18 +80,7 @@ def _space_to_batch_plan(x, block_shape, paddings):
 def batch_to_space_nd(ctx, x, block_shape, crops):
     xp = ctx.xp
     x = xp.asarray(x)
-    if type(block_shape) is np.ndarray and type(crops) is np.ndarray:
-        # (the arguments parsed once per node and shapes, as SpaceToBatchND's)
-        key = ("b2s", x.shape, block_shape.tobytes(), block_shape.dtype.char, crops.shape,
-               crops.tobytes(), crops.dtype.char)
-        plan = ctx.cache.get(key)
-        if plan is None:
-            if len(ctx.cache) >= 16:
-                ctx.cache.clear()
-            plan = ctx.cache[key] = _batch_to_space_plan(x, block_shape, crops)
-    else:
-        plan = _batch_to_space_plan(x, block_shape, crops)
-    split, perm, joined, index = plan
+    split, perm, joined, index = _cached_plan(ctx, _batch_to_space_plan, x, block_shape, crops)
     x = xp.ascontiguousarray(xp.transpose(x.reshape(split), perm)).reshape(joined)
     return xp.ascontiguousarray(x[index])
 
